@@ -1,0 +1,59 @@
+# The two set-up commands: `make run` and `make test`. Each does all set-up on a fresh
+# Debian machine (virtualenv, Python packages with torch pinned, Graphviz's dot, and for
+# tests Chromium), and a second call reinstalls nothing.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8501
+PYTEST_ARGS ?=
+
+.PHONY: run test setup dot chromium examples bench clean
+
+run: setup
+	$(PY) -m graphviz_app.cli serve --host $(HOST) --port $(PORT)
+
+examples: setup
+	$(PY) -m graphviz_app.cli examples -o out
+
+test: setup chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+setup: $(STAMP) dot
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[web,dev]'
+	@touch $@
+
+# Graphviz's `dot`: installed with apt-get when missing and we are root, else say how.
+dot:
+	@command -v dot >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Graphviz (dot) with apt-get..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	  else \
+	    echo "Graphviz's 'dot' is not on PATH. Install it, then run make again:"; \
+	    echo "  Debian/Ubuntu: sudo apt-get install graphviz"; \
+	    echo "  macOS:         brew install graphviz"; \
+	    echo "  conda:         conda install -c conda-forge graphviz"; \
+	    exit 1; \
+	  fi; }
+
+# Debian's Chromium for the browser tests (never a downloaded browser build).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Chromium with apt-get for the browser tests..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
+	  else \
+	    echo "chromium is not installed: browser tests will be skipped (sudo apt-get install chromium)."; \
+	  fi; }
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

@@ -1,0 +1,41 @@
+"""The exceptions graphviz_app raises, in one place."""
+
+from __future__ import annotations
+
+__all__ = [
+    "GraphvizAppError",
+    "TraceError",
+    "NoGradFnError",
+    "RenderError",
+    "DotNotFoundError",
+    "UnsupportedFormatError",
+    "SchemaError",
+]
+
+
+class GraphvizAppError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class TraceError(GraphvizAppError, ValueError):
+    """The outputs given to `trace` cannot be traced."""
+
+
+class NoGradFnError(TraceError):
+    """An output tensor has no autograd graph behind it."""
+
+
+class RenderError(GraphvizAppError, RuntimeError):
+    """Drawing or saving a graph failed."""
+
+
+class DotNotFoundError(RenderError):
+    """Graphviz's `dot` program is not installed or not on PATH."""
+
+
+class UnsupportedFormatError(RenderError, ValueError):
+    """The output file's suffix names no format we can write."""
+
+
+class SchemaError(GraphvizAppError, ValueError):
+    """A JSON document is not a graph of a schema version we can read."""
