@@ -15,7 +15,7 @@ run: setup
 	$(PY) -m graphviz_app.cli serve --host $(HOST) --port $(PORT)
 
 examples: setup
-	$(PY) -m graphviz_app.cli examples -o out
+	@mkdir -p out; for f in examples/*.py; do $(PY) $$f --out out || exit 1; done; echo "Rendered the examples into out/"
 
 test: setup chromium
 	$(PY) -m pytest $(PYTEST_ARGS)

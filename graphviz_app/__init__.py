@@ -5,23 +5,23 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .model import Graph
+from .renderer import render, save
+
 __all__ = ["trace", "render", "save", "make_dot", "Graph"]
 
-# Imported on first use so that `graphviz_app.model` and `graphviz_app.render`
-# work without torch installed (the renderer reads only the model).
+# torch is imported on first use only, so the model and the renderer work (and
+# are tested) without it. The modules are named tracer/renderer, not
+# trace/render: a submodule named like the function it exports would replace
+# that function on the package as soon as anyone imported the submodule.
 _LAZY = {
-    "trace": "graphviz_app.trace",
-    "render": "graphviz_app.render",
-    "save": "graphviz_app.render",
+    "trace": "graphviz_app.tracer",
     "make_dot": "graphviz_app.compat",
-    "Graph": "graphviz_app.model",
 }
 
 if TYPE_CHECKING:
     from .compat import make_dot
-    from .model import Graph
-    from .render import render, save
-    from .trace import trace
+    from .tracer import trace
 
 
 def __getattr__(name: str) -> Any:

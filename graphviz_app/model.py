@@ -239,7 +239,7 @@ class Graph:
     # Notebook display. The import is deferred so the model itself never
     # depends on the renderer; only drawing does.
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import render
+        from .renderer import render
 
         return {"image/svg+xml": render(self).pipe(format="svg", encoding="utf-8")}
 
