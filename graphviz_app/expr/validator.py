@@ -1,0 +1,351 @@
+"""Parse a program and check it against the language, without running anything."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+from .allowlist import (
+    ALL_ATTRIBUTES,
+    BUILTIN_FUNCTIONS,
+    NAMESPACES,
+    RESERVED_NAMES,
+    refusal_reason,
+)
+from .errors import ExprError
+from .limits import Limits
+from .program import Program
+
+__all__ = ["parse", "validate"]
+
+_INT64_MAX = 2**63 - 1
+_ALLOWED_NODES = (
+    ast.Module, ast.Assign, ast.AugAssign, ast.For, ast.Expr, ast.BinOp, ast.UnaryOp,
+    ast.Compare, ast.Call, ast.Attribute, ast.Subscript, ast.Slice, ast.Name, ast.Constant,
+    ast.Tuple, ast.List, ast.IfExp, ast.keyword, ast.Load, ast.Store, ast.unaryop,
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult,
+    ast.BitAnd, ast.BitOr, ast.BitXor,
+    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
+)
+_REFUSED_NODES: dict[type, str] = {
+    ast.Import: "import is not allowed: torch is already there as `torch`, torch.nn.functional as `F`",
+    ast.ImportFrom: "import is not allowed: torch is already there as `torch`, torch.nn.functional as `F`",
+    ast.Lambda: "lambda is not allowed: the language has no functions of its own",
+    ast.FunctionDef: "def is not allowed: the language has no functions of its own",
+    ast.AsyncFunctionDef: "def is not allowed: the language has no functions of its own",
+    ast.ClassDef: "class is not allowed: the language has no classes of its own",
+    ast.ListComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
+    ast.SetComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
+    ast.DictComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
+    ast.GeneratorExp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
+    ast.JoinedStr: "f-strings are not allowed: strings are plain literals used as arguments",
+    ast.While: "while loops are not allowed: use `for i in range(N):`",
+    ast.With: "with is not allowed",
+    ast.AsyncWith: "with is not allowed",
+    ast.Global: "global is not allowed",
+    ast.Nonlocal: "nonlocal is not allowed",
+    ast.Starred: "* unpacking is not allowed: pass arguments one by one",
+    ast.Dict: "dict literals are not allowed: use lists or tuples",
+    ast.Set: "set literals are not allowed: use lists or tuples",
+    ast.If: "if statements are not allowed: use `a if cond else b` or torch.where(cond, a, b)",
+    ast.BoolOp: "and/or are not allowed: use & and | on boolean tensors",
+    ast.NamedExpr: "the := operator is not allowed: assign on its own line",
+    ast.Delete: "del is not allowed",
+    ast.Try: "try is not allowed",
+    ast.Raise: "raise is not allowed",
+    ast.Assert: "assert is not allowed",
+    ast.Return: "return is not allowed: the last line's expression is the result",
+    ast.Yield: "yield is not allowed",
+    ast.Await: "await is not allowed",
+    ast.LShift: "<< is not allowed",
+    ast.RShift: ">> is not allowed",
+    ast.AnnAssign: "annotated assignments are not allowed: write `name = expression`",
+}
+
+
+def validate(source: str, *, limits: Limits = Limits()) -> None:
+    """Parse and check a program without running any of it.
+
+    Cheap enough to call on every keystroke. Checks the syntax, every
+    construct, name and attribute against the allow-list, the size limits
+    that can be known before running, and that every name is defined
+    above its use.
+
+    Args:
+        source: The program: assignments, optional `for i in range(N):`
+            loops, and a final expression.
+        limits: Size limits (source length, syntax nodes, depth, loop length).
+
+    Raises:
+        ExprError: naming the problem and its line and column.
+
+    >>> validate("x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()")
+    >>> validate("x.__class__")
+    Traceback (most recent call last):
+    ...
+    graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed (x.__class__): they reach Python internals
+    """
+    parse(source, limits=limits)
+
+
+def parse(source: str, *, limits: Limits = Limits()) -> Program:
+    """Like `validate`, and return the checked `Program` for the evaluator."""
+    if not isinstance(source, str):
+        raise ExprError(f"expected the program as text (str), found {type(source).__name__}", kind="input")
+    if len(source) > limits.max_source_chars:
+        raise ExprError(
+            f"the program is {len(source):,} characters long; the limit is "
+            f"{limits.max_source_chars:,} (Limits.max_source_chars)",
+            kind="limit",
+        )
+    if not source.strip():
+        raise ExprError("the program is empty: write an expression such as ((x+2)**2+3).mean()", kind="syntax")
+    tree = _parse_syntax(source)
+    draft = Program(source, tree, (), frozenset())
+    _check_tree(tree, draft, limits)
+    defined, inputs = _Scope(draft).run(tree)
+    return Program(source, tree, defined, inputs)
+
+
+def _parse_syntax(source: str) -> ast.Module:
+    # ast.parse builds a syntax tree only; nothing is compiled to code or run.
+    try:
+        return ast.parse(source, mode="exec")
+    except SyntaxError as e:
+        text = e.text.rstrip("\r\n") if e.text else None
+        col = e.offset if e.offset and e.offset > 0 else None
+        raise ExprError(
+            f"syntax error: {e.msg}", line=e.lineno, col=col, kind="syntax", source_line=text
+        ) from e
+    except (RecursionError, MemoryError, ValueError) as e:
+        raise ExprError(
+            "the program nests too deeply for the parser: use fewer brackets or split it into assignments",
+            kind="limit",
+        ) from e
+
+
+def _check_tree(tree: ast.Module, program: Program, limits: Limits) -> None:
+    # Iterative, because the depth is exactly what has not been checked yet.
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    loop_iters: set[int] = set()
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > limits.max_nodes:
+            raise program.error(
+                node, f"the program has more than {limits.max_nodes:,} syntax nodes "
+                "(Limits.max_nodes): make it shorter", kind="limit",
+            )
+        if depth > limits.max_depth:
+            raise program.error(
+                node, f"the program nests deeper than {limits.max_depth} levels "
+                "(Limits.max_depth): split it into assignments", kind="limit",
+            )
+        _check_node(node, program, limits, loop_iters)
+        children = list(ast.iter_child_nodes(node))
+        stack.extend((child, depth + 1) for child in reversed(children))
+
+
+def _check_node(node: ast.AST, program: Program, limits: Limits, loop_iters: set[int]) -> None:
+    if type(node) in _REFUSED_NODES:
+        raise program.error(node, _REFUSED_NODES[type(node)])
+    if not isinstance(node, _ALLOWED_NODES):
+        raise program.error(node, f"{type(node).__name__} is not part of the expression language")
+    if isinstance(node, ast.Name):
+        _check_identifier(node.id, node, program)
+        if isinstance(node.ctx, ast.Store) and node.id in RESERVED_NAMES:
+            raise program.error(node, f"{node.id} is a built-in name and cannot be assigned: pick another name")
+    elif isinstance(node, ast.Attribute):
+        _check_attribute(node, program)
+    elif isinstance(node, ast.Call):
+        _check_call(node, program, loop_iters)
+    elif isinstance(node, ast.keyword):
+        _check_keyword(node, program)
+    elif isinstance(node, ast.Constant):
+        _check_constant(node, program)
+    elif isinstance(node, ast.Compare):
+        if len(node.ops) != 1:
+            raise program.error(node, "chained comparisons like a < b < c are not allowed: write (a < b) & (b < c)")
+        if not isinstance(node.ops[0], _ALLOWED_NODES):
+            raise program.error(node, "only == != < <= > >= comparisons are allowed (not `is` or `in`)")
+    elif isinstance(node, ast.Assign):
+        _check_assign_targets(node, program)
+    elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name):
+        raise program.error(node, "augmented assignment needs a plain name on the left, e.g. total += loss")
+    elif isinstance(node, ast.For):
+        _check_for(node, program, limits)
+        loop_iters.add(id(node.iter))
+
+
+def _check_identifier(name: str, node: ast.AST, program: Program) -> None:
+    if not name.isascii():
+        odd = next(ch for ch in name if not ch.isascii())
+        raise program.error(
+            node, f"names must be plain ASCII: {name!r} contains {odd!r} (U+{ord(odd):04X}), "
+            "which only looks like a Latin letter",
+        )
+    if name.startswith("_"):
+        raise program.error(node, f"names starting with _ are not allowed ({name}): they reach Python internals")
+
+
+def _namespace_path(node: ast.AST) -> str | None:
+    """'torch.nn' for the expression `torch.nn`, None if not a namespace chain."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in ("torch", "F", "custom"):
+        return None
+    path = ".".join([node.id, *reversed(parts)])
+    return path if path in NAMESPACES else None
+
+
+def _check_attribute(node: ast.Attribute, program: Program) -> None:
+    attr = node.attr
+    shown = f"{program.text(node.value)}.{attr}"
+    if attr.startswith("_"):
+        raise program.error(node, f"attribute names starting with _ are not allowed ({shown}): they reach Python internals")
+    _check_identifier(attr, node, program)
+    path = _namespace_path(node.value)
+    if path is not None:
+        allowed = attr in NAMESPACES[path]
+        shown = f"{path}.{attr}"
+    else:
+        allowed = attr in ALL_ATTRIBUTES
+    if not allowed:
+        reason = refusal_reason(attr)
+        if reason is not None:
+            raise program.error(node, f"{shown} is not allowed: {reason}")
+        raise program.error(
+            node, f"{shown} is not on the allow-list of functions, methods and attributes "
+            "(graphviz-app --help lists them)",
+        )
+
+
+def _check_call(node: ast.Call, program: Program, loop_iters: set[int]) -> None:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return
+    if not isinstance(func, ast.Name):
+        raise program.error(node, f"only named functions can be called, not {program.text(func)}")
+    if func.id == "range" and id(node) not in loop_iters:
+        raise program.error(node, "range(...) can only be used as `for i in range(N):`")
+    if func.id not in BUILTIN_FUNCTIONS:
+        reason = refusal_reason(func.id)
+        if reason is not None:
+            raise program.error(node, f"{func.id}() is not allowed: {reason}")
+        raise program.error(
+            node, f"{func.id}(...) is not an allowed function: call torch.*, F.*, custom.* "
+            f"functions, tensor methods, or one of {', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
+        )
+
+
+def _check_keyword(node: ast.keyword, program: Program) -> None:
+    if node.arg is None:
+        raise program.error(node, "** unpacking is not allowed: write keyword arguments one by one")
+    _check_identifier(node.arg, node, program)
+    if node.arg == "out":
+        raise program.error(node, "out= is not allowed (it writes into an existing tensor): assign the result instead")
+
+
+def _check_constant(node: ast.Constant, program: Program) -> None:
+    value = node.value
+    if isinstance(value, (bytes, bytearray)):
+        raise program.error(node, "bytes literals are not allowed")
+    if isinstance(value, int) and not isinstance(value, bool) and value > _INT64_MAX:
+        raise program.error(
+            node, f"the integer literal has {len(str(value))} digits; integers must fit in 64 bits "
+            "(write 1e30 for a large float)", kind="limit",
+        )
+
+
+def _check_assign_targets(node: ast.Assign, program: Program) -> None:
+    if len(node.targets) != 1:
+        raise program.error(node, "chained assignment a = b = ... is not allowed: assign one name per line")
+    target = node.targets[0]
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return
+    if not isinstance(target, ast.Name):
+        raise program.error(
+            target, f"only names can be assigned, not {program.text(target)}: "
+            "tensors are never changed in place; write a new name",
+        )
+
+
+def _check_for(node: ast.For, program: Program, limits: Limits) -> None:
+    if not isinstance(node.target, ast.Name):
+        raise program.error(node.target, "the loop variable must be a plain name: for i in range(N):")
+    if node.orelse:
+        raise program.error(node, "for ... else is not allowed")
+    it = node.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and 1 <= len(it.args) <= 3 and not it.keywords):
+        raise program.error(it, "a loop must be `for i in range(N):` (or range(start, stop[, step]))")
+    if all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args):
+        args = [a.value for a in it.args]  # type: ignore[attr-defined]
+        if (len(args) < 3 or args[2] != 0) and len(range(*args)) > limits.max_loop_iterations:
+            raise program.error(
+                it, f"the loop runs {len(range(*args)):,} times; the limit is "
+                f"{limits.max_loop_iterations:,} iterations (Limits.max_loop_iterations)", kind="limit",
+            )
+
+
+class _Scope:
+    """Checks that every name is defined above its use, in program order."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.defined: dict[str, None] = {}
+        self.assignments: dict[str, int] = {}
+        self.top_once: set[str] = set()
+
+    def run(self, tree: ast.Module) -> tuple[tuple[str, ...], frozenset[str]]:
+        last = tree.body[-1]
+        if not isinstance(last, ast.Expr):
+            raise self.program.error(
+                last, "a program ends with the expression to show on its last line, "
+                "e.g. ((x+2)**2+3).mean(); the last line here is not an expression",
+            )
+        self._statements(tree.body, in_loop=False)
+        inputs = frozenset(n for n in self.top_once if self.assignments[n] == 1)
+        return tuple(self.defined), inputs
+
+    def _statements(self, body: list[ast.stmt], *, in_loop: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.For):
+                self._uses(stmt.iter)
+                self._define(stmt.target, top=False)
+                self._statements(stmt.body, in_loop=True)
+            elif isinstance(stmt, ast.Assign):
+                self._uses(stmt.value)
+                target = stmt.targets[0]
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                for name in names:
+                    self._define(name, top=not in_loop and isinstance(target, ast.Name))
+            elif isinstance(stmt, ast.AugAssign):
+                self._uses(stmt.target)
+                self._uses(stmt.value)
+                self._define(stmt.target, top=False)
+            elif isinstance(stmt, ast.Expr):
+                self._uses(stmt.value)
+
+    def _define(self, node: ast.expr, *, top: bool) -> None:
+        assert isinstance(node, ast.Name)  # guaranteed by _check_node
+        self.defined.setdefault(node.id, None)
+        self.assignments[node.id] = self.assignments.get(node.id, 0) + 1
+        if top:
+            self.top_once.add(node.id)
+
+    def _uses(self, expr: ast.AST) -> None:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id not in self.defined and node.id not in RESERVED_NAMES:
+                raise self.program.error(node, self._undefined_message(node.id), kind="name")
+
+    def _undefined_message(self, name: str) -> str:
+        reason = refusal_reason(name)
+        if reason is not None:
+            return f"{name} is not available: {reason}"
+        message = f"{name} is not defined: define it above the expression, e.g. {name} = torch.arange(3., requires_grad=True)"
+        close = difflib.get_close_matches(name, [*self.defined, *RESERVED_NAMES], n=1)
+        return message + (f" (or did you mean {close[0]}?)" if close else "")

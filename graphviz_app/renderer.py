@@ -1,0 +1,141 @@
+"""Draw a Graph with Graphviz and write it as SVG, PNG, PDF, DOT or JSON."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import graphviz
+
+from .errors import DotNotFoundError, RenderError, UnsupportedFormatError
+from .model import Graph, NodeKind
+from .style import (
+    CROSS_DEVICE_STYLE,
+    KIND_LOOK,
+    KIND_STYLE,
+    KIND_TITLE,
+    device_color,
+    edge_attrs,
+    node_label,
+)
+
+__all__ = ["FORMATS", "RANKDIRS", "render", "export", "save"]
+
+FORMATS = ("svg", "png", "pdf", "dot", "json")
+RANKDIRS = ("TB", "BT", "LR", "RL")
+
+INSTALL_DOT = (
+    "Graphviz's 'dot' program was not found on PATH; install it and try again: "
+    "'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) "
+    "or 'conda install -c conda-forge graphviz'"
+)
+
+
+def render(
+    graph: Graph,
+    *,
+    rankdir: str = "TB",
+    legend: bool = True,
+    max_attr_chars: int = 50,
+) -> graphviz.Digraph:
+    """Lay out nothing yet: build the Graphviz description of `graph`.
+
+    Args:
+        graph: the traced graph.
+        rankdir: Graphviz direction, one of TB, BT, LR, RL.
+        legend: add a box explaining the node shapes and device colours.
+        max_attr_chars: cut op attribute lines longer than this.
+
+    Returns:
+        A `graphviz.Digraph`; `.source` is DOT text, `.pipe("svg")` lays it out.
+
+    Raises:
+        RenderError: `rankdir` is not one Graphviz knows.
+    """
+    if rankdir not in RANKDIRS:
+        raise RenderError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
+    dot = graphviz.Digraph(
+        name="autograd",
+        graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "12"},
+        node_attr={"fontname": "Helvetica", "fontsize": "11", "height": "0.2"},
+        edge_attr={"arrowsize": "0.7"},
+    )
+    cross = graph.cross_device_ops()
+    for node in graph.nodes:
+        attrs = dict(KIND_STYLE[node.kind], fillcolor=device_color(node.device))
+        if node.id in cross:
+            attrs.update(CROSS_DEVICE_STYLE)
+        dot.node(node.id, graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)), **attrs)
+    for edge in graph.edges:
+        dot.edge(edge.src, edge.dst, **edge_attrs(edge))
+    if legend and graph.nodes:
+        _add_legend(dot, graph, bool(cross))
+    return dot
+
+
+def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool) -> None:
+    kinds = [k for k in NodeKind if any(n.kind is k for n in graph.nodes)]
+    devices = sorted({n.device for n in graph.nodes if n.device and n.device != "unknown"})
+    rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
+    rows += [f"<TR><TD>{KIND_LOOK[k]}</TD><TD>{KIND_TITLE[k]}</TD></TR>" for k in kinds]
+    rows += [
+        f'<TR><TD BGCOLOR="{device_color(d)}">fill</TD><TD>on {html.escape(d)}</TD></TR>'
+        for d in devices
+    ]
+    if has_cross:
+        rows.append(
+            f'<TR><TD><FONT COLOR="{CROSS_DEVICE_STYLE["color"]}">red border</FONT></TD>'
+            "<TD>op whose inputs are on another device</TD></TR>"
+        )
+    table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows)
+    dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
+
+
+def export(graph: Graph, fmt: str, **options: object) -> bytes:
+    """The graph as bytes in `fmt` (svg, png, pdf, dot or json).
+
+    Raises:
+        UnsupportedFormatError: `fmt` is none of those.
+        DotNotFoundError: Graphviz's `dot` is needed and missing.
+        RenderError: Graphviz failed to lay the graph out.
+    """
+    fmt = fmt.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise UnsupportedFormatError(
+            f"cannot write format {fmt!r}: choose one of {', '.join('.' + f for f in FORMATS)}"
+        )
+    if fmt == "json":
+        return graph.to_json(indent=1).encode()
+    digraph = render(graph, **options)  # type: ignore[arg-type]
+    if fmt == "dot":
+        return digraph.source.encode()
+    try:
+        return digraph.pipe(format=fmt)
+    except graphviz.ExecutableNotFound as e:
+        raise DotNotFoundError(INSTALL_DOT) from e
+    except graphviz.CalledProcessError as e:
+        detail = (e.stderr or b"").decode(errors="replace").strip()
+        raise RenderError(f"Graphviz failed to lay out the graph: {detail}") from e
+
+
+def save(graph: Graph, path: str | Path, **options: object) -> Path:
+    """Write `graph` to `path`, the format chosen by its suffix.
+
+    Suffixes: .svg .png .pdf .dot .json. Options are those of `render`.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise UnsupportedFormatError(
+            f"cannot tell the format of {str(path)!r} from its suffix {path.suffix!r}: "
+            f"end the name in one of {', '.join('.' + f for f in FORMATS)}"
+        )
+    data = export(graph, suffix, **options)
+    try:
+        path.write_bytes(data)
+    except OSError as e:
+        raise RenderError(f"cannot write {str(path)!r}: {e.strerror}") from e
+    return path

@@ -1,0 +1,39 @@
+// The program editor: a plain textarea that reports its text while the person
+// types (debounced), so the page can show parse errors before Run is pressed.
+// Ctrl+Enter (Cmd+Enter) asks the page to run the program.
+const DEBOUNCE_MS = 250;
+
+export default function (component) {
+  const { parentElement, data, setStateValue, setTriggerValue } = component;
+  const area = parentElement.querySelector("textarea");
+  if (!area || area.dataset.ready) {
+    return;
+  }
+  area.dataset.ready = "1";
+  area.value = (data && data.value) || "";
+  const fit = () => {
+    area.rows = Math.min(30, Math.max(5, area.value.split("\n").length + 1));
+  };
+  fit();
+  let timer = null;
+  const send = () => {
+    clearTimeout(timer);
+    timer = null;
+    setStateValue("value", area.value);
+  };
+  area.addEventListener("input", () => {
+    fit();
+    clearTimeout(timer);
+    timer = setTimeout(send, DEBOUNCE_MS);
+  });
+  area.addEventListener("blur", () => {
+    if (timer !== null) send();
+  });
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      send();
+      setTriggerValue("run", true);
+    }
+  });
+}

@@ -1,0 +1,177 @@
+"""The page's program and options as URL query parameters, both ways; no Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
+
+__all__ = [
+    "DTYPES",
+    "RANKDIRS",
+    "MAX_NODES_RANGE",
+    "MAX_URL_PROGRAM_CHARS",
+    "SEED_PROGRAM",
+    "Options",
+    "CheckInput",
+    "PageState",
+    "from_query",
+    "to_query",
+    "share_query",
+    "with_options",
+]
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+RANKDIRS = ("TB", "LR", "BT", "RL")
+MAX_NODES_RANGE = (10, 5000)
+# The page is fetched with the query in the request line; HTTP servers refuse
+# request lines past about 16 KiB, and URL-encoding can triple a program.
+MAX_URL_PROGRAM_CHARS = 4000
+
+SEED_PROGRAM = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()\n"
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to evaluate and draw a program: the sidebar's settings."""
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    show_saved: bool = True
+    show_attrs: bool = True
+    rankdir: str = "TB"
+    max_nodes: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInput:
+    """A hand-derived gradient to check: `expected` is d(output)/d(`wrt`)."""
+
+    wrt: str = ""
+    expected: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PageState:
+    """Everything a link carries: the program, the options, the gradient to check."""
+
+    program: str = SEED_PROGRAM
+    options: Options = field(default_factory=Options)
+    check: CheckInput = field(default_factory=CheckInput)
+
+
+def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[str]]:
+    """Read a page state from query parameters; missing ones take defaults.
+
+    Args:
+        params: the URL's query, as `st.query_params` or `parse_qs` give it.
+
+    Returns:
+        The state, and one sentence per parameter that was ignored and why.
+
+    >>> state, problems = from_query({"program": "y = 1", "dtype": "float8"})
+    >>> state.program, state.options.dtype
+    ('y = 1', 'float32')
+    >>> problems
+    ['ignored ?dtype=float8: expected one of float32, float64, float16, bfloat16']
+    """
+    problems: list[str] = []
+    get = _Reader(params, problems)
+    default = Options()
+    options = Options(
+        device=get.text("device", default.device),
+        dtype=get.choice("dtype", DTYPES, default.dtype),
+        show_saved=get.flag("saved", default.show_saved),
+        show_attrs=get.flag("attrs", default.show_attrs),
+        rankdir=get.choice("rankdir", RANKDIRS, default.rankdir, upper=True),
+        max_nodes=get.integer("max_nodes", MAX_NODES_RANGE, default.max_nodes),
+    )
+    check = CheckInput(wrt=get.text("wrt", ""), expected=get.text("grad", ""))
+    program = get.text("program", SEED_PROGRAM) if "program" in params else SEED_PROGRAM
+    return PageState(program=program, options=options, check=check), problems
+
+
+def to_query(state: PageState) -> dict[str, str]:
+    """The query parameters that reproduce `state` (the inverse of `from_query`).
+
+    The program is left out when it is too long for a URL (see
+    `MAX_URL_PROGRAM_CHARS`); the check is left out when there is none.
+    """
+    o = state.options
+    query: dict[str, str] = {}
+    if len(state.program) <= MAX_URL_PROGRAM_CHARS:
+        query["program"] = state.program
+    query.update(
+        device=o.device,
+        dtype=o.dtype,
+        saved="1" if o.show_saved else "0",
+        attrs="1" if o.show_attrs else "0",
+        rankdir=o.rankdir,
+        max_nodes=str(o.max_nodes),
+    )
+    if state.check.expected:
+        query.update(wrt=state.check.wrt, grad=state.check.expected)
+    return query
+
+
+def share_query(state: PageState) -> str:
+    """`to_query` as the text after `?` in a link.
+
+    >>> share_query(PageState(program="y = 2*x")).split("&")[0]
+    'program=y+%3D+2%2Ax'
+    """
+    return urlencode(to_query(state))
+
+
+def with_options(state: PageState, **changes: object) -> PageState:
+    """A copy of `state` with some options changed."""
+    return replace(state, options=replace(state.options, **changes))  # type: ignore[arg-type]
+
+
+class _Reader:
+    """Reads typed values out of a query, noting what it had to ignore."""
+
+    def __init__(self, params: Mapping[str, str | list[str]], problems: list[str]) -> None:
+        self._params = params
+        self._problems = problems
+
+    def text(self, key: str, default: str) -> str:
+        value = self._params.get(key)
+        if isinstance(value, list):  # parse_qs style: the last one wins, as in st.query_params
+            value = value[-1] if value else None
+        return default if value is None else str(value)
+
+    def _ignore(self, key: str, raw: str, expected: str) -> None:
+        self._problems.append(f"ignored ?{key}={raw}: expected {expected}")
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str, *, upper: bool = False) -> str:
+        raw = self.text(key, default)
+        value = raw.upper() if upper else raw.lower()
+        if value in choices:
+            return value
+        self._ignore(key, raw, "one of " + ", ".join(choices))
+        return default
+
+    def flag(self, key: str, default: bool) -> bool:
+        raw = self.text(key, "1" if default else "0")
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        self._ignore(key, raw, "1 or 0")
+        return default
+
+    def integer(self, key: str, bounds: tuple[int, int], default: int) -> int:
+        raw = self.text(key, str(default))
+        low, high = bounds
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            self._ignore(key, raw, f"a whole number from {low} to {high}")
+            return default
+        return value
