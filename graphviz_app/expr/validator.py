@@ -203,9 +203,11 @@ def _namespace_path(node: ast.AST) -> str | None:
 
 def _check_attribute(node: ast.Attribute, program: Program) -> None:
     attr = node.attr
-    shown = f"{program.text(node.value)}.{attr}"
     if attr.startswith("_"):
+        node = _first_private(node)
+        shown = f"{program.text(node.value)}.{node.attr}"
         raise program.error(node, f"attribute names starting with _ are not allowed ({shown}): they reach Python internals")
+    shown = f"{program.text(node.value)}.{attr}"
     _check_identifier(attr, node, program)
     path = _namespace_path(node.value)
     if path is not None:
@@ -221,6 +223,17 @@ def _check_attribute(node: ast.Attribute, program: Program) -> None:
             node, f"{shown} is not on the allow-list of functions, methods and attributes "
             "(graphviz-app --help lists them)",
         )
+
+
+def _first_private(node: ast.Attribute) -> ast.Attribute:
+    """The leftmost `._name` in a chain such as `().__class__.__bases__[0]`."""
+    found = node
+    current: ast.AST = node
+    while isinstance(current, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(current, ast.Attribute) and current.attr.startswith("_"):
+            found = current
+        current = current.func if isinstance(current, ast.Call) else current.value
+    return found
 
 
 def _check_call(node: ast.Call, program: Program, loop_iters: set[int]) -> None:
