@@ -1,0 +1,58 @@
+"""Each example runs as a script and says what it promises."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_example(name: str, out: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), "--out", str(out), *args],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_seed_example_prints_matching_hand_and_autograd_gradients(tmp_path: Path) -> None:
+    out = run_example("seed_mean_square.py", tmp_path)
+    assert "autograd     = [1.3333333730697632, 2.0, 2.6666667461395264]" in out
+    assert "agree        = True" in out
+    graph = json.loads((tmp_path / "seed_mean_square.json").read_text())
+    ops = [n["name"] for n in graph["nodes"] if n["kind"] == "op"]
+    assert ops == ["MeanBackward0", "AddBackward0", "PowBackward0", "AddBackward0"]
+    assert (tmp_path / "seed_mean_square.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_mlp_example_names_every_parameter(tmp_path: Path) -> None:
+    out = run_example("mlp_named_parameters.py", tmp_path)
+    assert "named leaves: ['2.bias', '2.weight', '0.bias', '0.weight']" in out
+    svg = (tmp_path / "mlp_named_parameters.svg").read_text()
+    assert "0.weight" in svg and "AddmmBackward0" in svg
+
+
+def test_two_devices_example_runs_on_one_device(tmp_path: Path) -> None:
+    out = run_example("two_devices.py", tmp_path)
+    assert "devices: cpu -> cpu" in out or "cuda" in out
+    assert "ToCopyBackward0" in (tmp_path / "two_devices.svg").read_text()
+
+
+@pytest.mark.cuda
+def test_two_devices_example_highlights_the_copy_on_a_gpu(tmp_path: Path) -> None:
+    out = run_example("two_devices.py", tmp_path)
+    assert "ops crossing devices (highlighted in red): ['ToCopyBackward0']" in out
+
+
+def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path) -> None:
+    out = run_example("loss_accumulation_leak.py", tmp_path, "--steps", "3")
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    leaking = [int(row[1]) for row in rows]
+    assert leaking == sorted(leaking) and leaking[0] < leaking[-1]
+    assert all("0 nodes (a plain float)" in line for line in out.splitlines() if line.strip()[:1].isdigit())
