@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -250,10 +251,9 @@ class _Walker:
                 continue
             for label, t in tensors:
                 self._add_saved_tensor(node_id, f"{name}{label}", t)
-        if attrs:
-            i = int(node_id[1:])
-            node = self.nodes[i]
-            self.nodes[i] = Node(node.id, node.kind, node.name, node.tensor, tuple(attrs))
+        if attrs:  # ids are list positions: n7 is self.nodes[7]
+            index = int(node_id[1:])
+            self.nodes[index] = dataclasses.replace(self.nodes[index], attrs=tuple(attrs))
 
     def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
         saved_id = self._new_id()

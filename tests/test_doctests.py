@@ -1,0 +1,18 @@
+"""The examples in the core modules' docstrings are true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["graphviz_app.model", "graphviz_app.style", "graphviz_app.tracer", "graphviz_app.deep"],
+)
+def test_docstring_examples_hold(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0, f"{module} has no docstring example"
+    assert result.failed == 0
