@@ -226,7 +226,9 @@ class _Walker:
             return Node(node_id, NodeKind.LEAF, name or "", self.describe.describe(variable, name))
         meta = output_metadata(fn)
         info = self.describe.from_metadata(*meta) if meta else None
-        return Node(node_id, NodeKind.OP, fn.name(), info)
+        # type(fn).__name__, as torchviz: fn.name() spells some C++ nodes
+        # "torch::autograd::CopySlices" where torchviz says "CopySlices".
+        return Node(node_id, NodeKind.OP, type(fn).__name__, info)
 
     def _visit(self, fn: Any) -> None:
         node_id = self.fn_ids[id(fn)]
