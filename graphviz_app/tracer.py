@@ -189,7 +189,8 @@ class _Walker:
                 )
                 self.edges.append(Edge(base_id, out_id, EdgeKind.VIEW))
             fn_id = self._discover(t.grad_fn)
-            self.edges.append(Edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
+            if fn_id is not None:  # None: cut off by max_nodes
+                self.edges.append(Edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
         while self.queue:
             self._visit(self.queue.popleft())
         if self.freed:
