@@ -94,7 +94,12 @@ def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
     items = params.items() if isinstance(params, Mapping) else params
     names: dict[int, tuple[str, torch.Tensor]] = {}
     try:
-        for name, tensor in items:
+        for item in items:
+            # Unpacking a bare tensor (model.parameters()) would split its first
+            # dim into a "name" and a "tensor" and name nothing, silently.
+            if isinstance(item, torch.Tensor):
+                raise TraceError(f"found a bare tensor of shape {tuple(item.shape)}, not a pair")
+            name, tensor = item
             if not isinstance(tensor, torch.Tensor):
                 raise TraceError(
                     f"params[{name!r}] is a {type(tensor).__name__}, expected a tensor"
