@@ -173,7 +173,7 @@ class Graph:
         storages: dict[str, int] = {}
         for n in self.nodes:
             t = n.tensor
-            if t is None:
+            if t is None or t.freed:  # a freed tensor's device and dtype are "unknown"
                 continue
             devices.add(t.device)
             dtypes.add(t.dtype)
