@@ -239,9 +239,9 @@ class Graph:
     # Notebook display. The import is deferred so the model itself never
     # depends on the renderer; only drawing does.
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .renderer import render
+        from .renderer import export  # raises DotNotFoundError, not graphviz's own
 
-        return {"image/svg+xml": render(self).pipe(format="svg", encoding="utf-8")}
+        return {"image/svg+xml": export(self, "svg").decode()}
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]
