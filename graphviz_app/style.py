@@ -85,9 +85,9 @@ def _value_text(v: object) -> str:
 
 
 def _escape(text: str) -> str:
-    # Graphviz reads backslash escapes (\n, \N, \G) inside labels; user text
-    # must show as typed.
-    return text.replace("\\", "\\\\")
+    # Graphviz reads backslash escapes (\n, \N, \G) and HTML entities (&lt;)
+    # inside labels; user text must show as typed.
+    return text.replace("\\", "\\\\").replace("&", "&amp;")
 
 
 def _describe(t: TensorInfo) -> str:
