@@ -1,4 +1,4 @@
-"""The autograd Jacobian: batched vector-Jacobian products, a row loop when batching fails."""
+"""The autograd Jacobian: vmapped vector-Jacobian products, with two slower fallbacks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.func import vjp, vmap
 
 from ._chunks import ChunkStats, plan_chunk, run_chunked
 from ._devices import is_out_of_memory
@@ -16,6 +17,9 @@ from ._inputs import call_outputs, checked_outputs
 __all__ = ["AutogradResult", "autograd_jacobian", "first_line"]
 
 Pair = tuple[int, int]
+
+# The ways rows are computed, fastest first; each falls back to the next on failure.
+FUNCTORCH, BATCHED, LOOP = "vmap(vjp)", "batched backward", "loop"
 
 
 def first_line(error: BaseException) -> str:
@@ -40,14 +44,16 @@ class AutogradResult:
 class _Rows:
     """What the row workers share: the graph, and where each output's rows start."""
 
+    fn: Callable[..., Any]
+    leaves: Sequence[Any]
     outs: list[torch.Tensor]
     live: list[int]
     offsets: list[int]
-    leaves: list[torch.Tensor]
     diff: Sequence[int]
     jac: dict[Pair, torch.Tensor]
-    batched: bool = True
-    reason: str = ""
+    method: str = FUNCTORCH
+    vjp_fn: Callable[..., Any] | None = None
+    reasons: list[str] = field(default_factory=list)
 
 
 def autograd_jacobian(
@@ -58,20 +64,17 @@ def autograd_jacobian(
     budget_bytes: int,
     device: torch.device,
 ) -> AutogradResult:
-    """Runs `fn` once with grad enabled and builds the Jacobian of every checked output.
+    """Runs `fn` with grad enabled and builds the Jacobian of every checked output.
 
-    Rows are vector-Jacobian products batched with `is_grads_batched` (vmap over
-    the backward), in chunks sized to `budget_bytes`; when the backward cannot
-    be batched, one backward per output element instead, with a note saying why.
+    Rows are vector-Jacobian products for a chunk of one-hot vectors at a time,
+    sized to `budget_bytes`: through `torch.func.vjp` + `vmap` when fn allows it,
+    else a batched backward over the recorded graph (`is_grads_batched`), else
+    one backward per output element, with a note saying why.
     """
     with torch.enable_grad():
         outs = call_outputs(fn, leaves)
     checked = checked_outputs(outs)
-    jac = {
-        (o, i): torch.zeros(outs[o].numel(), leaves[i].numel(), dtype=torch.float64, device=device)
-        for o in checked
-        for i in diff
-    }
+    jac: dict[Pair, torch.Tensor] = {}
     notes = [
         f"output {o} does not require grad (it has no grad_fn): autograd sees no path from "
         "the inputs to it, so its autograd Jacobian is zero. A .detach(), .item(), "
@@ -82,64 +85,95 @@ def autograd_jacobian(
     live = [o for o in checked if outs[o].requires_grad]
     sizes = [outs[o].numel() for o in live]
     offsets = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
-    total_rows = offsets[-1]
     n_in = sum(x.numel() for x in leaves if isinstance(x, torch.Tensor))
     stats = plan_chunk(
         budget_bytes=budget_bytes,
-        item_elements=n_in + total_rows,
+        item_elements=n_in + offsets[-1],
         itemsize=max(leaves[i].element_size() for i in diff),
-        total=max(1, total_rows),
+        total=max(1, offsets[-1]),
     )
-    rows = _Rows(list(outs), live, offsets, [leaves[i] for i in diff], diff, jac)
-    if total_rows:
-        run_chunked(total_rows, stats, lambda a, b: _work(rows, a, b), device)
-    method = "backward" if total_rows <= 1 else ("vmap" if rows.batched else "loop")
-    if not rows.batched:
+    rows = _Rows(fn, leaves, list(outs), live, offsets, diff, jac)
+    if offsets[-1] == 1:
+        rows.method = LOOP
+    if offsets[-1]:
+        run_chunked(offsets[-1], stats, lambda a, b: _work(rows, a, b), device)
+    if rows.reasons and rows.method == LOOP:
         notes.append(
-            "autograd rows ran one backward per output element because the backward "
-            f"could not be batched with vmap ({rows.reason})."
+            "autograd rows ran one backward per output element, as the backward could not be "
+            f"batched with vmap ({'; '.join(rows.reasons)})."
         )
-    detached = tuple(y.detach() for y in outs)
-    return AutogradResult(detached, checked, jac, method, stats, notes)
+    for o in checked:  # rows never written (no path to the input) are zero
+        for i in diff:
+            if (o, i) not in jac:
+                jac[(o, i)] = torch.zeros(outs[o].numel(), leaves[i].numel(), dtype=torch.float64, device=device)
+    method = "backward" if offsets[-1] <= 1 else rows.method
+    return AutogradResult(tuple(y.detach() for y in outs), checked, jac, method, stats, notes)
 
 
 def _work(rows: _Rows, start: int, stop: int) -> None:
-    if rows.batched and stop - start > 1:
+    """Fills rows [start, stop), dropping to the next slower method on any real failure."""
+    for method, worker in ((FUNCTORCH, _functorch_rows), (BATCHED, _batched_rows)):
+        if rows.method != method:
+            continue
         try:
-            _batched_rows(rows, start, stop)
+            worker(rows, start, stop)
             return
-        except Exception as e:  # noqa: BLE001 - the row loop below re-raises real bugs
+        except Exception as e:  # noqa: BLE001 - the row loop at the end re-raises real bugs
             if is_out_of_memory(e):
                 raise
-            rows.batched = False
-            rows.reason = first_line(e)
+            rows.reasons.append(f"{method}: {first_line(e)}")
+            rows.method = BATCHED if method == FUNCTORCH else LOOP
     for r in range(start, stop):
         _single_row(rows, r)
 
 
-def _batched_rows(rows: _Rows, start: int, stop: int) -> None:
+def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:
+    """One-hot cotangents for global rows [start, stop), one tensor per live output."""
     count = stop - start
     first = rows.outs[rows.live[0]]
     basis = torch.zeros(count, rows.offsets[-1], dtype=first.dtype, device=first.device)
     basis[torch.arange(count), torch.arange(start, stop)] = 1
-    grad_outputs = []
-    for k, o in enumerate(rows.live):
-        block = basis[:, rows.offsets[k] : rows.offsets[k + 1]]
-        grad_outputs.append(block.to(rows.outs[o].dtype).reshape((count, *rows.outs[o].shape)))
+    return [
+        basis[:, rows.offsets[k] : rows.offsets[k + 1]]
+        .to(rows.outs[o].dtype)
+        .reshape((count, *rows.outs[o].shape))
+        for k, o in enumerate(rows.live)
+    ]
+
+
+def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
+    if rows.vjp_fn is None:
+        live, args = rows.live, list(rows.leaves)
+
+        def pure(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            call = list(args)
+            for i, x in zip(rows.diff, xs):
+                call[i] = x
+            outs = call_outputs(rows.fn, call)
+            return tuple(outs[o] for o in live)
+
+        primals = [args[i].detach() for i in rows.diff]
+        _, rows.vjp_fn = vjp(pure, *primals)
+    grads = vmap(rows.vjp_fn)(tuple(_basis(rows, start, stop)))
+    for i, g in zip(rows.diff, grads):
+        _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
+
+
+def _batched_rows(rows: _Rows, start: int, stop: int) -> None:
     with warnings.catch_warnings():
         # vmap's notice that an op has no batching rule is about speed, not correctness.
         warnings.filterwarnings("ignore", message=".*performance drop.*")
         grads = torch.autograd.grad(
             [rows.outs[o] for o in rows.live],
-            rows.leaves,
-            grad_outputs=grad_outputs,
+            [rows.leaves[i] for i in rows.diff],
+            grad_outputs=_basis(rows, start, stop),
             retain_graph=True,
             allow_unused=True,
             is_grads_batched=True,
         )
     for i, g in zip(rows.diff, grads):
         if g is not None:
-            _scatter(rows, i, start, stop, g.reshape(count, -1))
+            _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
 
 
 def _single_row(rows: _Rows, r: int) -> None:
@@ -148,7 +182,11 @@ def _single_row(rows: _Rows, r: int) -> None:
     onehot = torch.zeros(out.numel(), dtype=out.dtype, device=out.device)
     onehot[r - rows.offsets[k]] = 1
     grads = torch.autograd.grad(
-        out, rows.leaves, grad_outputs=onehot.reshape(out.shape), retain_graph=True, allow_unused=True
+        out,
+        [rows.leaves[i] for i in rows.diff],
+        grad_outputs=onehot.reshape(out.shape),
+        retain_graph=True,
+        allow_unused=True,
     )
     for i, g in zip(rows.diff, grads):
         if g is not None:
@@ -156,11 +194,19 @@ def _single_row(rows: _Rows, r: int) -> None:
 
 
 def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor) -> None:
-    """Writes global rows [start, stop) of input i's gradients into each output's Jacobian."""
+    """Writes global rows [start, stop) of input i's gradients into each output's Jacobian.
+
+    A block holding all of an output's rows becomes its Jacobian without a copy.
+    """
     for k, o in enumerate(rows.live):
-        lo, hi = max(start, rows.offsets[k]), min(stop, rows.offsets[k + 1])
-        if lo < hi:
-            target = rows.jac[(o, i)]
-            target[lo - rows.offsets[k] : hi - rows.offsets[k]] = block[lo - start : hi - start].to(
-                torch.float64
-            )
+        first, end = rows.offsets[k], rows.offsets[k + 1]
+        lo, hi = max(start, first), min(stop, end)
+        if lo >= hi:
+            continue
+        part = block[lo - start : hi - start].to(torch.float64)
+        if (lo, hi) == (first, end):
+            rows.jac[(o, i)] = part
+            continue
+        if (o, i) not in rows.jac:
+            rows.jac[(o, i)] = torch.zeros(end - first, block.shape[1], dtype=torch.float64, device=block.device)
+        rows.jac[(o, i)][lo - first : hi - first] = part

@@ -14,7 +14,7 @@ from ._chunks import ChunkStats, plan_chunk, run_chunked
 from ._devices import is_out_of_memory
 from ._inputs import call_outputs
 
-__all__ = ["NumericalResult", "numerical_jacobian", "rounding_floor"]
+__all__ = ["NumericalResult", "numerical_jacobian", "kink_mask", "rounding_floor"]
 
 Pair = tuple[int, int]
 
@@ -26,15 +26,9 @@ def rounding_floor(dtype: torch.dtype, scale: float, eps: float) -> float:
 
 @dataclass(slots=True)
 class NumericalResult:
-    """Finite-difference Jacobians (float64, (m_o, n_i)), and where the function kinks.
-
-    `kinks[pair]` marks elements whose one-sided slopes (f(x+h)-f(x))/h and
-    (f(x)-f(x-h))/h differ by more than the tolerance: the function is not
-    differentiable there, so a central difference cannot be trusted.
-    """
+    """Finite-difference Jacobians: float64 (m_o, n_i) per pair, and how they were made."""
 
     jac: dict[Pair, torch.Tensor]
-    kinks: dict[Pair, torch.Tensor]
     method: str
     stats: ChunkStats
     floors: dict[int, float]
@@ -43,18 +37,15 @@ class NumericalResult:
 
 @dataclass(slots=True)
 class _Slot:
-    """One differentiated input being perturbed, and what its chunk workers share."""
+    """One differentiated input being perturbed, and where its columns go."""
 
     fn: Callable[..., Any]
     args: Sequence[Any]
     index: int
     checked: Sequence[int]
-    base: Sequence[torch.Tensor]
     eps: float
-    atol: float
-    rtol: float
-    floors: dict[int, float]
     result: NumericalResult
+    columns: dict[int, torch.Tensor]  # per output: (n_i, m_o), row j = d output / d x_j
 
     def call(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The checked outputs of fn with this slot's input replaced by `x`."""
@@ -62,6 +53,25 @@ class _Slot:
         call[self.index] = x
         outs = call_outputs(self.fn, call)
         return tuple(outs[o] for o in self.checked)
+
+    def evaluate(self, cols: torch.Tensor, method: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """fn at x + eps e_j and x - eps e_j for each j in `cols`: (plus, minus) per output.
+
+        Each tensor has one row per column j, flattened over the output's elements.
+        """
+        x = self.args[self.index]
+        count = cols.numel()
+        batch = x.reshape(1, -1).repeat(2 * count, 1)
+        rows = torch.arange(count, device=x.device)
+        batch[rows, cols] += self.eps
+        batch[rows + count, cols] -= self.eps
+        batch = batch.reshape(2 * count, *x.shape)
+        if method == "vmap":
+            outs = [y.reshape(2 * count, -1) for y in vmap(self.call)(batch)]
+        else:
+            each = [self.call(b) for b in batch]
+            outs = [torch.stack([e[k].reshape(-1) for e in each]) for k in range(len(self.checked))]
+        return [y[:count] for y in outs], [y[count:] for y in outs]
 
 
 def numerical_jacobian(
@@ -72,23 +82,15 @@ def numerical_jacobian(
     base: Sequence[torch.Tensor],
     *,
     eps: float,
-    atol: float,
-    rtol: float,
     budget_bytes: int,
     device: torch.device,
 ) -> NumericalResult:
     """Central differences (f(x + eps e_j) - f(x - eps e_j)) / 2 eps for every input element.
 
     Args:
-        base: fn's checked outputs at the unperturbed `args` (for kink detection).
+        base: fn's checked outputs at the unperturbed `args` (sizes and rounding floors).
     """
     floors = {o: rounding_floor(y.dtype, _max_abs(y), eps) for o, y in zip(checked, base)}
-    jac = {
-        (o, i): torch.zeros(y.numel(), args[i].numel(), dtype=torch.float64, device=device)
-        for o, y in zip(checked, base)
-        for i in diff
-    }
-    kinks = {pair: torch.zeros(t.shape, dtype=torch.bool, device=device) for pair, t in jac.items()}
     n_in = sum(x.numel() for x in args if isinstance(x, torch.Tensor))
     stats = plan_chunk(
         budget_bytes=budget_bytes,
@@ -96,11 +98,45 @@ def numerical_jacobian(
         itemsize=max(args[i].element_size() for i in diff),
         total=max(args[i].numel() for i in diff),
     )
-    result = NumericalResult(jac, kinks, "vmap", stats, floors)
+    result = NumericalResult({}, "vmap", stats, floors)
     for i in diff:
-        slot = _Slot(fn, args, i, checked, base, eps, atol, rtol, floors, result)
+        columns = {
+            o: torch.empty(args[i].numel(), y.numel(), dtype=torch.float64, device=device)
+            for o, y in zip(checked, base)
+        }
+        slot = _Slot(fn, args, i, checked, eps, result, columns)
         run_chunked(args[i].numel(), stats, lambda a, b, s=slot: _work(s, a, b), device)
+        result.jac.update({(o, i): t.T for o, t in columns.items()})
     return result
+
+
+def kink_mask(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    pair: Pair,
+    checked: Sequence[int],
+    base: torch.Tensor,
+    cols: torch.Tensor,
+    *,
+    eps: float,
+    method: str,
+    limit: torch.Tensor,
+) -> torch.Tensor:
+    """Which of the input elements `cols` are kinks of output `pair[0]`, shape (m_o, len(cols)).
+
+    A kink is where the one-sided slopes (f(x+h)-f(x))/h and (f(x)-f(x-h))/h differ
+    by more than `limit` (per element, same shape as the result): there the function
+    has no single derivative and a central difference cannot be trusted. Their
+    difference, (f(x+h) - 2 f(x) + f(x-h)) / h, is O(h f'') where fn is smooth.
+    """
+    o, i = pair
+    result = NumericalResult({}, method, ChunkStats(1, 1), {})
+    slot = _Slot(fn, args, i, checked, eps, result, {})
+    plus, minus = slot.evaluate(cols, method)
+    k = list(checked).index(o)
+    y0 = base.reshape(1, -1).to(torch.float64)
+    jump = (plus[k].to(torch.float64) - 2 * y0 + minus[k].to(torch.float64)).abs() / eps
+    return jump.T > limit
 
 
 def _max_abs(y: torch.Tensor) -> float:
@@ -108,9 +144,10 @@ def _max_abs(y: torch.Tensor) -> float:
 
 
 def _work(slot: _Slot, start: int, stop: int) -> None:
+    cols = torch.arange(start, stop, device=slot.args[slot.index].device)
     if slot.result.method == "vmap":
         try:
-            _batched(slot, start, stop)
+            _store(slot, start, stop, *slot.evaluate(cols, "vmap"))
             return
         except Exception as e:  # noqa: BLE001 - the loop below re-raises real bugs
             if is_out_of_memory(e):
@@ -123,44 +160,12 @@ def _work(slot: _Slot, start: int, stop: int) -> None:
                 "generate_vmap_rule=True prevent batching; the results are the same, only slower."
             )
     for j in range(start, stop):
-        _single(slot, j)
+        _store(slot, j, j + 1, *slot.evaluate(cols[j - start : j - start + 1], "loop"))
 
 
-def _batched(slot: _Slot, start: int, stop: int) -> None:
-    x = slot.args[slot.index]
-    count = stop - start
-    batch = x.reshape(1, -1).repeat(2 * count, 1)
-    rows = torch.arange(count, device=x.device)
-    cols = torch.arange(start, stop, device=x.device)
-    batch[rows, cols] += slot.eps
-    batch[rows + count, cols] -= slot.eps
-    outs = vmap(slot.call)(batch.reshape(2 * count, *x.shape))
-    for o, y in zip(slot.checked, outs):
-        flat = y.reshape(2 * count, -1)
-        _store(slot, o, start, stop, flat[:count], flat[count:])
-
-
-def _single(slot: _Slot, j: int) -> None:
-    x = slot.args[slot.index]
-    plus, minus = x.reshape(-1).clone(), x.reshape(-1).clone()
-    plus[j] += slot.eps
-    minus[j] -= slot.eps
-    outs_plus = slot.call(plus.reshape(x.shape))
-    outs_minus = slot.call(minus.reshape(x.shape))
-    for o, yp, ym in zip(slot.checked, outs_plus, outs_minus):
-        _store(slot, o, j, j + 1, yp.reshape(1, -1), ym.reshape(1, -1))
-
-
-def _store(
-    slot: _Slot, o: int, start: int, stop: int, plus: torch.Tensor, minus: torch.Tensor
-) -> None:
-    """Writes columns [start, stop) of d output o / d input: rows of `plus` are columns."""
-    plus, minus = plus.detach(), minus.detach()
-    central = (plus - minus).to(torch.float64) / (2 * slot.eps)
-    base = slot.base[slot.checked.index(o)].detach().reshape(1, -1).to(torch.float64)
-    # d+ - d- = (f(x+h) - 2 f(x) + f(x-h)) / h: an O(1) jump at a kink, O(h f'') where smooth.
-    jump = (plus.to(torch.float64) - 2 * base + minus.to(torch.float64)).abs() / slot.eps
-    limit = slot.atol + slot.rtol * central.abs() + 4 * slot.floors[o]
-    pair = (o, slot.index)
-    slot.result.jac[pair][:, start:stop] = central.T
-    slot.result.kinks[pair][:, start:stop] = (jump > limit).T
+def _store(slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]) -> None:
+    """Writes rows [start, stop) of each output's transposed Jacobian."""
+    for o, yp, ym in zip(slot.checked, plus, minus):
+        target = slot.columns[o][start:stop]
+        torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64), out=target)
+        target.div_(2 * slot.eps)

@@ -16,6 +16,7 @@ __all__ = [
     "Timings",
     "MemoryInfo",
     "Report",
+    "to_plain",
 ]
 
 SCHEMA_VERSION = 1
@@ -198,7 +199,7 @@ class Report:
 
         Tuples become lists, and non-finite floats the strings "nan", "inf", "-inf".
         """
-        data = _plain(self)
+        data = to_plain(self)
         data["schema_version"] = SCHEMA_VERSION
         return data
 
@@ -208,12 +209,12 @@ class Report:
         return format_report(self)
 
 
-def _plain(value: Any) -> Any:
-    """Converts dataclasses, tuples and floats into JSON-ready values, recursively."""
+def to_plain(value: Any) -> Any:
+    """Dataclasses, tuples and floats as JSON-ready values, recursively (see `Report.to_dict`)."""
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: to_plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
+        return [to_plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value

@@ -1,0 +1,82 @@
+"""Gradient checker: autograd and hand-derived gradients against finite differences.
+
+The public names load lazily, so importing the pytest plugin does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assertions import assert_gradients
+    from .checker import check
+    from .devices import DeviceComparison, compare_devices
+    from .errors import (
+        CheckMemoryError,
+        DeviceError,
+        GradcheckError,
+        GradientAssertionError,
+        GradientMismatchError,
+        InputError,
+        ShapeMismatchError,
+    )
+    from .report import Blame, Comparison, Element, MemoryInfo, PairReport, Report, TensorSummary, Timings
+
+__all__ = [
+    "check",
+    "compare_devices",
+    "assert_gradients",
+    "Report",
+    "PairReport",
+    "Element",
+    "Comparison",
+    "TensorSummary",
+    "Timings",
+    "MemoryInfo",
+    "Blame",
+    "DeviceComparison",
+    "GradcheckError",
+    "InputError",
+    "ShapeMismatchError",
+    "DeviceError",
+    "CheckMemoryError",
+    "GradientMismatchError",
+    "GradientAssertionError",
+]
+
+_HOME = {
+    "check": "checker",
+    "compare_devices": "devices",
+    "DeviceComparison": "devices",
+    "assert_gradients": "assertions",
+    **dict.fromkeys(
+        ["Report", "PairReport", "Element", "Comparison", "TensorSummary", "Timings", "MemoryInfo", "Blame"],
+        "report",
+    ),
+    **dict.fromkeys(
+        [
+            "GradcheckError",
+            "InputError",
+            "ShapeMismatchError",
+            "DeviceError",
+            "CheckMemoryError",
+            "GradientMismatchError",
+            "GradientAssertionError",
+        ],
+        "errors",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gradcheck' has no attribute {name!r}; its public names are {__all__}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,182 @@
+"""One check run's options, state and clock, and the Report built from them."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from ._chunks import ChunkStats, OutOfMemory, human_bytes
+from ._inputs import summarize
+from ._notes import dtype_label, precision_notes
+from ._numerical import rounding_floor
+from .errors import InputError
+from .report import Blame, MemoryInfo, PairReport, Report, Timings
+
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "DEFAULT_DETAIL_LIMIT",
+    "CheckOptions",
+    "CheckOutcome",
+    "Clock",
+    "RunState",
+    "build_report",
+    "oom_report",
+]
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20  # bytes of working memory per batched chunk
+DEFAULT_DETAIL_LIMIT = 10_000  # pairs up to this many elements keep every element
+
+Pair = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """`check`'s keyword options, validated; the defaults are `check`'s."""
+
+    eps: float = 1e-6
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    device: str | torch.device | None = None
+    dtype: torch.dtype | None = torch.float64
+    fast: bool = False
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    detail_limit: int = DEFAULT_DETAIL_LIMIT
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("eps", "atol", "rtol"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InputError(f"{name} must be a finite number >= 0, but got {value!r}")
+        if self.eps == 0:
+            raise InputError("eps must be > 0: it is the finite-difference step (default 1e-6)")
+        if self.dtype is not None and not (
+            isinstance(self.dtype, torch.dtype) and self.dtype.is_floating_point
+        ):
+            raise InputError(
+                f"dtype must be a floating torch dtype (torch.float64, torch.float32, ...) "
+                f"or None, but got {self.dtype!r}"
+            )
+        if not isinstance(self.seed, int):
+            raise InputError(f"seed must be an int, but got {self.seed!r}")
+        for name in ("memory_budget", "detail_limit"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < (1 if name == "memory_budget" else 0):
+                raise InputError(f"{name} must be a positive int, but got {value!r}")
+
+
+@dataclass(slots=True)
+class CheckOutcome:
+    """A report and the full Jacobians behind it (float64, on cpu), for compare_devices."""
+
+    report: Report
+    autograd: dict[Pair, torch.Tensor]
+    numerical: dict[Pair, torch.Tensor]
+
+
+@dataclass(slots=True)
+class Clock:
+    """Wall-clock seconds per part of the check, summed over its `with clock(name)` blocks."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    start: float = field(default_factory=time.perf_counter)
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - begin
+
+    def timings(self) -> Timings:
+        """The seconds so far, as the report's Timings."""
+        s = self.seconds
+        return Timings(
+            autograd_s=s.get("autograd", 0.0),
+            numerical_s=s.get("numerical", 0.0),
+            expected_s=s.get("expected", 0.0),
+            compare_s=s.get("compare", 0.0),
+            total_s=time.perf_counter() - self.start,
+        )
+
+
+@dataclass(slots=True)
+class RunState:
+    """What one check run accumulates on its way to a Report."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    diff: tuple[int, ...]
+    device: torch.device
+    opts: CheckOptions
+    clock: Clock
+    notes: list[str] = field(default_factory=list)
+    stats: ChunkStats | None = None
+    outputs: tuple[torch.Tensor, ...] = ()
+    checked: tuple[int, ...] = ()
+    num_args: tuple[Any, ...] = ()
+    expected_dtype: str | None = None
+
+
+def build_report(state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str) -> Report:
+    opts = state.opts
+    num_dtype = state.num_args[state.diff[0]].dtype
+    scale = max((float(y.abs().max()) for y in base if y.numel()), default=0.0)
+    floor = rounding_floor(num_dtype, scale, opts.eps)
+    notes = state.notes + precision_notes(
+        autograd_dtypes=[state.args[i].dtype for i in state.diff],
+        numerical_dtype=num_dtype, max_input=_max_input(state), floor=floor, eps=opts.eps,
+        atol=opts.atol, rtol=opts.rtol,
+    )
+    pairs = [_floor_blame(p, floor, opts.atol) for p in pairs]
+    stats = state.stats or ChunkStats(chunk_size=1, item_bytes=0)
+    return Report(
+        passed=all(p.passed for p in pairs), mode="fast" if opts.fast else "full", pairs=tuple(pairs),
+        inputs=summarize(state.args, state.diff), outputs=summarize(state.outputs, state.checked),
+        device=str(state.device), autograd_dtype=dtype_label(state.args[i].dtype for i in state.diff),
+        numerical_dtype=dtype_label(state.num_args[i].dtype for i in state.diff),
+        expected_dtype=state.expected_dtype, numerical_method=method, autograd_method=ag_method,
+        eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=floor, timings=state.clock.timings(),
+        memory=MemoryInfo(opts.memory_budget, stats.chunk_size, stats.chunk_bytes, stats.retries, None),
+        notes=tuple(notes),
+    )
+
+
+def _max_input(state: RunState) -> float:
+    return max((float(state.num_args[i].abs().max()) for i in state.diff if state.num_args[i].numel()), default=0.0)
+
+
+def _floor_blame(pair: PairReport, floor: float, atol: float) -> PairReport:
+    """A failure no bigger than the finite differences' rounding floor is theirs to explain."""
+    if pair.passed or floor <= atol or pair.max_abs_error > 10 * floor:
+        return pair
+    return replace(pair, blame=Blame.NUMERICAL, constant_ratio=None)
+
+
+def oom_report(state: RunState, oom: OutOfMemory) -> Report:
+    stats = oom.stats
+    asked = oom.asked or "an amount the error does not say"
+    text = (
+        f"out of memory on {state.device} even in chunks of one input element (our estimate: "
+        f"{human_bytes(stats.chunk_bytes)} per chunk, after {stats.retries} halvings); the "
+        f"allocator was asked for {asked} ({oom.message}). Free memory held elsewhere, use "
+        "fast=True (two evaluations per input), or check on another device."
+    )
+    opts = state.opts
+    return Report(
+        passed=False, mode="fast" if opts.fast else "full", pairs=(), inputs=summarize(state.args, state.diff),
+        outputs=summarize(state.outputs, state.checked), device=str(state.device),
+        autograd_dtype=dtype_label(state.args[i].dtype for i in state.diff),
+        numerical_dtype=dtype_label([opts.dtype or state.args[state.diff[0]].dtype]),
+        expected_dtype=state.expected_dtype, numerical_method="none", autograd_method="none",
+        eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=0.0, timings=state.clock.timings(),
+        memory=MemoryInfo(opts.memory_budget, stats.chunk_size, stats.chunk_bytes, stats.retries, text),
+        notes=tuple(state.notes),
+    )
