@@ -50,7 +50,7 @@ class TensorInfo:
     """What is known of one tensor, without keeping the tensor.
 
     `values` holds the flattened values of tensors with at most 16 elements
-    (complex values as strings), else None. `storage` names the storage the
+    (complex, nan and inf values as strings), else None. `storage` names the storage the
     tensor lives in (`s0`, `s1`, ... in walk order) so shared memory is
     counted once. `freed` marks a saved tensor released by `backward()`.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -27,6 +28,10 @@ def _values(t: torch.Tensor) -> tuple[Scalar, ...] | None:
         return None
     if t.is_complex():
         return tuple(str(v) for v in flat)
+    if t.is_floating_point():
+        # nan/inf as text: JSON has no such numbers, and nan != nan would make
+        # a graph differ from its own JSON round trip.
+        return tuple(v if math.isfinite(v) else str(v) for v in flat)
     return tuple(flat)
 
 
