@@ -44,7 +44,8 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
         on_value_change=lambda: None,
         on_run_change=lambda: None,
     )
-    text = result.value if isinstance(result.value, str) else initial
+    value = getattr(result, "value", None)
+    text = value if isinstance(value, str) else initial
     return EditorEvent(text=text, run=bool(getattr(result, "run", False)))
 
 

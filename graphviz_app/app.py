@@ -1,0 +1,251 @@
+"""The web page: type tensors and an expression; see the autograd graph, values, gradients and a gradient check.
+
+Run it with `make run` or `graphviz-app serve`. Everything it shows comes
+from library calls (graphviz_app.web.service runs them in the isolated
+worker); this script only lays the page out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+import streamlit as st
+
+from graphviz_app.expr import IsolatedRunner
+from graphviz_app.web import present, service, urlstate
+from graphviz_app.web.gallery import EXAMPLES, example
+from graphviz_app.web.results import Analysis, Failure, GradientCheck
+from graphviz_app.web.urlstate import CheckInput, Options, PageState
+from graphviz_app.web.widgets import graph_viewer, program_editor
+
+RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to top", "RL": "right to left"}
+DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
+
+
+# Shared, cached work ---------------------------------------------------------
+@st.cache_resource(show_spinner="Starting the worker processes…")
+def runner() -> IsolatedRunner:
+    return service.make_runner()
+
+
+@st.cache_resource(show_spinner=False)
+def available_devices() -> tuple[str, ...]:
+    return service.devices(runner())
+
+
+@st.cache_data(max_entries=256, show_spinner="Running the program…")
+def analyze(program: str, options: Options) -> Analysis | Failure:
+    return service.analyze(runner(), program, options)
+
+
+@st.cache_data(max_entries=256, show_spinner="Checking the gradient…")
+def check_gradient(program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]) -> GradientCheck | Failure:
+    return service.check_gradient(runner(), program, options, check, tolerances)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def png(graph_json: str, rankdir: str) -> bytes:
+    found = service.png(runner(), graph_json, rankdir)
+    if isinstance(found, Failure):
+        raise RuntimeError(f"could not draw the PNG: {found}")
+    return found
+
+
+# UI state: the submitted program and the widgets' values, seeded from the URL --
+def start_session(devices: tuple[str, ...]) -> None:
+    s = st.session_state
+    if "submitted" in s:
+        return
+    state, problems = urlstate.from_query(st.query_params.to_dict())
+    o = state.options
+    if o.device not in devices:
+        problems.append(f"ignored ?device={o.device}: this machine offers {', '.join(devices)}")
+        o = replace(o, device="cpu")
+    s.update(
+        submitted=state.program, editor_text=state.program, editor_rev=0, hint=None,
+        url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
+        opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
+        check_wrt=state.check.wrt, check_expected=state.check.expected,
+    )
+
+
+def load_example(key: str) -> None:
+    s, ex = st.session_state, example(key)
+    s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
+             hint=ex, check_wrt=ex.wrt, check_expected="")
+
+
+# The page ---------------------------------------------------------------------
+def sidebar(devices: tuple[str, ...]) -> Options:
+    with st.sidebar:
+        st.header("Options")
+        device = st.selectbox("Device", devices, key="opt_device",
+                              help="Where tensor constructors put tensors that name no device.")
+        if len(devices) == 1:
+            st.caption("No CUDA device here (torch.cuda.device_count() is 0): only cpu is offered.")
+        dtype = st.selectbox("Default dtype", urlstate.DTYPES, key="opt_dtype",
+                             help="The floating dtype of tensors that name none.")
+        saved = st.checkbox("Show saved tensors", key="opt_saved",
+                            help="The tensors each op keeps for its backward.")
+        attrs = st.checkbox("Show op attributes", key="opt_attrs", help="dim, alpha, exponent, …")
+        rankdir = st.selectbox("Layout direction", urlstate.RANKDIRS, key="opt_rankdir",
+                               format_func=RANKDIR_LABELS.__getitem__)
+        low, high = urlstate.MAX_NODES_RANGE
+        max_nodes = st.number_input("Node limit", low, high, step=100, key="opt_max_nodes",
+                                    help="Tracing stops past this many nodes; the graph is marked truncated.")
+    return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
+                   rankdir=rankdir, max_nodes=int(max_nodes))
+
+
+def gallery() -> None:
+    st.caption("Examples: load one with a click")
+    for column, ex in zip(st.columns(len(EXAMPLES)), EXAMPLES):
+        column.button(ex.title, key=f"example-{ex.key}", help=ex.blurb, width="stretch",
+                      on_click=load_example, args=(ex.key,))
+
+
+def editor() -> bool:
+    """The program editor, its live parse check and Run; True when Run was asked for."""
+    s = st.session_state
+    event = program_editor(s.editor_text, key=f"editor-{s.editor_rev}")
+    problem = service.syntax_problem(event.text)
+    if problem is not None:
+        show_failure(problem, title="Will not run")
+    else:
+        st.caption("✓ The program parses. Run it to see the graph.")
+    run = st.button("Run", type="primary", key="run") or event.run
+    if run:
+        s.submitted = event.text
+    if s.hint is not None:
+        st.info(s.hint.blurb)
+    return bool(run)
+
+
+def show_failure(failure: Failure, *, title: str) -> None:
+    st.error(f"**{title}.** {failure}")
+    if failure.excerpt:
+        st.code(failure.excerpt, language=None)
+
+
+def results(result: Analysis | Failure, options: Options) -> None:
+    if isinstance(result, Failure):
+        show_failure(result, title="Could not draw the graph")
+        return
+    graph_viewer(result.svg)
+    st.caption(present.analysis_caption(result))
+    downloads(result, options)
+    for note in result.notes:
+        st.info(note)
+
+
+def downloads(result: Analysis, options: Options) -> None:
+    svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
+    svg.download_button("SVG", result.svg, "autograd.svg", "image/svg+xml", on_click="ignore")
+    png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir), "autograd.png",
+                            "image/png", on_click="ignore")
+    dot.download_button("DOT", result.dot, "autograd.dot", "text/vnd.graphviz", on_click="ignore")
+    json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",
+                             on_click="ignore")
+    link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
+
+
+def values(result: Analysis | Failure) -> None:
+    if isinstance(result, Failure):
+        return
+    st.markdown("**Output**")
+    st.dataframe(present.values_table(result.outputs), hide_index=True)
+    st.markdown("**Gradients** (each leaf's `.grad` after backward)")
+    if result.grads:
+        st.dataframe(present.values_table(result.grads), hide_index=True)
+    else:
+        st.caption("No named leaf tensor requires grad: create one with requires_grad=True.")
+
+
+def check_panel(result: Analysis | Failure, options: Options) -> None:
+    st.subheader("Check my gradient")
+    if isinstance(result, Failure) or not result.leaves:
+        st.caption("Run a program with a named leaf tensor (requires_grad=True) to check a gradient by hand.")
+        return
+    s = st.session_state
+    if s.check_wrt not in result.leaves:
+        s.check_wrt = result.leaves[0]
+    wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
+    wrt = wrt_col.selectbox("With respect to", result.leaves, key="check_wrt")
+    hint = s.hint.hint if s.hint is not None and s.hint.wrt == wrt else "2*(x+2)/3"
+    expected = expected_col.text_input(f"Your d(output)/d{wrt}: an expression over the program's variables",
+                                       key="check_expected", placeholder=f"e.g. {hint}")
+    button_col.button("Check", key="check_run")
+    with st.expander("Tolerances"):
+        cols = st.columns(3)
+        tolerances = tuple(
+            col.number_input(name, value=default, format="%.0e", key=f"tol_{name}", min_value=0.0)
+            for col, name, default in zip(cols, ("eps", "atol", "rtol"), DEFAULT_TOLERANCES)
+        )
+    if not expected.strip():
+        return
+    st.caption("The check runs your program in float64: finite differences need the precision.")
+    outcome = check_gradient(s.submitted, options, CheckInput(wrt, expected), tolerances)
+    if isinstance(outcome, Failure):
+        show_failure(outcome, title="Could not check the gradient")
+        return
+    check_result(outcome)
+
+
+def check_result(check: GradientCheck) -> None:
+    verdict = present.verdict(check)
+    (st.success if verdict.passed else st.error)(f"**{verdict.headline}.** {verdict.detail}")
+    for pair in present.pairs_of(check):
+        table = present.element_table(pair, has_expected=True)
+        if table is not None:
+            st.dataframe(present.highlight_failures(table), hide_index=True)
+        grid = present.error_grid(pair)
+        if grid is not None:
+            st.markdown("**Error per Jacobian element** (largest difference between the sides; failing ones outlined)")
+            st.altair_chart(present.error_heatmap(grid))
+    with st.expander("The checker's full report"):
+        st.code(check.text, language=None)
+
+
+def current_state(options: Options) -> PageState:
+    s = st.session_state
+    return PageState(program=s.submitted, options=options,
+                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""))
+
+
+def sync_url(options: Options) -> None:
+    """Keep the address bar a link to what the page shows."""
+    query = urlstate.to_query(current_state(options))
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def main() -> None:
+    st.set_page_config(page_title="graphviz-app: autograd graphs", page_icon="🕸️", layout="wide")
+    devices = available_devices()
+    start_session(devices)
+    options = sidebar(devices)
+    st.title("See, and check, PyTorch's autograd graph")
+    for problem in st.session_state.url_problems:
+        st.warning(f"From the link: {problem}.")
+    gallery()
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        run = editor()
+    result = analyze(st.session_state.submitted, options)
+    if run and isinstance(result, Failure):  # Run again: retry instead of the cached failure
+        analyze.clear(st.session_state.submitted, options)
+        result = analyze(st.session_state.submitted, options)
+    with right:
+        results(result, options)
+    with left:
+        values(result)
+    st.divider()
+    check_panel(result, options)
+    sync_url(options)
+
+
+# Streamlit runs this script as __main__; the worker processes the runner
+# starts import it again as __mp_main__, where nothing must be drawn.
+if __name__ == "__main__":
+    main()

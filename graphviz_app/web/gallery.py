@@ -1,0 +1,126 @@
+"""The examples a person can load with one click, each with a gradient to try checking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .urlstate import SEED_PROGRAM
+
+__all__ = ["Example", "EXAMPLES", "example"]
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """A program for the editor; `wrt`/`hint` suggest a hand gradient to check."""
+
+    key: str
+    title: str
+    blurb: str
+    program: str
+    wrt: str
+    hint: str
+
+
+EXAMPLES: tuple[Example, ...] = (
+    Example(
+        key="seed",
+        title="((x+2)**2+3).mean()",
+        blurb="The tutorials' running example; its gradient is 2*(x+2)/3 = [4/3, 2, 8/3].",
+        program=SEED_PROGRAM,
+        wrt="x",
+        hint="2*(x+2)/3",
+    ),
+    Example(
+        key="mlp",
+        title="2-layer MLP",
+        blurb="Two linear layers with a ReLU between them and a squared-error loss.",
+        program=(
+            "torch.manual_seed(0)\n"
+            "x = torch.randn(4, 3)\n"
+            "W1 = torch.randn(3, 8, requires_grad=True)\n"
+            "b1 = torch.zeros(8, requires_grad=True)\n"
+            "W2 = torch.randn(8, 1, requires_grad=True)\n"
+            "b2 = torch.zeros(1, requires_grad=True)\n"
+            "h = torch.relu(x @ W1 + b1)\n"
+            "((h @ W2 + b2) ** 2).mean()\n"
+        ),
+        wrt="W2",
+        hint="h.T @ (h @ W2 + b2) / 2",
+    ),
+    Example(
+        key="softmax",
+        title="softmax + cross-entropy",
+        blurb="Log-softmax and the negative log-likelihood of the right classes.",
+        program=(
+            "torch.manual_seed(0)\n"
+            "logits = torch.randn(3, 5, requires_grad=True)\n"
+            "target = torch.tensor([1, 0, 4])\n"
+            "logp = F.log_softmax(logits, dim=1)\n"
+            "F.nll_loss(logp, target)\n"
+        ),
+        wrt="logits",
+        hint="(torch.softmax(logits, dim=1) - F.one_hot(target, 5)) / 3",
+    ),
+    Example(
+        key="devices",
+        title="a tensor moved between devices",
+        blurb=(
+            "w is made on the sidebar's device and x on the CPU; without x.to(...) a GPU run "
+            "fails with 'Expected all tensors to be on the same device'. The copy is drawn in "
+            "red when the devices differ (pick a cuda device in the sidebar)."
+        ),
+        program=(
+            "w = torch.ones(3, requires_grad=True)\n"
+            "x = torch.arange(3., dtype=torch.float64, device='cpu', requires_grad=True)\n"
+            "x_moved = x.to(device=w.device, dtype=w.dtype)\n"
+            "(w * x_moved).sum()\n"
+        ),
+        wrt="w",
+        hint="x_moved",
+    ),
+    Example(
+        key="accumulate",
+        title="loss accumulated without .item()",
+        blurb=(
+            "total = total + loss keeps every step's graph alive, so it grows with each step; "
+            "total + loss.item() would keep only a number."
+        ),
+        program=(
+            "w = torch.ones(3, requires_grad=True)\n"
+            "total = 0\n"
+            "for step in range(4):\n"
+            "    x = torch.full((3,), float(step))\n"
+            "    loss = ((w * x - 1) ** 2).mean()\n"
+            "    total = total + loss\n"
+            "total\n"
+        ),
+        wrt="w",
+        hint="2 * (14*w - 6) / 3",
+    ),
+    Example(
+        key="custom",
+        title="a custom backward that is wrong",
+        blurb=(
+            "custom.square_wrong_backward(x) computes x**2 but its hand-written backward "
+            "forgets the 2: check 2*x against it and see autograd blamed."
+        ),
+        program=(
+            "x = torch.arange(1., 4., requires_grad=True)\n"
+            "custom.square_wrong_backward(x).sum()\n"
+        ),
+        wrt="x",
+        hint="2*x",
+    ),
+)
+
+
+def example(key: str) -> Example:
+    """The example with this key.
+
+    Raises:
+        KeyError: naming the keys there are.
+    """
+    for ex in EXAMPLES:
+        if ex.key == key:
+            return ex
+    raise KeyError(f"no example {key!r}; the examples are {', '.join(e.key for e in EXAMPLES)}")

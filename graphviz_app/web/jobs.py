@@ -1,0 +1,178 @@
+"""The page's jobs, run inside the isolated worker: program in, plain results out.
+
+Each job is a top-level function (so it pickles by name), takes plain
+arguments and returns an `Analysis`/`GradientCheck`/bytes or a `Failure`;
+no tensor ever leaves the worker. torch is imported inside the jobs so the
+server process that only submits them never loads it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GraphvizAppError
+from .results import Analysis, Failure, GradientCheck, TensorValue
+from .urlstate import Options
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["analysis_job", "check_job", "png_job", "devices_job", "values_text", "Tolerances"]
+
+Tolerances = tuple[float, float, float]  # eps, atol, rtol
+_SHOWN_ELEMENTS = 64  # tensors above this many elements are shown abridged
+
+
+def devices_job() -> tuple[str, ...]:
+    """The devices this machine offers: cpu, then cuda:0 ... cuda:N-1."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ("cpu", *(f"cuda:{i}" for i in range(count)))
+
+
+def analysis_job(program: str, options: Options) -> Analysis | Failure:
+    """Evaluate `program`, trace and draw its graph, run backward, read the grads."""
+    import torch
+
+    from ..expr import ExprError, evaluate
+    from ..renderer import export
+    from ..tracer import trace
+
+    start = time.perf_counter()
+    try:
+        ev = evaluate(program, device=options.device, dtype=getattr(torch, options.dtype))
+    except ExprError as e:
+        return _failure(e)
+    outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
+    try:
+        graph = trace(
+            ev.output, ev.variables, show_saved=options.show_saved,
+            show_attrs=options.show_attrs, max_nodes=options.max_nodes,
+        )
+        svg = export(graph, "svg", rankdir=options.rankdir).decode()
+        dot = export(graph, "dot", rankdir=options.rankdir).decode()
+    except GraphvizAppError as e:
+        return Failure(str(e), kind="trace")
+    notes = list(graph.notes)
+    notes += _backward(outputs)
+    leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
+    return Analysis(
+        summary=str(graph.summary()),
+        svg=svg,
+        dot=dot,
+        graph_json=graph.to_json(),
+        node_count=len(graph.nodes),
+        outputs=tuple(
+            _tensor_value("output" if len(outputs) == 1 else f"output[{i}]", t)
+            for i, t in enumerate(outputs)
+        ),
+        grads=tuple(_grad_value(name, t) for name, t in leaves.items()),
+        leaves=tuple(leaves),
+        notes=tuple(notes),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def png_job(graph_json: str, rankdir: str) -> bytes | Failure:
+    """Lay the graph out again as PNG (on demand: it costs a second layout)."""
+    from ..model import Graph
+    from ..renderer import export
+
+    try:
+        return export(Graph.from_json(graph_json), "png", rankdir=rankdir)
+    except GraphvizAppError as e:
+        return Failure(str(e), kind="render")
+
+
+def check_job(
+    program: str, options: Options, wrt: str, expected: str, tolerances: Tolerances
+) -> GradientCheck | Failure:
+    """Check the hand-derived gradient `expected` of the program's output by `wrt`."""
+    from gradcheck import GradcheckError, check
+
+    from ..expr import ExprError, expected_function, to_function
+
+    start = time.perf_counter()
+    eps, atol, rtol = tolerances
+    try:
+        # float64 whatever the sidebar says: finite differences need the precision,
+        # and a program holding float32 weights could not be cast by the checker.
+        fn, inputs = to_function(program, [wrt], device=options.device, dtype="float64")
+        hand = expected_function(program, expected, [wrt], device=options.device, dtype="float64")
+        report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol)
+    except ExprError as e:
+        return _failure(e)
+    except GradcheckError as e:
+        return Failure(str(e), kind="check")
+    return GradientCheck(
+        wrt=wrt, expected=expected, passed=report.passed, text=str(report),
+        report=report.to_dict(), seconds=time.perf_counter() - start,
+    )
+
+
+def _failure(e: Any) -> Failure:
+    return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
+
+
+def _backward(outputs: tuple[torch.Tensor, ...]) -> list[str]:
+    """Run backward from every output that has a graph; notes for the person."""
+    import torch
+
+    roots = [t for t in outputs if t.requires_grad]
+    if not roots:
+        return []
+    notes = []
+    if any(t.numel() != 1 for t in roots):
+        notes.append(
+            "backward ran with a gradient of ones for the non-scalar output, "
+            "as if you had written .sum() at the end"
+        )
+    try:
+        torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        notes.append(f"backward failed, so no .grad is shown: {first}")
+    return notes
+
+
+def _tensor_value(name: str, t: torch.Tensor) -> TensorValue:
+    return TensorValue(
+        name=name, shape=_shape(t), dtype=str(t.dtype).removeprefix("torch."),
+        device=str(t.device), text=values_text(t),
+    )
+
+
+def _grad_value(name: str, t: torch.Tensor) -> TensorValue:
+    if t.grad is None:
+        return TensorValue(
+            name=f"{name}.grad", shape=_shape(t), dtype=str(t.dtype).removeprefix("torch."),
+            device=str(t.device), text="None: the output does not depend on it",
+        )
+    return _tensor_value(f"{name}.grad", t.grad)
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def values_text(t: torch.Tensor) -> str:
+    """A tensor's values with 4 decimals, abridged past 64 elements.
+
+    >>> import torch
+    >>> values_text(torch.tensor([4/3, 2, 8/3]))
+    '[1.3333, 2.0000, 2.6667]'
+    """
+    import numpy as np
+    import torch
+
+    data = t.detach().to("cpu")
+    if data.dtype in (torch.float16, torch.bfloat16):
+        data = data.float()
+    if data.is_complex() and data.dtype == torch.complex32:
+        data = data.to(torch.complex64)
+    return np.array2string(
+        data.resolve_conj().resolve_neg().numpy(), precision=4, floatmode="fixed",
+        separator=", ", suppress_small=True, threshold=_SHOWN_ELEMENTS, edgeitems=3, max_line_width=88,
+    )

@@ -1,0 +1,207 @@
+"""Turn job results into what the page shows: tables, a verdict, a heatmap grid; no Streamlit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from .results import Analysis, GradientCheck, TensorValue
+
+__all__ = [
+    "Verdict",
+    "values_table",
+    "verdict",
+    "element_table",
+    "highlight_failures",
+    "error_grid",
+    "error_heatmap",
+    "pairs_of",
+    "analysis_caption",
+]
+
+_SIDE = {"expected": "your gradient", "autograd": "autograd", "numerical": "finite differences"}
+# Which two sides a failing pair's constant ratio divides, by blame (as gradcheck's report).
+_RATIO_SIDES = {
+    "expected": ("expected", "autograd"),
+    "autograd": ("autograd", "numerical"),
+    "numerical": ("numerical", "autograd"),
+}
+_BLAME = {
+    "expected": "your hand derivation is likely wrong: autograd and finite differences agree with each other",
+    "autograd": "the backward (autograd) is likely wrong: finite differences and your gradient agree with each other",
+    "numerical": "finite differences are unreliable here (a kink, or too little precision)",
+    "unclear": "all three sides disagree with each other",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The gradient check in one headline and one explanation."""
+
+    passed: bool
+    headline: str
+    detail: str
+
+
+def values_table(values: tuple[TensorValue, ...]) -> pd.DataFrame:
+    """One row per tensor: name, shape, dtype, device, values."""
+    return pd.DataFrame(
+        [(v.name, v.shape, v.dtype, v.device, v.text) for v in values],
+        columns=["tensor", "shape", "dtype", "device", "values"],
+    )
+
+
+def pairs_of(check: GradientCheck) -> list[dict[str, Any]]:
+    """The report's (output, input) pairs, failing ones first."""
+    return sorted(check.report.get("pairs", []), key=lambda p: bool(p["passed"]))
+
+
+def verdict(check: GradientCheck) -> Verdict:
+    """Say whether the hand gradient is right, and if not who is wrong and by what factor."""
+    wrt = check.wrt
+    if check.passed:
+        return Verdict(
+            True,
+            f"Your gradient d(output)/d{wrt} = {check.expected} is right",
+            "It agrees with autograd and with finite differences at every element.",
+        )
+    memory = check.report.get("memory", {}).get("out_of_memory")
+    if memory:
+        return Verdict(False, "The check did not finish: out of memory", str(memory))
+    pair = pairs_of(check)[0]
+    blame = pair["blame"]
+    headline = {
+        "expected": f"Your gradient d(output)/d{wrt} = {check.expected} is wrong",
+        "autograd": f"The backward is wrong: autograd's d(output)/d{wrt} disagrees",
+    }.get(blame, f"The gradients of d(output)/d{wrt} disagree")
+    detail = f"{pair['failed_count']} of {pair['numel']} elements fail; {_BLAME.get(blame, blame)}."
+    ratio = pair.get("constant_ratio")
+    if ratio is not None and blame in _RATIO_SIDES:
+        side, ref = _RATIO_SIDES[blame]
+        headline += f": it is {_factor(ratio)} × {_SIDE[ref]}'s" if side == "expected" else (
+            f": {_SIDE[side]} is {_factor(ratio)} × {_SIDE[ref]}"
+        )
+        detail += (
+            f" {_SIDE[side].capitalize()} = {_factor(ratio)} × {_SIDE[ref]} at every failing element: "
+            "a constant factor is off, e.g. a missing or extra 1/n of a mean, or the 2 of a square."
+        )
+    return Verdict(False, headline, detail)
+
+
+def _factor(ratio: Any) -> str:
+    """A ratio as people say it: 3, 0.5, 1/3."""
+    value = float(ratio)
+    if value != 0 and abs(1 / value - round(1 / value)) < 1e-6 and abs(value) < 1:
+        return f"1/{round(1 / value)}"
+    return f"{value:.6g}"
+
+
+def element_table(pair: dict[str, Any], *, has_expected: bool) -> pd.DataFrame | None:
+    """Every Jacobian element of one pair: autograd, finite differences, yours, failed.
+
+    The index column names the output and input element, e.g. `[0] / [2]`.
+    Returns None when the report kept no per-element detail (too large).
+    """
+    if pair.get("autograd") is None:
+        return None
+    out_shape, in_shape = tuple(pair["output_shape"]), tuple(pair["input_shape"])
+    rows = []
+    for flat in range(int(pair["numel"])):
+        row = {
+            "element (output / input)": _element_name(flat, out_shape, in_shape),
+            "autograd": _num(pair["autograd"][flat]),
+            "finite differences": _num(pair["numerical"][flat]),
+        }
+        if has_expected and pair.get("expected") is not None:
+            row["yours"] = _num(pair["expected"][flat])
+        row["error"] = _num(pair["error"][flat])
+        row["failed"] = bool(pair["failed_mask"][flat])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def highlight_failures(table: pd.DataFrame) -> Any:
+    """A pandas Styler that paints failing rows red (st.dataframe shows it)."""
+    def paint(row: pd.Series) -> list[str]:
+        style = "background-color: #ffd7d7; color: #8a0000" if row["failed"] else ""
+        return [style] * len(row)
+
+    return table.style.apply(paint, axis=1).format(precision=6, na_rep="-")
+
+
+def error_grid(pair: dict[str, Any]) -> pd.DataFrame | None:
+    """The per-element error as (row, col, error, failed) for a heatmap.
+
+    Only for Jacobians bigger than a vector (two dimensions of size > 1);
+    rows are output elements, columns input elements (for a scalar output,
+    the input's own rows and columns). None otherwise or without detail.
+    """
+    if pair.get("error") is None:
+        return None
+    out_shape, in_shape = tuple(pair["output_shape"]), tuple(pair["input_shape"])
+    if sum(1 for d in out_shape + in_shape if d > 1) < 2:
+        return None
+    if _numel(out_shape) == 1:
+        cols = in_shape[-1] if in_shape else 1
+    else:
+        cols = _numel(in_shape)
+    errors, failed = pair["error"], pair["failed_mask"]
+    return pd.DataFrame(
+        {
+            "row": [i // cols for i in range(len(errors))],
+            "col": [i % cols for i in range(len(errors))],
+            "error": [_num(e) for e in errors],
+            "failed": [bool(f) for f in failed],
+        }
+    )
+
+
+def error_heatmap(grid: pd.DataFrame) -> alt.Chart:
+    """A heatmap of `error_grid`: darker is a larger error, failing cells outlined."""
+    base = alt.Chart(grid).encode(
+        x=alt.X("col:O", title="input element (column)"),
+        y=alt.Y("row:O", title="output element (row)"),
+        tooltip=["row", "col", alt.Tooltip("error:Q", format=".3g"), "failed"],
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("error:Q", scale=alt.Scale(scheme="reds"), title="error"),
+    )
+    outline = base.transform_filter("datum.failed").mark_rect(
+        fillOpacity=0, stroke="#1f3b73", strokeWidth=2
+    )
+    return (cells + outline).properties(height=alt.Step(28), width=alt.Step(28))
+
+
+def _element_name(flat: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> str:
+    out_i, in_i = divmod(flat, _numel(in_shape))
+    return f"{_index(out_i, out_shape)} / {_index(in_i, in_shape)}"
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    if not shape:
+        return "[]"
+    parts = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        parts.append(i)
+    return "[" + ", ".join(str(i) for i in reversed(parts)) + "]"
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _num(value: Any) -> float:
+    """The report writes non-finite floats as strings; the tables want floats."""
+    return float(value) if value is not None else float("nan")
+
+
+def analysis_caption(analysis: Analysis) -> str:
+    """The one-line summary under the graph, with the time it took."""
+    return f"{analysis.summary} · {analysis.seconds * 1e3:.0f} ms"

@@ -1,0 +1,86 @@
+"""What the page's jobs send back from the worker: plain, picklable data, no tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "TRANSIENT_KINDS"]
+
+# Failures that may pass on a second try (a busy machine, a killed worker):
+# the page retries these when Run is pressed again instead of serving them from cache.
+TRANSIENT_KINDS = frozenset({"time", "crash", "busy"})
+
+
+@dataclass(frozen=True, slots=True)
+class TensorValue:
+    """One tensor as the page shows it: `text` is its values, or why there are none."""
+
+    name: str
+    shape: str
+    dtype: str
+    device: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """One program evaluated, traced, drawn and differentiated.
+
+    `svg`, `dot` and `graph_json` are the drawn graph; `outputs` the value of
+    the program's last line; `grads` each leaf's `.grad` after backward (in
+    definition order); `leaves` the names a gradient can be checked against.
+    """
+
+    summary: str
+    svg: str
+    dot: str
+    graph_json: str
+    node_count: int
+    outputs: tuple[TensorValue, ...]
+    grads: tuple[TensorValue, ...]
+    leaves: tuple[str, ...]
+    notes: tuple[str, ...]
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class GradientCheck:
+    """A hand-derived gradient checked against autograd and finite differences.
+
+    `report` is the checker's `Report.to_dict()`; `text` its `str()`.
+    """
+
+    wrt: str
+    expected: str
+    passed: bool
+    text: str
+    report: dict[str, Any]
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a job gave no result, in words a person can act on.
+
+    `kind` is the expression language's error kind (syntax, refused, name,
+    limit, torch, device, shape, dtype, memory, time, crash, input) or
+    `trace`, `render`, `check`; `line`/`col` point into the program when known.
+    """
+
+    message: str
+    kind: str = "refused"
+    line: int | None = None
+    col: int | None = None
+    excerpt: str | None = None
+
+    @property
+    def transient(self) -> bool:
+        """Whether trying again could succeed (a timeout, a crashed worker)."""
+        return self.kind in TRANSIENT_KINDS
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.message
+        where = f"line {self.line}" + (f", col {self.col}" if self.col is not None else "")
+        return f"{where}: {self.message}"

@@ -1,0 +1,97 @@
+"""What the page calls: each job run in the isolated worker, every error turned into a Failure."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..expr import ExprError, IsolatedRunner, validate
+from . import jobs
+from .jobs import Tolerances
+from .results import Analysis, Failure, GradientCheck
+from .urlstate import CheckInput, Options
+
+__all__ = [
+    "TIME_LIMIT_S",
+    "MEMORY_LIMIT_BYTES",
+    "make_runner",
+    "devices",
+    "analyze",
+    "check_gradient",
+    "png",
+    "syntax_problem",
+]
+
+# A program gets this long and this much memory in its worker; then it is
+# stopped and the person told so. Override with GRAPHVIZ_APP_TIME_LIMIT (s).
+TIME_LIMIT_S = float(os.environ.get("GRAPHVIZ_APP_TIME_LIMIT", "15"))
+MEMORY_LIMIT_BYTES = 2 * 1024**3
+_PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracer", "graphviz_app.renderer",
+            "gradcheck.checker", "graphviz_app.web.jobs")
+
+
+def make_runner(*, workers: int = 2, max_workers: int = 4) -> IsolatedRunner:
+    """The pool of warm worker processes the page's jobs run in.
+
+    Args:
+        workers: kept warm; a hostile program ties up one until its time limit.
+        max_workers: most at once; further requests wait for a free one.
+    """
+    return IsolatedRunner(
+        workers=workers, max_workers=max_workers, time_limit=TIME_LIMIT_S,
+        memory_limit=MEMORY_LIMIT_BYTES, preload=_PRELOAD,
+    )
+
+
+def devices(runner: IsolatedRunner) -> tuple[str, ...]:
+    """cpu and each cuda:N the worker's torch sees (the server never loads torch)."""
+    found = _call(runner, jobs.devices_job)
+    return ("cpu",) if isinstance(found, Failure) else found
+
+
+def analyze(runner: IsolatedRunner, program: str, options: Options) -> Analysis | Failure:
+    """Evaluate, trace, draw and differentiate `program` under `options`."""
+    return _call(runner, jobs.analysis_job, program, options)
+
+
+def check_gradient(
+    runner: IsolatedRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances
+) -> GradientCheck | Failure:
+    """Check the hand-derived gradient in `check` against autograd and finite differences."""
+    if not check.wrt:
+        return Failure("choose the variable the gradient is taken with respect to", kind="input")
+    if not check.expected.strip():
+        return Failure("type your hand-derived gradient, e.g. 2*(x+2)/3", kind="input")
+    return _call(runner, jobs.check_job, program, options, check.wrt, check.expected, tolerances)
+
+
+def png(runner: IsolatedRunner, graph_json: str, rankdir: str) -> bytes | Failure:
+    """The graph as PNG, laid out on demand in the worker."""
+    return _call(runner, jobs.png_job, graph_json, rankdir)
+
+
+def syntax_problem(program: str) -> Failure | None:
+    """What is wrong with `program` before running it (the language's validate), or None.
+
+    Cheap enough for every keystroke: it parses and checks, never runs.
+    """
+    try:
+        validate(program)
+    except ExprError as e:
+        return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
+    return None
+
+
+def _call(runner: IsolatedRunner, job: Callable[..., Any], *args: Any) -> Any:
+    """Run `job` in the worker; the runner's and the job's errors become Failures."""
+    try:
+        return runner.run(job, *args)
+    except ExprError as e:
+        return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
+    except Exception as e:  # noqa: BLE001 - the page must show a message, never a traceback
+        return Failure(
+            f"{type(e).__name__}: {e}. This is a bug in graphviz-app; "
+            "please report it with the program that caused it",
+            kind="internal",
+        )
