@@ -6,16 +6,17 @@ import html
 from pathlib import Path
 
 import graphviz
+from graphviz.quoting import attr_list, quote, quote_edge
 
 from .errors import DotNotFoundError, RenderError, UnsupportedFormatError
 from .model import Graph, NodeKind
 from .style import (
     CROSS_DEVICE_STYLE,
+    EDGE_STYLE,
     KIND_LOOK,
     KIND_STYLE,
     KIND_TITLE,
     device_color,
-    edge_attrs,
     node_label,
 )
 
@@ -61,13 +62,23 @@ def render(
         edge_attr={"arrowsize": "0.7"},
     )
     cross = graph.cross_device_ops()
+    # Statements are appended as Digraph.node()/edge() write them, but each of
+    # the few distinct attribute sets is quoted once: re-quoting them per node
+    # was two thirds of the time on a 20,000-node graph.
+    node_attrs: dict[tuple[NodeKind, str | None, bool], str] = {}
     for node in graph.nodes:
-        attrs = dict(KIND_STYLE[node.kind], fillcolor=device_color(node.device))
-        if node.id in cross:
-            attrs.update(CROSS_DEVICE_STYLE)
-        dot.node(node.id, graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)), **attrs)
+        key = (node.kind, node.device, node.id in cross)
+        attrs = node_attrs.get(key)
+        if attrs is None:
+            style = dict(KIND_STYLE[node.kind], fillcolor=device_color(node.device))
+            if key[2]:
+                style.update(CROSS_DEVICE_STYLE)
+            attrs = node_attrs[key] = attr_list(kwargs=style)[2:]  # 'k=v ...]'
+        label = quote(graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)))
+        dot.body.append(f"\t{quote(node.id)} [label={label} {attrs}\n")
+    edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
-        dot.edge(edge.src, edge.dst, **edge_attrs(edge))
+        dot.body.append(f"\t{quote_edge(edge.src)} -> {quote_edge(edge.dst)}{edge_text[edge.kind]}\n")
     if legend and graph.nodes:
         _add_legend(dot, graph, bool(cross))
     return dot
