@@ -6,8 +6,10 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import graphviz
 import pytest
 import torch
+from core_corpus import CORPUS, build
 from core_golden import assert_golden, golden_graphs
 from core_handmade import three_devices
 
@@ -182,3 +184,40 @@ def test_render_lays_nothing_out_and_names_nodes_in_walk_order() -> None:
     ids = [line.split(" ", 1)[0].strip() for line in digraph.body if "->" not in line]
     assert ids == [n.id for n in graph.nodes] + ["legend"]
     assert render(graph).source == digraph.source  # deterministic
+
+
+def _graphviz_statements(graph: Graph, max_attr_chars: int = 50) -> list[str]:
+    """Node and edge statements as graphviz's own Digraph.node()/edge() write them."""
+    from graphviz_app.style import KIND_STYLE, edge_attrs
+
+    dot = graphviz.Digraph()
+    cross = graph.cross_device_ops()
+    for node in graph.nodes:
+        attrs = dict(KIND_STYLE[node.kind], fillcolor=device_color(node.device))
+        if node.id in cross:
+            attrs.update(CROSS_DEVICE_STYLE)
+        dot.node(node.id, graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)), **attrs)
+    for edge in graph.edges:
+        dot.edge(edge.src, edge.dst, **edge_attrs(edge))
+    return dot.body
+
+
+def _hostile_graph() -> Graph:
+    leaves = [torch.ones(2, requires_grad=True) for _ in HOSTILE]
+    return trace(sum(((i + 1) * t).sum() for i, t in enumerate(leaves)), dict(zip(HOSTILE, leaves)))
+
+
+@pytest.mark.parametrize("name", [*CORPUS, "hostile", "three_devices"])
+def test_statements_are_what_graphviz_itself_writes(name: str) -> None:
+    """render() writes statements without Digraph.node()/edge() for speed; the text must not change."""
+    if name == "hostile":
+        graph = _hostile_graph()
+    elif name == "three_devices":
+        graph = three_devices()
+    else:
+        case = build(name)
+        graph = trace(case.outputs, case.params)
+    for max_chars in (50, 12):
+        body = render(graph, max_attr_chars=max_chars).body
+        expected = _graphviz_statements(graph, max_chars)
+        assert body[: len(expected)] == expected
