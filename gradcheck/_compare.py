@@ -1,24 +1,33 @@
-"""Comparing the three sides of one (output, input) pair, element by element."""
+"""Comparing the three sides of one (output, input) pair, element by element, in blocks."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from .report import Blame, Comparison, Element, PairReport
 
-__all__ = ["PairData", "compare_pair", "WORST_ELEMENTS"]
+__all__ = ["PairData", "compare_pair", "WORST_ELEMENTS", "BLOCK_ELEMENTS"]
 
 WORST_ELEMENTS = 10  # how many of the worst elements every pair report keeps
+# Elements compared at a time: a block's temporaries stay in cache, and a Jacobian of
+# millions of elements costs a few blocks' memory, not several copies of itself.
+BLOCK_ELEMENTS = 1 << 16
+
+# Each comparison `left ~ right`; the right-hand side is the reference rtol scales with.
+_SIDES = (("autograd~numerical", "a", "n"), ("expected~autograd", "e", "a"), ("expected~numerical", "e", "n"))
+# For each blame, the ratio that says by what factor the blamed side is off.
+_RATIOS = {Blame.EXPECTED: ("e", "a"), Blame.AUTOGRAD: ("a", "n"), Blame.NUMERICAL: ("n", "a")}
 
 
 @dataclass(frozen=True, slots=True)
 class PairData:
-    """One pair's float64 values, any layout of `numel` elements, and how to judge them.
+    """One pair's float64 values and how to judge them.
 
-    The three value tensors share one shape (flat, or (m_o, n_i)); `kinks` too.
+    The value tensors share one shape (flat, or (m_o, n_i)) and are read in
+    row-major order; so is `kinks`, which marks elements where fn has a kink.
     """
 
     output_index: int
@@ -33,122 +42,176 @@ class PairData:
     rtol: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Side:
-    """One comparison `left ~ right` over every element (flat); `right` is the reference."""
-
+@dataclass(slots=True)
+class _SideStats:
     name: str
-    left: torch.Tensor
-    right: torch.Tensor
-    diff: torch.Tensor  # |left - right|, NaN read as inf
-    violation: torch.Tensor  # diff / tolerance: above 1 fails
-    failed: torch.Tensor
-    max_rel: float
-
-    def rel(self, k: int) -> float:
-        """The relative error of flat element k."""
-        ref, diff = abs(_at(self.right, k)), float(self.diff[k])
-        return diff / ref if ref > 0 else (0.0 if diff == 0 else math.inf)
+    left: str
+    right: str
+    failed: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    max_violation: float = 0.0
 
 
-def _side(name: str, left: torch.Tensor, right: torch.Tensor, data: PairData) -> _Side:
-    # Few passes over memory: these tensors can hold millions of elements.
-    diff = torch.sub(left, right).abs_().nan_to_num_(nan=math.inf, posinf=math.inf).reshape(-1)
-    ref = right.abs().reshape(-1)
-    tol = ref.mul(data.rtol).add_(data.atol)
-    violation = diff / tol
-    if data.atol == 0:  # 0/0 is no violation
-        violation.nan_to_num_(nan=0.0, posinf=math.inf)
-    rel = (diff / ref).nan_to_num_(nan=0.0, posinf=math.inf)
-    max_rel = float(rel.max()) if rel.numel() else 0.0
-    return _Side(name, left, right, diff, violation, diff > tol, max_rel)
+@dataclass(slots=True)
+class _Tally:
+    """What the blocks add up to."""
+
+    sides: list[_SideStats]
+    failed: int = 0
+    kinks: int = 0
+    failed_at: list[torch.Tensor] = field(default_factory=list)
+    top_key: list[torch.Tensor] = field(default_factory=list)
+    top_index: list[torch.Tensor] = field(default_factory=list)
+    ratio_low: dict[str, float] = field(default_factory=dict)
+    ratio_high: dict[str, float] = field(default_factory=dict)
+    ratio_usable: dict[str, bool] = field(default_factory=dict)
+    error: list[torch.Tensor] = field(default_factory=list)
+    mask: list[torch.Tensor] = field(default_factory=list)
 
 
 def compare_pair(data: PairData, *, detail_limit: int) -> PairReport:
-    """Judges one pair: pass/fail per element, the worst element, and which side to blame."""
-    a, n, e = data.autograd, data.numerical, data.expected
-    sides = [_side("autograd~numerical", a, n, data)]
-    if e is not None:
-        sides += [_side("expected~autograd", e, a, data), _side("expected~numerical", e, n, data)]
-    failed, error, violation = sides[0].failed, sides[0].diff, sides[0].violation
-    for s in sides[1:]:
-        failed = failed | s.failed
-        error = torch.maximum(error, s.diff)
-        violation = torch.maximum(violation, s.violation)
-    comparisons = tuple(_comparison(s) for s in sides)
-    failed_count = sum(c.failed_count for c in comparisons) and int(failed.sum())
+    """Judges one pair: pass/fail per element, the worst elements, and which side to blame."""
+    values = {"a": data.autograd.reshape(-1), "n": data.numerical.reshape(-1)}
+    if data.expected is not None:
+        values["e"] = data.expected.reshape(-1)
     kinks = None if data.kinks is None else data.kinks.reshape(-1)
-    blame = _blame(sides, failed, kinks) if failed_count else Blame.NONE
+    sides = [_SideStats(*s) for s in _SIDES if s[1] in values and s[2] in values]
+    tally = _Tally(sides)
+    numel = values["a"].numel()
+    small = numel <= detail_limit
+    for start in range(0, numel, BLOCK_ELEMENTS):
+        stop = min(numel, start + BLOCK_ELEMENTS)
+        block = {k: v[start:stop] for k, v in values.items()}
+        _block(block, start, None if kinks is None else kinks[start:stop], data, tally, small, detail_limit)
+    return _pair_report(data, values, tally, small, detail_limit)
+
+
+def _block(
+    values: dict[str, torch.Tensor],
+    start: int,
+    kinks: torch.Tensor | None,
+    data: PairData,
+    tally: _Tally,
+    keep: bool,
+    detail_limit: int,
+) -> None:
+    failed = error = violation = None
+    for side in tally.sides:
+        left, right = values[side.left], values[side.right]
+        diff = torch.sub(left, right).abs_().nan_to_num_(nan=math.inf, posinf=math.inf)
+        ref = right.abs()
+        tol = ref.mul(data.rtol).add_(data.atol)
+        over = diff / tol
+        if data.atol == 0:  # 0/0 is no violation
+            over.nan_to_num_(nan=0.0, posinf=math.inf)
+        side_failed = diff > tol
+        side.failed += int(side_failed.sum())
+        side.max_abs = max(side.max_abs, float(diff.max()))
+        side.max_rel = max(side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max()))
+        side.max_violation = max(side.max_violation, float(over.max()))
+        failed = side_failed if failed is None else failed.logical_or_(side_failed)
+        error = diff if error is None else torch.maximum(error, diff)
+        violation = over if violation is None else torch.maximum(violation, over)
+    assert failed is not None and error is not None and violation is not None  # noqa: S101 - typing only
+    key = violation.nan_to_num_(nan=math.inf)
+    top = torch.topk(key, min(WORST_ELEMENTS, key.numel()))
+    tally.top_key.append(top.values)
+    tally.top_index.append(top.indices + start)
+    if keep:
+        tally.error.append(error)
+        tally.mask.append(failed)
+    count = int(failed.sum())
+    if count:
+        _failing(values, start, kinks, failed, count, tally, detail_limit)
+
+
+def _failing(
+    values: dict[str, torch.Tensor],
+    start: int,
+    kinks: torch.Tensor | None,
+    failed: torch.Tensor,
+    count: int,
+    tally: _Tally,
+    detail_limit: int,
+) -> None:
+    """Tallies a block's failing elements: where they are, kinks, and the ratios between sides."""
+    if tally.failed < detail_limit:
+        tally.failed_at.append(torch.nonzero(failed).reshape(-1)[: detail_limit - tally.failed] + start)
+    tally.failed += count
+    if kinks is not None:
+        tally.kinks += int((kinks & failed).sum())
+    for blame, (top_name, bottom_name) in _RATIOS.items():
+        if top_name not in values:
+            continue
+        top, bottom = values[top_name][failed], values[bottom_name][failed]
+        usable = bool((bottom.abs() > 1e-12).all()) and bool(top.isfinite().all())
+        tally.ratio_usable[blame] = tally.ratio_usable.get(blame, True) and usable
+        if usable:
+            ratio = top / bottom
+            tally.ratio_low[blame] = min(tally.ratio_low.get(blame, math.inf), float(ratio.min()))
+            tally.ratio_high[blame] = max(tally.ratio_high.get(blame, -math.inf), float(ratio.max()))
+
+
+def _pair_report(
+    data: PairData, values: dict[str, torch.Tensor], tally: _Tally, small: bool, detail_limit: int
+) -> PairReport:
     shape = tuple(data.output_shape) + tuple(data.input_shape)
-    worst = tuple(
-        _element((a, n, e), shape, k, error, sides, failed) for k in _ranked(violation, failed_count)
+    comparisons = tuple(
+        Comparison(s.name, s.failed == 0, s.max_abs, s.max_rel, s.failed) for s in tally.sides
     )
-    small = failed.numel() <= detail_limit
+    blame = _blame(tally) if tally.failed else Blame.NONE
+    worst = tuple(_element(values, shape, k, data, tally) for k in _ranked(tally))
+    failed_at = torch.cat(tally.failed_at)[:detail_limit].tolist() if tally.failed_at else []
+    e = values.get("e")
     return PairReport(
         output_index=data.output_index,
         input_index=data.input_index,
         output_shape=tuple(data.output_shape),
         input_shape=tuple(data.input_shape),
         shape=shape,
-        numel=failed.numel(),
-        passed=failed_count == 0,
+        numel=values["a"].numel(),
+        passed=tally.failed == 0,
         blame=blame,
         max_abs_error=max((c.max_abs_error for c in comparisons), default=0.0),
         max_rel_error=max((c.max_rel_error for c in comparisons), default=0.0),
-        failed_count=failed_count,
+        failed_count=tally.failed,
         worst=worst[0] if worst else _empty_element(shape),
         worst_elements=worst,
         comparisons=comparisons,
-        failed=tuple(torch.nonzero(failed).reshape(-1)[:detail_limit].tolist()) if failed_count else (),
-        kink_count=int((kinks & failed).sum()) if (failed_count and kinks is not None) else 0,
-        autograd=_listed(a) if small else None,
-        numerical=_listed(n) if small else None,
+        failed=tuple(failed_at),
+        kink_count=tally.kinks,
+        autograd=_listed(values["a"]) if small else None,
+        numerical=_listed(values["n"]) if small else None,
         expected=_listed(e) if (small and e is not None) else None,
-        error=_listed(error) if small else None,
-        failed_mask=tuple(failed.tolist()) if small else None,
-        constant_ratio=_constant_ratio(blame, a, n, e, failed) if failed_count else None,
-    )
-
-
-def _comparison(side: _Side) -> Comparison:
-    count = int(side.failed.sum())
-    return Comparison(
-        name=side.name,
-        passed=count == 0,
-        max_abs_error=float(side.diff.max()) if side.diff.numel() else 0.0,
-        max_rel_error=side.max_rel,
-        failed_count=count,
+        error=_listed(torch.cat(tally.error)) if (small and tally.error) else (() if small else None),
+        failed_mask=tuple(torch.cat(tally.mask).tolist()) if (small and tally.mask) else (() if small else None),
+        constant_ratio=_constant_ratio(tally, blame),
     )
 
 
 def _listed(t: torch.Tensor) -> tuple[float, ...]:
-    return tuple(float(v) for v in t.reshape(-1).tolist())
+    return tuple(t.to(torch.float64).tolist())  # float64 lists hold Python floats
 
 
-def _at(t: torch.Tensor, k: int) -> float:
-    """Flat element k of `t` in row-major order, without copying a non-contiguous `t`."""
-    if t.is_contiguous():
-        return float(t.reshape(-1)[k])
-    return float(t[_unravel(k, tuple(t.shape))])
-
-
-def _ranked(violation: torch.Tensor, failed_count: int) -> list[int]:
-    """Flat indices of the worst elements, largest violation first (one when all pass)."""
-    if violation.numel() == 0:
+def _ranked(tally: _Tally) -> list[int]:
+    """Flat indices of the worst elements, largest violation first (only one when all pass)."""
+    if not tally.top_key:
         return []
-    if failed_count == 0:
-        return [int(violation.argmax())]
-    key = violation.nan_to_num(nan=math.inf)
-    return torch.topk(key, min(WORST_ELEMENTS, key.numel())).indices.tolist()
+    keys, indices = torch.cat(tally.top_key), torch.cat(tally.top_index)
+    count = min(WORST_ELEMENTS if tally.failed else 1, keys.numel())
+    order = torch.topk(keys, count).indices
+    return indices[order].tolist()
 
 
-def _blame(sides: list[_Side], failed: torch.Tensor, kinks: torch.Tensor | None) -> str:
-    an = bool(sides[0].failed.any())
-    all_kinks = kinks is not None and bool((kinks | ~failed).all())
-    if len(sides) == 1:
+def _blame(tally: _Tally) -> str:
+    flags = {s.name: s.failed > 0 for s in tally.sides}
+    worst = {s.name: s.max_violation for s in tally.sides}
+    all_kinks = tally.kinks == tally.failed
+    an = flags["autograd~numerical"]
+    if len(tally.sides) == 1:
         return Blame.NUMERICAL if all_kinks else Blame.AUTOGRAD
-    ea, en = bool(sides[1].failed.any()), bool(sides[2].failed.any())
-    worst = {s.name: float(s.violation.max()) for s in sides}
+    ea, en = flags["expected~autograd"], flags["expected~numerical"]
     if ea and en and not an:
         return Blame.EXPECTED
     if an and ea and not en:
@@ -165,41 +228,35 @@ def _blame(sides: list[_Side], failed: torch.Tensor, kinks: torch.Tensor | None)
     return Blame.EXPECTED if worst["expected~autograd"] >= worst["autograd~numerical"] else Blame.NUMERICAL
 
 
-def _constant_ratio(
-    blame: str, a: torch.Tensor, n: torch.Tensor, e: torch.Tensor | None, failed: torch.Tensor
-) -> float | None:
+def _constant_ratio(tally: _Tally, blame: str) -> float | None:
     """The factor by which the blamed side is off, when it is the same at every failing element."""
-    pairs = {Blame.EXPECTED: (e, a), Blame.AUTOGRAD: (a, n), Blame.NUMERICAL: (n, a)}
-    top, bottom = pairs.get(blame, (None, None))
-    if top is None or bottom is None:
+    if not tally.ratio_usable.get(blame, False):
         return None
-    top, bottom = top.reshape(-1)[failed], bottom.reshape(-1)[failed]
-    if top.numel() == 0 or not bool((bottom.abs() > 1e-12).all()) or not bool(top.isfinite().all()):
-        return None
-    ratio = top / bottom
-    mid = float(ratio.median())
-    if mid == 0 or not bool(((ratio - mid).abs() <= 1e-3 * abs(mid)).all()):
+    low, high = tally.ratio_low[blame], tally.ratio_high[blame]
+    mid = (low + high) / 2
+    if mid == 0 or high - low > 1e-3 * max(abs(low), abs(high)):
         return None
     return mid
 
 
-def _element(
-    values: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None],
-    shape: tuple[int, ...],
-    k: int,
-    error: torch.Tensor,
-    sides: list[_Side],
-    failed: torch.Tensor,
-) -> Element:
-    a, n, e = values
+def _element(values: dict[str, torch.Tensor], shape: tuple[int, ...], k: int, data: PairData, tally: _Tally) -> Element:
+    at = {name: float(v[k]) for name, v in values.items()}
+    diffs, rels, failed = [], [], False
+    for side in tally.sides:
+        left, right = at[side.left], at[side.right]
+        diff = abs(left - right)
+        diff = math.inf if math.isnan(diff) else diff
+        diffs.append(diff)
+        rels.append(diff / abs(right) if right != 0 else (0.0 if diff == 0 else math.inf))
+        failed = failed or not diff <= data.atol + data.rtol * abs(right)
     return Element(
         index=_unravel(k, shape),
-        autograd=_at(a, k),
-        numerical=_at(n, k),
-        expected=None if e is None else _at(e, k),
-        abs_error=float(error[k]),
-        rel_error=max(s.rel(k) for s in sides),
-        failed=bool(failed[k]),
+        autograd=at["a"],
+        numerical=at["n"],
+        expected=at.get("e"),
+        abs_error=max(diffs),
+        rel_error=max(rels),
+        failed=failed,
     )
 
 

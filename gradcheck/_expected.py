@@ -50,7 +50,7 @@ def normalize_expected(
         grid: list[list[Any]] = [[value]]
     else:
         items = list(value)
-        if items and all(_is_leaf(v) or v is None for v in items):
+        if items and all(v is None or _is_leaf(v) for v in items):
             grid = _flat_to_grid(items, len(outputs), len(inputs), n_outputs, n_inputs)
         else:
             grid = [[None] * len(inputs) if row is None else _row(row) for row in items]

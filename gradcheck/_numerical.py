@@ -45,7 +45,7 @@ class _Slot:
     checked: Sequence[int]
     eps: float
     result: NumericalResult
-    columns: dict[int, torch.Tensor]  # per output: (n_i, m_o), row j = d output / d x_j
+    jac: dict[int, torch.Tensor]  # per output: its (m_o, n_i) Jacobian, filled column by column
 
     def call(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The checked outputs of fn with this slot's input replaced by `x`."""
@@ -100,13 +100,13 @@ def numerical_jacobian(
     )
     result = NumericalResult({}, "vmap", stats, floors)
     for i in diff:
-        columns = {
-            o: torch.empty(args[i].numel(), y.numel(), dtype=torch.float64, device=device)
+        jac = {
+            o: torch.empty(y.numel(), args[i].numel(), dtype=torch.float64, device=device)
             for o, y in zip(checked, base)
         }
-        slot = _Slot(fn, args, i, checked, eps, result, columns)
+        slot = _Slot(fn, args, i, checked, eps, result, jac)
         run_chunked(args[i].numel(), stats, lambda a, b, s=slot: _work(s, a, b), device)
-        result.jac.update({(o, i): t.T for o, t in columns.items()})
+        result.jac.update({(o, i): t for o, t in jac.items()})
     return result
 
 
@@ -164,8 +164,7 @@ def _work(slot: _Slot, start: int, stop: int) -> None:
 
 
 def _store(slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]) -> None:
-    """Writes rows [start, stop) of each output's transposed Jacobian."""
+    """Writes columns [start, stop) of each output's Jacobian: row j of plus/minus is column j."""
     for o, yp, ym in zip(slot.checked, plus, minus):
-        target = slot.columns[o][start:stop]
-        torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64), out=target)
-        target.div_(2 * slot.eps)
+        central = torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64))
+        slot.jac[o][:, start:stop] = central.div_(2 * slot.eps).T

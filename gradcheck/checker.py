@@ -119,7 +119,7 @@ def run_check(fn: Callable[..., Any], inputs: Any, expected: Any, opts: CheckOpt
     try:
         return _run(state, expected)
     except OutOfMemory as oom:
-        return CheckOutcome(_oombuild_report(state, oom), {}, {})
+        return CheckOutcome(oom_report(state, oom), {}, {})
     except RuntimeError as e:
         translated = None if isinstance(e, GradcheckError) else same_device_error(e, device)
         if translated is None:

@@ -1,0 +1,203 @@
+"""gradcheck.check side by side with torch.autograd.gradcheck, in one process: a table of ratios.
+
+Run: .venv/bin/python benchmarks/bench_gradcheck.py [--sizes 100 1000 3000] [--repeat 3]
+
+For each function and input size n (float64) it times, in this order and in the
+same process: our full check, torch's gradcheck(fast_mode=False), our fast check
+and torch's gradcheck(fast_mode=True); it prints each verdict, the speed-up
+ratios and the peak resident memory each full check added above the process'
+baseline (Linux: VmHWM, reset through /proc/self/clear_refs before each call).
+Timings are the best of `--repeat` runs (torch's slow mode runs once when a run
+takes more than 20 s). Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from gradcheck import check
+
+D = torch.float64
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One (function, n) measurement."""
+
+    function: str
+    n: int
+    ours_s: float
+    torch_s: float
+    ours_fast_s: float
+    torch_fast_s: float
+    ours_passed: bool
+    torch_passed: bool
+    ours_fast_passed: bool
+    torch_fast_passed: bool
+    ours_peak_mib: float
+    torch_peak_mib: float
+    chunk_size: int
+    chunk_mib: float
+    budget_mib: float
+
+    @property
+    def speedup(self) -> float:
+        return self.torch_s / self.ours_s
+
+    @property
+    def fast_speedup(self) -> float:
+        return self.torch_fast_s / self.ours_fast_s
+
+
+def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch.Tensor]]:
+    """The three functions of the issue, with fixed weights, at input size n."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(n, generator=gen, dtype=D).requires_grad_()
+    w = torch.randn(n, n, generator=gen, dtype=D) / n**0.5
+    w1 = torch.randn(64, n, generator=gen, dtype=D) / n**0.5
+    w2 = torch.randn(16, 64, generator=gen, dtype=D) / 8.0
+    b1 = torch.randn(64, generator=gen, dtype=D)
+
+    def mlp(x: torch.Tensor) -> torch.Tensor:
+        return w2 @ torch.tanh(w1 @ x + b1)
+
+    return {
+        "elementwise sin(x)*x^2": (lambda x: torch.sin(x) * x**2, x),
+        "tanh(W @ x)": (lambda x: torch.tanh(w @ x), x),
+        f"MLP {n}-64-16": (mlp, x),
+    }
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def peak_mib(call: Callable[[], Any]) -> float:
+    """Peak resident memory the call added above what the process held before it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM (the peak) to the current resident size
+    except OSError:
+        return float("nan")
+    before = _rss_kib("VmRSS")
+    call()
+    return (_rss_kib("VmHWM") - before) / 1024
+
+
+def best_time(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Best wall time of `repeat` runs (one run if the first takes over 20 s), and its result."""
+    best, result = float("inf"), None
+    for k in range(repeat):
+        start = time.perf_counter()
+        result = call()
+        best = min(best, time.perf_counter() - start)
+        if k == 0 and best > 20:
+            break
+    return best, result
+
+
+def torch_check(fn: Callable[..., Any], x: torch.Tensor, fast: bool) -> bool:
+    return bool(torch.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=fast))
+
+
+def measure(name: str, fn: Callable[..., Any], x: torch.Tensor, repeat: int) -> Row:
+    ours_s, report = best_time(lambda: check(fn, x), repeat)
+    torch_s, theirs = best_time(lambda: torch_check(fn, x, False), repeat)
+    ours_fast_s, fast_report = best_time(lambda: check(fn, x, fast=True), repeat)
+    torch_fast_s, theirs_fast = best_time(lambda: torch_check(fn, x, True), repeat)
+    return Row(
+        function=name,
+        n=x.numel(),
+        ours_s=ours_s,
+        torch_s=torch_s,
+        ours_fast_s=ours_fast_s,
+        torch_fast_s=torch_fast_s,
+        ours_passed=report.passed,
+        torch_passed=theirs,
+        ours_fast_passed=fast_report.passed,
+        torch_fast_passed=theirs_fast,
+        ours_peak_mib=peak_mib(lambda: check(fn, x)),
+        torch_peak_mib=peak_mib(lambda: torch_check(fn, x, False)),
+        chunk_size=report.memory.chunk_size,
+        chunk_mib=report.memory.chunk_bytes / MIB,
+        budget_mib=report.memory.budget_bytes / MIB,
+    )
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"Python {platform.python_version()}, {platform.system()}"
+    )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def _verdicts(*passed: bool) -> str:
+    return "/".join("pass" if p else "FAIL" for p in passed)
+
+
+def table(rows: list[Row]) -> str:
+    header = (
+        "| function | n | ours ms | torch ms | speed-up | ours fast ms | torch fast ms | fast speed-up "
+        "| verdicts (ours/torch/ours fast/torch fast) | peak MiB ours / torch | chunk (elements, MiB est.) |"
+    )
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r.function} | {r.n} | {_ms(r.ours_s)} | {_ms(r.torch_s)} | {r.speedup:.1f}x "
+            f"| {_ms(r.ours_fast_s)} | {_ms(r.torch_fast_s)} | {r.fast_speedup:.1f}x "
+            f"| {_verdicts(r.ours_passed, r.torch_passed, r.ours_fast_passed, r.torch_fast_passed)} "
+            f"| {r.ours_peak_mib:.0f} / {r.torch_peak_mib:.0f} | {r.chunk_size}, {r.chunk_mib:.1f} of {r.budget_mib:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 3000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    args = parser.parse_args(argv)
+
+    warm_fn, warm_x = make_functions(8)["tanh(W @ x)"]
+    for fast in (False, True):  # first calls pay one-off set-up costs
+        check(warm_fn, warm_x, fast=fast)
+        torch_check(warm_fn, warm_x, fast)
+    print(f"machine: {machine()}")
+    rows = []
+    for n in args.sizes:
+        for name, (fn, x) in make_functions(n).items():
+            rows.append(measure(name, fn, x, args.repeat))
+            print(f"  done: {name}, n={n}", flush=True)
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine(), "rows": [asdict(r) for r in rows]}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""The public surface: what the README documents is what the package exports."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pathlib
+import pkgutil
+
+import pytest
+
+import gradcheck
+from gradcheck import check
+from gradcheck._state import CheckOptions
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_section() -> str:
+    text = README.read_text()
+    start = text.index("<!-- section: gradcheck (owner: gradcheck) -->")
+    return text[start : text.index("<!-- end: gradcheck -->", start)]
+
+
+def test_all_is_what_the_readme_documents() -> None:
+    section = _readme_section()
+    block = section[section.index("from gradcheck import (") :]
+    block = block[: block.index(")") + 1]
+    documented = {alias.name for alias in ast.parse(block).body[0].names}  # type: ignore[attr-defined]
+
+    assert documented == set(gradcheck.__all__)
+
+
+@pytest.mark.parametrize("name", gradcheck.__all__)
+def test_every_public_name_imports(name: str) -> None:
+    assert getattr(gradcheck, name) is not None
+
+
+def test_an_unknown_name_is_an_attribute_error_listing_the_public_ones() -> None:
+    with pytest.raises(AttributeError, match=r"module 'gradcheck' has no attribute 'chek'; its public names are"):
+        gradcheck.chek  # noqa: B018
+
+
+MODULES = [m.name for m in pkgutil.iter_modules(gradcheck.__path__)]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_module_declares_all(module: str) -> None:
+    mod = importlib.import_module(f"gradcheck.{module}")
+
+    assert isinstance(mod.__all__, list) and all(hasattr(mod, n) for n in mod.__all__)
+
+
+def test_check_defaults_are_the_options_defaults() -> None:
+    params = inspect.signature(check).parameters
+    for name, field in CheckOptions.__dataclass_fields__.items():
+        assert params[name].default == field.default, name
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY

@@ -1,0 +1,141 @@
+"""Finite differences: the vmap and loop paths agree, the fallback, chunking and OOM retries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import gradcheck._numerical as numerical
+from gradcheck import CheckMemoryError, check
+from gradcheck._numerical import numerical_jacobian
+
+D = torch.float64
+W = torch.linspace(-1, 1, 12, dtype=D).reshape(4, 3)
+
+SMOOTH: list[tuple[str, Callable[..., Any], tuple[torch.Tensor, ...]]] = [
+    ("elementwise", lambda x: torch.sin(x) * x**2, (torch.linspace(-2, 2, 7, dtype=D),)),
+    ("tanh-Wx", lambda x: torch.tanh(W @ x), (torch.tensor([0.3, -0.2, 0.9], dtype=D),)),
+    ("softmax-2d", lambda x: torch.softmax(x, dim=1), (torch.linspace(-1, 1, 6, dtype=D).reshape(2, 3),)),
+    ("two-outputs", lambda x: (x.exp(), x.sum() ** 2), (torch.linspace(0, 1, 5, dtype=D),)),
+]
+
+
+def _jacobians(fn: Callable[..., Any], args: tuple[torch.Tensor, ...]) -> tuple[dict[Any, torch.Tensor], str]:
+    outs = fn(*args)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    result = numerical_jacobian(
+        fn, args, (0,), tuple(range(len(outs))), outs, eps=1e-6, budget_bytes=2**20, device=torch.device("cpu")
+    )
+    return result.jac, result.method
+
+
+@pytest.mark.parametrize(("fn", "args"), [c[1:] for c in SMOOTH], ids=[c[0] for c in SMOOTH])
+def test_vmap_and_loop_give_the_same_jacobian(
+    fn: Callable[..., Any], args: tuple[torch.Tensor, ...], monkeypatch: pytest.MonkeyPatch, record_property: Any
+) -> None:
+    batched, batched_method = _jacobians(fn, args)
+
+    def no_vmap(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("vmap switched off by the test")
+
+    monkeypatch.setattr(numerical, "vmap", no_vmap)
+    looped, looped_method = _jacobians(fn, args)
+
+    assert (batched_method, looped_method) == ("vmap", "loop")
+    worst = max(float((batched[k] - looped[k]).abs().max()) for k in batched)
+    record_property("max_abs_difference_vmap_vs_loop", worst)
+    print(f"max |vmap - loop| = {worst:.3g}")
+    assert worst <= 1e-9, f"vmap and loop Jacobians differ by {worst:.3g}"
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [
+        pytest.param(lambda x: x * x.sum().item(), ".item()", id="item"),
+        pytest.param(lambda x: x**2 if x.sum() > 0 else -x, "data-dependent control flow", id="control-flow"),
+    ],
+)
+def test_functions_vmap_cannot_take_fall_back_to_the_loop_with_a_note(fn: Callable[..., Any], reason: str) -> None:
+    report = check(fn, torch.tensor([0.5, 1.0, 1.5], dtype=D, requires_grad=True))
+
+    assert report.numerical_method == "loop"
+    note = next(n for n in report.notes if n.startswith("finite differences ran one element at a time"))
+    assert reason in note
+
+
+def test_loop_fallback_still_finds_the_right_gradient() -> None:
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        scale = 2.0 if x.sum().item() > 0 else 3.0  # .item(): not vmappable, but differentiable
+        return scale * x**2
+
+    report = check(scaled, torch.tensor([0.5, 1.0], dtype=D, requires_grad=True), expected=lambda x: torch.diag(4 * x))
+
+    assert report.passed and report.numerical_method == "loop"
+    assert report.pair(0, 0).numerical == pytest.approx([2.0, 0.0, 0.0, 4.0], abs=1e-8)
+
+
+def test_a_tiny_memory_budget_gives_one_element_chunks_and_the_same_answer() -> None:
+    x = torch.linspace(-1, 1, 9, dtype=D, requires_grad=True)
+    roomy = check(torch.tanh, x)
+    tight = check(torch.tanh, x, memory_budget=1)
+
+    assert roomy.memory.chunk_size == 9 and tight.memory.chunk_size == 1
+    assert tight.numerical_method == "vmap" and tight.passed
+    assert tight.pair(0, 0).numerical == pytest.approx(roomy.pair(0, 0).numerical, abs=1e-12)
+
+
+def _oom_above(limit: int, message: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Makes finite-difference chunks of more than `limit` columns run out of memory."""
+    asked: list[int] = []
+    real = numerical._Slot.evaluate
+
+    def evaluate(self: Any, cols: torch.Tensor, method: str) -> Any:
+        asked.append(cols.numel())
+        if cols.numel() > limit:
+            raise torch.OutOfMemoryError(message)
+        return real(self, cols, method)
+
+    monkeypatch.setattr(numerical._Slot, "evaluate", evaluate)
+    return asked
+
+
+CUDA_OOM = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB"
+
+
+def test_out_of_memory_halves_the_chunk_and_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _oom_above(4, CUDA_OOM, monkeypatch)
+    report = check(torch.sin, torch.linspace(0, 1, 16, dtype=D, requires_grad=True))
+
+    assert report.passed
+    assert asked[:3] == [16, 8, 4]  # halved twice, then the rest in chunks of 4
+    assert report.memory.chunk_size == 4 and report.memory.oom_retries == 2
+    assert sum(asked[2:]) == 16
+
+
+def test_cpu_allocator_failures_are_retried_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    def cpu_oom(self: Any, cols: torch.Tensor, method: str) -> Any:
+        if cols.numel() > 2:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 800000 bytes")
+        return real(self, cols, method)
+
+    real = numerical._Slot.evaluate
+    monkeypatch.setattr(numerical._Slot, "evaluate", cpu_oom)
+    report = check(torch.sin, torch.linspace(0, 1, 8, dtype=D, requires_grad=True))
+
+    assert report.passed and report.memory.chunk_size == 2
+
+
+def test_out_of_memory_at_one_element_is_reported_with_the_amount(monkeypatch: pytest.MonkeyPatch) -> None:
+    _oom_above(0, CUDA_OOM, monkeypatch)
+    x = torch.linspace(0, 1, 4, dtype=D, requires_grad=True)
+    report = check(torch.sin, x)
+
+    assert not report.passed and report.pairs == ()
+    assert "2.00 GiB" in (report.memory.out_of_memory or "")
+    assert "gradcheck DID NOT FINISH: out of memory" in str(report)
+    with pytest.raises(CheckMemoryError, match=r"the allocator was asked for 2\.00 GiB") as caught:
+        check(torch.sin, x, raise_exception=True)
+    assert caught.value.report.memory.chunk_size == 1

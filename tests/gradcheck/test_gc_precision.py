@@ -1,0 +1,68 @@
+"""Precision: float64 finite differences by default, and an explained floor when it is lower."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gradcheck import Blame, check
+
+
+def _seed(x: torch.Tensor) -> torch.Tensor:
+    return ((x + 2) ** 2 + 3).mean()
+
+
+def test_float32_inputs_pass_because_differences_run_in_float64() -> None:
+    x = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+
+    default = check(_seed, x)
+    # what torch.autograd.gradcheck does with float32: both sides in float32
+    torch_like = check(_seed, x, dtype=None)
+
+    assert default.passed and default.numerical_dtype == "float64"
+    assert not torch_like.passed and torch_like.numerical_dtype == "float32"
+
+
+def test_insisting_on_float32_explains_the_error_floor() -> None:
+    report = check(_seed, torch.tensor([0.0, 1.0, 2.0], requires_grad=True), dtype=torch.float32)
+
+    assert not report.passed
+    assert report.pair(0, 0).blame == Blame.NUMERICAL
+    assert report.precision_floor == pytest.approx(torch.finfo(torch.float32).eps * 12.667 / 1e-6, rel=1e-3)
+    note = next(n for n in report.notes if n.startswith("precision floor"))
+    assert "float32 with eps=1e-06" in note and "cube root" in note
+    assert "within the rounding floor of finite differences in float32" in str(report)
+
+
+def test_a_bigger_eps_makes_float32_differences_pass() -> None:
+    report = check(_seed, torch.tensor([0.0, 1.0, 2.0]), dtype=torch.float32, eps=5e-3)
+
+    assert report.passed, str(report)
+
+
+def test_float16_eps_below_the_spacing_is_explained() -> None:
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16, requires_grad=True)
+    report = check(lambda x: x * 3, x, dtype=torch.float16)
+
+    assert not report.passed
+    assert report.pair(0, 0).numerical == (0.0, 0.0, 0.0, 0.0)
+    assert any("rounds back to x" in n for n in report.notes)
+    assert any("autograd ran in float16" in n for n in report.notes)
+
+
+def test_float16_inputs_still_get_float64_differences() -> None:
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16, requires_grad=True)
+    report = check(lambda x: x * 3, x)
+
+    assert report.passed and report.autograd_dtype == "float16" and report.numerical_dtype == "float64"
+
+
+def test_a_function_with_its_own_float32_weights_falls_back_with_a_note() -> None:
+    weight = torch.tensor([[1.0, 2.0], [3.0, 4.0]])  # float32, captured
+
+    report = check(lambda x: weight @ x, torch.tensor([1.0, -1.0]), eps=1e-2)
+
+    assert report.numerical_dtype == "float32"
+    assert report.passed, str(report)
+    note = next(n for n in report.notes if n.startswith("finite differences could not run in float64"))
+    assert "module.double()" in note
