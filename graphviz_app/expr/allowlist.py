@@ -49,7 +49,7 @@ _SHAPE_KEEPING = """
     flatten reshape narrow select diagonal tril triu trace
     sum nansum mean nanmean prod max min amax amin aminmax argmax argmin norm logsumexp
     std var std_mean var_mean median nanmedian mode all any count_nonzero dot vdot sort
-    argsort topk kthvalue msort numel chunk split unbind tensor_split detach clone
+    argsort topk kthvalue msort numel chunk detach clone
     is_floating_point is_complex allclose equal
 """
 _ELEMENTWISE = """
@@ -121,7 +121,7 @@ VALUE_ATTRIBUTES: dict[str, frozenset[str]] = {
 
 # Python built-ins a program may call (range only as `for i in range(N):`).
 BUILTIN_FUNCTIONS: frozenset[str] = frozenset(
-    "int float bool len abs min max round sum range".split()
+    "int float bool len abs min max round range".split()
 )
 
 # namespace path -> table of what it holds; "torch.nn" and "torch.cuda" are tiny.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from .errors import ExprError
 
-__all__ = ["Program"]
+__all__ = ["Program", "position"]
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,13 @@ class Program:
     defined: tuple[str, ...]
     inputs: frozenset[str]
     _lines: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _texts: dict[int, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_lines", tuple(self.source.splitlines()))
+        # Split like the parser counts lines (not str.splitlines, which also
+        # splits at form feeds and other separators).
+        object.__setattr__(self, "_lines", tuple(_LINE_BREAK.split(self.source)))
+        object.__setattr__(self, "_texts", {})
 
     def error(self, node: ast.AST | None, message: str, *, kind: str = "refused") -> ExprError:
         """An ExprError pointing at `node` (or at no position when None)."""
@@ -38,9 +45,25 @@ class Program:
         return ExprError(message, line=line, col=col, kind=kind, source_line=text)
 
     def text(self, node: ast.AST) -> str:
-        """The source text of `node`, as the person typed it (best effort)."""
-        segment = ast.get_source_segment(self.source, node)
-        return segment if segment is not None else ast.unparse(node)
+        """The source text of `node`, as the person typed it (cached per node)."""
+        key = id(node)  # nodes live as long as the program's tree
+        if key not in self._texts:
+            self._texts[key] = self._segment(node) or ast.unparse(node)
+        return self._texts[key]
+
+    def _segment(self, node: ast.AST) -> str | None:
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if first is None or last is None or end is None or last > len(self._lines):
+            return None
+        chunk = [line.encode("utf-8") for line in self._lines[first - 1 : last]]
+        if len(chunk) == 1:
+            return chunk[0][start:end].decode("utf-8", errors="replace")
+        chunk[0], chunk[-1] = chunk[0][start:], chunk[-1][:end]
+        return b"\n".join(chunk).decode("utf-8", errors="replace")
 
 
 def position(node: ast.AST | None, lines: tuple[str, ...]) -> tuple[int | None, int | None]:

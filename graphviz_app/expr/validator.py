@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Iterable
 
 from .allowlist import (
     ALL_ATTRIBUTES,
@@ -88,8 +89,12 @@ def validate(source: str, *, limits: Limits = Limits()) -> None:
     parse(source, limits=limits)
 
 
-def parse(source: str, *, limits: Limits = Limits()) -> Program:
-    """Like `validate`, and return the checked `Program` for the evaluator."""
+def parse(source: str, *, limits: Limits = Limits(), known: Iterable[str] = ()) -> Program:
+    """Like `validate`, and return the checked `Program` for the evaluator.
+
+    `known` names variables defined before this program runs (the program
+    a hand-gradient expression refers to).
+    """
     if not isinstance(source, str):
         raise ExprError(f"expected the program as text (str), found {type(source).__name__}", kind="input")
     if len(source) > limits.max_source_chars:
@@ -103,7 +108,7 @@ def parse(source: str, *, limits: Limits = Limits()) -> Program:
     tree = _parse_syntax(source)
     draft = Program(source, tree, (), frozenset())
     _check_tree(tree, draft, limits)
-    defined, inputs = _Scope(draft).run(tree)
+    defined, inputs = _Scope(draft, known).run(tree)
     return Program(source, tree, defined, inputs)
 
 
@@ -307,9 +312,9 @@ def _check_for(node: ast.For, program: Program, limits: Limits) -> None:
 class _Scope:
     """Checks that every name is defined above its use, in program order."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, known: Iterable[str]) -> None:
         self.program = program
-        self.defined: dict[str, None] = {}
+        self.defined: dict[str, None] = dict.fromkeys(known)
         self.assignments: dict[str, int] = {}
         self.top_once: set[str] = set()
 
@@ -322,7 +327,7 @@ class _Scope:
             )
         self._statements(tree.body, in_loop=False)
         inputs = frozenset(n for n in self.top_once if self.assignments[n] == 1)
-        return tuple(self.defined), inputs
+        return tuple(n for n in self.defined if n in self.assignments), inputs
 
     def _statements(self, body: list[ast.stmt], *, in_loop: bool) -> None:
         for stmt in body:

@@ -1,0 +1,7 @@
+"""`python -m graphviz_app` runs the command line."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""Evaluate a program, or turn it into a function of some of its variables."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from .errors import ExprError
+from .evaluator import Evaluation, Interpreter
+from .guards import Refused, check_device
+from .limits import Limits
+from .program import Program
+from .validator import parse
+
+__all__ = ["evaluate", "to_function", "expected_function", "resolve_device", "resolve_dtype"]
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+           "bfloat16": torch.bfloat16}
+
+
+def evaluate(
+    source: str, *, limits: Limits = Limits(), device: str | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> Evaluation:
+    """Check and run a program; return its output and its named tensors.
+
+    Args:
+        source: Assignments, optional `for i in range(N):` loops, and a final
+            expression whose value is the output.
+        limits: Resource limits (see `Limits`).
+        device: Device for constructors that name none: ``"cpu"``, ``"cuda"``,
+            ``"cuda:N"``, ``"auto"`` (cuda when available) or None (torch's default).
+        dtype: Floating dtype for constructors that name none and would
+            make a floating tensor (``torch.float64`` or ``"float64"``, ...).
+
+    Returns:
+        An `Evaluation`: ``.output`` (tensor or tuple of tensors) and
+        ``.variables`` (name -> tensor, in order of definition), ready for
+        `graphviz_app.trace(ev.output, params=ev.variables)`.
+
+    Raises:
+        ExprError: anything refused or failing, with line and column.
+
+    >>> ev = evaluate("x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()")
+    >>> ev.output
+    tensor(12.6667, grad_fn=<MeanBackward0>)
+    >>> list(ev.variables)
+    ['x']
+    """
+    program = parse(source, limits=limits)
+    return Interpreter(program, limits=limits, device=resolve_device(device), dtype=resolve_dtype(dtype)).run()
+
+
+def to_function(
+    source: str, wrt: Sequence[str], *, limits: Limits = Limits(), device: str | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> tuple[Callable[..., Any], tuple[torch.Tensor, ...]]:
+    """A program as a function of some of its variables, for the gradient checker.
+
+    Args:
+        source: The program, as for `evaluate`.
+        wrt: Names of variables to make the function's arguments. Each must be
+            assigned once, at the top level, outside loops (``x = ...``).
+        limits, device, dtype: As for `evaluate`.
+
+    Returns:
+        ``(fn, values)``: ``fn(*tensors)`` re-runs the program with those
+        variables replaced by the given tensors and returns its output;
+        ``values`` are the variables' tensors from a normal run. Variables that
+        do not depend on `wrt` keep their values from that run, so random
+        weights stay fixed between calls. ``fn`` walks the tree without
+        in-place tricks, so it works under `torch.func.vmap`.
+
+    Raises:
+        ExprError: the program fails, or a name in `wrt` is not a suitable variable.
+
+    >>> fn, (x,) = to_function("x = torch.arange(3.)\\n((x+2)**2+3).mean()", ["x"])
+    >>> fn(x + 1)
+    tensor(15.6667)
+    """
+    program = parse(source, limits=limits)
+    wrt = _check_wrt(program, wrt)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    base = Interpreter(program, limits=limits, device=dev, dtype=dt)
+    base.run()
+    values = tuple(_tensor_variable(base.env, name) for name in wrt)
+    frozen = {n: base.env[n] for n in program.inputs - _dependents(program, wrt)}
+
+    def fn(*tensors: torch.Tensor) -> Any:
+        replace = {**frozen, **_bind(wrt, tensors)}
+        return Interpreter(program, limits=limits, device=dev, dtype=dt, replace=replace, checked=False).run().output
+
+    fn.__name__ = fn.__qualname__ = "program"
+    return fn, values
+
+
+def expected_function(
+    source: str, expected: str, wrt: Sequence[str], *, limits: Limits = Limits(),
+    device: str | None = None, dtype: torch.dtype | str | None = None,
+) -> Callable[..., Any]:
+    """A hand-derived gradient expression as a function of the same variables.
+
+    Args:
+        source: The program, as for `to_function`.
+        expected: An expression over the program's variables giving the
+            gradient for each name in `wrt`, separated by commas when there
+            are several, e.g. ``"2*(x+2)/3"``.
+        wrt: As for `to_function`.
+        limits, device, dtype: As for `evaluate`.
+
+    Returns:
+        ``expected_fn(*tensors)``: one gradient (one name in `wrt`) or a tuple
+        of them, computed with the variables replaced like `to_function` does;
+        pass it as ``gradcheck.check(fn, inputs, expected=expected_fn)``.
+
+    Raises:
+        ExprError: the expression is refused, fails, or gives the wrong count.
+    """
+    program = parse(source, limits=limits)
+    wrt = _check_wrt(program, wrt)
+    try:
+        hand = parse(expected, limits=limits, known=program.defined)
+    except ExprError as e:
+        raise ExprError(f"in the expected gradient: {e.message}", line=e.line, col=e.col,
+                        kind=e.kind, source_line=e.source_line) from e
+    fn, _ = to_function(source, wrt, limits=limits, device=device, dtype=dtype)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+
+    def expected_fn(*tensors: torch.Tensor) -> Any:
+        run = Interpreter(program, limits=limits, device=dev, dtype=dt, replace=_bind(wrt, tensors), checked=False)
+        run.run()
+        out = Interpreter(hand, limits=limits, device=dev, dtype=dt, env=run.env, checked=False).run().output
+        grads = out if isinstance(out, tuple) else (out,)
+        if len(grads) != len(wrt):
+            raise hand.error(
+                hand.tree.body[-1], f"the expected gradient gives {len(grads)} value(s) for "
+                f"{len(wrt)} variable(s) ({', '.join(wrt)}): write one per variable, separated by commas",
+                kind="input",
+            )
+        return grads[0] if len(wrt) == 1 else grads
+
+    expected_fn.__name__ = expected_fn.__qualname__ = "expected"
+    return expected_fn
+
+
+def resolve_device(device: str | torch.device | None) -> str | None:
+    """None, or a checked device string; ``"auto"`` picks cuda when available."""
+    if device is None:
+        return None
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        check_device(device)
+    except Refused as e:
+        raise ExprError(e.message, kind=e.kind) from e
+    return str(device)
+
+
+def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
+    """None, or a floating dtype given as a torch.dtype or its name."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        found = _DTYPES.get(dtype.removeprefix("torch."))
+    else:
+        found = dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
+    if found is None:
+        raise ExprError(f"dtype must be one of {', '.join(_DTYPES)}, found {dtype!r}", kind="input")
+    return found
+
+
+def _check_wrt(program: Program, wrt: Sequence[str]) -> tuple[str, ...]:
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not names:
+        raise ExprError("name at least one variable to differentiate, e.g. wrt=['x']", kind="input")
+    for name in names:
+        if name not in program.defined:
+            known = ", ".join(program.defined) or "no variables"
+            raise ExprError(f"{name} is not a variable of the program (it defines {known})", kind="input")
+        if name not in program.inputs:
+            raise ExprError(
+                f"{name} is assigned more than once or inside a loop, so it is not an input: "
+                "choose a variable defined once at the top level, like x = torch.arange(3.)",
+                kind="input",
+            )
+    return names
+
+
+def _tensor_variable(env: dict[str, Any], name: str) -> torch.Tensor:
+    value = env[name]
+    if not isinstance(value, torch.Tensor):
+        raise ExprError(f"{name} is a {type(value).__name__}, not a tensor: only tensors can be inputs", kind="input")
+    return value
+
+
+def _bind(wrt: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
+    if len(tensors) != len(wrt):
+        raise ExprError(f"the program function takes {len(wrt)} tensor(s) ({', '.join(wrt)}), got {len(tensors)}", kind="input")
+    return dict(zip(wrt, tensors))
+
+
+def _dependents(program: Program, wrt: tuple[str, ...]) -> set[str]:
+    """Names whose value may depend on `wrt` (assigned from them, or in loops)."""
+    dependent = set(wrt)
+    for stmt in program.tree.body:
+        if isinstance(stmt, (ast.For, ast.AugAssign)):
+            dependent.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        elif isinstance(stmt, ast.Assign):
+            used = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+            if used & dependent:
+                dependent.update(n.id for n in ast.walk(stmt.targets[0]) if isinstance(n, ast.Name))
+    return dependent

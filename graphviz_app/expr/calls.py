@@ -1,0 +1,216 @@
+"""Calling allow-listed functions and methods, with the checks around each call."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from . import custom
+from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, TENSOR_METHODS, TORCH_FUNCTIONS
+from .guards import (
+    MAX_SEQUENCE,
+    Budget,
+    Refused,
+    broadcast_numel,
+    check_device,
+    check_int,
+    check_sequence_length,
+    meta_run,
+    nested_numel,
+    tensors_in,
+)
+from .translate import Operand, explain
+
+__all__ = [
+    "Namespace",
+    "Defaults",
+    "namespace_attribute",
+    "call_function",
+    "call_method",
+    "call_builtin",
+    "admit",
+    "precheck",
+]
+
+_MAX_CHUNKS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """`torch`, `F`, `custom`, `torch.nn`, ... as a program sees them."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """What constructors get when they name no device/dtype; budget None = unchecked."""
+
+    device: str | None
+    dtype: torch.dtype | None
+    budget: Budget | None
+
+
+def namespace_attribute(ns: Namespace, attr: str) -> Any:
+    """`torch.float32`, `torch.nn`, ... (functions are only reachable by calling them)."""
+    path = "F" if ns.path == "torch.nn.functional" else ns.path
+    if attr not in NAMESPACES[ns.path]:
+        raise Refused(f"{ns.path}.{attr} is not on the allow-list", kind="refused")
+    sub = f"{ns.path}.{attr}"
+    if sub in NAMESPACES:
+        return Namespace(sub)
+    if path == "torch" and attr not in TORCH_FUNCTIONS:
+        return getattr(torch, attr)  # a dtype or a number: names from a fixed table
+    raise Refused(f"{ns.path}.{attr} is a function: call it, e.g. {ns.path}.{attr}(x)", kind="refused")
+
+
+def _target(path: str, name: str) -> tuple[Callable[..., Any], str]:
+    # Looked up at call time from fixed tables, so tests can patch torch.
+    if path == "torch":
+        return getattr(torch, name), TORCH_FUNCTIONS[name]
+    if path in ("F", "torch.nn.functional"):
+        return getattr(torch.nn.functional, name), F_FUNCTIONS[name]
+    if path == "custom":
+        return custom.FUNCTIONS[name], CUSTOM_FUNCTIONS[name]
+    if path == "torch.cuda":
+        return getattr(torch.cuda, name), "same"
+    raise Refused(f"{path}.{name} cannot be called", kind="refused")
+
+
+def call_function(
+    ns: Namespace, name: str, args: Sequence[Operand], kwargs: dict[str, Any], defaults: Defaults
+) -> Any:
+    """Call `ns.name(*args, **kwargs)` with its checks; `args` carry their labels."""
+    if name not in NAMESPACES[ns.path]:
+        raise Refused(f"{ns.path}.{name} is not on the allow-list", kind="refused")
+    fn, growth = _target(ns.path, name)
+    what = f"{ns.path}.{name}(...)"
+    values = [v for _, v in args]
+    _check_devices(values, kwargs)
+    if ns.path == "torch" and name == "manual_seed":
+        return _manual_seed(values, kwargs)
+    if growth == "ctor":
+        kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
+    return _run(fn, growth, what, args, kwargs, defaults.budget)
+
+
+def call_method(
+    base: Operand, name: str, args: Sequence[Operand], kwargs: dict[str, Any], defaults: Defaults
+) -> Any:
+    """Call `tensor.name(*args, **kwargs)` with its checks."""
+    label, tensor = base
+    if not isinstance(tensor, torch.Tensor):
+        raise Refused(
+            f"{label}.{name}(...) needs a tensor, but {label} is a {type(tensor).__name__}", kind="refused"
+        )
+    if name not in TENSOR_METHODS:
+        raise Refused(f"{label}.{name} is not an allowed tensor method", kind="refused")
+    values = [v for _, v in args]
+    _check_devices(values, kwargs)
+    if name == "cuda":
+        index = values[0] if values else kwargs.get("device")
+        check_device("cuda" if index is None else f"cuda:{index}" if isinstance(index, int) else index)
+    if name == "chunk" and values and isinstance(values[0], int) and values[0] > _MAX_CHUNKS:
+        raise Refused(f"{label}.chunk({values[0]}) makes too many pieces; at most {_MAX_CHUNKS:,}")
+    method = getattr(tensor, name)  # name is from the fixed allow-list
+    return _run(method, TENSOR_METHODS[name], f"{label}.{name}(...)", [base, *args], kwargs,
+                defaults.budget, bound=True)
+
+
+def call_builtin(name: str, args: Sequence[Operand], kwargs: dict[str, Any]) -> Any:
+    """int(), float(), len(), abs(), min(), max(), round(), bool()."""
+    what = f"{name}(...)"
+    fn = getattr(builtins, name)  # name is from the fixed allow-list
+    try:
+        result = fn(*(v for _, v in args), **kwargs)
+    except Exception as e:  # noqa: BLE001 - translated for people
+        message, kind = explain(e, what, args)
+        raise Refused(message, kind) from e
+    return admit(result, what)
+
+
+def admit(value: Any, what: str) -> Any:
+    """Refuse results a program must not hold (anything but data and tensors)."""
+    if value is None or isinstance(value, (torch.Tensor, float, complex, str, bool, torch.dtype, torch.device)):
+        return value
+    if type(value) is int:
+        return check_int(value, what)
+    if isinstance(value, (tuple, list)):
+        if type(value) not in (tuple, list, torch.Size) and type(value).__module__ != "torch.return_types":
+            raise Refused(f"{what} returned a {type(value).__name__}, which programs cannot hold", kind="refused")
+        check_sequence_length(len(value), what)
+        for item in value if len(value) <= MAX_SEQUENCE else ():
+            admit(item, what)
+        return value
+    raise Refused(f"{what} returned a {type(value).__name__}, which programs cannot hold", kind="refused")
+
+
+def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    for v in [*values, kwargs.get("device")]:
+        if isinstance(v, torch.device) or (isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")):
+            check_device(v)
+
+
+def _manual_seed(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    seed = values[0] if values else kwargs.get("seed")
+    if type(seed) is not int or len(values) + len(kwargs) != 1:
+        raise Refused("torch.manual_seed takes one whole number, e.g. torch.manual_seed(0)", kind="refused")
+    torch.manual_seed(seed)  # returns a Generator, which a program must not hold
+    return None
+
+
+def _constructor_defaults(
+    fn: Callable[..., Any], name: str, values: Sequence[Any], kwargs: dict[str, Any],
+    defaults: Defaults, what: str,
+) -> dict[str, Any]:
+    kwargs = dict(kwargs)
+    if name == "tensor" and values and defaults.budget is not None:
+        numel = nested_numel(values[0])
+        defaults.budget.before(what, numel, numel * 4)  # float32 or smaller, as a first estimate
+    if defaults.device is not None and "device" not in kwargs:
+        kwargs["device"] = defaults.device
+    meta = meta_run(fn, tuple(values), {**kwargs, "device": "meta"})
+    if isinstance(meta, torch.Tensor):
+        if defaults.budget is not None:
+            defaults.budget.before(what, meta.numel(), meta.numel() * meta.element_size())
+        wants = defaults.dtype
+        if wants is not None and "dtype" not in kwargs and meta.dtype.is_floating_point and meta.dtype != wants:
+            kwargs["dtype"] = wants
+    return kwargs
+
+
+def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
+              kwargs: dict[str, Any], budget: Budget) -> None:
+    if growth == "broadcast":
+        everything = [*values, *kwargs.values()]
+        numel = broadcast_numel(everything)
+        if numel is not None:
+            size = max((t.element_size() for v in everything for t in tensors_in(v)), default=4)
+            budget.before(what, numel, numel * size)
+    elif growth == "meta":
+        out = meta_run(fn, tuple(values), kwargs)
+        for t in tensors_in(out):
+            budget.before(what, t.numel(), t.numel() * t.element_size())
+
+
+def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand],
+         kwargs: dict[str, Any], budget: Budget | None, *, bound: bool = False) -> Any:
+    values = [v for _, v in args]
+    call_values = values[1:] if bound else values
+    if budget is not None and growth != "ctor":
+        meta_fn = (lambda s, *a, **k: getattr(s, fn.__name__)(*a, **k)) if bound else fn
+        precheck(meta_fn, growth, what, values if bound else call_values, kwargs, budget)
+    try:
+        result = fn(*call_values, **kwargs)
+    except Refused:
+        raise
+    except Exception as e:  # noqa: BLE001 - every failure is explained for people
+        message, kind = explain(e, what, args)
+        raise Refused(message, kind) from e
+    if budget is not None:
+        budget.after(what, result, [*values, *kwargs.values()])
+    return admit(result, what)

@@ -1,0 +1,323 @@
+"""Run a checked program by walking its syntax tree (no eval, exec or compile)."""
+
+from __future__ import annotations
+
+import ast
+import operator
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VALUE_ATTRIBUTES
+from .calls import Defaults, Namespace, admit, precheck, call_builtin, call_function, call_method, namespace_attribute
+from .errors import ExprError
+from .guards import Budget, Refused, check_sequence_length, int_operation_fits, tensors_in
+from .limits import Limits
+from .program import Program
+from .translate import Operand, explain
+
+__all__ = ["Evaluation", "Interpreter"]
+
+_BINOPS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
+    ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv),
+    ast.Mod: ("%", operator.mod), ast.Pow: ("**", operator.pow), ast.MatMult: ("@", operator.matmul),
+    ast.BitAnd: ("&", operator.and_), ast.BitOr: ("|", operator.or_), ast.BitXor: ("^", operator.xor),
+    ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne), ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt), ast.GtE: (">=", operator.ge),
+}
+_UNARY: dict[type, tuple[str, Callable[[Any], Any]]] = {
+    ast.USub: ("-", operator.neg), ast.UAdd: ("+", operator.pos),
+    ast.Invert: ("~", operator.invert), ast.Not: ("not ", operator.not_),
+}
+_LABEL_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a program computed.
+
+    Attributes:
+        output: The last line's value: a tensor, or a tuple of tensors.
+        variables: The program's named tensors, name -> tensor, in order of
+            first definition (loop counters and other numbers left out).
+    """
+
+    output: torch.Tensor | tuple[torch.Tensor, ...]
+    variables: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class Interpreter:
+    """Runs one program once. Not thread-safe; make one per run.
+
+    Args:
+        program: A program from `validator.parse`.
+        limits: The limits to enforce while running.
+        device: Default device for constructors that name none.
+        dtype: Default floating dtype for constructors that name none.
+        replace: Values for some top-level variables; their assignments
+            are skipped (used by `to_function`).
+        checked: False skips the memory accounting (for re-runs of an
+            already checked program on tensors of the same shapes, which
+            may be vmap's batched tensors).
+        env: Variables defined before the program starts.
+    """
+
+    def __init__(
+        self, program: Program, *, limits: Limits, device: str | None, dtype: torch.dtype | None,
+        replace: Mapping[str, Any] | None = None, checked: bool = True,
+        env: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.program = program
+        self.limits = limits
+        self.env: dict[str, Any] = dict(env or {})
+        self.replace = dict(replace or {})
+        self.defaults = Defaults(device, dtype, Budget(limits) if checked else None)
+        self.deadline = time.perf_counter() + limits.max_seconds
+        self.iterations = 0
+
+    def run(self) -> Evaluation:
+        """Run the program; raises ExprError for anything refused or failing."""
+        body = self.program.tree.body
+        for stmt in body[:-1]:
+            self._statement(stmt)
+        last = body[-1]
+        assert isinstance(last, ast.Expr)  # guaranteed by the validator
+        output = self._output(last.value, self._eval(last.value))
+        variables = {k: v for k, v in self.env.items() if isinstance(v, torch.Tensor)}
+        return Evaluation(output=output, variables=variables)
+
+    def _output(self, node: ast.AST, value: Any) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        if isinstance(value, torch.Tensor):
+            return value
+        if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return tuple(value)
+        raise self.program.error(
+            node, f"the last line must give a tensor (or tensors separated by commas), "
+            f"found {type(value).__name__}", kind="input",
+        )
+
+    # statements ---------------------------------------------------------
+    def _statement(self, stmt: ast.stmt) -> None:
+        self._tick(stmt)
+        if isinstance(stmt, ast.Assign):
+            self._assign(stmt)
+        elif isinstance(stmt, ast.AugAssign):
+            # `a += b` means `a = a + b`: never in place, so the graph stays whole.
+            target = stmt.target
+            assert isinstance(target, ast.Name)
+            value = self._binop(stmt, stmt.op, (target.id, self.env[target.id]),
+                                (self._label(stmt.value), self._eval(stmt.value)))
+            self.env[target.id] = value
+        elif isinstance(stmt, ast.For):
+            self._for(stmt)
+        elif isinstance(stmt, ast.Expr):
+            self._eval(stmt.value)
+
+    def _assign(self, stmt: ast.Assign) -> None:
+        target = stmt.targets[0]
+        if isinstance(target, ast.Name) and target.id in self.replace:
+            self.env[target.id] = self.replace[target.id]
+            return
+        value = self._eval(stmt.value)
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+            return
+        names = [n.id for n in target.elts]  # type: ignore[attr-defined]
+        if not isinstance(value, (tuple, list)) or len(value) != len(names):
+            count = len(value) if isinstance(value, (tuple, list)) else 1
+            raise self.program.error(
+                stmt, f"{', '.join(names)} = ... needs {len(names)} values, found {count}", kind="input"
+            )
+        self.env.update(zip(names, value))
+
+    def _for(self, stmt: ast.For) -> None:
+        call = stmt.iter
+        assert isinstance(call, ast.Call) and isinstance(stmt.target, ast.Name)
+        bounds = [self._eval(a) for a in call.args]
+        if not all(type(b) is int for b in bounds):
+            raise self.program.error(call, "range() needs whole numbers, e.g. range(10) or range(int(n))", kind="input")
+        try:
+            steps = range(*bounds)
+        except ValueError as e:
+            raise self.program.error(call, f"range(...) is invalid: {e}", kind="input") from e
+        limit = self.limits.max_loop_iterations
+        if self.iterations + len(steps) > limit:
+            raise self.program.error(
+                call, f"the loops would run {self.iterations + len(steps):,} iterations in all; the "
+                f"limit is {limit:,} (Limits.max_loop_iterations)", kind="limit",
+            )
+        self.iterations += len(steps)
+        for i in steps:
+            self.env[stmt.target.id] = i
+            for inner in stmt.body:
+                self._statement(inner)
+
+    # expressions --------------------------------------------------------
+    def _eval(self, node: ast.AST) -> Any:
+        # Recursive, but the validator bounded the depth (Limits.max_depth).
+        method = getattr(self, f"_e_{type(node).__name__}", None)
+        if method is None:  # the validator refuses these first; never reached
+            raise self.program.error(node, f"{type(node).__name__} is not part of the language")
+        return method(node)
+
+    def _e_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _e_Name(self, node: ast.Name) -> Any:
+        name = node.id
+        if name in ("torch", "F", "custom"):
+            return Namespace("torch.nn.functional" if name == "F" else name)
+        if name in BUILTIN_FUNCTIONS:
+            raise self.program.error(node, f"{name} is a function: call it, e.g. {name}(x)")
+        if name not in self.env:
+            raise self.program.error(node, f"{name} is not defined yet at this point", kind="name")
+        return self.env[name]
+
+    def _e_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple(self._eval(e) for e in node.elts)
+
+    def _e_List(self, node: ast.List) -> list[Any]:
+        return [self._eval(e) for e in node.elts]
+
+    def _e_Slice(self, node: ast.Slice) -> slice:
+        parts = [None if p is None else self._eval(p) for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+
+    def _e_IfExp(self, node: ast.IfExp) -> Any:
+        test = self._eval(node.test)
+        try:
+            chosen = bool(test)
+        except Exception as e:  # noqa: BLE001
+            raise self._failure(node, e, f"if {self._label(node.test)}", [(self._label(node.test), test)]) from e
+        return self._eval(node.body if chosen else node.orelse)
+
+    def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        symbol, fn = _UNARY[type(node.op)]
+        operand = self._eval(node.operand)
+        what = f"{symbol}{self._label(node.operand)}"
+        if isinstance(operand, (str, list, tuple)) and not isinstance(node.op, ast.Not):
+            raise self.program.error(node, f"{what}: {symbol.strip()} needs a number or a tensor", kind="input")
+        return self._apply(node, what, fn, [(self._label(node.operand), operand)])
+
+    def _e_BinOp(self, node: ast.BinOp) -> Any:
+        left = (self._label(node.left), self._eval(node.left))
+        right = (self._label(node.right), self._eval(node.right))
+        return self._binop(node, node.op, left, right)
+
+    def _e_Compare(self, node: ast.Compare) -> Any:
+        left = (self._label(node.left), self._eval(node.left))
+        right = (self._label(node.comparators[0]), self._eval(node.comparators[0]))
+        return self._binop(node, node.ops[0], left, right)
+
+    def _binop(self, node: ast.AST, op: ast.AST, left: Operand, right: Operand) -> Any:
+        symbol, fn = _BINOPS[type(op)]
+        what = f"{left[0]} {symbol} {right[0]}"
+        a, b = left[1], right[1]
+        if isinstance(a, str) or isinstance(b, str):
+            if symbol in ("==", "!="):
+                return fn(a, b)
+            raise self.program.error(node, f"{what}: strings are only used as arguments, not in arithmetic", kind="input")
+        if type(a) is int and type(b) is int and not int_operation_fits(symbol, a, b):
+            raise self.program.error(node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit")
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            self._check_sequence_op(node, what, symbol, a, b)
+        return self._apply(node, what, fn, [left, right], growth="meta" if symbol == "@" else "broadcast")
+
+    def _check_sequence_op(self, node: ast.AST, what: str, symbol: str, a: Any, b: Any) -> None:
+        if symbol == "+" and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            length = len(a) + len(b)
+        elif symbol == "*" and (type(a) is int or type(b) is int):
+            seq, times = (a, b) if isinstance(a, (list, tuple)) else (b, a)
+            length = len(seq) * max(times, 0)
+        elif symbol in ("==", "!="):
+            return
+        else:
+            raise self.program.error(node, f"{what}: lists and tuples only support + and * by a whole number", kind="input")
+        try:
+            check_sequence_length(length, what)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+
+    def _e_Subscript(self, node: ast.Subscript) -> Any:
+        base = self._eval(node.value)
+        index = self._eval(node.slice)
+        what = f"{self._label(node.value)}[{self._label(node.slice)}]"
+        if not isinstance(base, (torch.Tensor, tuple, list)):
+            raise self.program.error(node, f"{what}: only tensors, lists and tuples can be indexed, not {type(base).__name__}", kind="input")
+        parts = index if isinstance(index, tuple) else (index,)
+        fancy = any(isinstance(p, (torch.Tensor, list)) for p in parts)
+        growth = "meta" if isinstance(base, torch.Tensor) and fancy else "same"
+        return self._apply(node, what, operator.getitem, [(self._label(node.value), base), ("index", index)], growth=growth)
+
+    def _e_Attribute(self, node: ast.Attribute) -> Any:
+        base = self._eval(node.value)
+        label, attr = self._label(node.value), node.attr
+        try:
+            if isinstance(base, Namespace):
+                return namespace_attribute(base, attr)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+        if isinstance(base, torch.Tensor):
+            if attr in TENSOR_PROPERTIES:
+                return admit(getattr(base, attr), f"{label}.{attr}")  # fixed allow-list name
+            if attr in TENSOR_METHODS:
+                raise self.program.error(node, f"{label}.{attr} is a method: call it, e.g. {label}.{attr}()")
+        kind = "device" if isinstance(base, torch.device) else "dtype" if isinstance(base, torch.dtype) else (
+            "return_types" if type(base).__module__ == "torch.return_types" else None)
+        if kind is not None and attr in VALUE_ATTRIBUTES[kind]:
+            value = getattr(base, attr)  # fixed allow-list name on a plain value
+            return admit(value, f"{label}.{attr}")
+        raise self.program.error(node, f"{label}.{attr}: a {type(base).__name__} has no allowed attribute {attr!r}")
+
+    def _e_Call(self, node: ast.Call) -> Any:
+        self._tick(node)
+        args = [(self._label(a), self._eval(a)) for a in node.args]
+        kwargs = {k.arg: self._eval(k.value) for k in node.keywords if k.arg is not None}
+        func = node.func
+        try:
+            if isinstance(func, ast.Name):
+                return call_builtin(func.id, args, kwargs)
+            assert isinstance(func, ast.Attribute)
+            base = self._eval(func.value)
+            if isinstance(base, Namespace):
+                return call_function(base, func.attr, args, kwargs, self.defaults)
+            return call_method((self._label(func.value), base), func.attr, args, kwargs, self.defaults)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+
+    # helpers ------------------------------------------------------------
+    def _apply(self, node: ast.AST, what: str, fn: Callable[..., Any], operands: list[Operand],
+               *, growth: str = "same") -> Any:
+        self._tick(node)
+        values = [v for _, v in operands]
+        budget = self.defaults.budget
+        try:
+            if budget is not None and any(True for v in values for _ in tensors_in(v)):
+                precheck(fn, growth, what, values, {}, budget)
+            result = fn(*values)
+            if budget is not None:
+                budget.after(what, result, values)
+            return admit(result, what)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+        except Exception as e:  # noqa: BLE001 - every failure is explained for people
+            raise self._failure(node, e, what, operands) from e
+
+    def _failure(self, node: ast.AST, exc: BaseException, what: str, operands: list[Operand]) -> ExprError:
+        message, kind = explain(exc, what, operands)
+        return self.program.error(node, message, kind=kind)
+
+    def _label(self, node: ast.AST) -> str:
+        text = " ".join(self.program.text(node).split())
+        return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 3] + "..."
+
+    def _tick(self, node: ast.AST) -> None:
+        if time.perf_counter() > self.deadline:
+            raise self.program.error(
+                node, f"the program ran longer than {self.limits.max_seconds:g} s "
+                "(Limits.max_seconds): use smaller tensors or fewer loop iterations", kind="time",
+            )

@@ -1,0 +1,185 @@
+"""Checks made before and after each operation: sizes, bytes, numbers, devices."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from ..model import human_bytes
+from .limits import Limits
+from .translate import cuda_unavailable_message
+
+__all__ = [
+    "Refused",
+    "Budget",
+    "MAX_SEQUENCE",
+    "check_int",
+    "int_operation_fits",
+    "check_sequence_length",
+    "nested_numel",
+    "broadcast_numel",
+    "meta_run",
+    "check_device",
+    "tensors_in",
+]
+
+MAX_SEQUENCE = 100_000  # the longest Python list or tuple a program may build
+_INT_BITS = 63
+_DEVICE = re.compile(r"^(cpu|cuda)(:(\d+))?$")
+
+
+class Refused(Exception):
+    """A guard said no; the evaluator adds the position and raises ExprError."""
+
+    def __init__(self, message: str, kind: str = "limit") -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+
+
+def tensors_in(value: Any) -> Iterable[torch.Tensor]:
+    """The tensors in a value, looking one level into lists and tuples."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        yield from (v for v in value if isinstance(v, torch.Tensor))
+
+
+class Budget:
+    """Elements per tensor and bytes in all, checked before allocating."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.used = 0
+
+    def before(self, what: str, numel: int, nbytes: int) -> None:
+        """Refuse an operation that would make a tensor of `numel` elements."""
+        limit = self.limits.max_tensor_elements
+        if numel > limit:
+            raise Refused(
+                f"{what} would create a tensor of {numel:,} elements ({human_bytes(nbytes)}); "
+                f"the limit is {limit:,} elements per tensor (Limits.max_tensor_elements)"
+            )
+        if self.used + nbytes > self.limits.max_total_bytes:
+            raise Refused(
+                f"{what} would bring the tensors this program created to "
+                f"{self.used + nbytes:,} bytes ({human_bytes(self.used + nbytes)}); the limit is "
+                f"{self.limits.max_total_bytes:,} bytes in all (Limits.max_total_bytes)"
+            )
+
+    def after(self, what: str, result: Any, inputs: Iterable[Any]) -> None:
+        """Count the new memory in `result`; views of an input's storage are free."""
+        shared = {t.untyped_storage().data_ptr() for v in inputs for t in tensors_in(v)}
+        for t in tensors_in(result):
+            if t.device.type == "meta" or t.untyped_storage().data_ptr() in shared:
+                continue
+            nbytes = t.numel() * t.element_size()
+            self.before(what, t.numel(), nbytes)
+            self.used += nbytes
+
+
+def check_int(value: Any, what: str) -> Any:
+    """Refuse Python integers beyond 64 bits (torch cannot use them anyway)."""
+    if type(value) is int and value.bit_length() > _INT_BITS:
+        raise Refused(
+            f"{what} gives an integer with {value.bit_length()} bits; integers must fit in 64 bits "
+            "(write 1e30 for a large float)"
+        )
+    return value
+
+
+def int_operation_fits(op: str, left: int, right: int) -> bool:
+    """Whether an int `left op right` stays small, judged without computing it."""
+    if op == "**":
+        if right < 0 or abs(left) <= 1:
+            return True
+        return right * math.log2(abs(left)) <= _INT_BITS
+    if op == "*":
+        return left.bit_length() + right.bit_length() <= _INT_BITS + 1
+    return True
+
+
+def check_sequence_length(length: int, what: str) -> None:
+    if length > MAX_SEQUENCE:
+        raise Refused(
+            f"{what} would make a list of {length:,} items; lists are for small literal data "
+            f"(at most {MAX_SEQUENCE:,} items): use torch.zeros/ones/arange for large tensors"
+        )
+
+
+def nested_numel(data: Any) -> int:
+    """Elements torch.tensor(data) would make, following the first item down.
+
+    Nested lists from a program can be shared many times (``[[0]*n]*n``), so
+    this multiplies lengths along the first-item path instead of visiting every
+    item; torch rejects ragged lists itself.
+    """
+    numel = 1
+    depth = 0
+    while isinstance(data, (list, tuple)) and depth < 64:
+        numel *= len(data)
+        if not data:
+            return 0
+        data = data[0]
+        depth += 1
+    if isinstance(data, torch.Tensor):
+        numel *= data.numel()
+    return numel
+
+
+def broadcast_numel(values: Iterable[Any]) -> int | None:
+    """Elements of the broadcast of the tensors among `values`; None if they don't broadcast."""
+    shapes = [tuple(v.shape) for v in values if isinstance(v, torch.Tensor)]
+    if not shapes:
+        return None
+    ndim = max(len(s) for s in shapes)
+    numel = 1
+    for i in range(1, ndim + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(sizes) > 1:
+            return None  # torch will raise the mismatch with its own message
+        numel *= sizes.pop() if sizes else 1
+    return numel
+
+
+def _to_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty_like(value, device="meta")
+    if isinstance(value, list):
+        return [_to_meta(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_to_meta(v) for v in value)
+    return value
+
+
+def meta_run(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run `fn` on meta copies of its tensors: shapes without memory. None if that fails."""
+    meta_args = tuple(_to_meta(a) for a in args)
+    meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
+    try:
+        with torch.no_grad():
+            return fn(*meta_args, **meta_kwargs)
+    except Exception:  # noqa: BLE001 - any failure: the real call will raise it properly
+        return None
+
+
+def check_device(value: Any) -> None:
+    """Refuse devices other than cpu / cuda / cuda:N, and cuda where there is none."""
+    if isinstance(value, torch.device):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        return
+    m = _DEVICE.match(text)
+    if m is None:
+        raise Refused(f"device must be 'cpu', 'cuda' or 'cuda:N', found {text!r}", kind="device")
+    if m.group(1) == "cpu":
+        return
+    index = int(m.group(3) or 0)
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise Refused(cuda_unavailable_message(text), kind="device")

@@ -1,0 +1,305 @@
+"""Run jobs in warm worker processes with a wall-time and a memory limit.
+
+The web page evaluates text typed by strangers. Even a checked program can
+ask for a long matmul, so every run happens in a separate process that can
+be killed: a runaway job is stopped at its time limit, its worker replaced,
+and the server carries on. How to use it::
+
+    # graphviz_app/web/jobs.py -- a top-level function of an importable
+    # module (the worker imports it by name); arguments and result must be
+    # picklable, so return plain data (DOT text, dicts), never live graphs.
+    def draw(source: str) -> str:
+        ev = evaluate(source)
+        return render(trace(ev.output, params=ev.variables)).source
+
+    # in the page, from any thread:
+    svg = run_isolated(draw, source, time_limit=5)   # or raises ExprError
+
+Errors: the job's own exceptions come back as they were raised (an
+`ExprError` from `evaluate`, a `NoGradFnError` from `trace`, ...); running
+out of time, out of memory or crashing the process raise `ExprError` with
+``kind`` ``"time"``, ``"memory"`` or ``"crash"``. A busy pool (all
+``max_workers`` running) waits up to the call's time limit, then raises
+``ExprError(kind="busy")``.
+
+Workers start from a forkserver with torch already imported (POSIX), so a
+replacement is ready in a fraction of a second; elsewhere they are spawned.
+Each worker runs one job at a time; ``run`` may be called from many threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .errors import ExprError
+from .worker import worker_main
+
+__all__ = ["IsolatedRunner", "run_isolated", "default_runner"]
+
+_START_TIMEOUT = 120.0  # a cold spawn imports torch; generous on a busy machine
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    jobs: int = 0
+
+
+class IsolatedRunner:
+    """A small pool of warm worker processes; thread-safe.
+
+    Args:
+        workers: Workers kept warm.
+        max_workers: Most workers at once; more callers wait for a free one.
+        time_limit: Default wall-time limit per job, in seconds.
+        memory_limit: Default bytes a job may add to its worker's address
+            space (Linux; None for no limit).
+        threads: Torch threads per worker.
+        preload: Modules the forkserver imports once, for fast worker starts.
+        max_jobs_per_worker: Recycle a worker after this many jobs.
+    """
+
+    def __init__(
+        self, *, workers: int = 2, max_workers: int = 4, time_limit: float = 10.0,
+        memory_limit: int | None = 2 * 1024**3, threads: int = 1,
+        preload: Sequence[str] = ("torch", "graphviz_app.expr.api"), max_jobs_per_worker: int = 200,
+    ) -> None:
+        if not 1 <= workers <= max_workers:
+            raise ValueError(f"need 1 <= workers <= max_workers, got workers={workers}, max_workers={max_workers}")
+        self.workers, self.max_workers = workers, max_workers
+        self.time_limit, self.memory_limit = time_limit, memory_limit
+        self.threads, self.max_jobs_per_worker = threads, max_jobs_per_worker
+        methods = multiprocessing.get_all_start_methods()
+        self._ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        if self._ctx.get_start_method() == "forkserver":
+            self._ctx.set_forkserver_preload(list(preload))
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._count = 0  # live or starting workers
+        self._closed = False
+
+    # public -------------------------------------------------------------
+    def run(self, job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+            memory_limit: int | None = None) -> Any:
+        """Run ``job(*args)`` in a worker and return its result.
+
+        Args:
+            job: A picklable top-level function.
+            *args: Its picklable arguments.
+            time_limit: Seconds before the job is killed (default: the runner's).
+            memory_limit: Bytes the job may allocate (default: the runner's).
+
+        Raises:
+            ExprError: time limit (``kind="time"``), memory limit (``"memory"``),
+                the worker died (``"crash"``), all workers busy (``"busy"``),
+                or a job that cannot be pickled (``"input"``).
+            Exception: whatever the job raised, re-raised here.
+        """
+        limit = self.time_limit if time_limit is None else time_limit
+        memory = self.memory_limit if memory_limit is None else memory_limit
+        for attempt in range(2):
+            worker = self._acquire(wait=limit)
+            try:
+                worker.conn.send((job, args, memory))
+            except (BrokenPipeError, ConnectionResetError, EOFError):
+                self._retire(worker)  # died while idle: try a fresh one once
+                if attempt:
+                    raise ExprError("the worker process died before the job started", kind="crash") from None
+                continue
+            except Exception as e:  # noqa: BLE001 - pickling failed; nothing was sent
+                self._release(worker)
+                raise ExprError(
+                    f"the job and its arguments must be picklable (a top-level function of an "
+                    f"importable module): {type(e).__name__}: {e}", kind="input") from e
+            return self._collect(worker, limit)
+        raise AssertionError("unreachable")
+
+    def warm_up(self) -> None:
+        """Start the warm workers now instead of on the first job.
+
+        Raises:
+            ExprError: a worker could not start (``kind="crash"``).
+        """
+        while True:
+            with self._cond:
+                if self._count >= self.workers or self._closed:
+                    return
+                self._count += 1
+            try:
+                worker = self._start()
+            except BaseException:
+                with self._cond:
+                    self._count -= 1
+                    self._cond.notify()
+                raise
+            self._release(worker)
+
+    def close(self) -> None:
+        """Stop all idle workers; busy ones stop when their job ends."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for worker in idle:
+            _stop(worker)
+
+    def __enter__(self) -> IsolatedRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # internals ------------------------------------------------------------
+    def _collect(self, worker: _Worker, limit: float) -> Any:
+        try:
+            ready = worker.conn.poll(limit)
+            message = worker.conn.recv() if ready else None
+        except (EOFError, OSError):
+            self._retire(worker)
+            raise ExprError(_death_message(worker), kind="crash") from None
+        if not ready:
+            self._retire(worker)
+            raise ExprError(
+                f"the job ran longer than its time limit of {limit:g} s and was stopped: "
+                "use smaller tensors or fewer loop iterations", kind="time")
+        worker.jobs += 1
+        status = message[0]
+        if status == "memory":
+            self._retire(worker)  # a failed allocation can leave odd state behind
+            raise ExprError(
+                f"the job ran out of its memory limit ({_gib(self.memory_limit)}): "
+                "use smaller tensors", kind="memory")
+        self._release(worker)
+        if status == "error":
+            exc = message[1]
+            if message[2]:
+                exc.add_note("Traceback in the worker process:\n" + message[2])
+            raise exc
+        return message[1]
+
+    def _acquire(self, *, wait: float) -> _Worker:
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise ExprError("the isolated runner is closed", kind="crash")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self.max_workers:
+                    self._count += 1
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ExprError(
+                        f"all {self.max_workers} workers are busy: try again in a moment", kind="busy")
+                self._cond.wait(remaining)
+        try:
+            return self._start()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, worker: _Worker) -> None:
+        if worker.jobs >= self.max_jobs_per_worker:
+            self._retire(worker)
+            return
+        with self._cond:
+            if not self._closed:
+                self._idle.append(worker)
+                self._cond.notify()
+                return
+        self._retire(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        _stop(worker)
+        with self._cond:
+            self._count -= 1
+            self._cond.notify()
+            refill = not self._closed and self._count < self.workers
+            if refill:
+                self._count += 1
+        if refill:  # keep the pool warm without making this caller wait
+            threading.Thread(target=self._add_started, name="expr-worker-refill", daemon=True).start()
+
+    def _add_started(self) -> None:
+        try:
+            worker = self._start()
+        except Exception:  # noqa: BLE001 - a later call starts one on demand
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            return
+        self._release(worker)
+
+    def _start(self) -> _Worker:
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(target=worker_main, args=(child, self.threads),
+                                    name="graphviz-app-expr-worker", daemon=True)
+        process.start()
+        child.close()
+        worker = _Worker(process, parent)
+        if not parent.poll(_START_TIMEOUT):
+            _stop(worker)
+            raise ExprError(f"a worker process did not start within {_START_TIMEOUT:g} s", kind="crash")
+        try:
+            parent.recv()  # ("ready", pid)
+        except (EOFError, OSError) as e:
+            _stop(worker)
+            raise ExprError(_death_message(worker), kind="crash") from e
+        return worker
+
+
+def _stop(worker: _Worker) -> None:
+    try:
+        worker.conn.close()
+    except OSError:
+        pass
+    if worker.process.is_alive():
+        worker.process.kill()
+    worker.process.join(timeout=5)
+
+
+def _death_message(worker: _Worker) -> str:
+    worker.process.join(timeout=2)
+    code = worker.process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        why = " (usually the machine ran out of memory)" if -code == signal.SIGKILL else ""
+        return f"the worker process was killed by {name}{why} while running the job"
+    return f"the worker process exited (code {code}) while running the job"
+
+
+def _gib(n: int | None) -> str:
+    return "none" if n is None else f"{n / 1024**3:.1f} GiB"
+
+
+_default: IsolatedRunner | None = None
+_default_lock = threading.Lock()
+
+
+def default_runner() -> IsolatedRunner:
+    """The process-wide runner `run_isolated` uses, created on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = IsolatedRunner()
+            atexit.register(_default.close)
+        return _default
+
+
+def run_isolated(job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+                 memory_limit: int | None = None) -> Any:
+    """``default_runner().run(job, *args, ...)``; see `IsolatedRunner.run`."""
+    return default_runner().run(job, *args, time_limit=time_limit, memory_limit=memory_limit)

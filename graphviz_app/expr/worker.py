@@ -1,0 +1,112 @@
+"""The loop inside an isolated worker process: run jobs under a memory limit."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .errors import ExprError
+
+try:  # POSIX only; elsewhere jobs run without a memory limit
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
+__all__ = ["worker_main", "run_job"]
+
+_ALLOC_FAILURES = ("can't allocate memory", "Cannot allocate memory", "out of memory")
+
+
+def worker_main(conn: Connection, threads: int) -> None:
+    """Serve jobs from `conn` until the parent closes it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
+    _limit_threads(threads)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone or closed the pipe
+        except Exception as e:  # noqa: BLE001 - the job could not be unpickled here
+            _send(conn, ("error", ExprError(
+                f"the job could not be loaded in the worker ({type(e).__name__}: {e}): "
+                "jobs must be top-level functions of an importable module", kind="input"), ""))
+            continue
+        job, args, memory_limit = message
+        _send(conn, run_job(job, args, memory_limit))
+
+
+def run_job(job: Callable[..., Any], args: tuple[Any, ...], memory_limit: int | None) -> tuple[Any, ...]:
+    """Run one job; ("ok", result), ("memory", text) or ("error", exception, traceback)."""
+    _set_memory_limit(memory_limit)
+    try:
+        return ("ok", job(*args))
+    except MemoryError as e:
+        return ("memory", str(e))
+    except BaseException as e:  # noqa: BLE001 - SystemExit too: the worker must survive
+        if any(marker in str(e) for marker in _ALLOC_FAILURES):
+            return ("memory", str(e).strip().splitlines()[0] if str(e).strip() else "")
+        return ("error", _portable(e), traceback.format_exc())
+    finally:
+        _set_memory_limit(None)
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    try:
+        conn.send(message)
+    except Exception as e:  # noqa: BLE001 - the result could not be pickled
+        conn.send(("error", ExprError(
+            f"the job's result could not be sent back ({type(e).__name__}: {e}): "
+            "return plain data (numbers, strings, lists, dicts, detached tensors)", kind="input"), ""))
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling, else an ExprError with its text."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return ExprError(f"the job failed: {type(exc).__name__}: {exc}", kind="job")
+
+
+def _limit_threads(threads: int) -> None:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - jobs without torch
+        return
+    torch.set_num_threads(threads)
+
+
+def _vm_size() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _set_memory_limit(limit: int | None) -> None:
+    # RLIMIT_AS caps the address space: allocations past it fail with
+    # MemoryError (Python) or "can't allocate memory" (torch) instead of
+    # letting the machine swap or the OOM killer pick a victim.
+    if resource is None:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit is None:
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        return
+    current = _vm_size()
+    if current is None:
+        return
+    soft = current + limit
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
