@@ -59,8 +59,21 @@ def saved_values(fn: Any) -> list[SavedValue]:
             value = getattr(fn, attr)
         except RuntimeError:  # "Trying to backward through the graph a second time"
             value = FREED
-        out.append((attr[len(_SAVED_PREFIX):], value))
+        out.append((attr[len(_SAVED_PREFIX):], _signed(value)))
     return out
+
+
+_INT64_SIGN = 1 << 63
+
+
+def _signed(value: Any) -> Any:
+    # torch returns negative int64 attributes as their uint64 bit pattern:
+    # x.sum(-1).grad_fn._saved_dim == (18446744073709551615,); show -1.
+    if type(value) is int and value >= _INT64_SIGN:
+        return value - (_INT64_SIGN << 1)
+    if type(value) is tuple and any(type(v) is int and v >= _INT64_SIGN for v in value):
+        return tuple(_signed(v) for v in value)
+    return value
 
 
 def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | None:
