@@ -100,9 +100,10 @@ def sidebar(devices: tuple[str, ...]) -> Options:
 
 def gallery() -> None:
     st.caption("Examples: load one with a click")
-    for column, ex in zip(st.columns(len(EXAMPLES)), EXAMPLES):
-        column.button(ex.title, key=f"example-{ex.key}", help=ex.blurb, width="stretch",
-                      on_click=load_example, args=(ex.key,))
+    columns = st.columns(3)
+    for i, ex in enumerate(EXAMPLES):
+        columns[i % 3].button(ex.title, key=f"example-{ex.key}", help=ex.blurb, width="stretch",
+                              on_click=load_example, args=(ex.key,))
 
 
 def editor() -> bool:
@@ -154,10 +155,10 @@ def values(result: Analysis | Failure) -> None:
     if isinstance(result, Failure):
         return
     st.markdown("**Output**")
-    st.dataframe(present.values_table(result.outputs), hide_index=True)
+    st.table(present.values_table(result.outputs), hide_index=True)
     st.markdown("**Gradients** (each leaf's `.grad` after backward)")
     if result.grads:
-        st.dataframe(present.values_table(result.grads), hide_index=True)
+        st.table(present.values_table(result.grads), hide_index=True)
     else:
         st.caption("No named leaf tensor requires grad: create one with requires_grad=True.")
 

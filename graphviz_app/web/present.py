@@ -47,9 +47,9 @@ class Verdict:
 
 
 def values_table(values: tuple[TensorValue, ...]) -> pd.DataFrame:
-    """One row per tensor: name, shape, dtype, device, values."""
+    """One row per tensor: name, shape, dtype, device, values (on one line)."""
     return pd.DataFrame(
-        [(v.name, v.shape, v.dtype, v.device, v.text) for v in values],
+        [(v.name, v.shape, v.dtype, v.device, " ".join(v.text.split())) for v in values],
         columns=["tensor", "shape", "dtype", "device", "values"],
     )
 

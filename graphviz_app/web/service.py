@@ -31,15 +31,16 @@ _PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracer", "graphviz_a
             "gradcheck.checker", "graphviz_app.web.jobs")
 
 
-def make_runner(*, workers: int = 2, max_workers: int = 4) -> IsolatedRunner:
+def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = TIME_LIMIT_S) -> IsolatedRunner:
     """The pool of warm worker processes the page's jobs run in.
 
     Args:
         workers: kept warm; a hostile program ties up one until its time limit.
         max_workers: most at once; further requests wait for a free one.
+        time_limit: seconds a job may run before its worker is killed.
     """
     return IsolatedRunner(
-        workers=workers, max_workers=max_workers, time_limit=TIME_LIMIT_S,
+        workers=workers, max_workers=max_workers, time_limit=time_limit,
         memory_limit=MEMORY_LIMIT_BYTES, preload=_PRELOAD,
     )
 

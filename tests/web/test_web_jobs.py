@@ -1,0 +1,160 @@
+"""The page's jobs, run in-process: the numbers and words a person reads on the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphviz_app.model import Graph
+from graphviz_app.web import present
+from graphviz_app.web.gallery import EXAMPLES, example
+from graphviz_app.web.jobs import analysis_job, check_job, png_job
+from graphviz_app.web.results import Analysis, Failure, GradientCheck
+from graphviz_app.web.urlstate import SEED_PROGRAM, Options
+
+TOL = (1e-6, 1e-5, 1e-3)
+
+
+def test_the_seed_program_gives_the_hand_derived_gradient() -> None:
+    result = analysis_job(SEED_PROGRAM, Options())
+    assert isinstance(result, Analysis)
+    assert [(g.name, g.text) for g in result.grads] == [("x.grad", "[1.3333, 2.0000, 2.6667]")]
+    assert result.outputs[0].text == "12.6667"
+    assert "MeanBackward0" in result.svg and result.svg.lstrip().startswith("<?xml")
+    assert "MeanBackward0" in result.dot
+    assert result.summary.startswith("7 nodes, 6 edges")
+    assert Graph.from_json(result.graph_json).summary().nodes == result.node_count == 7
+    assert result.leaves == ("x",)
+
+
+def test_options_reach_the_drawing() -> None:
+    lean = analysis_job(SEED_PROGRAM, Options(show_saved=False, show_attrs=False, rankdir="LR"))
+    full = analysis_job(SEED_PROGRAM, Options())
+    assert isinstance(lean, Analysis) and isinstance(full, Analysis)
+    assert "rankdir=LR" in lean.dot
+    assert lean.node_count < full.node_count  # no saved-tensor node
+    assert "exponent" in full.dot and "exponent" not in lean.dot
+
+
+def test_dtype_and_device_options_are_the_constructors_defaults() -> None:
+    result = analysis_job(SEED_PROGRAM, Options(dtype="float64"))
+    assert isinstance(result, Analysis)
+    assert result.grads[0].dtype == "float64" and result.grads[0].device == "cpu"
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=[e.key for e in EXAMPLES])
+def test_every_gallery_example_draws_a_graph(ex) -> None:  # noqa: ANN001
+    result = analysis_job(ex.program, Options())
+    assert isinstance(result, Analysis), str(result)
+    assert "<svg" in result.svg and result.node_count > 2
+    assert ex.wrt in result.leaves
+
+
+def test_the_accumulated_loss_graph_grows_with_each_step() -> None:
+    program = example("accumulate").program
+    nodes = [analysis_job(program.replace("range(4)", f"range({n})"), Options()).node_count for n in (2, 4, 8)]
+    assert nodes[0] < nodes[1] < nodes[2]
+
+
+@pytest.mark.parametrize(
+    ("program", "kind", "words"),
+    [
+        ("().__class__.__bases__", "refused", "attribute names starting with _ are not allowed"),
+        ("torch.randn(int(3e10))", "limit", "30,000,000,000"),
+        ("x = (", "syntax", "syntax error"),
+        ("x = torch.ones(3)\n(x * 2).sum()", "trace", "requires_grad=True"),
+        ("y * 2", "name", "y"),
+    ],
+)
+def test_a_bad_program_gives_a_failure_a_person_can_act_on(program: str, kind: str, words: str) -> None:
+    result = analysis_job(program, Options())
+    assert isinstance(result, Failure)
+    assert result.kind == kind
+    assert words in str(result)
+
+
+def test_a_non_scalar_output_is_differentiated_as_its_sum_with_a_note() -> None:
+    result = analysis_job("x = torch.arange(3., requires_grad=True)\nx * 2", Options())
+    assert isinstance(result, Analysis)
+    assert result.grads[0].text == "[2.0000, 2.0000, 2.0000]"
+    assert any("gradient of ones" in note for note in result.notes)
+
+
+def test_a_leaf_the_output_ignores_has_no_gradient() -> None:
+    program = "x = torch.ones(2, requires_grad=True)\nunused = torch.ones(2, requires_grad=True)\n(x * 3).sum()"
+    result = analysis_job(program, Options())
+    assert isinstance(result, Analysis)
+    grads = {g.name: g.text for g in result.grads}
+    assert grads["x.grad"] == "[3.0000, 3.0000]"
+    assert grads["unused.grad"].startswith("None")
+
+
+def test_png_download_is_a_png_of_the_same_graph() -> None:
+    result = analysis_job(SEED_PROGRAM, Options())
+    assert isinstance(result, Analysis)
+    data = png_job(result.graph_json, "TB")
+    assert isinstance(data, bytes) and data.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_right_hand_gradient_passes() -> None:
+    check = check_job(SEED_PROGRAM, Options(), "x", "2*(x+2)/3", TOL)
+    assert isinstance(check, GradientCheck) and check.passed
+    verdict = present.verdict(check)
+    assert verdict.passed and "2*(x+2)/3 is right" in verdict.headline
+
+
+def test_a_hand_gradient_off_by_a_factor_fails_and_names_the_factor() -> None:
+    check = check_job(SEED_PROGRAM, Options(), "x", "2*(x+2)", TOL)
+    assert isinstance(check, GradientCheck) and not check.passed
+    verdict = present.verdict(check)
+    assert not verdict.passed
+    assert verdict.headline == "Your gradient d(output)/dx = 2*(x+2) is wrong: it is 3 × autograd's"
+    assert "3 of 3 elements fail" in verdict.detail
+    table = present.element_table(present.pairs_of(check)[0], has_expected=True)
+    assert table is not None
+    assert list(table.columns) == ["element (output / input)", "autograd", "finite differences", "yours", "error", "failed"]
+    assert table["failed"].all()
+    assert table["autograd"].round(4).tolist() == [1.3333, 2.0, 2.6667]
+    assert table["yours"].tolist() == [4.0, 6.0, 8.0]
+
+
+def test_a_wrong_custom_backward_is_blamed_not_the_person() -> None:
+    ex = example("custom")
+    check = check_job(ex.program, Options(), ex.wrt, ex.hint, TOL)
+    assert isinstance(check, GradientCheck) and not check.passed
+    verdict = present.verdict(check)
+    assert verdict.headline.startswith("The backward is wrong")
+    assert "autograd is 1/2 × finite differences" in verdict.headline
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=[e.key for e in EXAMPLES])
+def test_every_gallery_hint_is_a_checkable_gradient(ex) -> None:  # noqa: ANN001
+    check = check_job(ex.program, Options(), ex.wrt, ex.hint, TOL)
+    assert isinstance(check, GradientCheck), str(check)
+    assert check.passed is (ex.key != "custom")
+
+
+def test_a_matrix_jacobian_gets_a_heatmap_and_a_vector_does_not() -> None:
+    ex = example("softmax")
+    wrong = ex.hint.replace("/ 3", "/ 2")
+    matrix = check_job(ex.program, Options(), ex.wrt, wrong, TOL)
+    assert isinstance(matrix, GradientCheck) and not matrix.passed
+    grid = present.error_grid(present.pairs_of(matrix)[0])
+    assert grid is not None and (grid["row"].max(), grid["col"].max()) == (2, 4)
+    assert grid["failed"].any()
+    vector = check_job(SEED_PROGRAM, Options(), "x", "2*(x+2)", TOL)
+    assert present.error_grid(present.pairs_of(vector)[0]) is None
+
+
+@pytest.mark.parametrize(
+    ("wrt", "expected", "words"),
+    [
+        ("x", "2*(y+2)", "y"),
+        ("x", "2*(x+2", "syntax error"),
+        ("nope", "2*x", "nope is not a variable of the program"),
+        ("x", "torch.ones(4)", "shape"),
+    ],
+)
+def test_a_bad_hand_gradient_says_what_is_wrong(wrt: str, expected: str, words: str) -> None:
+    result = check_job(SEED_PROGRAM, Options(), wrt, expected, TOL)
+    assert isinstance(result, Failure)
+    assert words in str(result)

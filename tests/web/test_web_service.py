@@ -1,0 +1,115 @@
+"""Programs run in the isolated worker: a hostile or runaway one harms nobody else."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from graphviz_app.expr import IsolatedRunner
+from graphviz_app.web import service
+from graphviz_app.web.results import Analysis, Failure
+from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options
+
+RUNAWAY = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"  # one op of ~30 s, within the limits on size
+TOL = (1e-6, 1e-5, 1e-3)
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[IsolatedRunner]:
+    with service.make_runner(workers=2, max_workers=3, time_limit=5.0) as r:
+        r.warm_up()
+        yield r
+
+
+def seed_grad(runner: IsolatedRunner) -> str:
+    result = service.analyze(runner, SEED_PROGRAM, Options())
+    assert isinstance(result, Analysis), str(result)
+    return result.grads[0].text
+
+
+@pytest.mark.parametrize(
+    ("program", "words"),
+    [
+        ("().__class__.__bases__", "attribute names starting with _ are not allowed"),
+        ("torch.randn(int(3e10))", "30,000,000,000"),
+        ("x = torch.zeros(3)\nx.__class__.__subclasses__()", "attribute names starting with _"),
+    ],
+)
+def test_a_hostile_program_is_refused_and_the_next_one_runs(runner: IsolatedRunner, program: str, words: str) -> None:
+    result = service.analyze(runner, program, Options())
+    assert isinstance(result, Failure)
+    assert words in result.message
+    assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
+
+
+def test_a_runaway_program_is_stopped_at_the_time_limit(runner: IsolatedRunner) -> None:
+    start = time.monotonic()
+    result = service.analyze(runner, RUNAWAY, Options())
+    assert isinstance(result, Failure)
+    assert result.kind == "time" and result.transient
+    assert "time limit of 5 s" in result.message
+    assert time.monotonic() - start < 12
+    assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
+
+
+def test_a_runaway_program_does_not_block_another_user(runner: IsolatedRunner) -> None:
+    runaway = threading.Thread(target=service.analyze, args=(runner, RUNAWAY, Options()))
+    runaway.start()
+    time.sleep(0.3)  # the runaway holds a worker now
+    start = time.monotonic()
+    try:
+        assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
+        assert time.monotonic() - start < 4  # well before the runaway's limit frees its worker
+    finally:
+        runaway.join()
+
+
+def test_the_gradient_check_runs_in_the_worker(runner: IsolatedRunner) -> None:
+    right = service.check_gradient(runner, SEED_PROGRAM, Options(), CheckInput("x", "2*(x+2)/3"), TOL)
+    wrong = service.check_gradient(runner, SEED_PROGRAM, Options(), CheckInput("x", "2*(x+2)"), TOL)
+    assert right.passed is True
+    assert wrong.passed is False
+
+
+@pytest.mark.parametrize(
+    ("check", "words"),
+    [(CheckInput("", "2*x"), "choose the variable"), (CheckInput("x", "  "), "type your hand-derived gradient")],
+)
+def test_an_incomplete_check_asks_for_what_is_missing(runner: IsolatedRunner, check: CheckInput, words: str) -> None:
+    result = service.check_gradient(runner, SEED_PROGRAM, Options(), check, TOL)
+    assert isinstance(result, Failure) and words in result.message
+
+
+def test_the_devices_are_cpu_and_each_cuda_device(runner: IsolatedRunner) -> None:
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    assert service.devices(runner) == ("cpu", *(f"cuda:{i}" for i in range(count)))
+
+
+def test_png_is_drawn_in_the_worker(runner: IsolatedRunner) -> None:
+    result = service.analyze(runner, SEED_PROGRAM, Options())
+    assert isinstance(result, Analysis)
+    assert service.png(runner, result.graph_json, "LR").startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("program", "where", "words"),
+    [
+        ("x = (", (1, 5), "syntax error"),
+        ("x = torch.arange(3.)\nx.__class__", (2, 1), "attribute names starting with _"),
+        ("import os", (1, 1), "import is not allowed"),
+    ],
+)
+def test_parse_errors_show_while_typing_with_their_position(program: str, where: tuple[int, int], words: str) -> None:
+    problem = service.syntax_problem(program)
+    assert problem is not None
+    assert (problem.line, problem.col) == where
+    assert words in problem.message
+
+
+def test_a_valid_program_has_no_parse_problem() -> None:
+    assert service.syntax_problem(SEED_PROGRAM) is None
