@@ -242,3 +242,21 @@ def test_a_million_op_chain_traces() -> None:
     assert graph.nodes[-1].kind is NodeKind.LEAF and graph.nodes[-1].name == "x"
     assert graph.nodes[1].name == "AddBackward0" and graph.nodes[999_999].name == "AddBackward0"
     assert not graph.truncated and graph.notes == ()
+
+
+NEGATIVE_DIMS = [
+    ("transpose(0, -1)", lambda x: x.transpose(0, -1), "TransposeBackward0", ("dim1", "-1")),
+    ("sum(-1)", lambda x: x.sum(-1), "SumBackward1", ("dim", "(-1,)")),
+    ("squeeze(-2)", lambda x: x[:, :1].squeeze(-2), "SqueezeBackward1", ("dim", "-2")),
+    ("select(-1, 0)", lambda x: x.select(-1, 0), "SelectBackward0", ("dim", "-1")),
+    ("sum((0, -1))", lambda x: x.sum((0, -1)), "SumBackward1", ("dim", "(0, -1)")),
+]
+
+
+@pytest.mark.parametrize(("make", "op", "attr"), [c[1:] for c in NEGATIVE_DIMS], ids=[c[0] for c in NEGATIVE_DIMS])
+def test_negative_dims_show_as_written(make: object, op: str, attr: tuple[str, str]) -> None:
+    """torch hands negative int64 attributes back as uint64 (18446744073709551615 for -1)."""
+    x = torch.ones(2, 3, 4, requires_grad=True)
+    graph = trace(make(x).sum())  # type: ignore[operator]
+    (node,) = [n for n in graph.of_kind(NodeKind.OP) if n.name == op]
+    assert attr in node.attrs
