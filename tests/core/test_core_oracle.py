@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 from core_corpus import CORPUS, build
 from core_oracle import (
@@ -19,9 +21,13 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:distutils Version classes are deprecated:DeprecationWarning"  # torchviz's import
 )
 
-torchviz = pytest.importorskip(
-    "torchviz", reason="torchviz is the reference answer: pip install torchviz (a dev extra)"
-)
+
+@pytest.fixture(scope="module")
+def torchviz() -> ModuleType:
+    return pytest.importorskip(
+        "torchviz", reason="torchviz is the reference answer: pip install torchviz (a dev extra)"
+    )
+
 
 # torchviz crashes on this one (see test_torchviz_crashes_on_a_saved_none).
 TORCHVIZ_CORPUS = [name for name in CORPUS if name != "custom_function_saving_none"]
@@ -29,7 +35,7 @@ TORCHVIZ_CORPUS = [name for name in CORPUS if name != "custom_function_saving_no
 
 @pytest.mark.usefixtures("deep_recursion")
 @pytest.mark.parametrize("name", TORCHVIZ_CORPUS)
-def test_op_names_and_op_edges_equal_torchviz(name: str) -> None:
+def test_op_names_and_op_edges_equal_torchviz(torchviz: ModuleType, name: str) -> None:
     case = build(name)
     ours = trace(case.outputs, case.params)
     theirs_ops, theirs_edges = torchviz_ops(torchviz.make_dot(case.outputs, case.params).source)
@@ -39,7 +45,7 @@ def test_op_names_and_op_edges_equal_torchviz(name: str) -> None:
 
 @pytest.mark.usefixtures("deep_recursion")
 @pytest.mark.parametrize("name", TORCHVIZ_CORPUS)
-def test_saved_tensor_count_equals_torchviz(name: str) -> None:
+def test_saved_tensor_count_equals_torchviz(torchviz: ModuleType, name: str) -> None:
     case = build(name)
     ours = trace(case.outputs, case.params, show_saved=True)
     source = torchviz.make_dot(case.outputs, case.params, show_saved=True).source
@@ -62,7 +68,7 @@ def test_leaf_names_are_the_params_given(name: str) -> None:
     assert "" not in leaves  # every leaf of the corpus is a named parameter
 
 
-def test_torchviz_crashes_on_a_saved_none_and_we_do_not() -> None:
+def test_torchviz_crashes_on_a_saved_none_and_we_do_not(torchviz: ModuleType) -> None:
     """The motivating difference: ctx.save_for_backward(x, None, w) is legal torch."""
     case = build("custom_function_saving_none")
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'size'"):
@@ -76,7 +82,7 @@ def test_torchviz_crashes_on_a_saved_none_and_we_do_not() -> None:
     assert saved[1].tensor.values == tuple(w.tolist())
 
 
-def test_the_torchviz_parser_reads_the_seed_example() -> None:
+def test_the_torchviz_parser_reads_the_seed_example(torchviz: ModuleType) -> None:
     """Guards the oracle itself: a parser that read nothing would make every test above pass."""
     case = build("seed_example")
     ops, edges = torchviz_ops(torchviz.make_dot(case.outputs).source)
