@@ -61,7 +61,7 @@ _ELEMENTWISE = """
 """
 _GROWING = """
     matmul mm bmm mv outer ger kron tensordot inner diag diag_embed diagflat broadcast_to
-    repeat_interleave tile index_select gather take_along_dim cross
+    tile index_select gather take_along_dim cross
 """
 
 TORCH_FUNCTIONS: dict[str, str] = _table(
@@ -105,7 +105,7 @@ TENSOR_METHODS: dict[str, str] = _table(
     + """to cuda cpu double float half bfloat16 long int bool short type_as contiguous
     requires_grad_ item dim size nelement element_size view view_as reshape_as unflatten""",
     broadcast=_ELEMENTWISE,
-    meta=_GROWING + "expand expand_as repeat new_zeros new_ones new_full new_tensor",
+    meta=_GROWING + "expand expand_as repeat new_zeros new_ones new_full",
 )
 
 TENSOR_PROPERTIES: frozenset[str] = frozenset(

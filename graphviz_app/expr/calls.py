@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _MAX_CHUNKS = 10_000
+_PLAIN = (torch.Tensor, float, complex, str, bool, torch.dtype, torch.device)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +136,24 @@ def call_builtin(name: str, args: Sequence[Operand], kwargs: dict[str, Any]) -> 
 
 def admit(value: Any, what: str) -> Any:
     """Refuse results a program must not hold (anything but data and tensors)."""
-    if value is None or isinstance(value, (torch.Tensor, float, complex, str, bool, torch.dtype, torch.device)):
-        return value
-    if type(value) is int:
-        return check_int(value, what)
-    if isinstance(value, (tuple, list)):
-        if type(value) not in (tuple, list, torch.Size) and type(value).__module__ != "torch.return_types":
-            raise Refused(f"{what} returned a {type(value).__name__}, which programs cannot hold", kind="refused")
-        check_sequence_length(len(value), what)
-        for item in value if len(value) <= MAX_SEQUENCE else ():
-            admit(item, what)
-        return value
-    raise Refused(f"{what} returned a {type(value).__name__}, which programs cannot hold", kind="refused")
+    stack, seen = [value], 0
+    while stack:  # iterative: lists built in loops can nest deeply
+        item = stack.pop()
+        seen += 1
+        if seen > MAX_SEQUENCE:
+            raise Refused(f"{what} gives more than {MAX_SEQUENCE:,} items in nested lists", kind="limit")
+        if item is None or isinstance(item, _PLAIN):
+            continue
+        if type(item) is int:
+            check_int(item, what)
+        elif isinstance(item, (tuple, list)) and (
+            type(item) in (tuple, list, torch.Size) or type(item).__module__ == "torch.return_types"
+        ):
+            check_sequence_length(len(item), what)
+            stack.extend(item)
+        else:
+            raise Refused(f"{what} returned a {type(item).__name__}, which programs cannot hold", kind="refused")
+    return value
 
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
@@ -201,6 +208,8 @@ def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand]
          kwargs: dict[str, Any], budget: Budget | None, *, bound: bool = False) -> Any:
     values = [v for _, v in args]
     call_values = values[1:] if bound else values
+    if budget is not None:
+        budget.lists(what, [*values, *kwargs.values()])
     if budget is not None and growth != "ctor":
         meta_fn = (lambda s, *a, **k: getattr(s, fn.__name__)(*a, **k)) if bound else fn
         precheck(meta_fn, growth, what, values if bound else call_values, kwargs, budget)

@@ -297,6 +297,7 @@ class Interpreter:
         budget = self.defaults.budget
         try:
             if budget is not None and any(True for v in values for _ in tensors_in(v)):
+                budget.lists(what, values)
                 precheck(fn, growth, what, values, {}, budget)
             result = fn(*values)
             if budget is not None:

@@ -71,6 +71,14 @@ class Budget:
                 f"{self.limits.max_total_bytes:,} bytes in all (Limits.max_total_bytes)"
             )
 
+    def lists(self, what: str, values: Iterable[Any]) -> None:
+        """Refuse nested-list arguments that torch would expand into huge tensors."""
+        for v in values:
+            if isinstance(v, (list, tuple)) and v and isinstance(v[0], (list, tuple)):
+                numel = nested_numel(v)
+                if numel > self.limits.max_tensor_elements:
+                    self.before(what, numel, numel * 8)
+
     def after(self, what: str, result: Any, inputs: Iterable[Any]) -> None:
         """Count the new memory in `result`; views of an input's storage are free."""
         shared = {t.untyped_storage().data_ptr() for v in inputs for t in tensors_in(v)}
@@ -121,7 +129,7 @@ def nested_numel(data: Any) -> int:
     numel = 1
     depth = 0
     while isinstance(data, (list, tuple)) and depth < 64:
-        numel *= len(data)
+        numel = min(numel * len(data), 2**62)  # shared sublists can claim 2**1000 items
         if not data:
             return 0
         data = data[0]
@@ -146,13 +154,15 @@ def broadcast_numel(values: Iterable[Any]) -> int | None:
     return numel
 
 
-def _to_meta(value: Any) -> Any:
+def _to_meta(value: Any, depth: int = 0) -> Any:
     if isinstance(value, torch.Tensor):
         return torch.empty_like(value, device="meta")
+    if depth > 8:  # tensors sit at most a level or two deep in arguments
+        return value
     if isinstance(value, list):
-        return [_to_meta(v) for v in value]
+        return [_to_meta(v, depth + 1) for v in value]
     if isinstance(value, tuple):
-        return tuple(_to_meta(v) for v in value)
+        return tuple(_to_meta(v, depth + 1) for v in value)
     return value
 
 
