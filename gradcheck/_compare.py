@@ -63,6 +63,7 @@ class _Tally:
     failed_at: list[torch.Tensor] = field(default_factory=list)
     top_key: list[torch.Tensor] = field(default_factory=list)
     top_index: list[torch.Tensor] = field(default_factory=list)
+    top_failed: list[torch.Tensor] = field(default_factory=list)
     ratio_low: dict[str, float] = field(default_factory=dict)
     ratio_high: dict[str, float] = field(default_factory=dict)
     ratio_usable: dict[str, bool] = field(default_factory=dict)
@@ -115,15 +116,19 @@ def _block(
         violation = over if violation is None else torch.maximum(violation, over)
     assert failed is not None and error is not None and violation is not None  # noqa: S101 - typing only
     key = violation.nan_to_num_(nan=math.inf)
-    top = torch.topk(key, min(WORST_ELEMENTS, key.numel()))
-    tally.top_key.append(top.values)
-    tally.top_index.append(top.indices + start)
     if keep:
         tally.error.append(error)
         tally.mask.append(failed)
     count = int(failed.sum())
     if count:
-        _failing(values, start, kinks, failed, count, tally, detail_limit)
+        at = torch.nonzero(failed).reshape(-1)
+        chosen = at[_top(key[at], WORST_ELEMENTS)]
+        _failing(values, start, kinks, failed, at, tally, detail_limit)
+    else:  # a passing block only matters if the whole pair passes: keep its worst element
+        chosen = key.argmax().reshape(1)
+    tally.top_key.append(key[chosen])
+    tally.top_index.append(chosen + start)
+    tally.top_failed.append(torch.full((chosen.numel(),), count > 0))
 
 
 def _failing(
@@ -131,14 +136,14 @@ def _failing(
     start: int,
     kinks: torch.Tensor | None,
     failed: torch.Tensor,
-    count: int,
+    at: torch.Tensor,
     tally: _Tally,
     detail_limit: int,
 ) -> None:
-    """Tallies a block's failing elements: where they are, kinks, and the ratios between sides."""
+    """Tallies a block's failing elements (`at`): where, kinks, and the ratios between sides."""
     if tally.failed < detail_limit:
-        tally.failed_at.append(torch.nonzero(failed).reshape(-1)[: detail_limit - tally.failed] + start)
-    tally.failed += count
+        tally.failed_at.append(at[: detail_limit - tally.failed] + start)
+    tally.failed += at.numel()
     if kinks is not None:
         tally.kinks += int((kinks & failed).sum())
     for blame, (top_name, bottom_name) in _RATIOS.items():
@@ -194,14 +199,31 @@ def _listed(t: torch.Tensor) -> tuple[float, ...]:
     return tuple(t.to(torch.float64).tolist())  # float64 lists hold Python floats
 
 
+def _top(key: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices of the k largest keys in ascending index order, ties going to lower indices.
+
+    topk breaks ties arbitrarily; this keeps reports identical however they are blocked.
+    """
+    k = min(k, key.numel())
+    threshold = torch.topk(key, k).values[-1]
+    above = torch.nonzero(key > threshold).reshape(-1)
+    ties = torch.nonzero(key == threshold).reshape(-1)[: k - above.numel()]
+    return torch.sort(torch.cat([above, ties])).values
+
+
 def _ranked(tally: _Tally) -> list[int]:
-    """Flat indices of the worst elements, largest violation first (only one when all pass)."""
+    """Flat indices of the worst elements, largest violation first.
+
+    The failing ones (at most WORST_ELEMENTS) when any fail, else the single worst.
+    """
     if not tally.top_key:
         return []
     keys, indices = torch.cat(tally.top_key), torch.cat(tally.top_index)
-    count = min(WORST_ELEMENTS if tally.failed else 1, keys.numel())
-    order = torch.topk(keys, count).indices
-    return indices[order].tolist()
+    if tally.failed:
+        failing = torch.cat(tally.top_failed)
+        keys, indices = keys[failing], indices[failing]
+    order = torch.sort(keys, descending=True, stable=True).indices  # candidates are in index order
+    return indices[order[: WORST_ELEMENTS if tally.failed else 1]].tolist()
 
 
 def _blame(tally: _Tally) -> str:

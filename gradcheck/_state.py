@@ -20,6 +20,9 @@ from .report import Blame, MemoryInfo, PairReport, Report, Timings
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
+    "CPU_MEMORY_BUDGET",
+    "CUDA_MEMORY_BUDGET",
+    "resolve_budget",
     "DEFAULT_DETAIL_LIMIT",
     "CheckOptions",
     "CheckOutcome",
@@ -29,7 +32,11 @@ __all__ = [
     "oom_report",
 ]
 
-DEFAULT_MEMORY_BUDGET = 256 * 2**20  # bytes of working memory per batched chunk
+# Bytes of working memory per batched chunk when memory_budget=None. On CPU a modest
+# chunk runs faster than a huge one (it stays nearer the caches); a GPU wants big batches.
+CPU_MEMORY_BUDGET = 32 * 2**20
+CUDA_MEMORY_BUDGET = 1024 * 2**20
+DEFAULT_MEMORY_BUDGET = None
 DEFAULT_DETAIL_LIMIT = 10_000  # pairs up to this many elements keep every element
 
 Pair = tuple[int, int]
@@ -45,7 +52,7 @@ class CheckOptions:
     device: str | torch.device | None = None
     dtype: torch.dtype | None = torch.float64
     fast: bool = False
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    memory_budget: int | None = DEFAULT_MEMORY_BUDGET
     detail_limit: int = DEFAULT_DETAIL_LIMIT
     seed: int = 0
 
@@ -65,10 +72,11 @@ class CheckOptions:
             )
         if not isinstance(self.seed, int):
             raise InputError(f"seed must be an int, but got {self.seed!r}")
-        for name in ("memory_budget", "detail_limit"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < (1 if name == "memory_budget" else 0):
-                raise InputError(f"{name} must be a positive int, but got {value!r}")
+        budget = self.memory_budget
+        if budget is not None and (not isinstance(budget, int) or budget < 1):
+            raise InputError(f"memory_budget must be a positive int (bytes) or None, but got {budget!r}")
+        if not isinstance(self.detail_limit, int) or self.detail_limit < 0:
+            raise InputError(f"detail_limit must be an int >= 0, but got {self.detail_limit!r}")
 
 
 @dataclass(slots=True)
@@ -117,12 +125,26 @@ class RunState:
     device: torch.device
     opts: CheckOptions
     clock: Clock
+    budget: int
     notes: list[str] = field(default_factory=list)
     stats: ChunkStats | None = None
     outputs: tuple[torch.Tensor, ...] = ()
     checked: tuple[int, ...] = ()
     num_args: tuple[Any, ...] = ()
     expected_dtype: str | None = None
+
+
+def resolve_budget(budget: int | None, device: torch.device) -> int:
+    """The chunk memory budget in bytes: `budget`, or the device's default for None.
+
+    On CUDA the default is also capped at a quarter of the memory free right now.
+    """
+    if budget is not None:
+        return budget
+    if device.type != "cuda":
+        return CPU_MEMORY_BUDGET
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(1, min(CUDA_MEMORY_BUDGET, free // 4))
 
 
 def build_report(state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str) -> Report:
@@ -144,7 +166,7 @@ def build_report(state: RunState, pairs: list[PairReport], base: list[torch.Tens
         numerical_dtype=dtype_label(state.num_args[i].dtype for i in state.diff),
         expected_dtype=state.expected_dtype, numerical_method=method, autograd_method=ag_method,
         eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=floor, timings=state.clock.timings(),
-        memory=MemoryInfo(opts.memory_budget, stats.chunk_size, stats.chunk_bytes, stats.retries, None),
+        memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, None),
         notes=tuple(notes),
     )
 
@@ -177,6 +199,6 @@ def oom_report(state: RunState, oom: OutOfMemory) -> Report:
         numerical_dtype=dtype_label([opts.dtype or state.args[state.diff[0]].dtype]),
         expected_dtype=state.expected_dtype, numerical_method="none", autograd_method="none",
         eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=0.0, timings=state.clock.timings(),
-        memory=MemoryInfo(opts.memory_budget, stats.chunk_size, stats.chunk_bytes, stats.retries, text),
+        memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, text),
         notes=tuple(state.notes),
     )

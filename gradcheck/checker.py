@@ -33,6 +33,7 @@ from ._state import (
     RunState,
     build_report,
     oom_report,
+    resolve_budget,
 )
 from .errors import CheckMemoryError, GradcheckError, GradientMismatchError, InputError
 from .report import PairReport, Report
@@ -56,7 +57,7 @@ def check(
     dtype: torch.dtype | None = torch.float64,
     fast: bool = False,
     raise_exception: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     detail_limit: int = DEFAULT_DETAIL_LIMIT,
     seed: int = 0,
 ) -> Report:
@@ -77,7 +78,8 @@ def check(
             the inputs' own dtype); None keeps the inputs' dtype.
         fast: compare u^T J v for random unit vectors u, v instead of whole Jacobians.
         raise_exception: raise GradientMismatchError (or CheckMemoryError) on failure.
-        memory_budget: bytes of working memory one batched chunk may use.
+        memory_budget: bytes of working memory one batched chunk may use; None picks
+            32 MiB on CPU, and on CUDA 1 GiB or a quarter of the free memory if less.
         detail_limit: pairs up to this many elements keep every element in the report.
         seed: seeds fast mode's random vectors.
 
@@ -115,7 +117,8 @@ def run_check(fn: Callable[..., Any], inputs: Any, expected: Any, opts: CheckOpt
         raise InputError(f"fn must be callable (a function of the input tensors), got {type(fn).__name__}")
     args = as_tuple(inputs)
     device = resolve_device(opts.device, args)
-    state = RunState(fn, args, differentiated_indices(args), device, opts, Clock())
+    budget = resolve_budget(opts.memory_budget, device)
+    state = RunState(fn, args, differentiated_indices(args), device, opts, Clock(), budget)
     try:
         return _run(state, expected)
     except OutOfMemory as oom:
@@ -137,7 +140,7 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
             state.outputs, state.checked = graph_outputs, checked_outputs(graph_outputs)
         else:
             ag = autograd_jacobian(
-                state.fn, leaves, state.diff, budget_bytes=opts.memory_budget, device=state.device
+                state.fn, leaves, state.diff, budget_bytes=state.budget, device=state.device
             )
             state.outputs, state.checked = ag.outputs, ag.checked
             state.notes += ag.notes
@@ -153,7 +156,7 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
     with state.clock("numerical"):
         nm = numerical_jacobian(
             state.fn, state.num_args, state.diff, state.checked, base, eps=opts.eps,
-            budget_bytes=opts.memory_budget, device=state.device,
+            budget_bytes=state.budget, device=state.device,
         )
     state.stats = nm.stats
     state.notes += nm.notes
@@ -255,7 +258,7 @@ def _fast_pairs(
     )
     with state.clock("autograd"):
         analytic = analytic_projections(outs, leaves, state.diff, state.checked, proj)
-    state.stats = plan_chunk(budget_bytes=opts.memory_budget, item_elements=1, itemsize=1, total=1)
+    state.stats = plan_chunk(budget_bytes=state.budget, item_elements=1, itemsize=1, total=1)
     result: list[PairData] = []
 
     def work(start: int, stop: int) -> None:

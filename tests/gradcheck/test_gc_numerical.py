@@ -139,3 +139,33 @@ def test_out_of_memory_at_one_element_is_reported_with_the_amount(monkeypatch: p
     with pytest.raises(CheckMemoryError, match=r"the allocator was asked for 2\.00 GiB") as caught:
         check(torch.sin, x, raise_exception=True)
     assert caught.value.report.memory.chunk_size == 1
+
+
+MIB = 2**20
+
+
+@pytest.mark.parametrize(
+    ("budget", "device", "free", "expected"),
+    [
+        (None, "cpu", None, 32 * MIB),
+        (5 * MIB, "cpu", None, 5 * MIB),
+        (None, "cuda", 8192 * MIB, 1024 * MIB),  # plenty free: the 1 GiB default
+        (None, "cuda", 1024 * MIB, 256 * MIB),  # little free: a quarter of it
+        (64 * MIB, "cuda", 1024 * MIB, 64 * MIB),
+    ],
+)
+def test_the_default_budget_depends_on_the_device(
+    budget: int | None, device: str, free: int | None, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradcheck._state import resolve_budget
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free, 16384 * MIB))
+    assert resolve_budget(budget, torch.device(device)) == expected
+
+
+def test_the_report_states_the_budget_and_the_chunk_it_chose() -> None:
+    report = check(torch.sin, torch.linspace(0, 1, 50, dtype=D, requires_grad=True))
+
+    assert report.memory.budget_bytes == 32 * MIB
+    assert report.memory.chunk_size == 50
+    assert 0 < report.memory.chunk_bytes <= report.memory.budget_bytes
