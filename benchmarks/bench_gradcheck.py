@@ -177,7 +177,10 @@ def table(rows: list[Row]) -> str:
 def peak_in_fresh_process(name: str, n: int) -> dict[str, float]:
     """Runs `--peak-case` in a new interpreter, so earlier runs' cached memory cannot hide the peak."""
     out = subprocess.run(
-        [sys.executable, __file__, "--peak-case", name, str(n)], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--peak-case", name, str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -220,9 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 3000])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads for both sides (default: torch's)")
+    parser.add_argument(
+        "--threads", type=int, help="torch.set_num_threads for both sides (default: torch's)"
+    )
     parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--no-memory", action="store_true", help="skip the fresh-process memory table")
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip the fresh-process memory table"
+    )
     parser.add_argument("--peak-case", nargs=2, metavar=("NAME", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.threads:

@@ -21,7 +21,16 @@ if TYPE_CHECKING:
         InputError,
         ShapeMismatchError,
     )
-    from .report import Blame, Comparison, Element, MemoryInfo, PairReport, Report, TensorSummary, Timings
+    from .report import (
+        Blame,
+        Comparison,
+        Element,
+        MemoryInfo,
+        PairReport,
+        Report,
+        TensorSummary,
+        Timings,
+    )
 
 __all__ = [
     "check",
@@ -51,7 +60,16 @@ _HOME = {
     "DeviceComparison": "devices",
     "assert_gradients": "assertions",
     **dict.fromkeys(
-        ["Report", "PairReport", "Element", "Comparison", "TensorSummary", "Timings", "MemoryInfo", "Blame"],
+        [
+            "Report",
+            "PairReport",
+            "Element",
+            "Comparison",
+            "TensorSummary",
+            "Timings",
+            "MemoryInfo",
+            "Blame",
+        ],
         "report",
     ),
     **dict.fromkeys(
@@ -72,7 +90,9 @@ _HOME = {
 def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
-        raise AttributeError(f"module 'gradcheck' has no attribute {name!r}; its public names are {__all__}")
+        raise AttributeError(
+            f"module 'gradcheck' has no attribute {name!r}; its public names are {__all__}"
+        )
     value = getattr(importlib.import_module(f".{home}", __name__), name)
     globals()[name] = value
     return value

@@ -105,7 +105,9 @@ def autograd_jacobian(
     for o in checked:  # rows never written (no path to the input) are zero
         for i in diff:
             if (o, i) not in jac:
-                jac[(o, i)] = torch.zeros(outs[o].numel(), leaves[i].numel(), dtype=torch.float64, device=device)
+                jac[(o, i)] = torch.zeros(
+                    outs[o].numel(), leaves[i].numel(), dtype=torch.float64, device=device
+                )
     method = "backward" if offsets[-1] <= 1 else rows.method
     return AutogradResult(tuple(y.detach() for y in outs), checked, jac, method, stats, notes)
 
@@ -208,5 +210,7 @@ def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor) ->
             rows.jac[(o, i)] = part
             continue
         if (o, i) not in rows.jac:
-            rows.jac[(o, i)] = torch.zeros(end - first, block.shape[1], dtype=torch.float64, device=block.device)
+            rows.jac[(o, i)] = torch.zeros(
+                end - first, block.shape[1], dtype=torch.float64, device=block.device
+            )
         rows.jac[(o, i)][lo - first : hi - first] = part

@@ -47,7 +47,9 @@ class OutOfMemory(Exception):
         super().__init__(str(error))
         self.stats = stats
         self.asked = asked
-        self.message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.message = (
+            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        )
 
 
 def plan_chunk(*, budget_bytes: int, item_elements: int, itemsize: int, total: int) -> ChunkStats:

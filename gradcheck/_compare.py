@@ -17,7 +17,11 @@ WORST_ELEMENTS = 10  # how many of the worst elements every pair report keeps
 BLOCK_ELEMENTS = 1 << 16
 
 # Each comparison `left ~ right`; the right-hand side is the reference rtol scales with.
-_SIDES = (("autograd~numerical", "a", "n"), ("expected~autograd", "e", "a"), ("expected~numerical", "e", "n"))
+_SIDES = (
+    ("autograd~numerical", "a", "n"),
+    ("expected~autograd", "e", "a"),
+    ("expected~numerical", "e", "n"),
+)
 # For each blame, the ratio that says by what factor the blamed side is off.
 _RATIOS = {Blame.EXPECTED: ("e", "a"), Blame.AUTOGRAD: ("a", "n"), Blame.NUMERICAL: ("n", "a")}
 
@@ -84,7 +88,15 @@ def compare_pair(data: PairData, *, detail_limit: int) -> PairReport:
     for start in range(0, numel, BLOCK_ELEMENTS):
         stop = min(numel, start + BLOCK_ELEMENTS)
         block = {k: v[start:stop] for k, v in values.items()}
-        _block(block, start, None if kinks is None else kinks[start:stop], data, tally, small, detail_limit)
+        _block(
+            block,
+            start,
+            None if kinks is None else kinks[start:stop],
+            data,
+            tally,
+            small,
+            detail_limit,
+        )
     return _pair_report(data, values, tally, small, detail_limit)
 
 
@@ -109,7 +121,9 @@ def _block(
         side_failed = diff > tol
         side.failed += int(side_failed.sum())
         side.max_abs = max(side.max_abs, float(diff.max()))
-        side.max_rel = max(side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max()))
+        side.max_rel = max(
+            side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max())
+        )
         side.max_violation = max(side.max_violation, float(over.max()))
         failed = side_failed if failed is None else failed.logical_or_(side_failed)
         error = diff if error is None else torch.maximum(error, diff)
@@ -155,7 +169,9 @@ def _failing(
         if usable:
             ratio = top / bottom
             tally.ratio_low[blame] = min(tally.ratio_low.get(blame, math.inf), float(ratio.min()))
-            tally.ratio_high[blame] = max(tally.ratio_high.get(blame, -math.inf), float(ratio.max()))
+            tally.ratio_high[blame] = max(
+                tally.ratio_high.get(blame, -math.inf), float(ratio.max())
+            )
 
 
 def _pair_report(
@@ -189,8 +205,12 @@ def _pair_report(
         autograd=_listed(values["a"]) if small else None,
         numerical=_listed(values["n"]) if small else None,
         expected=_listed(e) if (small and e is not None) else None,
-        error=_listed(torch.cat(tally.error)) if (small and tally.error) else (() if small else None),
-        failed_mask=tuple(torch.cat(tally.mask).tolist()) if (small and tally.mask) else (() if small else None),
+        error=_listed(torch.cat(tally.error))
+        if (small and tally.error)
+        else (() if small else None),
+        failed_mask=tuple(torch.cat(tally.mask).tolist())
+        if (small and tally.mask)
+        else (() if small else None),
         constant_ratio=_constant_ratio(tally, blame),
     )
 
@@ -244,10 +264,22 @@ def _blame(tally: _Tally) -> str:
         return Blame.NUMERICAL if all_kinks else Blame.UNCLEAR
     # One comparison fails alone: blame the side farther from the third one.
     if ea:
-        return Blame.EXPECTED if worst["expected~numerical"] >= worst["autograd~numerical"] else Blame.AUTOGRAD
+        return (
+            Blame.EXPECTED
+            if worst["expected~numerical"] >= worst["autograd~numerical"]
+            else Blame.AUTOGRAD
+        )
     if an:
-        return Blame.AUTOGRAD if worst["expected~autograd"] >= worst["expected~numerical"] else Blame.NUMERICAL
-    return Blame.EXPECTED if worst["expected~autograd"] >= worst["autograd~numerical"] else Blame.NUMERICAL
+        return (
+            Blame.AUTOGRAD
+            if worst["expected~autograd"] >= worst["expected~numerical"]
+            else Blame.NUMERICAL
+        )
+    return (
+        Blame.EXPECTED
+        if worst["expected~autograd"] >= worst["autograd~numerical"]
+        else Blame.NUMERICAL
+    )
 
 
 def _constant_ratio(tally: _Tally, blame: str) -> float | None:
@@ -261,7 +293,9 @@ def _constant_ratio(tally: _Tally, blame: str) -> float | None:
     return mid
 
 
-def _element(values: dict[str, torch.Tensor], shape: tuple[int, ...], k: int, data: PairData, tally: _Tally) -> Element:
+def _element(
+    values: dict[str, torch.Tensor], shape: tuple[int, ...], k: int, data: PairData, tally: _Tally
+) -> Element:
     at = {name: float(v[k]) for name, v in values.items()}
     diffs, rels, failed = [], [], False
     for side in tally.sides:

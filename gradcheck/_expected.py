@@ -98,7 +98,9 @@ def _flat_to_grid(
     )
 
 
-def _select(items: list[Any], chosen: Sequence[int], total: int, what: str, where: str) -> list[Any]:
+def _select(
+    items: list[Any], chosen: Sequence[int], total: int, what: str, where: str
+) -> list[Any]:
     """Keeps the entries of the chosen indices, given either all entries or only those."""
     if len(items) == len(chosen):
         return items

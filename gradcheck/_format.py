@@ -77,13 +77,15 @@ def _headline(report: Report) -> str:
 
 
 def _settings(report: Report) -> str:
-    expected = f", expected {report.expected_dtype}" if report.has_expected else ""
-    mode = " (fast mode: random projections)" if report.mode == "fast" else ""
-    return (
-        f"  {report.device}{mode}: autograd {report.autograd_dtype} ({report.autograd_method}), "
-        f"finite differences {report.numerical_dtype} ({report.numerical_method}, eps={report.eps:g})"
-        f"{expected}; pass when |a - b| <= atol + rtol*|b|, atol={report.atol:g} rtol={report.rtol:g}"
+    r = report
+    expected = f"; expected in {r.expected_dtype}" if r.has_expected else ""
+    mode = ", fast mode (random projections)" if r.mode == "fast" else ""
+    sides = (
+        f"autograd in {r.autograd_dtype} ({r.autograd_method}); finite differences in "
+        f"{r.numerical_dtype} ({r.numerical_method}, eps={r.eps:g}){expected}"
     )
+    rule = f"|a - b| <= atol + rtol*|b|, with atol={r.atol:g}, rtol={r.rtol:g}"
+    return f"  on {r.device}{mode}; {sides}\n  an element passes when {rule}"
 
 
 def _pair_table(report: Report) -> list[str]:
@@ -116,9 +118,9 @@ def _pair_detail(report: Report, pair: PairReport) -> list[str]:
     if pair.constant_ratio is not None and pair.blame in _RATIO_SIDES:
         side, ref = _RATIO_SIDES[pair.blame]
         lines.append(
-            f"  {_NAMES[side]} = {pair.constant_ratio:.6g} x {_NAMES[ref]} at every failing element "
-            f"({pair.failed_count} of {pair.numel}): a constant factor is off, e.g. a missing or "
-            "extra 1/n of a mean, or the 2 of a square."
+            f"  {_NAMES[side]} = {pair.constant_ratio:.6g} x {_NAMES[ref]} at every failing "
+            f"element ({pair.failed_count} of {pair.numel}): a constant factor is off, e.g. a "
+            "missing or extra 1/n of a mean, or the 2 of a square."
         )
     lines += _element_table(report, pair)
     return lines
@@ -160,8 +162,8 @@ def _explain_numerical(report: Report, pair: PairReport) -> str:
     if report.precision_floor > report.atol and pair.max_abs_error <= 10 * report.precision_floor:
         return (
             f"the disagreement is within the rounding floor of finite differences in "
-            f"{report.numerical_dtype} (about {report.precision_floor:.2g}): likely rounding, not a "
-            "wrong gradient (see the precision note below)."
+            f"{report.numerical_dtype} (about {report.precision_floor:.2g}): likely rounding, "
+            "not a wrong gradient (see the precision note below)."
         )
     return (
         "autograd and your expected gradient agree, but finite differences do not: the function "
@@ -176,6 +178,8 @@ def _element_table(report: Report, pair: PairReport) -> list[str]:
     header += ["abs error"] + ([f"{sides[0]}/{sides[1]}"] if sides else []) + [""]
     rows = []
     shown = [e for e in pair.worst_elements if e.failed]
+    if len(shown) == pair.failed_count:  # every failing element fits: show them in order
+        shown.sort(key=lambda e: e.index)
     for e in shown:
         values = {"autograd": e.autograd, "numerical": e.numerical, "expected": e.expected}
         row = [_index(e.index, report.mode), _num(e.autograd), _num(e.numerical)]
@@ -187,7 +191,10 @@ def _element_table(report: Report, pair: PairReport) -> list[str]:
         rows.append(row + ["FAIL"])
     lines = table(header, rows)
     if pair.failed_count > len(shown):
-        lines.append(f"  ... and {pair.failed_count - len(shown)} more failing element(s)")
+        lines.append(
+            f"  (the {len(shown)} worst of {pair.failed_count} failing elements; "
+            f"{pair.failed_count - len(shown)} more not shown)"
+        )
     return lines
 
 

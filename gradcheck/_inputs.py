@@ -116,7 +116,9 @@ def call_outputs(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[torch.Ten
     if isinstance(result, torch.Tensor):
         return (result,)
     if isinstance(result, (tuple, list)) and result:
-        bad = [(k, type(r).__name__) for k, r in enumerate(result) if not isinstance(r, torch.Tensor)]
+        bad = [
+            (k, type(r).__name__) for k, r in enumerate(result) if not isinstance(r, torch.Tensor)
+        ]
         if not bad:
             return tuple(result)
         k, name = bad[0]

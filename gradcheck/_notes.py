@@ -57,7 +57,8 @@ def precision_notes(
             f"errors up to about {roundoff:.2g} x max|f| / eps = {floor:.2g} per element, above "
             f"atol={atol:g}; disagreements of that size are rounding, not a wrong gradient. "
             f"Run with dtype=torch.float64 (the default), or raise eps towards {best:.1g} "
-            f"(the cube root of {num_label}'s unit roundoff, the best step for central differences)."
+            f"(the cube root of {num_label}'s unit roundoff, the best step for central "
+            "differences)."
         )
     for d in dict.fromkeys(autograd_dtypes):
         ag_roundoff = torch.finfo(d).eps

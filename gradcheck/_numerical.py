@@ -54,7 +54,9 @@ class _Slot:
         outs = call_outputs(self.fn, call)
         return tuple(outs[o] for o in self.checked)
 
-    def evaluate(self, cols: torch.Tensor, method: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    def evaluate(
+        self, cols: torch.Tensor, method: str
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """fn at x + eps e_j and x - eps e_j for each j in `cols`: (plus, minus) per output.
 
         Each tensor has one row per column j, flattened over the output's elements.
@@ -163,7 +165,9 @@ def _work(slot: _Slot, start: int, stop: int) -> None:
         _store(slot, j, j + 1, *slot.evaluate(cols[j - start : j - start + 1], "loop"))
 
 
-def _store(slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]) -> None:
+def _store(
+    slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]
+) -> None:
     """Writes columns [start, stop) of each output's Jacobian: row j of plus/minus is column j."""
     for o, yp, ym in zip(slot.checked, plus, minus):
         central = torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64))

@@ -74,7 +74,9 @@ class CheckOptions:
             raise InputError(f"seed must be an int, but got {self.seed!r}")
         budget = self.memory_budget
         if budget is not None and (not isinstance(budget, int) or budget < 1):
-            raise InputError(f"memory_budget must be a positive int (bytes) or None, but got {budget!r}")
+            raise InputError(
+                f"memory_budget must be a positive int (bytes) or None, but got {budget!r}"
+            )
         if not isinstance(self.detail_limit, int) or self.detail_limit < 0:
             raise InputError(f"detail_limit must be an int >= 0, but got {self.detail_limit!r}")
 
@@ -147,32 +149,51 @@ def resolve_budget(budget: int | None, device: torch.device) -> int:
     return max(1, min(CUDA_MEMORY_BUDGET, free // 4))
 
 
-def build_report(state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str) -> Report:
+def build_report(
+    state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str
+) -> Report:
     opts = state.opts
     num_dtype = state.num_args[state.diff[0]].dtype
     scale = max((float(y.abs().max()) for y in base if y.numel()), default=0.0)
     floor = rounding_floor(num_dtype, scale, opts.eps)
     notes = state.notes + precision_notes(
         autograd_dtypes=[state.args[i].dtype for i in state.diff],
-        numerical_dtype=num_dtype, max_input=_max_input(state), floor=floor, eps=opts.eps,
-        atol=opts.atol, rtol=opts.rtol,
+        numerical_dtype=num_dtype,
+        max_input=_max_input(state),
+        floor=floor,
+        eps=opts.eps,
+        atol=opts.atol,
+        rtol=opts.rtol,
     )
     pairs = [_floor_blame(p, floor, opts.atol) for p in pairs]
     stats = state.stats or ChunkStats(chunk_size=1, item_bytes=0)
     return Report(
-        passed=all(p.passed for p in pairs), mode="fast" if opts.fast else "full", pairs=tuple(pairs),
-        inputs=summarize(state.args, state.diff), outputs=summarize(state.outputs, state.checked),
-        device=str(state.device), autograd_dtype=dtype_label(state.args[i].dtype for i in state.diff),
+        passed=all(p.passed for p in pairs),
+        mode="fast" if opts.fast else "full",
+        pairs=tuple(pairs),
+        inputs=summarize(state.args, state.diff),
+        outputs=summarize(state.outputs, state.checked),
+        device=str(state.device),
+        autograd_dtype=dtype_label(state.args[i].dtype for i in state.diff),
         numerical_dtype=dtype_label(state.num_args[i].dtype for i in state.diff),
-        expected_dtype=state.expected_dtype, numerical_method=method, autograd_method=ag_method,
-        eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=floor, timings=state.clock.timings(),
+        expected_dtype=state.expected_dtype,
+        numerical_method=method,
+        autograd_method=ag_method,
+        eps=opts.eps,
+        atol=opts.atol,
+        rtol=opts.rtol,
+        precision_floor=floor,
+        timings=state.clock.timings(),
         memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, None),
         notes=tuple(notes),
     )
 
 
 def _max_input(state: RunState) -> float:
-    return max((float(state.num_args[i].abs().max()) for i in state.diff if state.num_args[i].numel()), default=0.0)
+    return max(
+        (float(state.num_args[i].abs().max()) for i in state.diff if state.num_args[i].numel()),
+        default=0.0,
+    )
 
 
 def _floor_blame(pair: PairReport, floor: float, atol: float) -> PairReport:
@@ -193,12 +214,22 @@ def oom_report(state: RunState, oom: OutOfMemory) -> Report:
     )
     opts = state.opts
     return Report(
-        passed=False, mode="fast" if opts.fast else "full", pairs=(), inputs=summarize(state.args, state.diff),
-        outputs=summarize(state.outputs, state.checked), device=str(state.device),
+        passed=False,
+        mode="fast" if opts.fast else "full",
+        pairs=(),
+        inputs=summarize(state.args, state.diff),
+        outputs=summarize(state.outputs, state.checked),
+        device=str(state.device),
         autograd_dtype=dtype_label(state.args[i].dtype for i in state.diff),
         numerical_dtype=dtype_label([opts.dtype or state.args[state.diff[0]].dtype]),
-        expected_dtype=state.expected_dtype, numerical_method="none", autograd_method="none",
-        eps=opts.eps, atol=opts.atol, rtol=opts.rtol, precision_floor=0.0, timings=state.clock.timings(),
+        expected_dtype=state.expected_dtype,
+        numerical_method="none",
+        autograd_method="none",
+        eps=opts.eps,
+        atol=opts.atol,
+        rtol=opts.rtol,
+        precision_floor=0.0,
+        timings=state.clock.timings(),
         memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, text),
         notes=tuple(state.notes),
     )

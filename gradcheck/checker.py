@@ -100,8 +100,15 @@ def check(
         True
     """
     opts = CheckOptions(
-        eps=eps, atol=atol, rtol=rtol, device=device, dtype=dtype, fast=fast,
-        memory_budget=memory_budget, detail_limit=detail_limit, seed=seed,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        device=device,
+        dtype=dtype,
+        fast=fast,
+        memory_budget=memory_budget,
+        detail_limit=detail_limit,
+        seed=seed,
     )
     report = run_check(fn, inputs, expected, opts).report
     if raise_exception and not report.passed:
@@ -111,10 +118,14 @@ def check(
     return report
 
 
-def run_check(fn: Callable[..., Any], inputs: Any, expected: Any, opts: CheckOptions) -> CheckOutcome:
+def run_check(
+    fn: Callable[..., Any], inputs: Any, expected: Any, opts: CheckOptions
+) -> CheckOutcome:
     """`check` without raising on failure, keeping the Jacobians for device comparison."""
     if not callable(fn):
-        raise InputError(f"fn must be callable (a function of the input tensors), got {type(fn).__name__}")
+        raise InputError(
+            f"fn must be callable (a function of the input tensors), got {type(fn).__name__}"
+        )
     args = as_tuple(inputs)
     device = resolve_device(opts.device, args)
     budget = resolve_budget(opts.memory_budget, device)
@@ -155,8 +166,14 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
         return CheckOutcome(report, {}, {})
     with state.clock("numerical"):
         nm = numerical_jacobian(
-            state.fn, state.num_args, state.diff, state.checked, base, eps=opts.eps,
-            budget_bytes=state.budget, device=state.device,
+            state.fn,
+            state.num_args,
+            state.diff,
+            state.checked,
+            base,
+            eps=opts.eps,
+            budget_bytes=state.budget,
+            device=state.device,
         )
     state.stats = nm.stats
     state.notes += nm.notes
@@ -180,10 +197,16 @@ def _full_pair(
     o, i = pair
     e = wanted.get(pair)
     data = PairData(
-        output_index=o, input_index=i, output_shape=tuple(state.outputs[o].shape),
-        input_shape=tuple(state.args[i].shape), autograd=ag.jac[pair].cpu(),
-        numerical=nm.jac[pair].cpu(), expected=None if e is None else e.reshape(ag.jac[pair].shape).cpu(),
-        kinks=None, atol=state.opts.atol, rtol=state.opts.rtol,
+        output_index=o,
+        input_index=i,
+        output_shape=tuple(state.outputs[o].shape),
+        input_shape=tuple(state.args[i].shape),
+        autograd=ag.jac[pair].cpu(),
+        numerical=nm.jac[pair].cpu(),
+        expected=None if e is None else e.reshape(ag.jac[pair].shape).cpu(),
+        kinks=None,
+        atol=state.opts.atol,
+        rtol=state.opts.rtol,
     )
     report = compare_pair(data, detail_limit=state.opts.detail_limit)
     if report.passed:
@@ -193,8 +216,15 @@ def _full_pair(
     central = nm.jac[pair][:, cols.to(state.device)]
     limit = state.opts.atol + state.opts.rtol * central.abs() + 4 * nm.floors[o]
     found = kink_mask(
-        state.fn, state.num_args, pair, state.checked, base[state.checked.index(o)],
-        cols.to(state.device), eps=state.opts.eps, method=nm.method, limit=limit,
+        state.fn,
+        state.num_args,
+        pair,
+        state.checked,
+        base[state.checked.index(o)],
+        cols.to(state.device),
+        eps=state.opts.eps,
+        method=nm.method,
+        limit=limit,
     )
     kinks = torch.zeros(state.outputs[o].numel(), n_in, dtype=torch.bool)
     kinks[:, cols] = found.cpu()
@@ -242,19 +272,29 @@ def _expected(state: RunState, expected: Any) -> dict[Pair, torch.Tensor]:
         for i in state.diff
     }
     return normalize_expected(
-        value, outputs=state.checked, inputs=state.diff, n_outputs=len(state.outputs),
-        n_inputs=len(state.args), shapes=shapes, device=state.device,
+        value,
+        outputs=state.checked,
+        inputs=state.diff,
+        n_outputs=len(state.outputs),
+        n_inputs=len(state.args),
+        shapes=shapes,
+        device=state.device,
     )
 
 
 def _fast_pairs(
-    state: RunState, outs: Sequence[torch.Tensor], leaves: Sequence[Any], base: list[torch.Tensor], wanted: dict[Pair, torch.Tensor]
+    state: RunState,
+    outs: Sequence[torch.Tensor],
+    leaves: Sequence[Any],
+    base: list[torch.Tensor],
+    wanted: dict[Pair, torch.Tensor],
 ) -> list[PairData]:
     opts = state.opts
     proj = random_projections(
         {o: state.outputs[o].numel() for o in state.checked},
         {i: state.args[i].numel() for i in state.diff},
-        seed=opts.seed, device=state.device,
+        seed=opts.seed,
+        device=state.device,
     )
     with state.clock("autograd"):
         analytic = analytic_projections(outs, leaves, state.diff, state.checked, proj)
@@ -263,8 +303,17 @@ def _fast_pairs(
 
     def work(start: int, stop: int) -> None:
         result[:] = project_fast(
-            state.fn, analytic, state.num_args, base, diff=state.diff, checked=state.checked,
-            expected=wanted, proj=proj, eps=opts.eps, atol=opts.atol, rtol=opts.rtol,
+            state.fn,
+            analytic,
+            state.num_args,
+            base,
+            diff=state.diff,
+            checked=state.checked,
+            expected=wanted,
+            proj=proj,
+            eps=opts.eps,
+            atol=opts.atol,
+            rtol=opts.rtol,
         )
 
     with state.clock("numerical"):
@@ -276,5 +325,3 @@ def _fast_pairs(
         "fast=False to see which elements disagree."
     )
     return result
-
-

@@ -59,14 +59,23 @@ class DeviceComparison:
 
     def __str__(self) -> str:
         word = "AGREE" if self.agree else "DISAGREE"
-        own = "each device's own check passed" if all(r.passed for r in self.reports) else (
-            "failing on " + ", ".join(d for d, r in zip(self.devices, self.reports) if not r.passed)
+        own = (
+            "each device's own check passed"
+            if all(r.passed for r in self.reports)
+            else (
+                "failing on "
+                + ", ".join(d for d, r in zip(self.devices, self.reports) if not r.passed)
+            )
         )
         lines = [f"compare_devices: gradients {word} across {', '.join(self.devices)} ({own})"]
         rows = [
-            [f"{d.output_index}/{d.input_index}", f"{self.devices[0]} vs {d.device}",
-             f"{d.autograd_max_abs_difference:.3g}", f"{d.numerical_max_abs_difference:.3g}",
-             "yes" if d.agree else "NO"]
+            [
+                f"{d.output_index}/{d.input_index}",
+                f"{self.devices[0]} vs {d.device}",
+                f"{d.autograd_max_abs_difference:.3g}",
+                f"{d.numerical_max_abs_difference:.3g}",
+                "yes" if d.agree else "NO",
+            ]
             for d in self.differences
         ]
         header = ["output/input", "devices", "autograd max diff", "numerical max diff", "agree"]
@@ -104,21 +113,30 @@ def compare_devices(
             "device= / raise_exception= options"
         )
     if isinstance(devices, (str, torch.device)) or len(devices) < 2:
-        raise InputError(f"devices must name two or more devices, e.g. ('cpu', 'cuda'); got {devices!r}")
+        raise InputError(
+            f"devices must name two or more devices, e.g. ('cpu', 'cuda'); got {devices!r}"
+        )
     resolved = [resolve_device(d, ()) for d in devices]
     base = CheckOptions(**options)
     outcomes = [
-        run_check(fn, inputs, expected, dataclasses.replace(base, device=device)) for device in resolved
+        run_check(fn, inputs, expected, dataclasses.replace(base, device=device))
+        for device in resolved
     ]
     differences = tuple(
-        diff for device, outcome in zip(resolved[1:], outcomes[1:])
+        diff
+        for device, outcome in zip(resolved[1:], outcomes[1:])
         for diff in _differences(str(device), outcomes[0], outcome, base)
     )
     reports = tuple(o.report for o in outcomes)
     agree = bool(differences) and all(d.agree for d in differences)
     return DeviceComparison(
-        devices=tuple(str(d) for d in resolved), reports=reports, differences=differences,
-        agree=agree, passed=agree and all(r.passed for r in reports), atol=base.atol, rtol=base.rtol,
+        devices=tuple(str(d) for d in resolved),
+        reports=reports,
+        differences=differences,
+        agree=agree,
+        passed=agree and all(r.passed for r in reports),
+        atol=base.atol,
+        rtol=base.rtol,
     )
 
 

@@ -38,7 +38,9 @@ def test_every_public_name_imports(name: str) -> None:
 
 
 def test_an_unknown_name_is_an_attribute_error_listing_the_public_ones() -> None:
-    with pytest.raises(AttributeError, match=r"module 'gradcheck' has no attribute 'chek'; its public names are"):
+    with pytest.raises(
+        AttributeError, match=r"module 'gradcheck' has no attribute 'chek'; its public names are"
+    ):
         gradcheck.chek  # noqa: B018
 
 

@@ -60,7 +60,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("fn_class", "passes", "fd_method"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("fn_class", "passes", "fd_method"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_verdict_and_blame(fn_class: Any, passes: bool, fd_method: str) -> None:
     report = check(fn_class.apply, X.clone().requires_grad_(), expected=lambda x: torch.diag(2 * x))
 

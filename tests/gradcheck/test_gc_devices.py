@@ -44,15 +44,23 @@ def one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
         ("AUTO", torch.device("cpu")),
     ],
 )
-def test_device_names_resolve_without_a_gpu(asked: Any, expected: torch.device, no_gpu: None) -> None:
+def test_device_names_resolve_without_a_gpu(
+    asked: Any, expected: torch.device, no_gpu: None
+) -> None:
     assert resolve_device(asked, (_x(),)) == expected
 
 
 @pytest.mark.parametrize(
     ("asked", "expected"),
-    [("cuda", torch.device("cuda")), ("cuda:0", torch.device("cuda", 0)), ("auto", torch.device("cuda"))],
+    [
+        ("cuda", torch.device("cuda")),
+        ("cuda:0", torch.device("cuda", 0)),
+        ("auto", torch.device("cuda")),
+    ],
 )
-def test_cuda_names_resolve_when_a_gpu_is_there(asked: str, expected: torch.device, one_gpu: None) -> None:
+def test_cuda_names_resolve_when_a_gpu_is_there(
+    asked: str, expected: torch.device, one_gpu: None
+) -> None:
     assert resolve_device(asked, ()) == expected
 
 
@@ -61,7 +69,10 @@ def test_cuda_names_resolve_when_a_gpu_is_there(asked: str, expected: torch.devi
     [
         ("gpu", r"device='gpu' is not a device name: expected 'cpu', 'cuda', 'cuda:N'"),
         ("cuda:x", r"is not a device name"),
-        ("cuda", r"asks for CUDA, but torch.cuda.is_available\(\) is False .* Use device='cpu', or device='auto'"),
+        (
+            "cuda",
+            r"asks for CUDA, but torch.cuda.is_available\(\) is False .* Use device='cpu', or device='auto'",
+        ),
         ("cuda:1", r"asks for CUDA, but torch.cuda.is_available\(\) is False"),
     ],
 )
@@ -71,7 +82,9 @@ def test_unusable_devices_are_clear_errors(asked: str, message: str, no_gpu: Non
 
 
 def test_a_gpu_index_that_does_not_exist_says_how_many_there_are(one_gpu: None) -> None:
-    with pytest.raises(DeviceError, match=r"asks for GPU 3, but this machine has 1 GPU\(s\), numbered 0 to 0"):
+    with pytest.raises(
+        DeviceError, match=r"asks for GPU 3, but this machine has 1 GPU\(s\), numbered 0 to 0"
+    ):
         resolve_device("cuda:3", ())
 
 
@@ -99,14 +112,18 @@ def test_a_function_that_mixes_devices_itself_gets_an_explanation() -> None:
             "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
         )
 
-    with pytest.raises(DeviceError, match=r"the function mixes devices: the check ran its inputs on cpu") as caught:
+    with pytest.raises(
+        DeviceError, match=r"the function mixes devices: the check ran its inputs on cpu"
+    ) as caught:
         check(fn, _x())
     assert isinstance(caught.value.__cause__, RuntimeError)
     assert "move it with .to('cpu')" in str(caught.value)
 
 
 def test_compare_devices_on_two_cpus_agrees() -> None:
-    result = compare_devices(_seed, _x(), devices=("cpu", "cpu"), expected=lambda x: 2 * (x + 2) / 3)
+    result = compare_devices(
+        _seed, _x(), devices=("cpu", "cpu"), expected=lambda x: 2 * (x + 2) / 3
+    )
 
     assert result.agree and result.passed
     assert result.devices == ("cpu", "cpu")
@@ -117,7 +134,9 @@ def test_compare_devices_on_two_cpus_agrees() -> None:
     assert json.loads(json.dumps(result.to_dict(), allow_nan=False))["agree"] is True
 
 
-def test_compare_devices_flags_gradients_that_differ_across_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_devices_flags_gradients_that_differ_across_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Simulates a second device whose kernels are 1% off: each check passes, yet they disagree."""
     real = devices_module.run_check
     calls: list[str] = []
@@ -179,6 +198,8 @@ def test_none_keeps_cuda_inputs_on_cuda() -> None:
 @pytest.mark.cuda
 def test_cpu_and_cuda_agree() -> None:
     w = torch.linspace(-1, 1, 12, dtype=D).reshape(4, 3)
-    result = compare_devices(lambda w, x: torch.tanh(w @ x), (w, torch.ones(3, dtype=D)), devices=("cpu", "cuda"))
+    result = compare_devices(
+        lambda w, x: torch.tanh(w @ x), (w, torch.ones(3, dtype=D)), devices=("cpu", "cuda")
+    )
 
     assert result.agree and result.passed, str(result)

@@ -46,7 +46,9 @@ def test_hierarchy(error: type, bases: tuple[type, ...]) -> None:
 
 
 def test_raise_exception_raises_with_the_report() -> None:
-    with pytest.raises(GradientMismatchError, match="the hand derivation \\(expected\\) is likely wrong") as caught:
+    with pytest.raises(
+        GradientMismatchError, match="the hand derivation \\(expected\\) is likely wrong"
+    ) as caught:
         check(_seed, _x(), expected=lambda x: 2 * (x + 2), raise_exception=True)
     assert caught.value.report.pair(0, 0).constant_ratio == pytest.approx(3.0)
 
@@ -64,10 +66,14 @@ class Boom(Exception):
     ("fn", "expected"),
     [
         pytest.param(lambda x: (_ for _ in ()).throw(Boom("bug in fn")), None, id="fn"),
-        pytest.param(_seed, lambda x: (_ for _ in ()).throw(Boom("bug in expected")), id="expected"),
+        pytest.param(
+            _seed, lambda x: (_ for _ in ()).throw(Boom("bug in expected")), id="expected"
+        ),
     ],
 )
-def test_bugs_in_user_code_propagate_unchanged(fn: Any, expected: Any, raise_exception: bool) -> None:
+def test_bugs_in_user_code_propagate_unchanged(
+    fn: Any, expected: Any, raise_exception: bool
+) -> None:
     with pytest.raises(Boom, match="bug in"):
         check(fn, _x(), expected=expected, raise_exception=raise_exception)
 
@@ -90,22 +96,49 @@ def test_a_bug_only_at_perturbed_points_propagates_too() -> None:
     [
         (_seed, 5, {}, r"inputs must be a tensor or a tuple of tensors, but got int"),
         (_seed, (), {}, r"inputs is empty"),
-        (_seed, torch.tensor([1, 2]), {}, r"no input can be differentiated: expected at least one floating-point tensor, found input 0: torch.int64"),
+        (
+            _seed,
+            torch.tensor([1, 2]),
+            {},
+            r"no input can be differentiated: expected at least one floating-point tensor, found input 0: torch.int64",
+        ),
         (lambda x: [x.sum(), 1.0], _x(), {}, r"its output 1 is a float"),
-        (lambda x: "y", _x(), {}, r"fn must return a tensor or a tuple of tensors, but it returned str"),
-        (lambda x: x.argmax(), _x(), {}, r"fn returned no floating-point output \(found torch.int64\)"),
+        (
+            lambda x: "y",
+            _x(),
+            {},
+            r"fn must return a tensor or a tuple of tensors, but it returned str",
+        ),
+        (
+            lambda x: x.argmax(),
+            _x(),
+            {},
+            r"fn returned no floating-point output \(found torch.int64\)",
+        ),
         ("not a function", _x(), {}, r"fn must be callable"),
         (_seed, _x(), {"eps": 0.0}, r"eps must be > 0"),
         (_seed, _x(), {"atol": -1.0}, r"atol must be a finite number >= 0, but got -1.0"),
         (_seed, _x(), {"rtol": float("nan")}, r"rtol must be a finite number >= 0"),
         (_seed, _x(), {"dtype": torch.int64}, r"dtype must be a floating torch dtype"),
-        (_seed, _x(), {"memory_budget": 0}, r"memory_budget must be a positive int \(bytes\) or None, but got 0"),
+        (
+            _seed,
+            _x(),
+            {"memory_budget": 0},
+            r"memory_budget must be a positive int \(bytes\) or None, but got 0",
+        ),
         (_seed, _x(), {"detail_limit": -1}, r"detail_limit must be an int >= 0"),
         (_seed, _x(), {"seed": 1.5}, r"seed must be an int"),
-        (lambda z: z.abs().sum(), torch.ones(2, dtype=torch.complex128, requires_grad=True), {}, r"input 0 is complex"),
+        (
+            lambda z: z.abs().sum(),
+            torch.ones(2, dtype=torch.complex128, requires_grad=True),
+            {},
+            r"input 0 is complex",
+        ),
     ],
 )
-def test_input_errors_say_what_was_expected(fn: Any, inputs: Any, options: dict[str, Any], message: str) -> None:
+def test_input_errors_say_what_was_expected(
+    fn: Any, inputs: Any, options: dict[str, Any], message: str
+) -> None:
     with pytest.raises(InputError, match=message):
         check(fn, inputs, **options)
 
@@ -113,8 +146,14 @@ def test_input_errors_say_what_was_expected(fn: Any, inputs: Any, options: dict[
 @pytest.mark.parametrize(
     ("expected", "message"),
     [
-        ((torch.ones(3), torch.ones(3)), r"expected has 2 entries, but the check has 1 checked output\(s\) and 1 differentiated input\(s\)"),
-        (((torch.ones(3),), (torch.ones(3),)), r"expected\[output\] has 2 entries, but there are 1 checked outputs"),
+        (
+            (torch.ones(3), torch.ones(3)),
+            r"expected has 2 entries, but the check has 1 checked output\(s\) and 1 differentiated input\(s\)",
+        ),
+        (
+            ((torch.ones(3),), (torch.ones(3),)),
+            r"expected\[output\] has 2 entries, but there are 1 checked outputs",
+        ),
         ("2*(x+2)/3", r"expected must be a tensor .* Found a str"),
         (torch.ones(3, 3), r"has shape \(3, 3\), but output 0 has shape \(\)"),
     ],

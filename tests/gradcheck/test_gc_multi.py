@@ -27,7 +27,9 @@ def _f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     [
         pytest.param(lambda x, y: (y, x + 2 * y), id="per-input-callable"),
         pytest.param((torch.tensor([3.0, -1.0]), torch.tensor([7.0, 0.0])), id="per-input-tensors"),
-        pytest.param(((torch.tensor([3.0, -1.0]), torch.tensor([7.0, 0.0])),), id="nested-one-output"),
+        pytest.param(
+            ((torch.tensor([3.0, -1.0]), torch.tensor([7.0, 0.0])),), id="nested-one-output"
+        ),
     ],
 )
 def test_one_output_two_inputs(expected: Any) -> None:
@@ -38,7 +40,9 @@ def test_one_output_two_inputs(expected: Any) -> None:
 
 
 def test_only_inputs_requiring_grad_are_differentiated() -> None:
-    report = check(_f, _xy((False, True)), expected=(None, lambda_value := torch.tensor([7.0, 0.0])))
+    report = check(
+        _f, _xy((False, True)), expected=(None, lambda_value := torch.tensor([7.0, 0.0]))
+    )
 
     assert [(p.output_index, p.input_index) for p in report.pairs] == [(0, 1)]
     assert report.pair(0, 1).expected == pytest.approx(lambda_value.tolist())
@@ -59,7 +63,10 @@ def test_two_outputs_one_input_and_nested_expected() -> None:
         return torch.sin(x), (x**2).sum()
 
     report = check(fn, x, expected=lambda x: (torch.diag(torch.cos(x)), 2 * x))
-    assert report.passed and [(p.output_index, p.input_index) for p in report.pairs] == [(0, 0), (1, 0)]
+    assert report.passed and [(p.output_index, p.input_index) for p in report.pairs] == [
+        (0, 0),
+        (1, 0),
+    ]
     assert report.pair(0, 0).shape == (2, 2) and report.pair(1, 0).shape == (2,)
 
 
@@ -86,7 +93,9 @@ def test_integer_outputs_and_non_tensor_inputs_pass_through() -> None:
 
 
 def test_an_output_cut_from_the_graph_is_noted_and_blamed_on_autograd() -> None:
-    report = check(lambda x: torch.sin(x).detach() * 2, torch.tensor([0.1, 0.2], dtype=D, requires_grad=True))
+    report = check(
+        lambda x: torch.sin(x).detach() * 2, torch.tensor([0.1, 0.2], dtype=D, requires_grad=True)
+    )
 
     assert not report.passed and report.pair(0, 0).blame == "autograd"
     assert any("output 0 does not require grad" in n for n in report.notes)

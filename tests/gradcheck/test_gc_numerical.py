@@ -18,23 +18,39 @@ W = torch.linspace(-1, 1, 12, dtype=D).reshape(4, 3)
 SMOOTH: list[tuple[str, Callable[..., Any], tuple[torch.Tensor, ...]]] = [
     ("elementwise", lambda x: torch.sin(x) * x**2, (torch.linspace(-2, 2, 7, dtype=D),)),
     ("tanh-Wx", lambda x: torch.tanh(W @ x), (torch.tensor([0.3, -0.2, 0.9], dtype=D),)),
-    ("softmax-2d", lambda x: torch.softmax(x, dim=1), (torch.linspace(-1, 1, 6, dtype=D).reshape(2, 3),)),
+    (
+        "softmax-2d",
+        lambda x: torch.softmax(x, dim=1),
+        (torch.linspace(-1, 1, 6, dtype=D).reshape(2, 3),),
+    ),
     ("two-outputs", lambda x: (x.exp(), x.sum() ** 2), (torch.linspace(0, 1, 5, dtype=D),)),
 ]
 
 
-def _jacobians(fn: Callable[..., Any], args: tuple[torch.Tensor, ...]) -> tuple[dict[Any, torch.Tensor], str]:
+def _jacobians(
+    fn: Callable[..., Any], args: tuple[torch.Tensor, ...]
+) -> tuple[dict[Any, torch.Tensor], str]:
     outs = fn(*args)
     outs = outs if isinstance(outs, tuple) else (outs,)
     result = numerical_jacobian(
-        fn, args, (0,), tuple(range(len(outs))), outs, eps=1e-6, budget_bytes=2**20, device=torch.device("cpu")
+        fn,
+        args,
+        (0,),
+        tuple(range(len(outs))),
+        outs,
+        eps=1e-6,
+        budget_bytes=2**20,
+        device=torch.device("cpu"),
     )
     return result.jac, result.method
 
 
 @pytest.mark.parametrize(("fn", "args"), [c[1:] for c in SMOOTH], ids=[c[0] for c in SMOOTH])
 def test_vmap_and_loop_give_the_same_jacobian(
-    fn: Callable[..., Any], args: tuple[torch.Tensor, ...], monkeypatch: pytest.MonkeyPatch, record_property: Any
+    fn: Callable[..., Any],
+    args: tuple[torch.Tensor, ...],
+    monkeypatch: pytest.MonkeyPatch,
+    record_property: Any,
 ) -> None:
     batched, batched_method = _jacobians(fn, args)
 
@@ -55,14 +71,20 @@ def test_vmap_and_loop_give_the_same_jacobian(
     ("fn", "reason"),
     [
         pytest.param(lambda x: x * x.sum().item(), ".item()", id="item"),
-        pytest.param(lambda x: x**2 if x.sum() > 0 else -x, "data-dependent control flow", id="control-flow"),
+        pytest.param(
+            lambda x: x**2 if x.sum() > 0 else -x, "data-dependent control flow", id="control-flow"
+        ),
     ],
 )
-def test_functions_vmap_cannot_take_fall_back_to_the_loop_with_a_note(fn: Callable[..., Any], reason: str) -> None:
+def test_functions_vmap_cannot_take_fall_back_to_the_loop_with_a_note(
+    fn: Callable[..., Any], reason: str
+) -> None:
     report = check(fn, torch.tensor([0.5, 1.0, 1.5], dtype=D, requires_grad=True))
 
     assert report.numerical_method == "loop"
-    note = next(n for n in report.notes if n.startswith("finite differences ran one element at a time"))
+    note = next(
+        n for n in report.notes if n.startswith("finite differences ran one element at a time")
+    )
     assert reason in note
 
 
@@ -71,7 +93,11 @@ def test_loop_fallback_still_finds_the_right_gradient() -> None:
         scale = 2.0 if x.sum().item() > 0 else 3.0  # .item(): not vmappable, but differentiable
         return scale * x**2
 
-    report = check(scaled, torch.tensor([0.5, 1.0], dtype=D, requires_grad=True), expected=lambda x: torch.diag(4 * x))
+    report = check(
+        scaled,
+        torch.tensor([0.5, 1.0], dtype=D, requires_grad=True),
+        expected=lambda x: torch.diag(4 * x),
+    )
 
     assert report.passed and report.numerical_method == "loop"
     assert report.pair(0, 0).numerical == pytest.approx([2.0, 0.0, 0.0, 4.0], abs=1e-8)
@@ -118,7 +144,9 @@ def test_out_of_memory_halves_the_chunk_and_retries(monkeypatch: pytest.MonkeyPa
 def test_cpu_allocator_failures_are_retried_too(monkeypatch: pytest.MonkeyPatch) -> None:
     def cpu_oom(self: Any, cols: torch.Tensor, method: str) -> Any:
         if cols.numel() > 2:
-            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 800000 bytes")
+            raise RuntimeError(
+                "DefaultCPUAllocator: can't allocate memory: you tried to allocate 800000 bytes"
+            )
         return real(self, cols, method)
 
     real = numerical._Slot.evaluate
@@ -128,7 +156,9 @@ def test_cpu_allocator_failures_are_retried_too(monkeypatch: pytest.MonkeyPatch)
     assert report.passed and report.memory.chunk_size == 2
 
 
-def test_out_of_memory_at_one_element_is_reported_with_the_amount(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_out_of_memory_at_one_element_is_reported_with_the_amount(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _oom_above(0, CUDA_OOM, monkeypatch)
     x = torch.linspace(0, 1, 4, dtype=D, requires_grad=True)
     report = check(torch.sin, x)
@@ -155,7 +185,11 @@ MIB = 2**20
     ],
 )
 def test_the_default_budget_depends_on_the_device(
-    budget: int | None, device: str, free: int | None, expected: int, monkeypatch: pytest.MonkeyPatch
+    budget: int | None,
+    device: str,
+    free: int | None,
+    expected: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from gradcheck._state import resolve_budget
 

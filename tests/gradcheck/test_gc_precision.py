@@ -28,7 +28,9 @@ def test_insisting_on_float32_explains_the_error_floor() -> None:
 
     assert not report.passed
     assert report.pair(0, 0).blame == Blame.NUMERICAL
-    assert report.precision_floor == pytest.approx(torch.finfo(torch.float32).eps * 12.667 / 1e-6, rel=1e-3)
+    assert report.precision_floor == pytest.approx(
+        torch.finfo(torch.float32).eps * 12.667 / 1e-6, rel=1e-3
+    )
     note = next(n for n in report.notes if n.startswith("precision floor"))
     assert "float32 with eps=1e-06" in note and "cube root" in note
     assert "within the rounding floor of finite differences in float32" in str(report)
@@ -54,7 +56,9 @@ def test_float16_inputs_still_get_float64_differences() -> None:
     x = torch.tensor([1.0, 2.0], dtype=torch.float16, requires_grad=True)
     report = check(lambda x: x * 3, x)
 
-    assert report.passed and report.autograd_dtype == "float16" and report.numerical_dtype == "float64"
+    assert (
+        report.passed and report.autograd_dtype == "float16" and report.numerical_dtype == "float64"
+    )
 
 
 def test_a_function_with_its_own_float32_weights_falls_back_with_a_note() -> None:
@@ -64,5 +68,7 @@ def test_a_function_with_its_own_float32_weights_falls_back_with_a_note() -> Non
 
     assert report.numerical_dtype == "float32"
     assert report.passed, str(report)
-    note = next(n for n in report.notes if n.startswith("finite differences could not run in float64"))
+    note = next(
+        n for n in report.notes if n.startswith("finite differences could not run in float64")
+    )
     assert "module.double()" in note

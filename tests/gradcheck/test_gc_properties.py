@@ -34,7 +34,9 @@ def test_the_exact_jacobian_of_a_linear_map_passes(case: tuple[torch.Tensor, tor
 
 @settings(max_examples=25, deadline=None)
 @given(linear_maps(), st.data())
-def test_one_wrong_element_is_found_and_blamed_on_expected(case: tuple[torch.Tensor, torch.Tensor], data: st.DataObject) -> None:
+def test_one_wrong_element_is_found_and_blamed_on_expected(
+    case: tuple[torch.Tensor, torch.Tensor], data: st.DataObject
+) -> None:
     a, x = case
     row, col = data.draw(st.integers(0, a.shape[0] - 1)), data.draw(st.integers(0, a.shape[1] - 1))
     wrong = a.clone()

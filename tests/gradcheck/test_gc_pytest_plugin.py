@@ -26,7 +26,9 @@ def test_the_fixture_checks_the_seed_in_one_line(gradcheck: GradientChecker) -> 
 
 
 def test_the_fixture_fails_with_the_readable_report(gradcheck: GradientChecker) -> None:
-    with pytest.raises(AssertionError, match=r"the hand derivation \(expected\) is likely wrong") as caught:
+    with pytest.raises(
+        AssertionError, match=r"the hand derivation \(expected\) is likely wrong"
+    ) as caught:
         gradcheck(_seed, X, expected=lambda x: 2 * (x + 2))
     assert isinstance(caught.value, GradientAssertionError)
     assert caught.value.report.pair(0, 0).constant_ratio == pytest.approx(3.0)
@@ -63,6 +65,8 @@ def test_loading_the_plugin_does_not_import_torch_and_gradcheck_not_graphviz_app
         "check(lambda x: x.sum(), torch.ones(2))\n"
         "print('graphviz_app' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
 
     assert out.stdout.split() == ["False", "False"]

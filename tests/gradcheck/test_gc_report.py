@@ -15,14 +15,49 @@ from gradcheck.report import SCHEMA_VERSION
 D = torch.float64
 
 TOP_KEYS = {
-    "schema_version", "passed", "mode", "pairs", "inputs", "outputs", "device", "autograd_dtype",
-    "numerical_dtype", "expected_dtype", "numerical_method", "autograd_method", "eps", "atol", "rtol",
-    "precision_floor", "timings", "memory", "notes",
+    "schema_version",
+    "passed",
+    "mode",
+    "pairs",
+    "inputs",
+    "outputs",
+    "device",
+    "autograd_dtype",
+    "numerical_dtype",
+    "expected_dtype",
+    "numerical_method",
+    "autograd_method",
+    "eps",
+    "atol",
+    "rtol",
+    "precision_floor",
+    "timings",
+    "memory",
+    "notes",
 }
 PAIR_KEYS = {
-    "output_index", "input_index", "output_shape", "input_shape", "shape", "numel", "passed", "blame",
-    "max_abs_error", "max_rel_error", "failed_count", "worst", "worst_elements", "comparisons", "failed",
-    "kink_count", "autograd", "numerical", "expected", "error", "failed_mask", "constant_ratio",
+    "output_index",
+    "input_index",
+    "output_shape",
+    "input_shape",
+    "shape",
+    "numel",
+    "passed",
+    "blame",
+    "max_abs_error",
+    "max_rel_error",
+    "failed_count",
+    "worst",
+    "worst_elements",
+    "comparisons",
+    "failed",
+    "kink_count",
+    "autograd",
+    "numerical",
+    "expected",
+    "error",
+    "failed_mask",
+    "constant_ratio",
 }
 ELEMENT_KEYS = {"index", "autograd", "numerical", "expected", "abs_error", "rel_error", "failed"}
 
@@ -46,8 +81,20 @@ def test_to_dict_is_strict_json_with_the_documented_keys() -> None:
     assert set(data) == TOP_KEYS and data["schema_version"] == SCHEMA_VERSION
     assert set(data["pairs"][0]) == PAIR_KEYS
     assert set(data["pairs"][0]["worst"]) == ELEMENT_KEYS
-    assert set(data["timings"]) == {"autograd_s", "numerical_s", "expected_s", "compare_s", "total_s"}
-    assert set(data["memory"]) == {"budget_bytes", "chunk_size", "chunk_bytes", "oom_retries", "out_of_memory"}
+    assert set(data["timings"]) == {
+        "autograd_s",
+        "numerical_s",
+        "expected_s",
+        "compare_s",
+        "total_s",
+    }
+    assert set(data["memory"]) == {
+        "budget_bytes",
+        "chunk_size",
+        "chunk_bytes",
+        "oom_retries",
+        "out_of_memory",
+    }
     assert json.loads(text)["pairs"][0]["blame"] == "expected"
 
 
@@ -106,7 +153,10 @@ def test_the_report_holds_no_torch_objects_and_is_frozen() -> None:
 
 
 def test_pair_lookup_names_the_pairs_that_exist() -> None:
-    with pytest.raises(KeyError, match=r"no pair \(output 1, input 0\) in this report; the checked pairs are \[\(0, 0\)\]"):
+    with pytest.raises(
+        KeyError,
+        match=r"no pair \(output 1, input 0\) in this report; the checked pairs are \[\(0, 0\)\]",
+    ):
         _failing_matrix_report().pair(1, 0)
 
 
@@ -122,11 +172,17 @@ def test_text_shows_the_failing_element_and_its_values() -> None:
 
 def _factor_three_report(**options: Any) -> Report:
     x = torch.linspace(0, 2, 20, dtype=D, requires_grad=True)
-    return check(lambda x: ((x + 2) ** 2 + 3).mean(), x, expected=lambda x: 2 * (x + 2) / 20 * 3, **options)
+    return check(
+        lambda x: ((x + 2) ** 2 + 3).mean(), x, expected=lambda x: 2 * (x + 2) / 20 * 3, **options
+    )
 
 
-@pytest.mark.parametrize("make", [_failing_matrix_report, _factor_three_report], ids=["one-wrong", "factor-three"])
-def test_comparing_in_small_blocks_gives_the_same_report(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "make", [_failing_matrix_report, _factor_three_report], ids=["one-wrong", "factor-three"]
+)
+def test_comparing_in_small_blocks_gives_the_same_report(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import gradcheck._compare as compare
 
     whole = make().to_dict()

@@ -87,5 +87,8 @@ def test_expected_gradient_forms_all_pass(x: torch.Tensor, expected: object) -> 
 
 
 def test_expected_of_the_wrong_shape_names_both_shapes(x: torch.Tensor) -> None:
-    with pytest.raises(ShapeMismatchError, match=r"has shape \(1, 3\), but output 0 has shape \(\) and input 0 has shape \(3,\)"):
+    with pytest.raises(
+        ShapeMismatchError,
+        match=r"has shape \(1, 3\), but output 0 has shape \(\) and input 0 has shape \(3,\)",
+    ):
         check(seed_fn, x, expected=torch.ones(1, 3))

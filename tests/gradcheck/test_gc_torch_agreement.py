@@ -81,28 +81,62 @@ CORPUS: list[tuple[str, Callable[..., Any], Callable[[], tuple[torch.Tensor, ...
     ("tanh-Wx", lambda w, x: torch.tanh(w @ x), lambda: (_t(4, 3, seed=3), _t(3, seed=4)), True),
     ("softmax", lambda x: torch.softmax(x, dim=-1), lambda: (_t(2, 5),), True),
     ("log-softmax", lambda x: F.log_softmax(x, dim=0), lambda: (_t(6),), True),
-    ("conv1d", lambda x, w: F.conv1d(x, w), lambda: (_t(1, 2, 6, seed=5), _t(3, 2, 3, seed=6)), True),
-    ("conv2d", lambda x, w: F.conv2d(x, w, padding=1), lambda: (_t(1, 1, 4, 4, seed=8), _t(2, 1, 3, 3, seed=9)), True),
-    ("layer-norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), lambda: (_t(3, 4), _t(4, seed=1), _t(4, seed=2)), True),
+    (
+        "conv1d",
+        lambda x, w: F.conv1d(x, w),
+        lambda: (_t(1, 2, 6, seed=5), _t(3, 2, 3, seed=6)),
+        True,
+    ),
+    (
+        "conv2d",
+        lambda x, w: F.conv2d(x, w, padding=1),
+        lambda: (_t(1, 1, 4, 4, seed=8), _t(2, 1, 3, 3, seed=9)),
+        True,
+    ),
+    (
+        "layer-norm",
+        lambda x, w, b: F.layer_norm(x, (4,), w, b),
+        lambda: (_t(3, 4), _t(4, seed=1), _t(4, seed=2)),
+        True,
+    ),
     ("vector-norm", lambda x: torch.linalg.vector_norm(x), lambda: (_t(6),), True),
     ("frobenius-norm", lambda x: torch.linalg.matrix_norm(x), lambda: (_t(3, 3),), True),
     ("mse-loss", lambda x, y: F.mse_loss(x, y), lambda: (_t(5, seed=1), _t(5, seed=2)), True),
-    ("cross-entropy-int-target", lambda x, t: F.cross_entropy(x, t), lambda: (_t(3, 4), torch.tensor([0, 3, 1])), True),
+    (
+        "cross-entropy-int-target",
+        lambda x, t: F.cross_entropy(x, t),
+        lambda: (_t(3, 4), torch.tensor([0, 3, 1])),
+        True,
+    ),
     ("multi-input", lambda x, y: x * y + y**2, lambda: (_t(3, seed=1), _t(3, seed=2)), True),
-    ("multi-output", lambda x, y: (torch.sin(x), x * y.sum()), lambda: (_t(3, seed=1), _t(2, seed=2)), True),
+    (
+        "multi-output",
+        lambda x, y: (torch.sin(x), x * y.sum()),
+        lambda: (_t(3, seed=1), _t(2, seed=2)),
+        True,
+    ),
     ("non-contiguous", lambda x: (x * x.sum(0)).tanh(), lambda: (_noncontiguous_t(),), True),
     ("strided-slice", lambda x: x[::2].exp(), lambda: (_t(7),), True),
     ("custom-old-right", _Cube.apply, lambda: (_t(4),), True),
     ("custom-old-wrong", _CubeWrong.apply, lambda: (_t(4),), False),
     ("custom-new-right", _ExpNew.apply, lambda: (_t(4),), True),
     ("custom-new-wrong", _ExpNewWrong.apply, lambda: (_t(4, low=0.0, high=1.0),), False),
-    ("relu-at-kink", torch.relu, lambda: (torch.tensor([0.0, 1.0, -1.0], dtype=D, requires_grad=True),), False),
+    (
+        "relu-at-kink",
+        torch.relu,
+        lambda: (torch.tensor([0.0, 1.0, -1.0], dtype=D, requires_grad=True),),
+        False,
+    ),
     ("detach-bug", lambda x: x.detach() * x, lambda: (_t(3),), False),
 ]
 
 
-@pytest.mark.parametrize(("fn", "make", "torch_verdict"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS])
-def test_verdict_matches_torch_gradcheck(fn: Callable[..., Any], make: Callable[[], Any], torch_verdict: bool) -> None:
+@pytest.mark.parametrize(
+    ("fn", "make", "torch_verdict"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS]
+)
+def test_verdict_matches_torch_gradcheck(
+    fn: Callable[..., Any], make: Callable[[], Any], torch_verdict: bool
+) -> None:
     inputs = make()
     theirs = torch.autograd.gradcheck(fn, inputs, raise_exception=False)
     ours = check(fn, inputs)
@@ -111,7 +145,9 @@ def test_verdict_matches_torch_gradcheck(fn: Callable[..., Any], make: Callable[
     assert ours.passed is theirs, str(ours)
 
 
-@pytest.mark.parametrize(("fn", "make", "torch_verdict"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS])
+@pytest.mark.parametrize(
+    ("fn", "make", "torch_verdict"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS]
+)
 def test_fast_mode_verdict_matches_torch_fast_mode(
     fn: Callable[..., Any], make: Callable[[], Any], torch_verdict: bool
 ) -> None:
