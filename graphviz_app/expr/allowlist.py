@@ -27,6 +27,7 @@ __all__ = [
     "VALUE_ATTRIBUTES",
     "BUILTIN_FUNCTIONS",
     "RESERVED_NAMES",
+    "REFUSED_MODULES",
     "ALL_ATTRIBUTES",
     "refusal_reason",
 ]
@@ -164,7 +165,9 @@ _WHY = {
     "numpy": "numpy is not part of the language",
     "grad_fn": "autograd internals are shown in the drawn graph, not in expressions",
 }
-_MODULES = {"os", "sys", "numpy", "np", "subprocess", "shutil", "pathlib", "builtins", "io"}
+REFUSED_MODULES: frozenset[str] = frozenset(
+    {"os", "sys", "numpy", "np", "subprocess", "shutil", "pathlib", "builtins", "io", "importlib", "pickle", "socket"}
+)
 _BUILTINS_REFUSED = {
     "getattr", "setattr", "delattr", "hasattr", "open", "eval", "exec", "compile",
     "__import__", "globals", "locals", "vars", "dir", "type", "object", "input", "print",
@@ -184,7 +187,7 @@ def refusal_reason(name: str) -> str | None:
     """
     if name in _WHY:
         return _WHY[name]
-    if name in _MODULES:
+    if name in REFUSED_MODULES:
         return "expressions cannot reach modules other than torch"
     if name in _BUILTINS_REFUSED:
         return "expressions can only call the allow-listed tensor functions"

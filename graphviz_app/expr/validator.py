@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from .allowlist import (
     ALL_ATTRIBUTES,
     BUILTIN_FUNCTIONS,
     NAMESPACES,
+    REFUSED_MODULES,
     RESERVED_NAMES,
     refusal_reason,
 )
@@ -129,15 +131,39 @@ def _parse_syntax(source: str) -> ast.Module:
         ) from e
 
 
+@dataclass(frozen=True)
+class _Context:
+    limits: Limits
+    loop_iters: frozenset[int]  # ids of the range(...) calls that are loop heads
+
+
 def _check_tree(tree: ast.Module, program: Program, limits: Limits) -> None:
-    # Iterative, because the depth is exactly what has not been checked yet.
+    nodes = _walk(tree, program, limits)
+    ctx = _Context(limits, frozenset(id(n.iter) for n, _ in nodes if isinstance(n, ast.For)))
+    # Three passes, so the message names the most telling problem: a refused
+    # construct first (lambda, import), then a refused name (os, __class__),
+    # then anything else. Within a pass, the first in reading order wins; at
+    # one position the outermost construct (`lambda`, not its arguments) and
+    # the innermost name (`__class__` before `.system` in `x.__class__.system`).
+    for check, inner_first in ((_check_construct, False), (_check_names, True), (_check_rest, True)):
+        problems: list[tuple[int, int, int, int, ExprError]] = []
+        for seq, (node, depth) in enumerate(nodes):
+            try:
+                check(node, program, ctx)
+            except ExprError as e:
+                problems.append((e.line or 0, e.col or 0, -depth if inner_first else depth, seq, e))
+        if problems:
+            raise min(problems, key=lambda p: p[:4])[4]
+
+
+def _walk(tree: ast.Module, program: Program, limits: Limits) -> list[tuple[ast.AST, int]]:
+    """Every node with its depth; iterative, as the depth is not checked yet."""
     stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    loop_iters: set[int] = set()
-    count = 0
+    nodes: list[tuple[ast.AST, int]] = []
     while stack:
         node, depth = stack.pop()
-        count += 1
-        if count > limits.max_nodes:
+        nodes.append((node, depth))
+        if len(nodes) > limits.max_nodes:
             raise program.error(
                 node, f"the program has more than {limits.max_nodes:,} syntax nodes "
                 "(Limits.max_nodes): make it shorter", kind="limit",
@@ -147,40 +173,72 @@ def _check_tree(tree: ast.Module, program: Program, limits: Limits) -> None:
                 node, f"the program nests deeper than {limits.max_depth} levels "
                 "(Limits.max_depth): split it into assignments", kind="limit",
             )
-        _check_node(node, program, limits, loop_iters)
-        children = list(ast.iter_child_nodes(node))
-        stack.extend((child, depth + 1) for child in reversed(children))
+        stack.extend((child, depth + 1) for child in reversed(list(ast.iter_child_nodes(node))))
+    return nodes
 
 
-def _check_node(node: ast.AST, program: Program, limits: Limits, loop_iters: set[int]) -> None:
+def _check_construct(node: ast.AST, program: Program, ctx: _Context) -> None:
+    if not hasattr(node, "lineno"):
+        return  # operators, contexts, arguments...: judged with the node holding them
+    for op in _operators(node):
+        if type(op) in _REFUSED_NODES:
+            raise program.error(node, _REFUSED_NODES[type(op)])
     if type(node) in _REFUSED_NODES:
         raise program.error(node, _REFUSED_NODES[type(node)])
     if not isinstance(node, _ALLOWED_NODES):
         raise program.error(node, f"{type(node).__name__} is not part of the expression language")
-    if isinstance(node, ast.Name):
-        _check_identifier(node.id, node, program)
-        if isinstance(node.ctx, ast.Store) and node.id in RESERVED_NAMES:
-            raise program.error(node, f"{node.id} is a built-in name and cannot be assigned: pick another name")
-    elif isinstance(node, ast.Attribute):
-        _check_attribute(node, program)
-    elif isinstance(node, ast.Call):
-        _check_call(node, program, loop_iters)
-    elif isinstance(node, ast.keyword):
-        _check_keyword(node, program)
-    elif isinstance(node, ast.Constant):
-        _check_constant(node, program)
-    elif isinstance(node, ast.Compare):
+    if isinstance(node, ast.Compare):
         if len(node.ops) != 1:
             raise program.error(node, "chained comparisons like a < b < c are not allowed: write (a < b) & (b < c)")
         if not isinstance(node.ops[0], _ALLOWED_NODES):
             raise program.error(node, "only == != < <= > >= comparisons are allowed (not `is` or `in`)")
+    elif isinstance(node, ast.keyword) and node.arg is None:
+        raise program.error(node, "** unpacking is not allowed: write keyword arguments one by one")
+
+
+def _operators(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, (ast.BinOp, ast.AugAssign, ast.UnaryOp)):
+        return [node.op]
+    return []
+
+
+def _check_names(node: ast.AST, program: Program, ctx: _Context) -> None:
+    if isinstance(node, ast.Name):
+        _check_identifier(node.id, node, program)
+        if node.id in REFUSED_MODULES:
+            raise program.error(node, f"{node.id} is not available: {refusal_reason(node.id)}")
+        if isinstance(node.ctx, ast.Store) and node.id in RESERVED_NAMES:
+            raise program.error(node, f"{node.id} is a built-in name and cannot be assigned: pick another name")
+    elif isinstance(node, ast.Attribute):
+        if node.attr.startswith("_"):
+            raise program.error(
+                node, f"attribute names starting with _ are not allowed ({program.text(node.value)}.{node.attr}): "
+                "they reach Python internals",
+            )
+        _check_identifier(node.attr, node, program)
+    elif isinstance(node, ast.keyword) and node.arg is not None:
+        _check_identifier(node.arg, node, program)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        reason = refusal_reason(node.func.id)
+        if node.func.id not in BUILTIN_FUNCTIONS and reason is not None:
+            raise program.error(node, f"{node.func.id}() is not allowed: {reason}")
+
+
+def _check_rest(node: ast.AST, program: Program, ctx: _Context) -> None:
+    if isinstance(node, ast.Attribute):
+        _check_attribute(node, program)
+    elif isinstance(node, ast.Call):
+        _check_call(node, program, ctx.loop_iters)
+    elif isinstance(node, ast.keyword):
+        _check_keyword(node, program)
+    elif isinstance(node, ast.Constant):
+        _check_constant(node, program)
     elif isinstance(node, ast.Assign):
         _check_assign_targets(node, program)
     elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name):
         raise program.error(node, "augmented assignment needs a plain name on the left, e.g. total += loss")
     elif isinstance(node, ast.For):
-        _check_for(node, program, limits)
-        loop_iters.add(id(node.iter))
+        _check_for(node, program, ctx.limits)
 
 
 def _check_identifier(name: str, node: ast.AST, program: Program) -> None:
@@ -208,12 +266,7 @@ def _namespace_path(node: ast.AST) -> str | None:
 
 def _check_attribute(node: ast.Attribute, program: Program) -> None:
     attr = node.attr
-    if attr.startswith("_"):
-        node = _first_private(node)
-        shown = f"{program.text(node.value)}.{node.attr}"
-        raise program.error(node, f"attribute names starting with _ are not allowed ({shown}): they reach Python internals")
     shown = f"{program.text(node.value)}.{attr}"
-    _check_identifier(attr, node, program)
     path = _namespace_path(node.value)
     if path is not None:
         allowed = attr in NAMESPACES[path]
@@ -230,18 +283,7 @@ def _check_attribute(node: ast.Attribute, program: Program) -> None:
         )
 
 
-def _first_private(node: ast.Attribute) -> ast.Attribute:
-    """The leftmost `._name` in a chain such as `().__class__.__bases__[0]`."""
-    found = node
-    current: ast.AST = node
-    while isinstance(current, (ast.Attribute, ast.Subscript, ast.Call)):
-        if isinstance(current, ast.Attribute) and current.attr.startswith("_"):
-            found = current
-        current = current.func if isinstance(current, ast.Call) else current.value
-    return found
-
-
-def _check_call(node: ast.Call, program: Program, loop_iters: set[int]) -> None:
+def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int]) -> None:
     func = node.func
     if isinstance(func, ast.Attribute):
         return
@@ -260,9 +302,6 @@ def _check_call(node: ast.Call, program: Program, loop_iters: set[int]) -> None:
 
 
 def _check_keyword(node: ast.keyword, program: Program) -> None:
-    if node.arg is None:
-        raise program.error(node, "** unpacking is not allowed: write keyword arguments one by one")
-    _check_identifier(node.arg, node, program)
     if node.arg == "out":
         raise program.error(node, "out= is not allowed (it writes into an existing tensor): assign the result instead")
 
