@@ -20,9 +20,9 @@ from .guards import (
     check_int,
     check_sequence_length,
     meta_run,
-    nested_numel,
     tensors_in,
 )
+from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain
 
 __all__ = [
@@ -175,30 +175,36 @@ def _constructor_defaults(
     defaults: Defaults, what: str,
 ) -> dict[str, Any]:
     kwargs = dict(kwargs)
-    if name == "tensor" and values and defaults.budget is not None:
-        numel = nested_numel(values[0])
-        defaults.budget.before(what, numel, numel * 4)  # float32 or smaller, as a first estimate
     if defaults.device is not None and "device" not in kwargs:
         kwargs["device"] = defaults.device
-    meta = meta_run(fn, tuple(values), {**kwargs, "device": "meta"})
-    if isinstance(meta, torch.Tensor):
-        if defaults.budget is not None:
-            defaults.budget.before(what, meta.numel(), meta.numel() * meta.element_size())
-        wants = defaults.dtype
-        if wants is not None and "dtype" not in kwargs and meta.dtype.is_floating_point and meta.dtype != wants:
-            kwargs["dtype"] = wants
+    wants = defaults.dtype
+    if wants is not None and "dtype" not in kwargs and constructor_is_floating(name, values, kwargs):
+        kwargs["dtype"] = wants
+    if defaults.budget is not None:
+        numel = constructor_numel(name, values, kwargs)
+        if numel is not None:
+            itemsize = kwargs["dtype"].itemsize if isinstance(kwargs.get("dtype"), torch.dtype) else 8
+            defaults.budget.before(what, numel, numel * itemsize)
+        else:  # an unusual call: let torch size it without memory
+            precheck(lambda *a, **k: fn(*a, **{**k, "device": "meta"}), "meta", what, list(values),
+                     kwargs, defaults.budget, name=name)
     return kwargs
 
 
 def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
-              kwargs: dict[str, Any], budget: Budget) -> None:
+             kwargs: dict[str, Any], budget: Budget, *, name: str = "") -> None:
+    """Refuse a call whose output would break the limits, judged before running it."""
+    everything = [*values, *kwargs.values()]
+    size = max((t.element_size() for v in everything for t in tensors_in(v)), default=4)
     if growth == "broadcast":
-        everything = [*values, *kwargs.values()]
         numel = broadcast_numel(everything)
         if numel is not None:
-            size = max((t.element_size() for v in everything for t in tensors_in(v)), default=4)
             budget.before(what, numel, numel * size)
     elif growth == "meta":
+        numel = op_numel(name, values, kwargs)
+        if numel is not None:
+            budget.before(what, numel, numel * size)
+            return
         out = meta_run(fn, tuple(values), kwargs)
         for t in tensors_in(out):
             budget.before(what, t.numel(), t.numel() * t.element_size())
@@ -211,8 +217,9 @@ def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand]
     if budget is not None:
         budget.lists(what, [*values, *kwargs.values()])
     if budget is not None and growth != "ctor":
-        meta_fn = (lambda s, *a, **k: getattr(s, fn.__name__)(*a, **k)) if bound else fn
-        precheck(meta_fn, growth, what, values if bound else call_values, kwargs, budget)
+        name = fn.__name__
+        meta_fn = (lambda s, *a, **k: getattr(s, name)(*a, **k)) if bound else fn
+        precheck(meta_fn, growth, what, values if bound else call_values, kwargs, budget, name=name)
     try:
         result = fn(*call_values, **kwargs)
     except Refused:

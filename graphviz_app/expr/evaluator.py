@@ -225,7 +225,9 @@ class Interpreter:
             raise self.program.error(node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit")
         if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
             self._check_sequence_op(node, what, symbol, a, b)
-        return self._apply(node, what, fn, [left, right], growth="meta" if symbol == "@" else "broadcast")
+        if symbol == "@":
+            return self._apply(node, what, fn, [left, right], growth="meta", name="matmul")
+        return self._apply(node, what, fn, [left, right], growth="broadcast")
 
     def _check_sequence_op(self, node: ast.AST, what: str, symbol: str, a: Any, b: Any) -> None:
         if symbol == "+" and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
@@ -291,14 +293,14 @@ class Interpreter:
 
     # helpers ------------------------------------------------------------
     def _apply(self, node: ast.AST, what: str, fn: Callable[..., Any], operands: list[Operand],
-               *, growth: str = "same") -> Any:
+               *, growth: str = "same", name: str = "") -> Any:
         self._tick(node)
         values = [v for _, v in operands]
         budget = self.defaults.budget
         try:
             if budget is not None and any(True for v in values for _ in tensors_in(v)):
                 budget.lists(what, values)
-                precheck(fn, growth, what, values, {}, budget)
+                precheck(fn, growth, what, values, {}, budget, name=name)
             result = fn(*values)
             if budget is not None:
                 budget.after(what, result, values)

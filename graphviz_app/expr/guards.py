@@ -11,6 +11,7 @@ import torch
 
 from ..model import human_bytes
 from .limits import Limits
+from .shapes import nested_numel
 from .translate import cuda_unavailable_message
 
 __all__ = [
@@ -20,7 +21,6 @@ __all__ = [
     "check_int",
     "int_operation_fits",
     "check_sequence_length",
-    "nested_numel",
     "broadcast_numel",
     "meta_run",
     "check_device",
@@ -117,26 +117,6 @@ def check_sequence_length(length: int, what: str) -> None:
             f"{what} would make a list of {length:,} items; lists are for small literal data "
             f"(at most {MAX_SEQUENCE:,} items): use torch.zeros/ones/arange for large tensors"
         )
-
-
-def nested_numel(data: Any) -> int:
-    """Elements torch.tensor(data) would make, following the first item down.
-
-    Nested lists from a program can be shared many times (``[[0]*n]*n``), so
-    this multiplies lengths along the first-item path instead of visiting every
-    item; torch rejects ragged lists itself.
-    """
-    numel = 1
-    depth = 0
-    while isinstance(data, (list, tuple)) and depth < 64:
-        numel = min(numel * len(data), 2**62)  # shared sublists can claim 2**1000 items
-        if not data:
-            return 0
-        data = data[0]
-        depth += 1
-    if isinstance(data, torch.Tensor):
-        numel *= data.numel()
-    return numel
 
 
 def broadcast_numel(values: Iterable[Any]) -> int | None:

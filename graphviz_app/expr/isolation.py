@@ -64,14 +64,15 @@ class IsolatedRunner:
         memory_limit: Default bytes a job may add to its worker's address
             space (Linux; None for no limit).
         threads: Torch threads per worker.
-        preload: Modules the forkserver imports once, for fast worker starts.
+        preload: Modules the forkserver imports once, so workers start warm; keep
+            ``graphviz_app.expr.warm`` in the list and add the modules your jobs use.
         max_jobs_per_worker: Recycle a worker after this many jobs.
     """
 
     def __init__(
         self, *, workers: int = 2, max_workers: int = 4, time_limit: float = 10.0,
         memory_limit: int | None = 2 * 1024**3, threads: int = 1,
-        preload: Sequence[str] = ("torch", "graphviz_app.expr.api"), max_jobs_per_worker: int = 200,
+        preload: Sequence[str] = ("torch", "graphviz_app.expr.warm"), max_jobs_per_worker: int = 200,
     ) -> None:
         if not 1 <= workers <= max_workers:
             raise ValueError(f"need 1 <= workers <= max_workers, got workers={workers}, max_workers={max_workers}")

@@ -1,0 +1,35 @@
+"""Importing this module warms the lazily loaded parts of torch the evaluator uses.
+
+The isolated runner's forkserver imports it once, so every worker forked from
+it starts warm: the first shape check on torch's ``meta`` device alone imports
+hundreds of torch modules (seconds), which would otherwise land on the first
+job of every fresh worker and count against its time limit.
+"""
+
+from __future__ import annotations
+
+from .api import evaluate
+from .errors import ExprError
+
+__all__ = ["warm_up"]
+
+_PROGRAMS = (
+    "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()",
+    "x = torch.ones(3)\ntorch.einsum('i,j->ij', x, x).sum() + F.conv1d(x.reshape(1, 1, 3), torch.ones(1, 1, 2)).sum()",
+    "x = torch.ones(3)\nF.pad(x, (1, 0)).sum() + F.one_hot(torch.arange(3), 3).sum() + x.diag().sum() + x[[0, 1]].sum()",
+    "x = torch.ones(3)\ntorch.cdist(x[None], x[None]).sum() + F.interpolate(x.reshape(1, 1, 3), scale_factor=2.0).sum()",
+    "x = torch.ones(3, requires_grad=True)\n(F.softmax(x, dim=0) * custom.square(x)).sum() + F.mse_loss(x, x * 0)",
+)
+
+
+def warm_up() -> None:
+    """Run a few representative programs once (a few seconds, once per process)."""
+    for source in _PROGRAMS:
+        evaluate(source)
+    try:
+        evaluate("torch.ones(2) + torch.ones(3)")  # the error translation path
+    except ExprError:
+        pass
+
+
+warm_up()

@@ -1,0 +1,161 @@
+"""The isolated worker: results come back, runaway jobs are stopped, the server carries on."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from graphviz_app.expr import ExprError, IsolatedRunner, Limits
+from graphviz_app.expr.jobs import evaluate_job
+
+from .conftest import SEED_PROGRAM, SEED_VALUE
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[IsolatedRunner]:
+    with IsolatedRunner(workers=2, max_workers=3, time_limit=20, memory_limit=512 * 1024**2) as r:
+        r.warm_up()
+        yield r
+
+
+def _seed_ok(runner: IsolatedRunner) -> bool:
+    result = runner.run(evaluate_job, SEED_PROGRAM)
+    return result["output"][0]["values"] == pytest.approx([SEED_VALUE])
+
+
+def test_job_result_comes_back_as_plain_data(runner: IsolatedRunner) -> None:
+    result = runner.run(evaluate_job, SEED_PROGRAM)
+    assert result["output"] == [
+        {"shape": [], "dtype": "float32", "device": "cpu", "requires_grad": True, "values": [pytest.approx(SEED_VALUE)]}
+    ]
+    assert result["variables"]["x"]["values"] == [0.0, 1.0, 2.0]
+
+
+def test_expr_errors_from_the_job_keep_their_position(runner: IsolatedRunner) -> None:
+    with pytest.raises(ExprError, match=r"line 1, col 3: x is not defined") as info:
+        runner.run(evaluate_job, "((x+2)**2+3).mean()")
+    assert (info.value.kind, info.value.line, info.value.col) == ("name", 1, 3)
+
+
+def test_other_job_exceptions_come_back_with_their_own_type(runner: IsolatedRunner) -> None:
+    with pytest.raises(ValueError, match=r"invalid literal for int\(\) with base 10: 'abc'"):
+        runner.run(int, "abc")
+
+
+def test_runaway_job_is_stopped_at_its_time_limit_and_the_pool_recovers(runner: IsolatedRunner) -> None:
+    start = time.monotonic()
+    with pytest.raises(ExprError, match=r"ran longer than its time limit of 1 s and was stopped") as info:
+        runner.run(time.sleep, 60, time_limit=1)
+    assert info.value.kind == "time"
+    assert time.monotonic() - start < 5
+    assert _seed_ok(runner)
+
+
+@pytest.mark.parametrize(
+    ("job", "args", "message"),
+    [
+        (os._exit, (3,), r"the worker process exited \(code 3\) while running the job"),
+        (os.abort, (), r"the worker process was killed by SIGABRT while running the job"),
+    ],
+)
+def test_crashing_job_is_explained_and_the_pool_recovers(
+    runner: IsolatedRunner, job: object, args: tuple[object, ...], message: str
+) -> None:
+    with pytest.raises(ExprError, match=message) as info:
+        runner.run(job, *args)  # type: ignore[arg-type]
+    assert info.value.kind == "crash"
+    assert _seed_ok(runner)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the memory limit uses Linux's RLIMIT_AS")
+@pytest.mark.parametrize(
+    ("job", "args"),
+    [
+        (bytearray, (10**10,)),
+        (evaluate_job, ("torch.zeros(10**9)", Limits(max_tensor_elements=10**10, max_total_bytes=10**11))),
+    ],
+)
+def test_job_over_its_memory_limit_is_stopped(runner: IsolatedRunner, job: object, args: tuple[object, ...]) -> None:
+    with pytest.raises(ExprError, match=r"ran out of its memory limit \(0.5 GiB\): use smaller tensors") as info:
+        runner.run(job, *args)  # type: ignore[arg-type]
+    assert info.value.kind == "memory"
+    assert _seed_ok(runner)
+
+
+def test_one_users_runaway_job_does_not_block_another_user(runner: IsolatedRunner) -> None:
+    outcome: dict[str, object] = {}
+
+    def runaway() -> None:
+        try:
+            runner.run(time.sleep, 60, time_limit=3)
+        except ExprError as e:
+            outcome["runaway"] = e.kind
+
+    thread = threading.Thread(target=runaway)
+    thread.start()
+    time.sleep(0.3)  # the runaway holds a worker now
+    start = time.monotonic()
+    assert _seed_ok(runner)
+    assert time.monotonic() - start < 2, "a quick job waited for the runaway"
+    thread.join(timeout=10)
+    assert outcome == {"runaway": "time"}
+
+
+def test_concurrent_calls_from_many_threads_all_get_their_own_answer(runner: IsolatedRunner) -> None:
+    results: dict[int, float] = {}
+
+    def work(i: int) -> None:
+        out = runner.run(evaluate_job, f"x = torch.ones(2) * {i}\nx.sum()")
+        results[i] = out["output"][0]["values"][0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == {i: 2.0 * i for i in range(6)}
+
+
+def test_busy_pool_says_so_after_waiting() -> None:
+    with IsolatedRunner(workers=1, max_workers=1, time_limit=5) as small:
+        small.warm_up()
+        thread = threading.Thread(target=lambda: pytest.raises(ExprError, small.run, time.sleep, 60, time_limit=1.5))
+        thread.start()
+        time.sleep(0.3)
+        with pytest.raises(ExprError, match=r"all 1 workers are busy: try again in a moment") as info:
+            small.run(evaluate_job, SEED_PROGRAM, time_limit=0.3)
+        assert info.value.kind == "busy"
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("job", "args", "message"),
+    [
+        (lambda: 1, (), r"must be picklable .*Can't pickle"),
+        (threading.Lock, (), r"result could not be sent back"),
+    ],
+)
+def test_unpicklable_jobs_and_results_are_explained(
+    runner: IsolatedRunner, job: object, args: tuple[object, ...], message: str
+) -> None:
+    with pytest.raises(ExprError, match=message):
+        runner.run(job, *args)  # type: ignore[arg-type]
+    assert _seed_ok(runner)
+
+
+def test_closed_runner_refuses_new_jobs() -> None:
+    closed = IsolatedRunner(workers=1, max_workers=1)
+    closed.close()
+    with pytest.raises(ExprError, match=r"the isolated runner is closed"):
+        closed.run(evaluate_job, SEED_PROGRAM)
+
+
+def test_worker_counts_must_make_sense() -> None:
+    with pytest.raises(ValueError, match=r"need 1 <= workers <= max_workers, got workers=3, max_workers=2"):
+        IsolatedRunner(workers=3, max_workers=2)
