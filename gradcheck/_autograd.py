@@ -205,7 +205,7 @@ def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor) ->
         lo, hi = max(start, first), min(stop, end)
         if lo >= hi:
             continue
-        part = block[lo - start : hi - start].to(torch.float64)
+        part = block[lo - start : hi - start].detach().to(torch.float64)
         if (lo, hi) == (first, end):
             rows.jac[(o, i)] = part
             continue

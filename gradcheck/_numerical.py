@@ -136,8 +136,9 @@ def kink_mask(
     slot = _Slot(fn, args, i, checked, eps, result, {})
     plus, minus = slot.evaluate(cols, method)
     k = list(checked).index(o)
-    y0 = base.reshape(1, -1).to(torch.float64)
-    jump = (plus[k].to(torch.float64) - 2 * y0 + minus[k].to(torch.float64)).abs() / eps
+    y0 = base.detach().reshape(1, -1).to(torch.float64)
+    yp, ym = plus[k].detach().to(torch.float64), minus[k].detach().to(torch.float64)
+    jump = (yp - 2 * y0 + ym).abs() / eps
     return jump.T > limit
 
 

@@ -128,12 +128,14 @@ class RunState:
     opts: CheckOptions
     clock: Clock
     budget: int
+    num_fn: Callable[..., Any]  # what finite differences call: fn, or a cast copy of it
     notes: list[str] = field(default_factory=list)
     stats: ChunkStats | None = None
     outputs: tuple[torch.Tensor, ...] = ()
     checked: tuple[int, ...] = ()
     num_args: tuple[Any, ...] = ()
     expected_dtype: str | None = None
+    retries: int = 0  # out-of-memory halvings on the autograd side
 
 
 def resolve_budget(budget: int | None, device: torch.device) -> int:
@@ -184,7 +186,9 @@ def build_report(
         rtol=opts.rtol,
         precision_floor=floor,
         timings=state.clock.timings(),
-        memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, None),
+        memory=MemoryInfo(
+            state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries + state.retries, None
+        ),
         notes=tuple(notes),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -129,7 +130,7 @@ def run_check(
     args = as_tuple(inputs)
     device = resolve_device(opts.device, args)
     budget = resolve_budget(opts.memory_budget, device)
-    state = RunState(fn, args, differentiated_indices(args), device, opts, Clock(), budget)
+    state = RunState(fn, args, differentiated_indices(args), device, opts, Clock(), budget, fn)
     try:
         return _run(state, expected)
     except OutOfMemory as oom:
@@ -155,6 +156,7 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
             )
             state.outputs, state.checked = ag.outputs, ag.checked
             state.notes += ag.notes
+            state.retries = ag.stats.retries
     base = _numerical_base(state)
     with state.clock("expected"):
         wanted = _expected(state, expected)
@@ -166,7 +168,7 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
         return CheckOutcome(report, {}, {})
     with state.clock("numerical"):
         nm = numerical_jacobian(
-            state.fn,
+            state.num_fn,
             state.num_args,
             state.diff,
             state.checked,
@@ -216,7 +218,7 @@ def _full_pair(
     central = nm.jac[pair][:, cols.to(state.device)]
     limit = state.opts.atol + state.opts.rtol * central.abs() + 4 * nm.floors[o]
     found = kink_mask(
-        state.fn,
+        state.num_fn,
         state.num_args,
         pair,
         state.checked,
@@ -234,19 +236,21 @@ def _full_pair(
 def _numerical_base(state: RunState) -> list[torch.Tensor]:
     """Makes the finite-difference copies and fn's outputs there, falling back to own dtypes.
 
-    A function holding float32 weights fails on float64 copies (matmul refuses mixed
-    dtypes) though it works on the user's tensors: then the finite differences run
+    An nn.Module whose parameters are in another dtype is copied and cast. Any other
+    function holding float32 tensors of its own fails on float64 copies (matmul refuses
+    mixed dtypes) though it works on the user's tensors: then the finite differences run
     in the inputs' own dtype, and a note says so.
     """
     dtype = state.opts.dtype
     state.num_args = numerical_copies(state.args, state.device, dtype)
+    state.num_fn = _cast_module(state, dtype)
     try:
-        outs = call_outputs(state.fn, state.num_args)
+        outs = call_outputs(state.num_fn, state.num_args)
     except Exception as e:
         own = [x.dtype for x in state.args if isinstance(x, torch.Tensor) and x.is_floating_point()]
         if isinstance(e, GradcheckError) or dtype is None or all(d == dtype for d in own):
             raise
-        state.num_args = numerical_copies(state.args, state.device, None)
+        state.num_args, state.num_fn = numerical_copies(state.args, state.device, None), state.fn
         outs = call_outputs(state.fn, state.num_args)
         state.notes.append(
             f"finite differences could not run in {dtype_label([dtype])}: fn failed on cast copies "
@@ -255,6 +259,21 @@ def _numerical_base(state: RunState) -> list[torch.Tensor]:
             "pass them as inputs, for a more precise check."
         )
     return [outs[o].detach() for o in state.checked]
+
+
+def _cast_module(state: RunState, dtype: torch.dtype | None) -> Callable[..., Any]:
+    """fn itself, or for an nn.Module with floating tensors of another dtype, a cast copy."""
+    fn = state.fn
+    if dtype is None or not isinstance(fn, torch.nn.Module):
+        return fn
+    held = [t.dtype for t in [*fn.parameters(), *fn.buffers()] if t.is_floating_point()]
+    if all(d == dtype for d in held):
+        return fn
+    state.notes.append(
+        f"fn is an nn.Module with {dtype_label(held)} parameters: finite differences ran on a "
+        f"{dtype_label([dtype])} copy of it (the module itself is untouched)."
+    )
+    return copy.deepcopy(fn).to(dtype)
 
 
 def _expected(state: RunState, expected: Any) -> dict[Pair, torch.Tensor]:
@@ -303,7 +322,7 @@ def _fast_pairs(
 
     def work(start: int, stop: int) -> None:
         result[:] = project_fast(
-            state.fn,
+            state.num_fn,
             analytic,
             state.num_args,
             base,

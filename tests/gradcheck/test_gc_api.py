@@ -59,3 +59,30 @@ def test_check_defaults_are_the_options_defaults() -> None:
     for name, field in CheckOptions.__dataclass_fields__.items():
         assert params[name].default == field.default, name
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _code_blocks(section: str) -> list[str]:
+    parts = section.split("```python\n")[1:]
+    return [p[: p.index("```")] for p in parts]
+
+
+def test_the_readme_script_prints_the_factor_three_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script = next(b for b in _code_blocks(_readme_section()) if "print(report)" in b)
+    namespace: dict[str, object] = {}
+
+    exec(script, namespace)  # noqa: S102 - the README's own example
+
+    report = namespace["report"]
+    assert report.passed is False  # type: ignore[attr-defined]
+    assert "expected = 3 x autograd at every failing element (3 of 3)" in capsys.readouterr().out
+
+
+def test_the_readme_pytest_example_passes_with_the_fixture(gradcheck: object) -> None:
+    block = next(b for b in _code_blocks(_readme_section()) if "def test_seed_gradient" in b)
+    namespace: dict[str, object] = {}
+    exec(block, namespace)  # noqa: S102 - the README's own example
+
+    assert len(block.strip().splitlines()) <= 6
+    namespace["test_seed_gradient"](gradcheck)  # type: ignore[operator]  # raises if it fails

@@ -203,3 +203,22 @@ def test_the_report_states_the_budget_and_the_chunk_it_chose() -> None:
     assert report.memory.budget_bytes == 32 * MIB
     assert report.memory.chunk_size == 50
     assert 0 < report.memory.chunk_bytes <= report.memory.budget_bytes
+
+
+def test_out_of_memory_on_the_autograd_side_is_retried_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gradcheck._autograd as autograd
+
+    real = autograd._functorch_rows
+    sizes: list[int] = []
+
+    def rows(state: Any, start: int, stop: int) -> None:
+        sizes.append(stop - start)
+        if stop - start > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB.")
+        real(state, start, stop)
+
+    monkeypatch.setattr(autograd, "_functorch_rows", rows)
+    report = check(torch.sin, torch.linspace(0, 1, 12, dtype=D, requires_grad=True))
+
+    assert report.passed and report.autograd_method == "vmap(vjp)"
+    assert sizes[:3] == [12, 6, 3] and report.memory.oom_retries == 2

@@ -72,3 +72,16 @@ def test_a_function_with_its_own_float32_weights_falls_back_with_a_note() -> Non
         n for n in report.notes if n.startswith("finite differences could not run in float64")
     )
     assert "module.double()" in note
+
+
+def test_a_float32_module_is_checked_in_float64_on_a_cast_copy() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    x = torch.randn(5, 3)
+
+    report = check(model, x)
+
+    assert report.passed, str(report)
+    assert (report.autograd_dtype, report.numerical_dtype) == ("float32", "float64")
+    assert any("finite differences ran on a float64 copy of it" in n for n in report.notes)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
