@@ -16,6 +16,7 @@ from .errors import DotNotFoundError, GraphvizAppError, RenderError
 from .expr.compose import Composed, compose
 from .expr.errors import ExprError
 from .expr.help import LANGUAGE_HELP
+from .expr.validator import parse, validate
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
 
@@ -131,25 +132,24 @@ def _describe(e: Exception) -> tuple[str, int]:
         return str(e), EXIT_BAD_INPUT
     if isinstance(e, (DotNotFoundError,)):
         return str(e), EXIT_ENVIRONMENT
-    if isinstance(e, RenderError) and not isinstance(e, ValueError):
-        return str(e), EXIT_ENVIRONMENT
+    if isinstance(e, RenderError) and not isinstance(e, ValueError) and not isinstance(e.__cause__, OSError):
+        return str(e), EXIT_ENVIRONMENT  # Graphviz failed; an unwritable path is bad input
     if isinstance(e, GraphvizAppError):
         return str(e), EXIT_BAD_INPUT
     return f"unexpected {type(e).__name__}: {e} (run with --traceback for details)", EXIT_ENVIRONMENT
 
 
 def _render(args: argparse.Namespace) -> int:
-    from . import save, trace
-
+    _check_suffix(args.output)
     script = _SCRIPT.match(args.target or "")
     if script and not (args.var or args.program):
         outputs, params = _run_script(Path(script["path"]), script["func"], args.target), None
     else:
-        if script and not Path(script["path"]).exists() and not (args.var or args.program):
-            raise _Fail(f"no such script: {script['path']}")
         composed = _compose(args)
         evaluation = _evaluate(composed, args)
         outputs, params = evaluation.output, evaluation.variables
+    from . import save, trace  # torch loads here, after the quick checks
+
     graph = trace(outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes)
     try:
         path = save(graph, args.output, rankdir=args.rankdir)
@@ -157,6 +157,15 @@ def _render(args: argparse.Namespace) -> int:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     print(f"wrote {path} ({graph.summary()})")
     return EXIT_OK
+
+
+def _check_suffix(output: str) -> None:
+    from .renderer import FORMATS
+
+    suffix = Path(output).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise _Fail(f"cannot write format {suffix or '(no suffix)'!r} ({output}): choose one of "
+                    f"{', '.join('.' + f for f in FORMATS)}")
 
 
 def _compose(args: argparse.Namespace) -> Composed:
@@ -173,9 +182,10 @@ def _compose(args: argparse.Namespace) -> Composed:
 
 
 def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
-    from .expr.api import evaluate
-
     try:
+        validate(composed.source)  # fails fast, before torch loads
+        from .expr.api import evaluate
+
         return evaluate(composed.source, device=args.device, dtype=args.dtype)
     except ExprError as e:
         raise _Fail(composed.locate(e)) from e
@@ -224,8 +234,9 @@ def _exception_line(e: BaseException, path: Path) -> str:
 
 
 def _has_tensor(value: Any) -> bool:
-    import torch
-
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False  # the script never loaded torch, so it made no tensor
     stack, seen = [value], 0
     while stack and seen < 10_000:
         item, seen = stack.pop(), seen + 1
@@ -239,18 +250,27 @@ def _has_tensor(value: Any) -> bool:
 
 
 def _check(args: argparse.Namespace) -> int:
+    composed = _compose(args)
+    try:
+        program = parse(composed.source)
+    except ExprError as e:
+        raise _Fail(composed.locate(e)) from e
+    if args.expected:
+        try:
+            parse(args.expected, known=program.defined)
+        except ExprError as e:
+            raise _Fail(f"in the expected gradient: {e}") from e
     from gradcheck import GradcheckError, check
 
     from .expr.api import expected_function, to_function
 
-    composed = _compose(args)
     wrt = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else _default_wrt(composed, args)
     options = {"device": args.device, "dtype": args.dtype}
     try:
         fn, inputs = to_function(composed.source, wrt, **options)
         expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
     except ExprError as e:
-        raise _Fail(composed.locate(e) if not args.expected or "expected gradient" not in e.message else e.message) from e
+        raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
     try:
         report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
                        device=args.device, fast=args.fast)

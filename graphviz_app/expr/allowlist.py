@@ -100,14 +100,20 @@ CUSTOM_FUNCTIONS: dict[str, str] = _table(
     same="square square_wrong_backward cube cube_wrong_backward"
 )
 
-TENSOR_METHODS: dict[str, str] = _table(
-    same=_UNARY
-    + _SHAPE_KEEPING
-    + """to cuda cpu double float half bfloat16 long int bool short type_as contiguous
-    requires_grad_ item dim size nelement element_size view view_as reshape_as unflatten""",
-    broadcast=_ELEMENTWISE,
-    meta=_GROWING + "expand expand_as repeat new_zeros new_ones new_full",
-)
+_NOT_METHODS = {"std_mean", "var_mean", "tensordot"}  # torch functions only
+
+TENSOR_METHODS: dict[str, str] = {
+    name: growth
+    for name, growth in _table(
+        same=_UNARY
+        + _SHAPE_KEEPING
+        + """to cuda cpu double float half bfloat16 long int bool short type_as contiguous
+        requires_grad_ item dim size nelement element_size view view_as reshape_as unflatten""",
+        broadcast=_ELEMENTWISE,
+        meta=_GROWING + "expand expand_as repeat new_zeros new_ones new_full",
+    ).items()
+    if name not in _NOT_METHODS
+}
 
 TENSOR_PROPERTIES: frozenset[str] = frozenset(
     "T mT shape dtype device requires_grad is_leaf ndim is_cuda".split()
