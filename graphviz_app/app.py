@@ -20,6 +20,8 @@ from graphviz_app.web.urlstate import CheckInput, Options, PageState
 from graphviz_app.web.widgets import graph_viewer, program_editor
 
 RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to top", "RL": "right to left"}
+TOLERANCE_NAMES = ("eps", "atol", "rtol")
+STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
 DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
 
 
@@ -67,6 +69,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         check_wrt=state.check.wrt, check_expected=state.check.expected,
+        **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
 
 
@@ -74,6 +77,21 @@ def load_example(key: str) -> None:
     s, ex = st.session_state, example(key)
     s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
              hint=ex, check_wrt=ex.wrt, check_expected="")
+    for key in ("check_wrt", "check_expected"):
+        s.pop(f"w_{key}", None)
+
+
+def kept(key: str) -> str:
+    """The widget key for the UI state `key`, seeded from it.
+
+    Streamlit forgets the value of a widget it did not draw in a run (the
+    check panel is not drawn after a failed run); the value lives on under
+    `key` and comes back when the widget does.
+    """
+    widget = f"w_{key}"
+    if widget not in st.session_state:
+        st.session_state[widget] = st.session_state[key]
+    return widget
 
 
 # The page ---------------------------------------------------------------------
@@ -119,12 +137,12 @@ def editor() -> bool:
     if run:
         s.submitted = event.text
     if s.hint is not None:
-        st.info(s.hint.blurb)
+        st.info(present.md(s.hint.blurb))
     return bool(run)
 
 
 def show_failure(failure: Failure, *, title: str) -> None:
-    st.error(f"**{title}.** {failure}")
+    st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
     if failure.excerpt:
         st.code(failure.excerpt, language=None)
 
@@ -134,10 +152,10 @@ def results(result: Analysis | Failure, options: Options) -> None:
         show_failure(result, title="Could not draw the graph")
         return
     graph_viewer(result.svg)
-    st.caption(present.analysis_caption(result))
+    st.caption(present.md(present.analysis_caption(result)))
     downloads(result, options)
     for note in result.notes:
-        st.info(note)
+        st.info(present.md(note))
 
 
 def downloads(result: Analysis, options: Options) -> None:
@@ -171,18 +189,22 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
     s = st.session_state
     if s.check_wrt not in result.leaves:
         s.check_wrt = result.leaves[0]
+        s.pop("w_check_wrt", None)
     wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
-    wrt = wrt_col.selectbox("With respect to", result.leaves, key="check_wrt")
+    wrt = s.check_wrt = wrt_col.selectbox("With respect to", result.leaves, key=kept("check_wrt"))
     hint = s.hint.hint if s.hint is not None and s.hint.wrt == wrt else "2*(x+2)/3"
-    expected = expected_col.text_input(f"Your d(output)/d{wrt}: an expression over the program's variables",
-                                       key="check_expected", placeholder=f"e.g. {hint}")
+    expected = s.check_expected = expected_col.text_input(
+        f"Your d(output)/d{present.md(wrt)}: an expression over the program's variables",
+        key=kept("check_expected"), placeholder=f"e.g. {hint}")
     button_col.button("Check", key="check_run")
     with st.expander("Tolerances"):
         cols = st.columns(3)
         tolerances = tuple(
-            col.number_input(name, value=default, format="%.0e", key=f"tol_{name}", min_value=0.0)
-            for col, name, default in zip(cols, ("eps", "atol", "rtol"), DEFAULT_TOLERANCES)
+            col.number_input(name, format="%.0e", key=kept(f"tol_{name}"), min_value=0.0)
+            for col, name in zip(cols, TOLERANCE_NAMES)
         )
+    for name, value in zip(TOLERANCE_NAMES, tolerances):
+        s[f"tol_{name}"] = value
     if not expected.strip():
         return
     st.caption("The check runs your program in float64: finite differences need the precision.")
@@ -195,12 +217,14 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
 
 def check_result(check: GradientCheck) -> None:
     verdict = present.verdict(check)
-    (st.success if verdict.passed else st.error)(f"**{verdict.headline}.** {verdict.detail}")
+    (st.success if verdict.passed else st.error)(f"**{present.md(verdict.headline)}.** {present.md(verdict.detail)}")
     for pair in present.pairs_of(check):
-        table = present.element_table(pair, has_expected=True)
-        if table is not None:
+        table = present.element_table(pair, wrt=check.wrt, has_expected=True)
+        if table is not None and len(table) <= STATIC_TABLE_ROWS:
+            st.table(present.highlight_failures(table), hide_index=True)
+        elif table is not None:
             st.dataframe(present.highlight_failures(table), hide_index=True)
-        grid = present.error_grid(pair)
+        grid = present.error_grid(pair, wrt=check.wrt)
         if grid is not None:
             st.markdown("**Error per Jacobian element** (largest difference between the sides; failing ones outlined)")
             st.altair_chart(present.error_heatmap(grid))
@@ -228,9 +252,9 @@ def main() -> None:
     options = sidebar(devices)
     st.title("See, and check, PyTorch's autograd graph")
     for problem in st.session_state.url_problems:
-        st.warning(f"From the link: {problem}.")
+        st.warning(present.md(f"From the link: {problem}."))
     gallery()
-    left, right = st.columns([2, 3], gap="large")
+    left, right = st.columns([5, 6], gap="large")
     with left:
         run = editor()
     result = analyze(st.session_state.submitted, options)
@@ -249,4 +273,10 @@ def main() -> None:
 # Streamlit runs this script as __main__; the worker processes the runner
 # starts import it again as __mp_main__, where nothing must be drawn.
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001 - the page shows a message, never a traceback
+        st.error(present.md(
+            f"Something went wrong drawing this page ({type(e).__name__}: {e}). This is a bug in "
+            "graphviz-app; please report it. Change the program or reload the page to go on."
+        ))

@@ -20,6 +20,7 @@ __all__ = [
     "error_heatmap",
     "pairs_of",
     "analysis_caption",
+    "md",
 ]
 
 _SIDE = {"expected": "your gradient", "autograd": "autograd", "numerical": "finite differences"}
@@ -35,6 +36,21 @@ _BLAME = {
     "numerical": "finite differences are unreliable here (a kink, or too little precision)",
     "unclear": "all three sides disagree with each other",
 }
+
+
+_MARKDOWN_SPECIALS = set("\\`*_{}[]()<>#+-.!|~$:")
+
+
+def md(text: str) -> str:
+    r"""`text` escaped so Streamlit's Markdown shows it as typed.
+
+    Programs and messages are full of `*`, `_` and `__`; unescaped they turn
+    into italics and bold (`2*(x+2)*3` would lose its stars).
+
+    >>> print(md("x.__class__ * 2"))
+    x\.\_\_class\_\_ \* 2
+    """
+    return "".join("\\" + c if c in _MARKDOWN_SPECIALS else c for c in text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +115,12 @@ def _factor(ratio: Any) -> str:
     return f"{value:.6g}"
 
 
-def element_table(pair: dict[str, Any], *, has_expected: bool) -> pd.DataFrame | None:
+def element_table(pair: dict[str, Any], *, wrt: str, has_expected: bool) -> pd.DataFrame | None:
     """Every Jacobian element of one pair: autograd, finite differences, yours, failed.
 
-    The index column names the output and input element, e.g. `[0] / [2]`.
-    Returns None when the report kept no per-element detail (too large).
+    The first column names the element: `x[2]` for a scalar output, else
+    `output[1] / x[2]`. Returns None when the report kept no per-element
+    detail (too large).
     """
     if pair.get("autograd") is None:
         return None
@@ -111,7 +128,7 @@ def element_table(pair: dict[str, Any], *, has_expected: bool) -> pd.DataFrame |
     rows = []
     for flat in range(int(pair["numel"])):
         row = {
-            "element (output / input)": _element_name(flat, out_shape, in_shape),
+            "element": _element_name(flat, out_shape, in_shape, wrt),
             "autograd": _num(pair["autograd"][flat]),
             "finite differences": _num(pair["numerical"][flat]),
         }
@@ -132,12 +149,13 @@ def highlight_failures(table: pd.DataFrame) -> Any:
     return table.style.apply(paint, axis=1).format(precision=6, na_rep="-")
 
 
-def error_grid(pair: dict[str, Any]) -> pd.DataFrame | None:
+def error_grid(pair: dict[str, Any], *, wrt: str) -> pd.DataFrame | None:
     """The per-element error as (row, col, error, failed) for a heatmap.
 
     Only for Jacobians bigger than a vector (two dimensions of size > 1);
     rows are output elements, columns input elements (for a scalar output,
-    the input's own rows and columns). None otherwise or without detail.
+    the input's own rows and columns, its leading dimensions flattened).
+    `grid.attrs` holds the axis titles. None otherwise or without detail.
     """
     if pair.get("error") is None:
         return None
@@ -146,10 +164,12 @@ def error_grid(pair: dict[str, Any]) -> pd.DataFrame | None:
         return None
     if _numel(out_shape) == 1:
         cols = in_shape[-1] if in_shape else 1
+        titles = {"rows": f"row of {wrt}", "cols": f"column of {wrt}"}
     else:
         cols = _numel(in_shape)
+        titles = {"rows": "output element", "cols": f"element of {wrt}"}
     errors, failed = pair["error"], pair["failed_mask"]
-    return pd.DataFrame(
+    grid = pd.DataFrame(
         {
             "row": [i // cols for i in range(len(errors))],
             "col": [i % cols for i in range(len(errors))],
@@ -157,13 +177,15 @@ def error_grid(pair: dict[str, Any]) -> pd.DataFrame | None:
             "failed": [bool(f) for f in failed],
         }
     )
+    grid.attrs.update(titles)
+    return grid
 
 
 def error_heatmap(grid: pd.DataFrame) -> alt.Chart:
     """A heatmap of `error_grid`: darker is a larger error, failing cells outlined."""
     base = alt.Chart(grid).encode(
-        x=alt.X("col:O", title="input element (column)"),
-        y=alt.Y("row:O", title="output element (row)"),
+        x=alt.X("col:O", title=grid.attrs.get("cols", "column")),
+        y=alt.Y("row:O", title=grid.attrs.get("rows", "row")),
         tooltip=["row", "col", alt.Tooltip("error:Q", format=".3g"), "failed"],
     )
     cells = base.mark_rect().encode(
@@ -175,14 +197,15 @@ def error_heatmap(grid: pd.DataFrame) -> alt.Chart:
     return (cells + outline).properties(height=alt.Step(28), width=alt.Step(28))
 
 
-def _element_name(flat: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> str:
+def _element_name(flat: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...], wrt: str) -> str:
     out_i, in_i = divmod(flat, _numel(in_shape))
-    return f"{_index(out_i, out_shape)} / {_index(in_i, in_shape)}"
+    name = wrt + _index(in_i, in_shape)
+    return name if _numel(out_shape) == 1 else f"output{_index(out_i, out_shape)} / {name}"
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> str:
     if not shape:
-        return "[]"
+        return ""
     parts = []
     for size in reversed(shape):
         flat, i = divmod(flat, size)

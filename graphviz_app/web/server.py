@@ -52,13 +52,15 @@ def serve(*, host: str = "127.0.0.1", port: int = 8501) -> int:
         port: the TCP port.
 
     Returns:
-        0 after Ctrl-C or SIGTERM, 2 when the server cannot start (the
-        reason is printed), else Streamlit's own exit code.
+        0 after Ctrl-C or SIGTERM; 2 for a port out of range, 3 when the
+        environment stops the server from starting (Streamlit missing, the
+        port taken), with the reason printed; else Streamlit's exit code.
     """
     problem = _startup_problem(host=host, port=port)
     if problem:
-        print(f"graphviz-app: {problem}", file=sys.stderr)
-        return 2
+        message, code = problem
+        print(f"graphviz-app serve: error: {message}", file=sys.stderr)
+        return code
     child = subprocess.Popen(streamlit_command(host=host, port=port))
     print(f"graphviz-app: serving the page on {_display_url(host, port)} (Ctrl-C to stop)", flush=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -72,19 +74,22 @@ def serve(*, host: str = "127.0.0.1", port: int = 8501) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _startup_problem(*, host: str, port: int) -> str | None:
-    """Why the server cannot start here, as a sentence saying what to do, or None."""
-    if importlib.util.find_spec("streamlit") is None:
-        return "Streamlit is not installed; install the web extra: pip install 'graphviz-app[web]'"
-    if not APP_PATH.is_file():
-        return f"the page script {APP_PATH} is missing; reinstall graphviz-app"
+def _startup_problem(*, host: str, port: int) -> tuple[str, int] | None:
+    """Why the server cannot start here (a sentence saying what to do, an exit code), or None."""
     if not 0 < port < 65536:
-        return f"port must be between 1 and 65535, got {port}"
+        return f"--port must be between 1 and 65535, got {port}", 2
+    if importlib.util.find_spec("streamlit") is None:
+        return "Streamlit is not installed; install the web extra: pip install 'graphviz-app[web]'", 3
+    if not APP_PATH.is_file():
+        return f"the page script {APP_PATH} is missing; reinstall graphviz-app", 3
     try:
         with socket.socket(_family(host), socket.SOCK_STREAM) as s:
             s.bind((host, port))
     except OSError as e:
-        return f"cannot listen on {host}:{port} ({e.strerror}); is another server running? Pass --port N to pick another port"
+        return (
+            f"cannot listen on {host}:{port} ({e.strerror}): is another server running there? "
+            "Stop it, or pass --port N to use another port", 3,
+        )
     return None
 
 

@@ -109,9 +109,10 @@ def test_a_hand_gradient_off_by_a_factor_fails_and_names_the_factor() -> None:
     assert not verdict.passed
     assert verdict.headline == "Your gradient d(output)/dx = 2*(x+2) is wrong: it is 3 × autograd's"
     assert "3 of 3 elements fail" in verdict.detail
-    table = present.element_table(present.pairs_of(check)[0], has_expected=True)
+    table = present.element_table(present.pairs_of(check)[0], wrt="x", has_expected=True)
     assert table is not None
-    assert list(table.columns) == ["element (output / input)", "autograd", "finite differences", "yours", "error", "failed"]
+    assert list(table.columns) == ["element", "autograd", "finite differences", "yours", "error", "failed"]
+    assert table["element"].tolist() == ["x[0]", "x[1]", "x[2]"]
     assert table["failed"].all()
     assert table["autograd"].round(4).tolist() == [1.3333, 2.0, 2.6667]
     assert table["yours"].tolist() == [4.0, 6.0, 8.0]
@@ -138,11 +139,12 @@ def test_a_matrix_jacobian_gets_a_heatmap_and_a_vector_does_not() -> None:
     wrong = ex.hint.replace("/ 3", "/ 2")
     matrix = check_job(ex.program, Options(), ex.wrt, wrong, TOL)
     assert isinstance(matrix, GradientCheck) and not matrix.passed
-    grid = present.error_grid(present.pairs_of(matrix)[0])
+    grid = present.error_grid(present.pairs_of(matrix)[0], wrt="logits")
     assert grid is not None and (grid["row"].max(), grid["col"].max()) == (2, 4)
+    assert grid.attrs == {"rows": "row of logits", "cols": "column of logits"}
     assert grid["failed"].any()
     vector = check_job(SEED_PROGRAM, Options(), "x", "2*(x+2)", TOL)
-    assert present.error_grid(present.pairs_of(vector)[0]) is None
+    assert present.error_grid(present.pairs_of(vector)[0], wrt="x") is None
 
 
 @pytest.mark.parametrize(

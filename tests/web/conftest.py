@@ -1,0 +1,57 @@
+"""Web-suite fixtures: a server started like `make run`, a headless Chromium logging requests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# --import-mode=importlib puts no test folder on sys.path; the helpers have a
+# web_-prefixed name so they cannot clash with another suite's.
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from web_support import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    srv = Server()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+# A headless Chromium that logs every request ----------------------------------
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def request_log() -> list[str]:
+    """Every URL any page of this module requested."""
+    return []
+
+
+@pytest.fixture
+def page(browser, request_log: list[str]) -> Iterator[object]:  # noqa: ANN001
+    context = browser.new_context(viewport={"width": 1400, "height": 1900})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    pg.on("request", lambda r: request_log.append(r.url))
+    try:
+        yield pg
+    finally:
+        context.close()

@@ -1,0 +1,171 @@
+"""Helpers for the web page's tests: AppTest probes, a server started like `make run`, screenshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "graphviz_app" / "app.py"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+SERVE_MODULE = os.environ.get("WEB_TEST_SERVE_MODULE", "graphviz_app.cli")  # as `make run` does
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+# AppTest helpers --------------------------------------------------------------
+def new_app(query: dict[str, str] | None = None):  # noqa: ANN201 - AppTest
+    """The page under AppTest, optionally opened from a link's query."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def components(at, name: str) -> list:  # noqa: ANN001
+    """The page's custom components called `graphviz_app.<name>`, in page order."""
+    return [e for e in at.get("bidi_component") if e.proto.component_name == f"graphviz_app.{name}"]
+
+
+def shown_svg(at) -> str | None:  # noqa: ANN001
+    """The SVG the graph viewer shows, or None when there is no graph."""
+    viewers = components(at, "viewer")
+    return json.loads(viewers[0].proto.json)["svg"] if viewers else None
+
+
+def type_program(at, text: str) -> None:  # noqa: ANN001
+    """Type `text` into the editor as a person would (the editor reports it while typing)."""
+    at.session_state[f"editor-{at.session_state['editor_rev']}"] = {"value": text}
+
+
+def shown(at, kind: str, *, where: str = "main") -> list[str]:  # noqa: ANN001
+    """The texts of one kind of element (error, success, caption, ...) as a person reads them.
+
+    The page escapes Markdown in messages; this undoes the escapes.
+    """
+    root = at.sidebar if where == "sidebar" else at
+    return [re.sub(r"\\(.)", r"\1", str(e.value)) for e in getattr(root, kind)]
+
+
+def page_text(at) -> str:  # noqa: ANN001
+    """Every message, caption and markdown on the page, one per line."""
+    kinds = ("error", "warning", "info", "success", "caption", "markdown")
+    return "\n".join(t for kind in kinds for t in shown(at, kind))
+
+
+# A running server, started the way `make run` starts it -----------------------
+class OutboundTrap:
+    """A do-nothing HTTP proxy on localhost: the server's HTTP(S)_PROXY during tests.
+
+    Python's HTTP clients send every outside request through it, so any
+    request the server makes to another host is recorded here.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen()
+        self.port = self._sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.requests.append(conn.recv(1024).split(b"\r\n")[0].decode(errors="replace"))
+                except OSError:
+                    self.requests.append("(connection without a request line)")
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`python -m graphviz_app.cli serve --port N` as a child process."""
+
+    def __init__(self, *, time_limit_s: float = 6.0) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.trap = OutboundTrap()
+        self.log_path = ARTIFACTS / f"server-{self.port}.log"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        proxy = f"http://127.0.0.1:{self.trap.port}"
+        env = {**os.environ, "GRAPHVIZ_APP_TIME_LIMIT": str(time_limit_s), "NO_PROXY": "", "no_proxy": ""}
+        env.update({k: proxy for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")})
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", SERVE_MODULE, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        self._wait_healthy()
+
+    def _wait_healthy(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"the server did not answer within {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        """Ctrl-C, as a person stops it; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        self.trap.close()
+        return self.process.returncode
+
+
+
+def screenshot(page, name: str, *, focus=None) -> Path:  # noqa: ANN001
+    """Save what the person sees as tests/artifacts/<name>.png.
+
+    Streamlit scrolls inside its own container, so a full-page shot shows
+    only the viewport: pass `focus` (a locator) to scroll it into view first.
+    """
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    if focus is not None:
+        focus.scroll_into_view_if_needed()
+    page.screenshot(path=str(path))
+    return path
