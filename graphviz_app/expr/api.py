@@ -79,7 +79,7 @@ def to_function(
 
     >>> fn, (x,) = to_function("x = torch.arange(3.)\\n((x+2)**2+3).mean()", ["x"])
     >>> fn(x + 1)
-    tensor(15.6667)
+    tensor(19.6667)
     """
     program = parse(source, limits=limits)
     wrt = _check_wrt(program, wrt)
