@@ -81,12 +81,19 @@ class Interpreter:
 
     def run(self) -> Evaluation:
         """Run the program; raises ExprError for anything refused or failing."""
+        try:
+            return self._run()
+        except RecursionError as e:  # only with a Limits.max_depth far above the default
+            raise ExprError("the program nests too deeply to evaluate: lower Limits.max_depth "
+                            "or split it into assignments", kind="limit") from e
+
+    def _run(self) -> Evaluation:
         body = self.program.tree.body
         for stmt in body[:-1]:
             self._statement(stmt)
         last = body[-1]
         assert isinstance(last, ast.Expr)  # guaranteed by the validator
-        output = self._output(last.value, self._eval(last.value))
+        output = self._output(last.value, self._value(last.value))
         variables = {k: v for k, v in self.env.items() if isinstance(v, torch.Tensor)}
         return Evaluation(output=output, variables=variables)
 
@@ -110,19 +117,19 @@ class Interpreter:
             target = stmt.target
             assert isinstance(target, ast.Name)
             value = self._binop(stmt, stmt.op, (target.id, self.env[target.id]),
-                                (self._label(stmt.value), self._eval(stmt.value)))
+                                (self._label(stmt.value), self._value(stmt.value)))
             self.env[target.id] = value
         elif isinstance(stmt, ast.For):
             self._for(stmt)
         elif isinstance(stmt, ast.Expr):
-            self._eval(stmt.value)
+            self._value(stmt.value)
 
     def _assign(self, stmt: ast.Assign) -> None:
         target = stmt.targets[0]
         if isinstance(target, ast.Name) and target.id in self.replace:
             self.env[target.id] = self.replace[target.id]
             return
-        value = self._eval(stmt.value)
+        value = self._value(stmt.value)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
             return
@@ -137,7 +144,7 @@ class Interpreter:
     def _for(self, stmt: ast.For) -> None:
         call = stmt.iter
         assert isinstance(call, ast.Call) and isinstance(stmt.target, ast.Name)
-        bounds = [self._eval(a) for a in call.args]
+        bounds = [self._value(a) for a in call.args]
         if not all(type(b) is int for b in bounds):
             raise self.program.error(call, "range() needs whole numbers, e.g. range(10) or range(int(n))", kind="input")
         try:
@@ -157,7 +164,7 @@ class Interpreter:
                 self._statement(inner)
 
     # expressions --------------------------------------------------------
-    def _eval(self, node: ast.AST) -> Any:
+    def _value(self, node: ast.AST) -> Any:
         # Recursive, but the validator bounded the depth (Limits.max_depth).
         method = getattr(self, f"_e_{type(node).__name__}", None)
         if method is None:  # the validator refuses these first; never reached
@@ -178,39 +185,39 @@ class Interpreter:
         return self.env[name]
 
     def _e_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
-        return tuple(self._eval(e) for e in node.elts)
+        return tuple(self._value(e) for e in node.elts)
 
     def _e_List(self, node: ast.List) -> list[Any]:
-        return [self._eval(e) for e in node.elts]
+        return [self._value(e) for e in node.elts]
 
     def _e_Slice(self, node: ast.Slice) -> slice:
-        parts = [None if p is None else self._eval(p) for p in (node.lower, node.upper, node.step)]
+        parts = [None if p is None else self._value(p) for p in (node.lower, node.upper, node.step)]
         return slice(*parts)
 
     def _e_IfExp(self, node: ast.IfExp) -> Any:
-        test = self._eval(node.test)
+        test = self._value(node.test)
         try:
             chosen = bool(test)
         except Exception as e:  # noqa: BLE001
             raise self._failure(node, e, f"if {self._label(node.test)}", [(self._label(node.test), test)]) from e
-        return self._eval(node.body if chosen else node.orelse)
+        return self._value(node.body if chosen else node.orelse)
 
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         symbol, fn = _UNARY[type(node.op)]
-        operand = self._eval(node.operand)
+        operand = self._value(node.operand)
         what = f"{symbol}{self._label(node.operand)}"
         if isinstance(operand, (str, list, tuple)) and not isinstance(node.op, ast.Not):
             raise self.program.error(node, f"{what}: {symbol.strip()} needs a number or a tensor", kind="input")
         return self._apply(node, what, fn, [(self._label(node.operand), operand)])
 
     def _e_BinOp(self, node: ast.BinOp) -> Any:
-        left = (self._label(node.left), self._eval(node.left))
-        right = (self._label(node.right), self._eval(node.right))
+        left = (self._label(node.left), self._value(node.left))
+        right = (self._label(node.right), self._value(node.right))
         return self._binop(node, node.op, left, right)
 
     def _e_Compare(self, node: ast.Compare) -> Any:
-        left = (self._label(node.left), self._eval(node.left))
-        right = (self._label(node.comparators[0]), self._eval(node.comparators[0]))
+        left = (self._label(node.left), self._value(node.left))
+        right = (self._label(node.comparators[0]), self._value(node.comparators[0]))
         return self._binop(node, node.ops[0], left, right)
 
     def _binop(self, node: ast.AST, op: ast.AST, left: Operand, right: Operand) -> Any:
@@ -245,8 +252,8 @@ class Interpreter:
             raise self.program.error(node, e.message, kind=e.kind) from e
 
     def _e_Subscript(self, node: ast.Subscript) -> Any:
-        base = self._eval(node.value)
-        index = self._eval(node.slice)
+        base = self._value(node.value)
+        index = self._value(node.slice)
         what = f"{self._label(node.value)}[{self._label(node.slice)}]"
         if not isinstance(base, (torch.Tensor, tuple, list)):
             raise self.program.error(node, f"{what}: only tensors, lists and tuples can be indexed, not {type(base).__name__}", kind="input")
@@ -256,7 +263,7 @@ class Interpreter:
         return self._apply(node, what, operator.getitem, [(self._label(node.value), base), ("index", index)], growth=growth)
 
     def _e_Attribute(self, node: ast.Attribute) -> Any:
-        base = self._eval(node.value)
+        base = self._value(node.value)
         label, attr = self._label(node.value), node.attr
         try:
             if isinstance(base, Namespace):
@@ -277,14 +284,14 @@ class Interpreter:
 
     def _e_Call(self, node: ast.Call) -> Any:
         self._tick(node)
-        args = [(self._label(a), self._eval(a)) for a in node.args]
-        kwargs = {k.arg: self._eval(k.value) for k in node.keywords if k.arg is not None}
+        args = [(self._label(a), self._value(a)) for a in node.args]
+        kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg is not None}
         func = node.func
         try:
             if isinstance(func, ast.Name):
                 return call_builtin(func.id, args, kwargs)
             assert isinstance(func, ast.Attribute)
-            base = self._eval(func.value)
+            base = self._value(func.value)
             if isinstance(base, Namespace):
                 return call_function(base, func.attr, args, kwargs, self.defaults)
             return call_method((self._label(func.value), base), func.attr, args, kwargs, self.defaults)

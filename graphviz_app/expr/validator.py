@@ -18,54 +18,11 @@ from .allowlist import (
 from .errors import ExprError
 from .limits import Limits
 from .program import Program
+from .syntax import ALLOWED_NODES, REFUSED_NODES
 
 __all__ = ["parse", "validate"]
 
 _INT64_MAX = 2**63 - 1
-_ALLOWED_NODES = (
-    ast.Module, ast.Assign, ast.AugAssign, ast.For, ast.Expr, ast.BinOp, ast.UnaryOp,
-    ast.Compare, ast.Call, ast.Attribute, ast.Subscript, ast.Slice, ast.Name, ast.Constant,
-    ast.Tuple, ast.List, ast.IfExp, ast.keyword, ast.Load, ast.Store, ast.unaryop,
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult,
-    ast.BitAnd, ast.BitOr, ast.BitXor,
-    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
-)
-_REFUSED_NODES: dict[type, str] = {
-    ast.Import: "import is not allowed: torch is already there as `torch`, torch.nn.functional as `F`",
-    ast.ImportFrom: "import is not allowed: torch is already there as `torch`, torch.nn.functional as `F`",
-    ast.Lambda: "lambda is not allowed: the language has no functions of its own",
-    ast.FunctionDef: "def is not allowed: the language has no functions of its own",
-    ast.AsyncFunctionDef: "def is not allowed: the language has no functions of its own",
-    ast.ClassDef: "class is not allowed: the language has no classes of its own",
-    ast.ListComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
-    ast.SetComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
-    ast.DictComp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
-    ast.GeneratorExp: "comprehensions are not allowed: use a `for i in range(N):` loop or whole-tensor functions",
-    ast.JoinedStr: "f-strings are not allowed: strings are plain literals used as arguments",
-    ast.While: "while loops are not allowed: use `for i in range(N):`",
-    ast.With: "with is not allowed",
-    ast.AsyncWith: "with is not allowed",
-    ast.Global: "global is not allowed",
-    ast.Nonlocal: "nonlocal is not allowed",
-    ast.Starred: "* unpacking is not allowed: pass arguments one by one",
-    ast.Dict: "dict literals are not allowed: use lists or tuples",
-    ast.Set: "set literals are not allowed: use lists or tuples",
-    ast.If: "if statements are not allowed: use `a if cond else b` or torch.where(cond, a, b)",
-    ast.BoolOp: "and/or are not allowed: use & and | on boolean tensors",
-    ast.NamedExpr: "the := operator is not allowed: assign on its own line",
-    ast.Delete: "del is not allowed",
-    ast.Try: "try is not allowed",
-    ast.Raise: "raise is not allowed",
-    ast.Assert: "assert is not allowed",
-    ast.Return: "return is not allowed: the last line's expression is the result",
-    ast.Yield: "yield is not allowed",
-    ast.Await: "await is not allowed",
-    ast.LShift: "<< is not allowed",
-    ast.RShift: ">> is not allowed",
-    ast.AnnAssign: "annotated assignments are not allowed: write `name = expression`",
-}
-
-
 def validate(source: str, *, limits: Limits = Limits()) -> None:
     """Parse and check a program without running any of it.
 
@@ -181,16 +138,16 @@ def _check_construct(node: ast.AST, program: Program, ctx: _Context) -> None:
     if not hasattr(node, "lineno"):
         return  # operators, contexts, arguments...: judged with the node holding them
     for op in _operators(node):
-        if type(op) in _REFUSED_NODES:
-            raise program.error(node, _REFUSED_NODES[type(op)])
-    if type(node) in _REFUSED_NODES:
-        raise program.error(node, _REFUSED_NODES[type(node)])
-    if not isinstance(node, _ALLOWED_NODES):
+        if type(op) in REFUSED_NODES:
+            raise program.error(node, REFUSED_NODES[type(op)])
+    if type(node) in REFUSED_NODES:
+        raise program.error(node, REFUSED_NODES[type(node)])
+    if not isinstance(node, ALLOWED_NODES):
         raise program.error(node, f"{type(node).__name__} is not part of the expression language")
     if isinstance(node, ast.Compare):
         if len(node.ops) != 1:
             raise program.error(node, "chained comparisons like a < b < c are not allowed: write (a < b) & (b < c)")
-        if not isinstance(node.ops[0], _ALLOWED_NODES):
+        if not isinstance(node.ops[0], ALLOWED_NODES):
             raise program.error(node, "only == != < <= > >= comparisons are allowed (not `is` or `in`)")
     elif isinstance(node, ast.keyword) and node.arg is None:
         raise program.error(node, "** unpacking is not allowed: write keyword arguments one by one")
@@ -302,8 +259,10 @@ def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int]) ->
 
 
 def _check_keyword(node: ast.keyword, program: Program) -> None:
-    if node.arg == "out":
-        raise program.error(node, "out= is not allowed (it writes into an existing tensor): assign the result instead")
+    if node.arg in ("out", "inplace"):
+        raise program.error(
+            node, f"{node.arg}= is not allowed (it writes into an existing tensor): assign the result instead"
+        )
 
 
 def _check_constant(node: ast.Constant, program: Program) -> None:

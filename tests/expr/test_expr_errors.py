@@ -192,6 +192,13 @@ def test_wall_time_limit_stops_a_long_program() -> None:
     assert "ran longer than 0.05 s (Limits.max_seconds)" in err.message
 
 
+def test_depth_far_beyond_python_recursion_is_an_expr_error() -> None:
+    deep = Limits(max_depth=10**6, max_nodes=10**6)
+    with pytest.raises(ExprError, match=r"nests too deeply") as info:
+        evaluate("x = torch.ones(1)\n" + "-" * 4000 + "x", limits=deep)
+    assert info.value.kind == "limit"
+
+
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match=r"Limits.max_depth must be a positive number, got 0"):
         Limits(max_depth=0)
