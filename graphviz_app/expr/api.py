@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -69,10 +70,13 @@ def to_function(
     Returns:
         ``(fn, values)``: ``fn(*tensors)`` re-runs the program with those
         variables replaced by the given tensors and returns its output;
-        ``values`` are the variables' tensors from a normal run. Variables that
+        ``values`` are the variables' tensors from a first run. Variables that
         do not depend on `wrt` keep their values from that run, so random
-        weights stay fixed between calls. ``fn`` walks the tree without
-        in-place tricks, so it works under `torch.func.vmap`.
+        weights stay fixed between calls; that first run draws random numbers
+        from a generator seeded with 0 (unless the program seeds it), so
+        `to_function` and `expected_function` see the same weights. The global
+        random state is left as it was. ``fn`` walks the tree without in-place
+        tricks, so it works under `torch.func.vmap`.
 
     Raises:
         ExprError: the program fails, or a name in `wrt` is not a suitable variable.
@@ -81,17 +85,11 @@ def to_function(
     >>> fn(x + 1)
     tensor(19.6667)
     """
-    program = parse(source, limits=limits)
-    wrt = _check_wrt(program, wrt)
-    dev, dt = resolve_device(device), resolve_dtype(dtype)
-    base = Interpreter(program, limits=limits, device=dev, dtype=dt)
-    base.run()
-    values = tuple(_tensor_variable(base.env, name) for name in wrt)
-    frozen = {n: base.env[n] for n in program.inputs - _dependents(program, wrt)}
+    prepared = _Prepared.make(source, wrt, limits, device, dtype)
+    values = tuple(_tensor_variable(prepared.env, name) for name in prepared.wrt)
 
     def fn(*tensors: torch.Tensor) -> Any:
-        replace = {**frozen, **_bind(wrt, tensors)}
-        return Interpreter(program, limits=limits, device=dev, dtype=dt, replace=replace, checked=False).run().output
+        return prepared.rerun(tensors).run().output
 
     fn.__name__ = fn.__qualname__ = "program"
     return fn, values
@@ -119,20 +117,19 @@ def expected_function(
     Raises:
         ExprError: the expression is refused, fails, or gives the wrong count.
     """
-    program = parse(source, limits=limits)
-    wrt = _check_wrt(program, wrt)
+    prepared = _Prepared.make(source, wrt, limits, device, dtype)
     try:
-        hand = parse(expected, limits=limits, known=program.defined)
+        hand = parse(expected, limits=limits, known=prepared.program.defined)
     except ExprError as e:
         raise ExprError(f"in the expected gradient: {e.message}", line=e.line, col=e.col,
                         kind=e.kind, source_line=e.source_line) from e
-    fn, _ = to_function(source, wrt, limits=limits, device=device, dtype=dtype)
-    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    wrt = prepared.wrt
 
     def expected_fn(*tensors: torch.Tensor) -> Any:
-        run = Interpreter(program, limits=limits, device=dev, dtype=dt, replace=_bind(wrt, tensors), checked=False)
+        run = prepared.rerun(tensors)
         run.run()
-        out = Interpreter(hand, limits=limits, device=dev, dtype=dt, env=run.env, checked=False).run().output
+        out = Interpreter(hand, limits=limits, device=prepared.device, dtype=prepared.dtype,
+                          env=run.env, checked=False).run().output
         grads = out if isinstance(out, tuple) else (out,)
         if len(grads) != len(wrt):
             raise hand.error(
@@ -144,6 +141,38 @@ def expected_function(
 
     expected_fn.__name__ = expected_fn.__qualname__ = "expected"
     return expected_fn
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A program, its first run, and what stays fixed when it is re-run."""
+
+    program: Program
+    wrt: tuple[str, ...]
+    limits: Limits
+    device: str | None
+    dtype: torch.dtype | None
+    env: dict[str, Any]
+    frozen: dict[str, Any]
+
+    @classmethod
+    def make(cls, source: str, wrt: Sequence[str], limits: Limits, device: str | torch.device | None,
+             dtype: torch.dtype | str | None) -> _Prepared:
+        program = parse(source, limits=limits)
+        names = _check_wrt(program, wrt)
+        dev, dt = resolve_device(device), resolve_dtype(dtype)
+        base = Interpreter(program, limits=limits, device=dev, dtype=dt)
+        cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(0)  # the same weights for to_function and expected_function
+            base.run()
+        frozen = {n: base.env[n] for n in program.inputs - _dependents(program, names)}
+        return cls(program, names, limits, dev, dt, base.env, frozen)
+
+    def rerun(self, tensors: tuple[torch.Tensor, ...]) -> Interpreter:
+        replace = {**self.frozen, **_bind(self.wrt, tensors)}
+        return Interpreter(self.program, limits=self.limits, device=self.device, dtype=self.dtype,
+                           replace=replace, checked=False)
 
 
 def resolve_device(device: str | torch.device | None) -> str | None:

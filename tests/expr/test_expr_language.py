@@ -193,3 +193,16 @@ def test_custom_functions_backward_right_and_wrong() -> None:
     ev = evaluate("x = torch.tensor([1., 2.], requires_grad=True)\ncustom.square_wrong_backward(x).sum()")
     ev.output.backward()
     assert ev.variables["x"].grad.tolist() == [1.0, 2.0]  # half of the true 2*x
+
+
+def test_function_and_expected_share_random_weights_and_leave_the_global_rng_alone() -> None:
+    src = "x = torch.ones(3, requires_grad=True)\nw = torch.randn(3)\n(w * x).sum()"
+    torch.manual_seed(123)
+    before = torch.randn(2)
+    torch.manual_seed(123)
+    fn, (x,) = to_function(src, ["x"])
+    expected = expected_function(src, "w", ["x"])
+    assert torch.equal(torch.randn(2), before)  # the caller's random stream is untouched
+    x = x.detach().requires_grad_(True)
+    (grad,) = torch.autograd.grad(fn(x), x)
+    assert torch.equal(grad, expected(x))  # d(w.x)/dx == w, the same w on both sides
