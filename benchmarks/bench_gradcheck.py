@@ -5,8 +5,8 @@ Run: .venv/bin/python benchmarks/bench_gradcheck.py [--sizes 100 1000 3000] [--r
 For each function and input size n (float64) it times, in this order and in the
 same process: our full check, torch's gradcheck(fast_mode=False), our fast check
 and torch's gradcheck(fast_mode=True); it prints each verdict and the speed-up
-ratios. Timings are the best of `--repeat` runs (one run when the first takes
-more than 20 s). Then, unless --no-memory, it measures the peak resident memory
+ratios. Timings are the best of `--repeat` rounds in which the four calls take
+turns (a call is not repeated once a run took more than 20 s). Then, unless --no-memory, it measures the peak resident memory
 our full check adds, each case in a fresh process (Linux: VmHWM reset through
 /proc/self/clear_refs after set-up), next to the chunk budget and the size of
 the two Jacobians a full check must hold. Nothing here is a pass/fail test.
@@ -99,16 +99,23 @@ def peak_mib(call: Callable[[], Any]) -> float:
     return (_rss_kib("VmHWM") - before) / 1024
 
 
-def best_time(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time of `repeat` runs (one run if the first takes over 20 s), and its result."""
-    best, result = float("inf"), None
-    for k in range(repeat):
-        start = time.perf_counter()
-        result = call()
-        best = min(best, time.perf_counter() - start)
-        if k == 0 and best > 20:
-            break
-    return best, result
+def interleaved(calls: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[float, Any]]:
+    """Best wall time and result of each call over `repeat` rounds, the calls taking turns.
+
+    Taking turns spreads the load other processes put on a shared machine over all
+    calls alike; a call whose first run took over 20 s is not run again.
+    """
+    best: dict[str, tuple[float, Any]] = {}
+    for _ in range(repeat):
+        for name, call in calls.items():
+            if name in best and best[name][0] > 20:
+                continue
+            start = time.perf_counter()
+            result = call()
+            elapsed = time.perf_counter() - start
+            if name not in best or elapsed < best[name][0]:
+                best[name] = (elapsed, result)
+    return best
 
 
 def torch_check(fn: Callable[..., Any], x: torch.Tensor, fast: bool) -> bool:
@@ -116,10 +123,17 @@ def torch_check(fn: Callable[..., Any], x: torch.Tensor, fast: bool) -> bool:
 
 
 def measure(name: str, fn: Callable[..., Any], x: torch.Tensor, repeat: int) -> Row:
-    ours_s, report = best_time(lambda: check(fn, x), repeat)
-    torch_s, theirs = best_time(lambda: torch_check(fn, x, False), repeat)
-    ours_fast_s, fast_report = best_time(lambda: check(fn, x, fast=True), repeat)
-    torch_fast_s, theirs_fast = best_time(lambda: torch_check(fn, x, True), repeat)
+    best = interleaved(
+        {
+            "ours": lambda: check(fn, x),
+            "torch": lambda: torch_check(fn, x, False),
+            "ours fast": lambda: check(fn, x, fast=True),
+            "torch fast": lambda: torch_check(fn, x, True),
+        },
+        repeat,
+    )
+    (ours_s, report), (torch_s, theirs) = best["ours"], best["torch"]
+    (ours_fast_s, fast_report), (torch_fast_s, theirs_fast) = best["ours fast"], best["torch fast"]
     return Row(
         function=name,
         n=x.numel(),

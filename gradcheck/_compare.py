@@ -284,8 +284,8 @@ def _blame(tally: _Tally) -> str:
 
 def _constant_ratio(tally: _Tally, blame: str) -> float | None:
     """The factor by which the blamed side is off, when it is the same at every failing element."""
-    if not tally.ratio_usable.get(blame, False):
-        return None
+    if tally.failed < 2 or not tally.ratio_usable.get(blame, False):
+        return None  # one element is always "off by a constant factor": say nothing
     low, high = tally.ratio_low[blame], tally.ratio_high[blame]
     mid = (low + high) / 2
     if mid == 0 or high - low > 1e-3 * max(abs(low), abs(high)):

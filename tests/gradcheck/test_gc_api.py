@@ -86,3 +86,12 @@ def test_the_readme_pytest_example_passes_with_the_fixture(gradcheck: object) ->
 
     assert len(block.strip().splitlines()) <= 6
     namespace["test_seed_gradient"](gradcheck)  # type: ignore[operator]  # raises if it fails
+
+
+@pytest.mark.parametrize("module", ["checker", "assertions"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+
+    result = doctest.testmod(importlib.import_module(f"gradcheck.{module}"))
+
+    assert result.attempted > 0 and result.failed == 0
