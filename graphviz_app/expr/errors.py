@@ -18,7 +18,9 @@ class ExprError(GraphvizAppError, ValueError):
         col: 1-based column (in characters) on that line, or None.
         kind: A short tag for front ends: ``"syntax"``, ``"refused"``,
             ``"name"``, ``"limit"``, ``"torch"``, ``"device"``, ``"shape"``,
-            ``"dtype"``, ``"memory"``, ``"time"``, ``"crash"`` or ``"input"``.
+            ``"dtype"``, ``"memory"``, ``"time"``, ``"input"``; from the
+            isolated worker also ``"crash"``, ``"busy"`` and ``"job"``;
+            ``"internal"`` for a bug in the evaluator itself.
         source_line: The text of the offending line, when known.
 
     ``str(error)`` is one line: ``"line 2, col 5: <message>"``.

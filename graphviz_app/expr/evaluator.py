@@ -83,9 +83,14 @@ class Interpreter:
         """Run the program; raises ExprError for anything refused or failing."""
         try:
             return self._run()
+        except ExprError:
+            raise
         except RecursionError as e:  # only with a Limits.max_depth far above the default
             raise ExprError("the program nests too deeply to evaluate: lower Limits.max_depth "
                             "or split it into assignments", kind="limit") from e
+        except Exception as e:  # noqa: BLE001 - a server must get ExprError, never a surprise
+            raise ExprError(f"the evaluator failed unexpectedly ({type(e).__name__}: {e}); "
+                            "please report this program", kind="internal") from e
 
     def _run(self) -> Evaluation:
         body = self.program.tree.body
@@ -177,7 +182,7 @@ class Interpreter:
     def _e_Name(self, node: ast.Name) -> Any:
         name = node.id
         if name in ("torch", "F", "custom"):
-            return Namespace("torch.nn.functional" if name == "F" else name)
+            return Namespace(name)
         if name in BUILTIN_FUNCTIONS:
             raise self.program.error(node, f"{name} is a function: call it, e.g. {name}(x)")
         if name not in self.env:

@@ -59,6 +59,9 @@ class Budget:
     def before(self, what: str, numel: int, nbytes: int) -> None:
         """Refuse an operation that would make a tensor of `numel` elements."""
         limit = self.limits.max_tensor_elements
+        if numel >= 2**62:
+            raise Refused(f"{what} would create a tensor of unbounded size; the limit is {limit:,} "
+                          "elements per tensor (Limits.max_tensor_elements)")
         if numel > limit:
             raise Refused(
                 f"{what} would create a tensor of {numel:,} elements ({human_bytes(nbytes)}); "

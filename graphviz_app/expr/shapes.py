@@ -74,9 +74,12 @@ def _arange_numel(args: Sequence[Any], kwargs: dict[str, Any]) -> int | None:
     bound = dict(zip(names, given))
     bound.update({k: kwargs[k] for k in names if k in kwargs})
     start, end, step = (_number(bound.get(k, d)) for k, d in zip(names, (0, None, 1)))
-    if start is None or end is None or step is None or step == 0 or not math.isfinite(end - start):
+    if start is None or end is None or step is None or step == 0:
         return None
-    return min(max(math.ceil((end - start) / step), 0), _HUGE)
+    count = (end - start) / step
+    if math.isnan(count):
+        return None
+    return _HUGE if count > _HUGE else max(math.ceil(count), 0)
 
 
 def constructor_numel(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> int | None:
@@ -205,6 +208,11 @@ def op_numel(name: str, values: Sequence[Any], kwargs: dict[str, Any]) -> int | 
         return _expand_numel(values[0], sizes)
     if name == "expand_as" and len(tensors) == 2:
         return tensors[1].numel()
+    if name == "one_hot" and tensors and tensors[0].dtype == torch.int64:
+        classes = values[1] if len(values) > 1 else kwargs.get("num_classes", -1)
+        if classes == -1:  # torch takes the count from the data: look at it first
+            classes = int(tensors[0].max()) + 1 if tensors[0].numel() else 0
+        return _product([tensors[0].numel(), classes])
     if name in ("new_zeros", "new_ones", "new_full") and len(values) > 1:
         size = values[1]
         return _product(size) if isinstance(size, (list, tuple)) else _product([size])
