@@ -104,8 +104,10 @@ def pictures(out: Path, programs: dict[str, str]) -> None:
     from core_handmade import three_devices
 
     out.mkdir(parents=True, exist_ok=True)
-    graphs = {name: trace(build(name).outputs, build(name).params)
-              for name in ("seed_example", "mlp", "transformer_layer")}
+    graphs = {}
+    for name in ("seed_example", "mlp", "transformer_layer"):
+        case = build(name)
+        graphs[name] = trace(case.outputs, case.params)
     graphs["three_devices"] = three_devices()
     for name, graph in graphs.items():
         source = render(graph).source.encode()
