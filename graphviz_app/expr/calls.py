@@ -94,6 +94,8 @@ def call_function(
     _check_devices(values, kwargs)
     if ns.path == "torch" and name == "manual_seed":
         return _manual_seed(values, kwargs)
+    if ns.path == "torch" and name == "chunk":
+        _check_chunks(values[1:2], kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
     return _run(fn, growth, what, args, kwargs, defaults.budget)
@@ -115,8 +117,8 @@ def call_method(
     if name == "cuda":
         index = values[0] if values else kwargs.get("device")
         check_device("cuda" if index is None else f"cuda:{index}" if isinstance(index, int) else index)
-    if name == "chunk" and values and isinstance(values[0], int) and values[0] > _MAX_CHUNKS:
-        raise Refused(f"{label}.chunk({values[0]}) makes too many pieces; at most {_MAX_CHUNKS:,}")
+    if name == "chunk":
+        _check_chunks(values[:1], kwargs, f"{label}.chunk(...)")
     method = getattr(tensor, name)  # name is from the fixed allow-list
     return _run(method, TENSOR_METHODS[name], f"{label}.{name}(...)", [base, *args], kwargs,
                 defaults.budget, bound=True)
@@ -160,6 +162,13 @@ def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
     for v in [*values, kwargs.get("device")]:
         if isinstance(v, torch.device) or (isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")):
             check_device(v)
+
+
+def _check_chunks(counts: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:
+    # chunk() makes one Python tensor object per piece: bound their number.
+    count = counts[0] if counts else kwargs.get("chunks")
+    if isinstance(count, int) and count > _MAX_CHUNKS:
+        raise Refused(f"{what} asks for {count:,} pieces; at most {_MAX_CHUNKS:,}")
 
 
 def _manual_seed(values: Sequence[Any], kwargs: dict[str, Any]) -> None:

@@ -187,7 +187,8 @@ _HAND: list[tuple[str, str]] = [
     ("torch.ones(10**4).diag()", r"100,000,000 elements"),
     ("torch.block_diag(torch.ones(10**4, 1), torch.ones(1, 10**4))", r"elements"),
     ("x[[[0]*10**4]*10**4]", r"nested lists|elements"),
-    ("torch.ones(10**4, 10**3).chunk(10**9)", r"too many pieces"),
+    ("torch.ones(10**4, 10**3).chunk(10**9)", r"asks for 1,000,000,000 pieces; at most 10,000"),
+    ("torch.chunk(torch.ones(10**6), 10**6)", r"asks for 1,000,000 pieces; at most 10,000"),
     # huge numbers
     ("10**10**10", r"integer beyond 64 bits"),
     ("2**64", r"integer beyond 64 bits"),
