@@ -299,3 +299,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise _Fail(f"the web page needs streamlit: pip install 'graphviz-app[web]' ({e})", EXIT_ENVIRONMENT) from e
     return serve(host=args.host, port=args.port)
+
+
+if __name__ == "__main__":  # `python -m graphviz_app.cli` (the Makefile's `make run`)
+    raise SystemExit(main())

@@ -1,14 +1,7 @@
-"""Shared pieces of the expression-language tests."""
+"""Shared constants of the expression-language tests: the seeds' running example."""
 
 from __future__ import annotations
-
-import pytest
 
 SEED_PROGRAM = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()"
 SEED_VALUE = 38 / 3  # ((0+2)^2+3 + (1+2)^2+3 + (2+2)^2+3) / 3
 SEED_GRAD = [4 / 3, 2.0, 8 / 3]  # the seeds' hand gradient 2*(x+2)/3
-
-
-@pytest.fixture
-def seed_program() -> str:
-    return SEED_PROGRAM

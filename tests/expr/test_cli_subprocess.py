@@ -140,6 +140,12 @@ def test_help_documents_the_language_with_examples(work: Path) -> None:
         assert text in run.stdout
 
 
+def test_module_cli_runs_as_the_makefile_calls_it(work: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "graphviz_app.cli", "serve", "--help"], cwd=work,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "--port" in run.stdout and "--host" in run.stdout
+
+
 def test_console_script_runs(work: Path) -> None:
     script = shutil.which("graphviz-app") or str(Path(sys.executable).parent / "graphviz-app")
     if not Path(script).exists():
