@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,13 +40,14 @@ _FAILING_WARM_UP = ["torch.tensor('abc')", "torch.ones(2) + torch.ones(3)", "x =
 
 
 @pytest.fixture(scope="module")
-def modules_before() -> set[str]:
+def modules_before() -> Iterator[set[str]]:
     for source in _WARM_UP:
         evaluate(source)
     for source in _FAILING_WARM_UP:
         with pytest.raises(ExprError):
             evaluate(source)
-    return set(sys.modules)
+    yield set(sys.modules)
+    shutil.rmtree(CANARY.parent, ignore_errors=True)
 
 
 _HARNESS = ("hypothesis", "_hypothesis", "_pytest", "pytest", "pluggy", "sortedcontainers", "attr")
