@@ -10,13 +10,16 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import DotNotFoundError, GraphvizAppError, RenderError
 from .expr.compose import Composed, compose
 from .expr.errors import ExprError
 from .expr.help import LANGUAGE_HELP
 from .expr.validator import parse, validate
+
+if TYPE_CHECKING:
+    from .model import Graph
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
 
@@ -141,6 +144,21 @@ def _describe(e: Exception) -> tuple[str, int]:
 
 def _render(args: argparse.Namespace) -> int:
     _check_suffix(args.output)
+    from . import save  # torch loads later, after the quick checks
+    from .deep import call_with_large_stack
+
+    # The tensors are made, traced and freed on a big-stack thread: freeing a
+    # graph of 100k+ ops that Python has walked recurses deeply in torch.
+    graph = call_with_large_stack(_trace_target, args)
+    try:
+        path = save(graph, args.output, rankdir=args.rankdir)
+    except OSError as e:
+        raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    print(f"wrote {path} ({graph.summary()})")
+    return EXIT_OK
+
+
+def _trace_target(args: argparse.Namespace) -> Graph:
     script = _SCRIPT.match(args.target or "")
     if script and not (args.var or args.program):
         outputs, params = _run_script(Path(script["path"]), script["func"], args.target), None
@@ -148,15 +166,9 @@ def _render(args: argparse.Namespace) -> int:
         composed = _compose(args)
         evaluation = _evaluate(composed, args)
         outputs, params = evaluation.output, evaluation.variables
-    from . import save, trace  # torch loads here, after the quick checks
+    from . import trace
 
-    graph = trace(outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes)
-    try:
-        path = save(graph, args.output, rankdir=args.rankdir)
-    except OSError as e:
-        raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
-    print(f"wrote {path} ({graph.summary()})")
-    return EXIT_OK
+    return trace(outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes)
 
 
 def _check_suffix(output: str) -> None:

@@ -44,7 +44,7 @@ def call_with_large_stack(fn: Callable[..., T], *args: Any, stack_bytes: int = D
     with _stack_size_lock:  # threading.stack_size is process-wide
         previous = threading.stack_size(stack_bytes)
         try:
-            worker = threading.Thread(target=target, name="graphviz-app-deep-stack")
+            worker = threading.Thread(target=target, name="graphviz-app-deep-stack", daemon=True)
             worker.start()
         finally:
             threading.stack_size(previous)
