@@ -28,7 +28,7 @@ setup: $(STAMP) dot
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[web,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[web,dev,layout]'
 	@touch $@
 
 # Graphviz's `dot`: installed with apt-get when missing and we are root, else say how.

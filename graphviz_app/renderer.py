@@ -8,7 +8,8 @@ from pathlib import Path
 import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
-from .errors import DotNotFoundError, RenderError, UnsupportedFormatError
+from .errors import RenderError, UnsupportedFormatError
+from .layout import lay_out
 from .model import Graph, NodeKind
 from .style import (
     CROSS_DEVICE_STYLE,
@@ -24,13 +25,6 @@ __all__ = ["FORMATS", "RANKDIRS", "render", "export", "save"]
 
 FORMATS = ("svg", "png", "pdf", "dot", "json")
 RANKDIRS = ("TB", "BT", "LR", "RL")
-
-INSTALL_DOT = (
-    "Graphviz's 'dot' program was not found on PATH; install it and try again: "
-    "'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) "
-    "or 'conda install -c conda-forge graphviz'"
-)
-
 
 def render(
     graph: Graph,
@@ -102,13 +96,23 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool) -> None:
     dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
 
 
-def export(graph: Graph, fmt: str, **options: object) -> bytes:
+def export(
+    graph: Graph, fmt: str, *, engine: str = "auto", timeout: float | None = None, **options: object
+) -> bytes:
     """The graph as bytes in `fmt` (svg, png, pdf, dot or json).
+
+    Args:
+        graph: the traced graph.
+        fmt: the format.
+        engine: layout program: "auto" (dot; graphviz-pure for SVG/PNG when dot
+            is missing or the graph is big), "dot" or "graphviz-pure".
+        timeout: seconds the layout may take, None for no limit.
+        options: those of `render`.
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those.
-        DotNotFoundError: Graphviz's `dot` is needed and missing.
-        RenderError: Graphviz failed to lay the graph out.
+        DotNotFoundError: the layout program is needed and missing.
+        RenderError: the layout failed or took too long.
     """
     fmt = fmt.lower().lstrip(".")
     if fmt not in FORMATS:
@@ -117,22 +121,16 @@ def export(graph: Graph, fmt: str, **options: object) -> bytes:
         )
     if fmt == "json":
         return graph.to_json(indent=1).encode()
-    digraph = render(graph, **options)  # type: ignore[arg-type]
+    source = render(graph, **options).source  # type: ignore[arg-type]
     if fmt == "dot":
-        return digraph.source.encode()
-    try:
-        return digraph.pipe(format=fmt)
-    except graphviz.ExecutableNotFound as e:
-        raise DotNotFoundError(INSTALL_DOT) from e
-    except graphviz.CalledProcessError as e:
-        detail = (e.stderr or b"").decode(errors="replace").strip()
-        raise RenderError(f"Graphviz failed to lay out the graph: {detail}") from e
+        return source.encode()
+    return lay_out(source, fmt, engine=engine, node_count=len(graph.nodes), timeout=timeout)
 
 
 def save(graph: Graph, path: str | Path, **options: object) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
-    Suffixes: .svg .png .pdf .dot .json. Options are those of `render`.
+    Suffixes: .svg .png .pdf .dot .json. Options are those of `export`.
 
     Returns:
         The path written.

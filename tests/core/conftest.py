@@ -27,7 +27,8 @@ def deep_recursion() -> Iterator[None]:
 
 @pytest.fixture
 def no_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A PATH on which Graphviz's `dot` cannot be found."""
+    """No layout program at all: neither `dot` on PATH nor graphviz-pure beside Python."""
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr("graphviz_app.layout.sysconfig.get_path", lambda name: str(empty))

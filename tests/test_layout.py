@@ -1,0 +1,98 @@
+"""Which layout program draws a graph, and what happens when one is missing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from graphviz_app.errors import DotNotFoundError, RenderError
+from graphviz_app.layout import BIG_GRAPH_NODES, choose_engine, find_engine, lay_out
+from graphviz_app.model import Graph, Node, NodeKind
+from graphviz_app.renderer import export, render
+
+needs_pure = pytest.mark.skipif(
+    find_engine("graphviz-pure") is None, reason="graphviz-pure is not installed (pip install graphviz-pure)"
+)
+
+
+def _graph(n: int = 2) -> Graph:
+    return Graph(tuple(Node(f"n{i}", NodeKind.OP, f"Op{i}Backward0") for i in range(n)), ())
+
+
+@pytest.fixture
+def dot_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PATH without `dot`, while graphviz-pure stays installed beside Python."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+@pytest.mark.parametrize(
+    ("engine", "fmt", "nodes", "expected"),
+    [
+        ("auto", "svg", 10, "dot"),
+        ("auto", "pdf", BIG_GRAPH_NODES + 1, "dot"),
+        ("dot", "svg", BIG_GRAPH_NODES + 1, "dot"),
+        ("graphviz-pure", "svg", 10, "graphviz-pure"),
+    ],
+)
+def test_choice_with_both_programs_installed(engine: str, fmt: str, nodes: int, expected: str) -> None:
+    assert choose_engine(engine, fmt, nodes) == expected
+
+
+@needs_pure
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_big_graphs_go_to_graphviz_pure(fmt: str) -> None:
+    assert choose_engine("auto", fmt, BIG_GRAPH_NODES + 1) == "graphviz-pure"
+    assert choose_engine("auto", fmt, BIG_GRAPH_NODES) == "dot"
+
+
+def test_an_unknown_engine_is_refused() -> None:
+    with pytest.raises(RenderError, match="engine must be one of auto, dot, graphviz-pure, got 'neato'"):
+        export(_graph(), "svg", engine="neato")
+
+
+@needs_pure
+@pytest.mark.usefixtures("dot_missing")
+def test_without_dot_svg_and_png_fall_back_to_graphviz_pure() -> None:
+    assert shutil.which("dot") is None
+    svg = export(_graph(), "svg").decode()
+    assert "<svg" in svg and "Op1Backward0" in svg
+    assert export(_graph(), "png").startswith(b"\x89PNG")
+
+
+@needs_pure
+@pytest.mark.usefixtures("dot_missing")
+def test_without_dot_pdf_says_what_to_install() -> None:
+    with pytest.raises(DotNotFoundError, match="'dot' program was not found on PATH.*apt-get install graphviz"):
+        export(_graph(), "pdf")
+
+
+@needs_pure
+def test_graphviz_pure_cannot_write_pdf() -> None:
+    with pytest.raises(RenderError, match="graphviz-pure cannot write PDF; choose .svg or .png"):
+        export(_graph(), "pdf", engine="graphviz-pure")
+
+
+@needs_pure
+def test_both_programs_draw_the_same_nodes() -> None:
+    source = render(_graph(5)).source
+    for engine in ("dot", "graphviz-pure"):
+        svg = lay_out(source, "svg", engine=engine).decode()
+        assert all(f"Op{i}Backward0" in svg for i in range(5)), engine
+
+
+def test_a_layout_error_is_reported_with_graphviz_words() -> None:
+    with pytest.raises(RenderError, match="dot failed to lay out the graph: .*syntax error"):
+        lay_out("digraph { a -> }", "svg", engine="dot")
+
+
+def test_a_slow_layout_stops_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = tmp_path / "dot"
+    slow.write_text("#!/bin/sh\nexec /bin/sleep 5\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RenderError, match=r"laying out 2 nodes with dot took over 0.5 s; draw fewer nodes"):
+        export(_graph(), "svg", engine="dot", timeout=0.5)
