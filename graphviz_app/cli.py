@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
     render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
+    render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
+                        help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
+                        "missing or above 2,000 nodes)")
     _program_options(render)
     check = sub.add_parser(
         "check", help="check an expression's gradients against finite differences",
@@ -151,7 +154,7 @@ def _render(args: argparse.Namespace) -> int:
     # graph of 100k+ ops that Python has walked recurses deeply in torch.
     graph = call_with_large_stack(_trace_target, args)
     try:
-        path = save(graph, args.output, rankdir=args.rankdir)
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     print(f"wrote {path} ({graph.summary()})")
