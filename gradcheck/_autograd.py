@@ -155,7 +155,7 @@ def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
             return tuple(outs[o] for o in live)
 
         primals = [args[i].detach() for i in rows.diff]
-        _, rows.vjp_fn = vjp(pure, *primals)
+        rows.vjp_fn = vjp(pure, *primals)[1]
     grads = vmap(rows.vjp_fn)(tuple(_basis(rows, start, stop)))
     for i, g in zip(rows.diff, grads):
         _scatter(rows, i, start, stop, g.reshape(stop - start, -1))

@@ -32,7 +32,8 @@ def random_projections(
 
     def unit(size: int) -> torch.Tensor:
         vec = torch.rand(size, generator=gen, dtype=torch.float64) + 0.5
-        return (vec / vec.norm()).to(device)
+        unit_vec: torch.Tensor = (vec / vec.norm()).to(device)
+        return unit_vec
 
     return Projections(
         u={o: unit(m) for o, m in out_sizes.items()}, v={i: unit(n) for i, n in in_sizes.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,7 +108,7 @@ def numerical_jacobian(
             for o, y in zip(checked, base)
         }
         slot = _Slot(fn, args, i, checked, eps, result, jac)
-        run_chunked(args[i].numel(), stats, lambda a, b, s=slot: _work(s, a, b), device)
+        run_chunked(args[i].numel(), stats, functools.partial(_work, slot), device)
         result.jac.update({(o, i): t for o, t in jac.items()})
     return result
 

@@ -53,7 +53,7 @@ class DeviceComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: the same conventions as `Report.to_dict`."""
-        data = to_plain(self)
+        data: dict[str, Any] = to_plain(self)
         data["reports"] = [r.to_dict() for r in self.reports]
         return data
 

@@ -199,7 +199,7 @@ class Report:
 
         Tuples become lists, and non-finite floats the strings "nan", "inf", "-inf".
         """
-        data = to_plain(self)
+        data: dict[str, Any] = to_plain(self)
         data["schema_version"] = SCHEMA_VERSION
         return data
 
