@@ -14,7 +14,7 @@ import streamlit as st
 
 from graphviz_app.expr import IsolatedRunner
 from graphviz_app.web import present, service, urlstate
-from graphviz_app.web.gallery import EXAMPLES, example
+from graphviz_app.web.gallery import EXAMPLES, example, example_for
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
 from graphviz_app.web.widgets import graph_viewer, program_editor
@@ -65,7 +65,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         problems.append(f"ignored ?device={o.device}: this machine offers {', '.join(devices)}")
         o = replace(o, device="cpu")
     s.update(
-        submitted=state.program, editor_text=state.program, editor_rev=0, hint=None,
+        submitted=state.program, editor_text=state.program, editor_rev=0,
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         check_wrt=state.check.wrt, check_expected=state.check.expected,
@@ -76,7 +76,7 @@ def start_session(devices: tuple[str, ...]) -> None:
 def load_example(key: str) -> None:
     s, ex = st.session_state, example(key)
     s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
-             hint=ex, check_wrt=ex.wrt, check_expected="")
+             check_wrt=ex.wrt, check_expected="")
     for key in ("check_wrt", "check_expected"):
         s.pop(f"w_{key}", None)
 
@@ -136,8 +136,9 @@ def editor() -> bool:
     run = st.button("Run", type="primary", key="run") or event.run
     if run:
         s.submitted = event.text
-    if s.hint is not None:
-        st.info(present.md(s.hint.blurb))
+    shown = example_for(s.submitted)
+    if shown is not None:
+        st.info(present.md(shown.blurb))
     return bool(run)
 
 
@@ -145,6 +146,8 @@ def show_failure(failure: Failure, *, title: str) -> None:
     st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
     if failure.excerpt:
         st.code(failure.excerpt, language=None)
+    if failure.transient:
+        st.caption("This may pass on a less busy moment: press Run to try again.")
 
 
 def results(result: Analysis | Failure, options: Options) -> None:
@@ -192,7 +195,8 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
         s.pop("w_check_wrt", None)
     wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
     wrt = s.check_wrt = wrt_col.selectbox("With respect to", result.leaves, key=kept("check_wrt"))
-    hint = s.hint.hint if s.hint is not None and s.hint.wrt == wrt else "2*(x+2)/3"
+    known = example_for(s.submitted)
+    hint = known.hint if known is not None and known.wrt == wrt else "2*(x+2)/3 for the first example"
     expected = s.check_expected = expected_col.text_input(
         f"Your d(output)/d{present.md(wrt)}: an expression over the program's variables",
         key=kept("check_expected"), placeholder=f"e.g. {hint}")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .urlstate import SEED_PROGRAM
 
-__all__ = ["Example", "EXAMPLES", "example"]
+__all__ = ["Example", "EXAMPLES", "example", "example_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +124,9 @@ def example(key: str) -> Example:
         if ex.key == key:
             return ex
     raise KeyError(f"no example {key!r}; the examples are {', '.join(e.key for e in EXAMPLES)}")
+
+
+def example_for(program: str) -> Example | None:
+    """The example whose program this is (ignoring surrounding blank space), or None."""
+    wanted = program.strip()
+    return next((ex for ex in EXAMPLES if ex.program.strip() == wanted), None)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import GraphvizAppError
+from ..errors import GraphvizAppError, RenderError
+from .layout import LayoutTimeout, lay_out
 from .results import Analysis, Failure, GradientCheck, TensorValue
 from .urlstate import Options
 
@@ -32,12 +33,16 @@ def devices_job() -> tuple[str, ...]:
     return ("cpu", *(f"cuda:{i}" for i in range(count)))
 
 
-def analysis_job(program: str, options: Options) -> Analysis | Failure:
-    """Evaluate `program`, trace and draw its graph, run backward, read the grads."""
+def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> Analysis | Failure:
+    """Evaluate `program`, trace and draw its graph, run backward, read the grads.
+
+    `time_budget` is the seconds the whole job may take; the layout gets
+    what evaluation and tracing left of it.
+    """
     import torch
 
     from ..expr import ExprError, evaluate
-    from ..renderer import export
+    from ..renderer import render
     from ..tracer import trace
 
     start = time.perf_counter()
@@ -51,8 +56,13 @@ def analysis_job(program: str, options: Options) -> Analysis | Failure:
             ev.output, ev.variables, show_saved=options.show_saved,
             show_attrs=options.show_attrs, max_nodes=options.max_nodes,
         )
-        svg = export(graph, "svg", rankdir=options.rankdir).decode()
-        dot = export(graph, "dot", rankdir=options.rankdir).decode()
+        dot = render(graph, rankdir=options.rankdir).source
+        left = time_budget - (time.perf_counter() - start)
+        svg = lay_out(dot, ["svg"], timeout=max(left, 1.0))["svg"].decode()
+    except LayoutTimeout as e:
+        return Failure(str(e), kind="layout")
+    except RenderError as e:
+        return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
     notes = list(graph.notes)
@@ -75,13 +85,14 @@ def analysis_job(program: str, options: Options) -> Analysis | Failure:
     )
 
 
-def png_job(graph_json: str, rankdir: str) -> bytes | Failure:
+def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes | Failure:
     """Lay the graph out again as PNG (on demand: it costs a second layout)."""
     from ..model import Graph
-    from ..renderer import export
+    from ..renderer import render
 
     try:
-        return export(Graph.from_json(graph_json), "png", rankdir=rankdir)
+        dot = render(Graph.from_json(graph_json), rankdir=rankdir).source
+        return lay_out(dot, ["png"], timeout=time_budget)["png"]
     except GraphvizAppError as e:
         return Failure(str(e), kind="render")
 

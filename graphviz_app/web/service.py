@@ -53,7 +53,7 @@ def devices(runner: IsolatedRunner) -> tuple[str, ...]:
 
 def analyze(runner: IsolatedRunner, program: str, options: Options) -> Analysis | Failure:
     """Evaluate, trace, draw and differentiate `program` under `options`."""
-    return _call(runner, jobs.analysis_job, program, options)
+    return _call(runner, jobs.analysis_job, program, options, _budget(runner))
 
 
 def check_gradient(
@@ -69,7 +69,7 @@ def check_gradient(
 
 def png(runner: IsolatedRunner, graph_json: str, rankdir: str) -> bytes | Failure:
     """The graph as PNG, laid out on demand in the worker."""
-    return _call(runner, jobs.png_job, graph_json, rankdir)
+    return _call(runner, jobs.png_job, graph_json, rankdir, _budget(runner))
 
 
 def syntax_problem(program: str) -> Failure | None:
@@ -82,6 +82,12 @@ def syntax_problem(program: str) -> Failure | None:
     except ExprError as e:
         return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
     return None
+
+
+def _budget(runner: IsolatedRunner) -> float:
+    """The seconds a job may plan for: a margin under the runner's hard limit, so
+    the job stops its own `dot` before the worker is killed with `dot` still running."""
+    return max(1.0, runner.time_limit * 0.85 - 0.5)
 
 
 def _call(runner: IsolatedRunner, job: Callable[..., Any], *args: Any) -> Any:

@@ -3,6 +3,7 @@
 const STEP = 1.25;
 const MIN_SCALE = 0.05;
 const MAX_SCALE = 8;
+const MIN_FIT = 0.6;
 
 export default function (component) {
   const { parentElement, data } = component;
@@ -35,7 +36,8 @@ function setup(root, pane) {
       pane.scrollTop = (pane.scrollTop + cy) * (scale / old) - cy;
     }
   };
-  const fit = () => apply(Math.min(1, (pane.clientWidth - 8) / natural.w));
+  // Fit the width, but never so small that labels cannot be read: scroll instead.
+  const fit = () => apply(Math.max(MIN_FIT, Math.min(1, (pane.clientWidth - 8) / natural.w)));
   root.querySelector(".gv-in").onclick = () => apply(scale * STEP);
   root.querySelector(".gv-out").onclick = () => apply(scale / STEP);
   root.querySelector(".gv-fit").onclick = fit;
