@@ -12,7 +12,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphvizAppError, RenderError
-from .layout import LayoutTimeout, lay_out
 from .results import Analysis, Failure, GradientCheck, TensorValue
 from .urlstate import Options
 
@@ -42,7 +41,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     import torch
 
     from ..expr import ExprError, evaluate
-    from ..renderer import render
+    from ..renderer import export
     from ..tracer import trace
 
     start = time.perf_counter()
@@ -56,11 +55,11 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
             ev.output, ev.variables, show_saved=options.show_saved,
             show_attrs=options.show_attrs, max_nodes=options.max_nodes,
         )
-        dot = render(graph, rankdir=options.rankdir).source
-        left = time_budget - (time.perf_counter() - start)
-        svg = lay_out(dot, ["svg"], timeout=max(left, 1.0))["svg"].decode()
-    except LayoutTimeout as e:
-        return Failure(str(e), kind="layout")
+        dot = export(graph, "dot", rankdir=options.rankdir).decode()
+        # The layout gets what evaluation and tracing left of the budget; it is
+        # stopped at its deadline (the worker's kill would leave dot running).
+        left = max(time_budget - (time.perf_counter() - start), 1.0)
+        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left).decode()
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
@@ -88,11 +87,10 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
 def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes | Failure:
     """Lay the graph out again as PNG (on demand: it costs a second layout)."""
     from ..model import Graph
-    from ..renderer import render
+    from ..renderer import export
 
     try:
-        dot = render(Graph.from_json(graph_json), rankdir=rankdir).source
-        return lay_out(dot, ["png"], timeout=time_budget)["png"]
+        return export(Graph.from_json(graph_json), "png", rankdir=rankdir, timeout=time_budget)
     except GraphvizAppError as e:
         return Failure(str(e), kind="render")
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "graphviz_app" / "app.py"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
-SERVE_MODULE = os.environ.get("WEB_TEST_SERVE_MODULE", "graphviz_app.cli")  # as `make run` does
+SERVE_MODULE = "graphviz_app.cli"  # started as `make run` starts it
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
