@@ -83,6 +83,12 @@ def test_a_parse_error_shows_while_typing(page, server) -> None:  # noqa: ANN001
     assert "Will not run" in error_text(page)  # no Run pressed
     assert "line 2" in error_text(page)
     screenshot(page, "web-3-parse-error-while-typing")
+    editor = page.get_by_test_id("program-editor")
+    editor.press("End")
+    editor.press_sequentially(") * 2")
+    page.get_by_text("The program parses").wait_for()
+    editor.press("Control+Enter")  # runs it, like the Run button
+    page.get_by_text("[2.6667, 4.0000, 5.3333]").wait_for()
 
 
 def test_a_wrong_hand_gradient_fails_with_the_factor_named(page, server) -> None:  # noqa: ANN001

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import pytest
@@ -26,11 +28,19 @@ def test_an_empty_query_gives_the_seed_example_and_defaults() -> None:
     assert problems == []
 
 
-def test_a_hand_written_link_is_read_back() -> None:
-    link = "program=y+%3D+torch.ones(2%2C+requires_grad%3DTrue)%0A(y*3).sum()&rankdir=lr&saved=0&max_nodes=50"
-    state, problems = from_query({k: v for k, v in parse_qs(link).items()})
+def test_the_readmes_hand_written_link_is_read_back() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    link = re.search(r"`http://localhost:8501/\?([^`]+)`", readme)
+    assert link is not None, "the README's web section shows a hand-written link"
+    state, problems = from_query(dict(parse_qs(link.group(1))))
     assert state.program == "y = torch.ones(2, requires_grad=True)\n(y*3).sum()"
-    assert state.options == Options(rankdir="LR", show_saved=False, max_nodes=50)
+    assert state.options == Options(rankdir="LR")
+    assert problems == []
+
+
+def test_case_and_spelling_of_options_are_forgiven() -> None:
+    state, problems = from_query({"rankdir": "lr", "saved": "no", "attrs": "true", "max_nodes": "50"})
+    assert state.options == Options(rankdir="LR", show_saved=False, show_attrs=True, max_nodes=50)
     assert problems == []
 
 
