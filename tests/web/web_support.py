@@ -106,6 +106,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    """Wait until Streamlit answers its health check; fail with the server's log if it dies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"the server did not answer within {timeout} s:\n{log.read_text(errors='replace')}")
+
+
 class Server:
     """`python -m graphviz_app.cli serve --port N` as a child process."""
 
@@ -125,18 +140,8 @@ class Server:
         )
         self._wait_healthy()
 
-    def _wait_healthy(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError(f"the server did not answer within {timeout} s:\n{self.log()}")
+    def _wait_healthy(self) -> None:
+        wait_healthy(self.url, self.process, self.log_path)
 
     def log(self) -> str:
         self._log.flush()
