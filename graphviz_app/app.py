@@ -19,6 +19,8 @@ from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
 from graphviz_app.web.widgets import graph_viewer, program_editor
 
+__all__ = ["main"]
+
 RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to top", "RL": "right to left"}
 TOLERANCE_NAMES = ("eps", "atol", "rtol")
 STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
@@ -28,26 +30,31 @@ DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
 # Shared, cached work ---------------------------------------------------------
 @st.cache_resource(show_spinner="Starting the worker processes…")
 def runner() -> IsolatedRunner:
+    """The worker processes every program runs in, shared by all sessions."""
     return service.make_runner()
 
 
 @st.cache_resource(show_spinner=False)
 def available_devices() -> tuple[str, ...]:
+    """cpu and each cuda:N the workers' torch sees."""
     return service.devices(runner())
 
 
 @st.cache_data(max_entries=256, show_spinner="Running the program…")
 def analyze(program: str, options: Options) -> Analysis | Failure:
+    """The program evaluated, traced, drawn and differentiated (cached by program and options)."""
     return service.analyze(runner(), program, options)
 
 
 @st.cache_data(max_entries=256, show_spinner="Checking the gradient…")
 def check_gradient(program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]) -> GradientCheck | Failure:
+    """A hand-derived gradient checked (cached by program, options, gradient and tolerances)."""
     return service.check_gradient(runner(), program, options, check, tolerances)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def png(graph_json: str, rankdir: str) -> bytes:
+    """The PNG download, drawn when it is asked for."""
     found = service.png(runner(), graph_json, rankdir)
     if isinstance(found, Failure):
         raise RuntimeError(f"could not draw the PNG: {found}")
@@ -56,6 +63,7 @@ def png(graph_json: str, rankdir: str) -> bytes:
 
 # UI state: the submitted program and the widgets' values, seeded from the URL --
 def start_session(devices: tuple[str, ...]) -> None:
+    """Seed a new session's UI state from the link it was opened with."""
     s = st.session_state
     if "submitted" in s:
         return
@@ -74,6 +82,7 @@ def start_session(devices: tuple[str, ...]) -> None:
 
 
 def load_example(key: str) -> None:
+    """Put a gallery example in the editor and show its graph."""
     s, ex = st.session_state, example(key)
     s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
              check_wrt=ex.wrt, check_expected="")
@@ -96,6 +105,7 @@ def kept(key: str) -> str:
 
 # The page ---------------------------------------------------------------------
 def sidebar(devices: tuple[str, ...]) -> Options:
+    """The options: device, dtype, what to show, layout direction, node limit."""
     with st.sidebar:
         st.header("Options")
         device = st.selectbox("Device", devices, key="opt_device",
@@ -117,6 +127,7 @@ def sidebar(devices: tuple[str, ...]) -> Options:
 
 
 def gallery() -> None:
+    """One button per example."""
     st.caption("Examples: load one with a click")
     columns = st.columns(3)
     for i, ex in enumerate(EXAMPLES):
@@ -143,6 +154,7 @@ def editor() -> bool:
 
 
 def show_failure(failure: Failure, *, title: str) -> None:
+    """An error as a message, with the offending line when there is one."""
     st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
     if failure.excerpt:
         st.code(failure.excerpt, language=None)
@@ -151,6 +163,7 @@ def show_failure(failure: Failure, *, title: str) -> None:
 
 
 def results(result: Analysis | Failure, options: Options) -> None:
+    """The graph, its summary line, the downloads and the tracer's notes."""
     if isinstance(result, Failure):
         show_failure(result, title="Could not draw the graph")
         return
@@ -162,6 +175,7 @@ def results(result: Analysis | Failure, options: Options) -> None:
 
 
 def downloads(result: Analysis, options: Options) -> None:
+    """SVG, PNG, DOT and JSON downloads, and a link to this graph."""
     svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
     svg.download_button("SVG", result.svg, "autograd.svg", "image/svg+xml", on_click="ignore")
     png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir), "autograd.png",
@@ -173,6 +187,7 @@ def downloads(result: Analysis, options: Options) -> None:
 
 
 def values(result: Analysis | Failure) -> None:
+    """The output's value and each leaf's .grad."""
     if isinstance(result, Failure):
         return
     st.markdown("**Output**")
@@ -185,6 +200,7 @@ def values(result: Analysis | Failure) -> None:
 
 
 def check_panel(result: Analysis | Failure, options: Options) -> None:
+    """Check my gradient: the variable, the hand-derived expression, the tolerances."""
     st.subheader("Check my gradient")
     if isinstance(result, Failure) or not result.leaves:
         st.caption("Run a program with a named leaf tensor (requires_grad=True) to check a gradient by hand.")
@@ -220,6 +236,7 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
 
 
 def check_result(check: GradientCheck) -> None:
+    """The verdict, the per-element table, the error heatmap, the full report."""
     verdict = present.verdict(check)
     (st.success if verdict.passed else st.error)(f"**{present.md(verdict.headline)}.** {present.md(verdict.detail)}")
     for pair in present.pairs_of(check):
@@ -237,6 +254,7 @@ def check_result(check: GradientCheck) -> None:
 
 
 def current_state(options: Options) -> PageState:
+    """What a link to the page as shown must hold."""
     s = st.session_state
     return PageState(program=s.submitted, options=options,
                      check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""))
@@ -250,6 +268,7 @@ def sync_url(options: Options) -> None:
 
 
 def main() -> None:
+    """The page, top to bottom."""
     st.set_page_config(page_title="graphviz-app: autograd graphs", page_icon="🕸️", layout="wide")
     devices = available_devices()
     start_session(devices)

@@ -160,3 +160,19 @@ def test_a_bad_hand_gradient_says_what_is_wrong(wrt: str, expected: str, words: 
     result = check_job(SEED_PROGRAM, Options(), wrt, expected, TOL)
     assert isinstance(result, Failure)
     assert words in str(result)
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_device_list_and_the_moved_tensor_show_both_devices() -> None:
+    from graphviz_app.web.jobs import devices_job
+
+    assert "cuda:0" in devices_job()
+    result = analysis_job(example("devices").program, Options(device="cuda:0"))
+    assert isinstance(result, Analysis), str(result)
+    assert result.summary.endswith("devices: cpu, cuda:0")
+    devices = {g.name: g.device for g in result.grads}
+    assert devices == {"w.grad": "cuda:0", "x.grad": "cpu"}
+    copy = next(line for line in result.dot.splitlines() if "ToCopyBackward0" in line)
+    assert "#e03131" in copy  # the op crossing devices is drawn in red
+    check = check_job(example("devices").program, Options(device="cuda:0"), "w", "x_moved", TOL)
+    assert isinstance(check, GradientCheck) and check.passed
