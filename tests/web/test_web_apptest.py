@@ -155,3 +155,23 @@ def test_a_bad_link_parameter_is_reported_and_the_rest_still_works() -> None:
     assert any("ignored ?dtype=float8" in w for w in warnings)
     assert any("ignored ?device=cuda:7" in w for w in warnings)
     assert grads(at) == {"z.grad": "[1.0000, 1.0000, 1.0000]"}
+
+
+def test_a_program_seen_before_comes_from_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphviz_app.web import service
+
+    calls: list[str] = []
+    real = service.analyze
+
+    def counting(runner, program, options):  # noqa: ANN001, ANN202
+        calls.append(program)
+        return real(runner, program, options)
+
+    monkeypatch.setattr(service, "analyze", counting)
+    program = "q = torch.ones(3, requires_grad=True)\n(q * 7).sum()  # cache probe"
+    first = new_app({"program": program})
+    second = new_app({"program": program})  # another person opening the same link
+    assert grads(first) == grads(second) == {"q.grad": "[7.0000, 7.0000, 7.0000]"}
+    assert calls == [program]
+    new_app({"program": program, "rankdir": "LR"})  # other options: a new drawing
+    assert calls == [program, program]
