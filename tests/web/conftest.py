@@ -41,7 +41,7 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def request_log() -> list[str]:
-    """Every URL any page of this module requested."""
+    """Every URL (requests and websockets) any page of this module opened."""
     return []
 
 
@@ -51,6 +51,7 @@ def page(browser, request_log: list[str]) -> Iterator[object]:  # noqa: ANN001
     pg = context.new_page()
     pg.set_default_timeout(60_000)
     pg.on("request", lambda r: request_log.append(r.url))
+    pg.on("websocket", lambda ws: request_log.append(ws.url))
     try:
         yield pg
     finally:
