@@ -128,7 +128,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.trap = OutboundTrap()
-        self.log_path = ARTIFACTS / f"server-{self.port}.log"
+        self.log_path = ARTIFACTS / "web-server.log"  # the latest browser run's server
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         proxy = f"http://127.0.0.1:{self.trap.port}"
         env = {**os.environ, "GRAPHVIZ_APP_TIME_LIMIT": str(time_limit_s), "NO_PROXY": "", "no_proxy": ""}
