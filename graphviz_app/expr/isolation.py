@@ -30,11 +30,15 @@ Each worker runs one job at a time; ``run`` may be called from many threads.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
+import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -248,7 +252,8 @@ class IsolatedRunner:
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(target=worker_main, args=(child, self.threads),
                                     name="graphviz-app-expr-worker", daemon=True)
-        process.start()
+        with _without_main_module():
+            process.start()
         child.close()
         worker = _Worker(process, parent)
         if not parent.poll(_START_TIMEOUT):
@@ -269,7 +274,33 @@ def _stop(worker: _Worker) -> None:
         pass
     if worker.process.is_alive():
         worker.process.kill()
+    if hasattr(os, "killpg") and worker.process.pid is not None:
+        try:  # the worker's group: children it started outlive it otherwise
+            os.killpg(worker.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     worker.process.join(timeout=5)
+
+
+_main_swap_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main_module() -> Iterator[None]:
+    """Start processes without making them import the parent's `__main__`.
+
+    multiprocessing's forkserver and spawn children re-import the parent's main
+    module (as `__mp_main__`); under Streamlit that is the page script, which
+    would pull Streamlit into every worker. Jobs are top-level functions of
+    importable modules, so workers never need it.
+    """
+    with _main_swap_lock:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
 
 
 def _death_message(worker: _Worker) -> str:

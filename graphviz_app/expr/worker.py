@@ -25,6 +25,10 @@ _ALLOC_FAILURES = ("can't allocate memory", "Cannot allocate memory", "out of me
 def worker_main(conn: Connection, threads: int) -> None:
     """Serve jobs from `conn` until the parent closes it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
+    if hasattr(os, "setpgid"):
+        # Its own process group, so that stopping the worker also stops what a
+        # job started (a `dot` layout) instead of leaving it running.
+        os.setpgid(0, 0)
     _limit_threads(threads)
     conn.send(("ready", os.getpid()))
     while True:
