@@ -40,7 +40,9 @@ COMMANDS: dict[str, list[str]] = {
     "json_program": ["render", "--program", "prog.txt", "-o", "small.json", "--no-saved", "--max-nodes", "2"],
     "check_pass": ["check", SEED_EXPR, "--var", SEED_VAR, "--expected", "2*(x+2)/3"],
     "check_fail": ["check", "custom.square_wrong_backward(x).sum()", "--var", SEED_VAR, "--json"],
-    "no_dot": ["render", SEED_EXPR, "--var", SEED_VAR, "-o", "nodot.svg"],
+    "no_dot": ["render", SEED_EXPR, "--var", SEED_VAR, "-o", "nodot.svg", "--engine", "dot"],
+    "no_dot_pdf": ["render", SEED_EXPR, "--var", SEED_VAR, "-o", "nodot.pdf"],
+    "no_dot_svg": ["render", SEED_EXPR, "--var", SEED_VAR, "-o", "fallback.svg"],
 }
 
 
@@ -62,7 +64,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
 def runs(work: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     no_dot = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # python, but no Graphviz
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(_run, args, work, no_dot if name == "no_dot" else None)
+        futures = {name: pool.submit(_run, args, work, no_dot if name.startswith("no_dot") else None)
                    for name, args in COMMANDS.items()}
         return {name: f.result() for name, f in futures.items()}
 
@@ -104,10 +106,21 @@ def test_check_exits_1_for_a_wrong_custom_backward(runs: dict) -> None:
     assert json.loads(run.stdout)["passed"] is False
 
 
-def test_missing_graphviz_exits_3_saying_how_to_install_it(runs: dict) -> None:
-    run = runs["no_dot"]
+@pytest.mark.parametrize("name", ["no_dot", "no_dot_pdf"])
+def test_missing_graphviz_exits_3_saying_how_to_install_it(runs: dict, name: str) -> None:
+    run = runs[name]
     assert run.returncode == 3
     assert "Graphviz's 'dot' program was not found on PATH" in _one_line(run)
+
+
+def test_without_dot_svg_is_laid_out_by_graphviz_pure(runs: dict, work: Path) -> None:
+    from graphviz_app.layout import find_engine
+
+    if find_engine("graphviz-pure") is None:
+        pytest.skip("graphviz-pure is not installed (pip install graphviz-pure)")
+    run = runs["no_dot_svg"]
+    assert run.returncode == 0, run.stderr
+    assert "MeanBackward0" in (work / "fallback.svg").read_text()
 
 
 @pytest.mark.parametrize(

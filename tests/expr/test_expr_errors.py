@@ -187,7 +187,8 @@ def test_the_seeds_huge_randn_is_refused_before_allocating() -> None:
 
 def test_wall_time_limit_stops_a_long_program() -> None:
     source = "w = torch.ones(200, 200) / 200\ny = w\nfor i in range(1000):\n    y = y @ w\ny"
-    err = _error(source, limits=Limits(max_seconds=0.05))
+    # Only the clock may stop it: 1000 products of 160 KB would pass the default byte limit.
+    err = _error(source, limits=Limits(max_seconds=0.05, max_total_bytes=10**10))
     assert err.kind == "time"
     assert "ran longer than 0.05 s (Limits.max_seconds)" in err.message
 
