@@ -100,9 +100,8 @@ def test_one_users_runaway_job_does_not_block_another_user(runner: IsolatedRunne
     thread = threading.Thread(target=runaway)
     thread.start()
     time.sleep(0.3)  # the runaway holds a worker now
-    start = time.monotonic()
     assert _seed_ok(runner)
-    assert time.monotonic() - start < 3, "a quick job waited for the runaway"
+    assert thread.is_alive(), "a quick job waited for the runaway to be stopped"
     thread.join(timeout=15)
     assert outcome == {"runaway": "time"}
 

@@ -59,10 +59,10 @@ def test_a_runaway_program_does_not_block_another_user(runner: IsolatedRunner) -
     runaway = threading.Thread(target=service.analyze, args=(runner, RUNAWAY, Options()))
     runaway.start()
     time.sleep(0.3)  # the runaway holds a worker now
-    start = time.monotonic()
     try:
         assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
-        assert time.monotonic() - start < 4  # well before the runaway's limit frees its worker
+        # Answered while the runaway still holds its worker (until its 5 s limit): not queued behind it.
+        assert runaway.is_alive()
     finally:
         runaway.join()
 
