@@ -163,6 +163,7 @@ class _Walker:
         self.edges: list[Edge] = []
         # id(fn) -> node id; `self.alive` keeps each fn alive so ids stay unique.
         self.fn_ids: dict[int, str] = {}
+        self.base_ids: dict[int, str] = {}
         self.alive: list[Any] = []
         self.queue: deque[Any] = deque()
         self.truncated = False
@@ -187,12 +188,7 @@ class _Walker:
             out_id = self._new_id()
             self.nodes.append(Node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
             if t._is_view():  # torchviz draws an output's view base too
-                base_id = self._new_id()
-                base = t._base
-                self.nodes.append(
-                    Node(base_id, NodeKind.VIEW_BASE, "view base", self.describe.describe(base, None))
-                )
-                self.edges.append(Edge(base_id, out_id, EdgeKind.VIEW))
+                self.edges.append(Edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
             fn_id = self._discover(t.grad_fn)
             if fn_id is not None:  # None: cut off by max_nodes
                 self.edges.append(Edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
@@ -209,6 +205,17 @@ class _Walker:
             )
         self.alive.clear()
         return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
+
+    def _view_base(self, base: torch.Tensor) -> str:
+        """The node of a view's base tensor, one per base however many views share it."""
+        known = self.base_ids.get(id(base))
+        if known is None:
+            known = self.base_ids[id(base)] = self._new_id()
+            self.alive.append(base)
+            self.nodes.append(
+                Node(known, NodeKind.VIEW_BASE, "view base", self.describe.describe(base, None))
+            )
+        return known
 
     def _discover(self, fn: Any) -> str | None:
         known = self.fn_ids.get(id(fn))

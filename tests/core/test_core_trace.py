@@ -260,3 +260,15 @@ def test_negative_dims_show_as_written(make: object, op: str, attr: tuple[str, s
     graph = trace(make(x).sum())  # type: ignore[operator]
     (node,) = [n for n in graph.of_kind(NodeKind.OP) if n.name == op]
     assert attr in node.attrs
+
+
+def test_views_of_one_base_share_its_node() -> None:
+    base = torch.arange(6.0, requires_grad=True) * 1
+    first, second = base[:3], base[3:]
+    graph = trace([first, second])
+    bases = graph.of_kind(NodeKind.VIEW_BASE)
+    assert len(bases) == 1
+    assert bases[0].tensor is not None and bases[0].tensor.shape == (6,)
+    view_edges = [e for e in graph.edges if e.kind is EdgeKind.VIEW]
+    assert sorted(e.dst for e in view_edges) == sorted(n.id for n in graph.of_kind(NodeKind.OUTPUT))
+    assert {e.src for e in view_edges} == {bases[0].id}
