@@ -209,7 +209,7 @@ class Graph:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
         version = data.get("schema") if isinstance(data, dict) else None
-        if version != SCHEMA_VERSION:
+        if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 in Python
             raise SchemaError(
                 f"expected a graph with \"schema\": {SCHEMA_VERSION}, found {version!r}; "
                 "was this JSON written by graphviz_app's Graph.to_json()?"

@@ -154,6 +154,7 @@ def test_dot_and_json_need_no_dot_program(tmp_path: Path, suffix: str) -> None:
 SCHEMA = [
     ("wrong version", json.dumps({"schema": 2, "nodes": [], "edges": []}), 'expected a graph with "schema": 1, found 2'),
     ("no version", json.dumps({"nodes": [], "edges": []}), 'expected a graph with "schema": 1, found None'),
+    ("a boolean version", json.dumps({"schema": True, "nodes": [], "edges": []}), 'expected a graph with "schema": 1, found True'),
     ("a list", "[1, 2]", 'expected a graph with "schema": 1, found None'),
     ("not JSON", "digraph { a -> b }", "not JSON: Expecting value"),
     ("empty", "", "not JSON"),
