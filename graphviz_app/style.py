@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Edge, EdgeKind, Node, NodeKind, TensorInfo, human_bytes
+from .model import EdgeKind, Node, NodeKind, TensorInfo, human_bytes
 
 __all__ = [
     "KIND_STYLE",
@@ -13,7 +13,6 @@ __all__ = [
     "device_color",
     "node_label",
     "format_values",
-    "edge_attrs",
 ]
 
 # Shape and border per kind; the fill colour says the device.
@@ -117,7 +116,3 @@ def node_label(node: Node, *, max_attr_chars: int = 50) -> str:
         elif t.values is not None and node.kind is not NodeKind.VIEW_BASE:
             lines.append("= " + (format_values(t.values) if t.shape else _value_text(t.values[0])))
     return "\\n".join(_escape(line) for line in lines)
-
-
-def edge_attrs(edge: Edge) -> dict[str, str]:
-    return EDGE_STYLE[edge.kind]

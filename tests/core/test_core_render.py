@@ -188,7 +188,7 @@ def test_render_lays_nothing_out_and_names_nodes_in_walk_order() -> None:
 
 def _graphviz_statements(graph: Graph, max_attr_chars: int = 50) -> list[str]:
     """Node and edge statements as graphviz's own Digraph.node()/edge() write them."""
-    from graphviz_app.style import KIND_STYLE, edge_attrs
+    from graphviz_app.style import EDGE_STYLE, KIND_STYLE
 
     dot = graphviz.Digraph()
     cross = graph.cross_device_ops()
@@ -198,7 +198,7 @@ def _graphviz_statements(graph: Graph, max_attr_chars: int = 50) -> list[str]:
             attrs.update(CROSS_DEVICE_STYLE)
         dot.node(node.id, graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)), **attrs)
     for edge in graph.edges:
-        dot.edge(edge.src, edge.dst, **edge_attrs(edge))
+        dot.edge(edge.src, edge.dst, **EDGE_STYLE[edge.kind])
     return dot.body
 
 
