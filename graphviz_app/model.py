@@ -15,6 +15,8 @@ __all__ = [
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
+    "GradInfo",
+    "ModuleInfo",
     "Node",
     "Edge",
     "Graph",
@@ -22,7 +24,9 @@ __all__ = [
     "human_bytes",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients.
+READABLE_SCHEMAS = (1, 2)
 
 Scalar = float | int | bool | str
 
@@ -75,12 +79,49 @@ class TensorInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class GradInfo:
+    """Statistics of one gradient tensor, as backward computed it.
+
+    `norm`, `max_abs` and `mean_abs` are taken over the finite elements only,
+    so they stay real numbers; `nan` and `inf` count the others. `values`
+    holds at most 16 elements (nan and inf as text, as in TensorInfo).
+    """
+
+    numel: int
+    norm: float
+    max_abs: float
+    mean_abs: float
+    nan: int = 0
+    inf: int = 0
+    zero_fraction: float = 0.0
+    values: tuple[Scalar, ...] | None = None
+
+    @property
+    def finite(self) -> bool:
+        return self.nan == 0 and self.inf == 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """One `nn.Module` seen while recording: qualified name ("" for the root) and class."""
+
+    name: str
+    type: str
+    params: int = 0
+    param_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     """One node of the graph.
 
     `tensor` describes the tensor of output, leaf, saved and view-base
     nodes, and for op nodes the forward result the op produced (no values).
     `attrs` are an op's non-tensor attributes as (name, text) pairs.
+    `module` is the qualified name of the innermost module whose forward made
+    the node ("" the root module, None when unknown), `source` the user's
+    line that made it ("model.py:42 in forward"). `grad` is the gradient with
+    respect to the node's forward value, when traced with gradients.
     """
 
     id: str
@@ -88,6 +129,9 @@ class Node:
     name: str
     tensor: TensorInfo | None = None
     attrs: tuple[tuple[str, str], ...] = ()
+    module: str | None = None
+    source: str | None = None
+    grad: GradInfo | None = None
 
     @property
     def device(self) -> str | None:
@@ -108,6 +152,7 @@ class Edge:
     kind: EdgeKind = EdgeKind.DATA
     output_nr: int = 0
     slot: int = 0
+    grad: GradInfo | None = None  # the gradient flowing back along a data edge
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +181,17 @@ class Graph:
 
     `notes` are remarks from tracing a person should see (ignored
     non-tensor outputs, truncation by `max_nodes`, freed saved tensors).
+    `modules` lists the modules seen while recording, in `named_modules()`
+    order; `nonfinite_origin` is the id of the node where the gradient first
+    became NaN or Inf in backward, when traced with gradients.
     """
 
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
     notes: tuple[str, ...] = ()
     truncated: bool = False
+    modules: tuple[ModuleInfo, ...] = ()
+    nonfinite_origin: str | None = None
 
     def node(self, node_id: str) -> Node:
         """The node with this id. Raises KeyError naming the id if absent."""
@@ -194,35 +244,40 @@ class Graph:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `Graph.from_dict` reads it back exactly."""
-        return {
+        data: dict[str, Any] = {
             "schema": SCHEMA_VERSION,
             "nodes": [_node_to_dict(n) for n in self.nodes],
-            "edges": [[e.src, e.dst, e.kind.value, e.output_nr, e.slot] for e in self.edges],
+            "edges": [_edge_to_list(e) for e in self.edges],
             "notes": list(self.notes),
             "truncated": self.truncated,
         }
+        if self.modules:
+            data["modules"] = [[m.name, m.type, m.params, m.param_bytes] for m in self.modules]
+        if self.nonfinite_origin is not None:
+            data["nonfinite_origin"] = self.nonfinite_origin
+        return data
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """Serialize to JSON text (schema version 1, see the README)."""
+        """Serialize to JSON text (schema version 2, see the README)."""
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
         version = data.get("schema") if isinstance(data, dict) else None
-        if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 in Python
+        if type(version) is not int or version not in READABLE_SCHEMAS:  # True == 1 in Python
+            readable = " or ".join(str(v) for v in READABLE_SCHEMAS)
             raise SchemaError(
-                f"expected a graph with \"schema\": {SCHEMA_VERSION}, found {version!r}; "
+                f"expected a graph with \"schema\": {readable}, found {version!r}; "
                 "was this JSON written by graphviz_app's Graph.to_json()?"
             )
         try:
             return cls(
                 nodes=tuple(_node_from_dict(n) for n in data["nodes"]),
-                edges=tuple(
-                    Edge(src, dst, EdgeKind(kind), output_nr, slot)
-                    for src, dst, kind, output_nr, slot in data["edges"]
-                ),
+                edges=tuple(_edge_from_list(e) for e in data["edges"]),
                 notes=tuple(data.get("notes", ())),
                 truncated=bool(data.get("truncated", False)),
+                modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
+                nonfinite_origin=data.get("nonfinite_origin"),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise SchemaError(f"malformed graph JSON: {e!r}") from e
@@ -292,14 +347,53 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
     )
 
 
-def _node_to_dict(n: Node) -> dict[str, Any]:
+def _grad_to_dict(g: GradInfo) -> dict[str, Any]:
     return {
+        "numel": g.numel,
+        "norm": g.norm,
+        "max_abs": g.max_abs,
+        "mean_abs": g.mean_abs,
+        "nan": g.nan,
+        "inf": g.inf,
+        "zero_fraction": g.zero_fraction,
+        "values": None if g.values is None else list(g.values),
+    }
+
+
+def _grad_from_dict(d: dict[str, Any] | None) -> GradInfo | None:
+    if d is None:
+        return None
+    values = d.get("values")
+    return GradInfo(
+        numel=d["numel"],
+        norm=d["norm"],
+        max_abs=d["max_abs"],
+        mean_abs=d["mean_abs"],
+        nan=d.get("nan", 0),
+        inf=d.get("inf", 0),
+        zero_fraction=d.get("zero_fraction", 0.0),
+        values=None if values is None else tuple(values),
+    )
+
+
+# Schema 2 adds "module", "source" and "grad" to a node, and the gradient as a
+# sixth element of an edge, only where they are known: a graph traced without
+# record() or gradients writes what schema 1 wrote, apart from the version.
+def _node_to_dict(n: Node) -> dict[str, Any]:
+    d: dict[str, Any] = {
         "id": n.id,
         "kind": n.kind.value,
         "name": n.name,
         "tensor": None if n.tensor is None else _tensor_to_dict(n.tensor),
         "attrs": [list(a) for a in n.attrs],
     }
+    if n.module is not None:
+        d["module"] = n.module
+    if n.source is not None:
+        d["source"] = n.source
+    if n.grad is not None:
+        d["grad"] = _grad_to_dict(n.grad)
+    return d
 
 
 def _node_from_dict(d: dict[str, Any]) -> Node:
@@ -310,4 +404,21 @@ def _node_from_dict(d: dict[str, Any]) -> Node:
         name=d["name"],
         tensor=None if tensor is None else _tensor_from_dict(tensor),
         attrs=tuple((k, v) for k, v in d.get("attrs", ())),
+        module=d.get("module"),
+        source=d.get("source"),
+        grad=_grad_from_dict(d.get("grad")),
     )
+
+
+def _edge_to_list(e: Edge) -> list[Any]:
+    row: list[Any] = [e.src, e.dst, e.kind.value, e.output_nr, e.slot]
+    if e.grad is not None:
+        row.append(_grad_to_dict(e.grad))
+    return row
+
+
+def _edge_from_list(row: list[Any]) -> Edge:
+    src, dst, kind, output_nr, slot, *rest = row
+    if len(rest) > 1:
+        raise ValueError(f"an edge has 5 or 6 fields, found {len(row)}")
+    return Edge(src, dst, EdgeKind(kind), output_nr, slot, _grad_from_dict(rest[0] if rest else None))

@@ -152,16 +152,18 @@ def test_dot_and_json_need_no_dot_program(tmp_path: Path, suffix: str) -> None:
 
 
 SCHEMA = [
-    ("wrong version", json.dumps({"schema": 2, "nodes": [], "edges": []}), 'expected a graph with "schema": 1, found 2'),
-    ("no version", json.dumps({"nodes": [], "edges": []}), 'expected a graph with "schema": 1, found None'),
-    ("a boolean version", json.dumps({"schema": True, "nodes": [], "edges": []}), 'expected a graph with "schema": 1, found True'),
-    ("a list", "[1, 2]", 'expected a graph with "schema": 1, found None'),
+    ("newer version", json.dumps({"schema": 3, "nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found 3'),
+    ("no version", json.dumps({"nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found None'),
+    ("a boolean version", json.dumps({"schema": True, "nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found True'),
+    ("a list", "[1, 2]", 'expected a graph with "schema": 1 or 2, found None'),
     ("not JSON", "digraph { a -> b }", "not JSON: Expecting value"),
     ("empty", "", "not JSON"),
     ("no nodes", json.dumps({"schema": 1, "edges": []}), "malformed graph JSON: KeyError"),
     ("bad kind", json.dumps({"schema": 1, "nodes": [{"id": "n0", "kind": "blob", "name": "x"}], "edges": []}),
      "malformed graph JSON: ValueError.*'blob' is not a valid NodeKind"),
     ("short edge", json.dumps({"schema": 1, "nodes": [], "edges": [["n0", "n1"]]}), "malformed graph JSON"),
+    ("long edge", json.dumps({"schema": 2, "nodes": [], "edges": [["n0", "n1", "data", 0, 0, None, 1]]}),
+     "an edge has 5 or 6 fields, found 7"),
 ]
 
 

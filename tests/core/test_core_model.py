@@ -36,7 +36,7 @@ def test_json_round_trip_of_the_corpus(name: str) -> None:
     text = graph.to_json()
     back = Graph.from_json(text)
     assert back == graph and hash(back) == hash(graph)
-    assert _strict_json(text)["schema"] == 1
+    assert _strict_json(text)["schema"] == 2
     assert Graph.from_json(graph.to_json(indent=2)) == graph
 
 
@@ -178,3 +178,32 @@ def test_tracing_a_model_keeps_no_parameter_alive() -> None:
     gc.collect()
     assert all(r() is None for r in refs)
     assert len(graph.of_kind(NodeKind.LEAF)) == 4
+
+
+def test_schema_1_files_still_load() -> None:
+    """A file written before modules and gradients existed reads as the same graph."""
+    x = torch.arange(3.0, requires_grad=True)
+    graph = trace(((x + 2) ** 2 + 3).mean(), {"x": x})
+    old = graph.to_dict()
+    old["schema"] = 1
+    assert Graph.from_dict(old) == graph
+
+
+def test_module_source_and_gradients_survive_json() -> None:
+    from graphviz_app.model import Edge, EdgeKind, GradInfo, ModuleInfo, Node
+
+    grad = GradInfo(numel=3, norm=3.5, max_abs=2.0, mean_abs=1.0, nan=1, inf=0,
+                    zero_fraction=0.0, values=(1.0, "nan", 2.0))
+    graph = Graph(
+        nodes=(
+            Node("n0", NodeKind.OP, "AddmmBackward0", module="layers.0", source="m.py:3 in forward", grad=grad),
+            Node("n1", NodeKind.LEAF, "layers.0.weight", module="layers.0"),
+        ),
+        edges=(Edge("n1", "n0", EdgeKind.DATA, 0, 1, grad),),
+        modules=(ModuleInfo("", "Net", 12, 48), ModuleInfo("layers.0", "Linear", 12, 48)),
+        nonfinite_origin="n0",
+    )
+    text = graph.to_json()
+    _strict_json(text)
+    assert Graph.from_json(text) == graph
+    assert not grad.finite

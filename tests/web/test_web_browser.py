@@ -181,7 +181,7 @@ def test_downloads_hold_the_drawn_graph(page, server) -> None:  # noqa: ANN001
     assert b"MeanBackward0" in contents["SVG"] and contents["SVG"].lstrip().startswith(b"<?xml")
     assert contents["PNG"].startswith(b"\x89PNG\r\n\x1a\n")
     assert b"digraph" in contents["DOT"] and b"MeanBackward0" in contents["DOT"]
-    assert b'"schema": 1' in contents["JSON"]
+    assert b'"schema": 2' in contents["JSON"]
 
 
 def test_no_request_leaves_this_machine(server, request_log: list[str]) -> None:  # noqa: ANN001
