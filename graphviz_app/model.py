@@ -39,6 +39,7 @@ class NodeKind(str, Enum):
     LEAF = "leaf"  # AccumulateGrad: the leaf tensor whose .grad it fills
     SAVED = "saved"  # a tensor an op saved for its backward
     VIEW_BASE = "view_base"  # the base tensor an output is a view of
+    MODULE = "module"  # a module drawn as one box (collapsed by depth, or rolled repeats)
 
 
 class EdgeKind(str, Enum):

@@ -22,6 +22,7 @@ KIND_STYLE: dict[NodeKind, dict[str, str]] = {
     NodeKind.LEAF: {"shape": "box", "style": "filled,bold"},
     NodeKind.SAVED: {"shape": "note", "style": "filled"},
     NodeKind.VIEW_BASE: {"shape": "box", "style": "filled,dotted"},
+    NodeKind.MODULE: {"shape": "box3d", "style": "filled"},
 }
 
 KIND_TITLE: dict[NodeKind, str] = {
@@ -30,6 +31,7 @@ KIND_TITLE: dict[NodeKind, str] = {
     NodeKind.LEAF: "leaf (AccumulateGrad)",
     NodeKind.SAVED: "saved for backward",
     NodeKind.VIEW_BASE: "base of a view",
+    NodeKind.MODULE: "module (collapsed)",
 }
 
 # How each kind looks, in words, for the legend.
@@ -39,6 +41,7 @@ KIND_LOOK: dict[NodeKind, str] = {
     NodeKind.LEAF: "bold box",
     NodeKind.SAVED: "folded note",
     NodeKind.VIEW_BASE: "dotted box",
+    NodeKind.MODULE: "3-D box",
 }
 
 EDGE_STYLE: dict[EdgeKind, dict[str, str]] = {
