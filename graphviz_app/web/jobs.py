@@ -67,6 +67,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     notes = list(graph.notes)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
+    checkable = _inputs(program)
     return Analysis(
         summary=str(graph.summary()),
         svg=svg,
@@ -78,7 +79,9 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
             for i, t in enumerate(outputs)
         ),
         grads=tuple(_grad_value(name, t) for name, t in leaves.items()),
-        leaves=tuple(leaves),
+        # The check panel offers only what the checker takes as an input: a name
+        # assigned once at the top level (one assigned in a loop is refused).
+        leaves=tuple(n for n in leaves if n in checkable),
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
     )
@@ -119,6 +122,13 @@ def check_job(
         wrt=wrt, expected=expected, passed=report.passed, text=str(report),
         report=report.to_dict(), seconds=time.perf_counter() - start,
     )
+
+
+def _inputs(program: str) -> frozenset[str]:
+    """The names the gradient checker accepts as inputs (see `to_function`)."""
+    from ..expr.validator import parse
+
+    return parse(program).inputs
 
 
 def _failure(e: Any) -> Failure:
