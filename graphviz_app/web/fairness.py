@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..expr import ExprError, IsolatedRunner
+from .results import Failure
 
 __all__ = ["FairRunner", "SessionRunner"]
 
@@ -90,19 +91,29 @@ class FairRunner:
         """
         ticket = self._admit(session)
         try:
-            return self.runner.run(job, *args)
+            result = self.runner.run(job, *args)
         except ExprError as e:
             if e.kind != "time":
                 raise
-            with self._cond:
-                self._timed_out[session] = self._clock()
+            self._mark_suspect(session)
             raise _relabel_time_out(e, ticket.peak) from e
+        else:
+            if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
+                self._mark_suspect(session)
+                found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak)
+                return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
+                               excerpt=result.excerpt)
+            return result
         finally:
             with self._cond:
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
     # internals ------------------------------------------------------------
+    def _mark_suspect(self, session: str) -> None:
+        with self._cond:
+            self._timed_out[session] = self._clock()
+
     def _admit(self, session: str) -> _Ticket:
         with self._cond:
             ticket = _Ticket(session, next(self._seq), self._is_suspect(session))

@@ -140,3 +140,14 @@ def test_a_time_out_alone_is_not_worth_a_retry_but_one_beside_others_is() -> Non
     assert "1 other program ran beside it, so it may pass at a quieter moment" in beside.message
     hold.set()
     other.join(5)
+
+
+def evaluator_time_out() -> Failure:
+    return Failure("the program ran longer than 10 s (Limits.max_seconds)", kind="time", line=3)
+
+
+def test_the_evaluators_own_time_out_also_makes_a_suspect_and_is_relabelled() -> None:
+    fair = FairRunner(FakePool())
+    found = fair.run("a", evaluator_time_out)
+    assert found.kind == "overtime" and found.line == 3 and "a retry will not help" in found.message
+    assert fair._is_suspect("a") and not fair._is_suspect("b")  # noqa: SLF001
