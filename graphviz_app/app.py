@@ -247,7 +247,7 @@ def too_long_for_link() -> str | None:
         return None
     return (f"This program is too long for a link ({chars:,} characters; a link holds at most "
             f"{urlstate.MAX_URL_PROGRAM_CHARS:,}): the link and the address bar keep the options only, "
-            "and the program stays on this page. Download it as JSON or copy it from the editor to share it")
+            "and the program stays on this page. Copy it from the editor to share it")
 
 
 def values(result: Analysis | Failure) -> None:
@@ -344,7 +344,7 @@ def main() -> None:
     gallery()
     left, right = st.columns([5, 6], gap="large")
     with left:
-        run, problem = editor()
+        _, problem = editor()
     # Transient failures (busy, time-out, a killed worker) are never cached, so
     # pressing Run again, or the next visitor, runs the program again.
     result = analyze(st.session_state.submitted, options)
