@@ -8,6 +8,7 @@ server process that only submits them never loads it.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -92,8 +93,17 @@ def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes |
     from ..model import Graph
     from ..renderer import export
 
+    graph = Graph.from_json(graph_json)
     try:
-        return export(Graph.from_json(graph_json), "png", rankdir=rankdir, timeout=time_budget)
+        return export(graph, "png", rankdir=rankdir, timeout=time_budget)
+    except RenderError as e:
+        if not isinstance(e.__cause__, subprocess.TimeoutExpired):
+            return Failure(str(e), kind="render")
+        # Not the layout's fault (1,499 nodes: layout 0.6 s, pixels 18 s; benchmarks/bench_png.py).
+        return Failure(
+            f"drawing the PNG of {len(graph.nodes):,} nodes took over {time_budget:g} s and was stopped: "
+            "the layout is quick, turning it into pixels is what takes long. Download the SVG "
+            "instead (full size, any browser opens it), or lower the node limit", kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="render")
 

@@ -38,3 +38,17 @@ def test_dot_shrinking_a_tall_png_is_a_warning_not_silence() -> None:
     with pytest.warns(UserWarning, match=r"the PNG was shrunk to \d+% of full size: dot draws bitmaps of at most"):
         png = lay_out(chain, "png", engine="dot", node_count=420, timeout=120)
     assert png.startswith(b"\x89PNG")
+
+
+def test_a_png_past_its_time_budget_blames_the_pixels_not_the_layout_and_says_what_to_do() -> None:
+    from graphviz_app.web.jobs import analysis_job, png_job
+    from graphviz_app.web.results import Analysis, Failure
+    from graphviz_app.web.urlstate import SEED_PROGRAM, Options
+
+    result = analysis_job(SEED_PROGRAM, Options())
+    assert isinstance(result, Analysis)
+    found = png_job(result.graph_json, "TB", time_budget=0.0001)
+    assert isinstance(found, Failure) and found.kind == "render"
+    assert found.message.startswith("drawing the PNG of 7 nodes took over 0.0001 s and was stopped")
+    assert "turning it into pixels is what takes long" in found.message
+    assert "Download the SVG" in found.message and "lower the node limit" in found.message
