@@ -317,6 +317,24 @@ def check_result(check: GradientCheck) -> None:
         st.code(check.text, language=None)
 
 
+def link_warnings(options: Options) -> None:
+    """What the link got wrong, while the page still shows what the link opened.
+
+    Not on every rerun of the session: once the person runs another program or
+    changes an option, the warnings are about a page no longer shown. (Not just
+    the first run either: the editor's first report reruns the page at once.)
+    """
+    s = st.session_state
+    if not s.get("url_problems"):
+        return
+    opened = s.setdefault("url_opened", (s.submitted, options))
+    if (s.submitted, options) != opened:
+        s.url_problems = []
+        return
+    for problem in s.url_problems:
+        st.warning(present.md(f"From the link: {problem}."))
+
+
 def current_state(options: Options) -> PageState:
     """What a link to the page as shown must hold."""
     s = st.session_state
@@ -338,9 +356,7 @@ def main() -> None:
     start_session(devices)
     options = sidebar(devices)
     st.title("See, and check, PyTorch's autograd graph")
-    # Shown once, on the page the link opened: not on every later rerun.
-    for problem in st.session_state.pop("url_problems", ()):
-        st.warning(present.md(f"From the link: {problem}."))
+    link_warnings(options)
     gallery()
     left, right = st.columns([5, 6], gap="large")
     with left:

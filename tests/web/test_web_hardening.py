@@ -65,10 +65,14 @@ def test_nan_and_inf_values_are_marked_in_the_tables() -> None:
     assert rows["n.grad"].startswith("⚠ ") and "Inf" in rows["n.grad"].split(":")[0]
 
 
-def test_a_bad_link_parameter_is_reported_once_not_for_the_whole_session() -> None:
+def test_a_bad_link_parameter_is_reported_until_the_page_changes_not_for_the_whole_session() -> None:
     at = new_app({"program": "z = torch.ones(3, requires_grad=True)\nz.sum()", "dtype": "float8"})
     assert any("ignored ?dtype=float8" in w for w in shown(at, "warning"))
+    at.run()  # a rerun that changes nothing (the editor reports its text when it mounts)
+    assert any("ignored ?dtype=float8" in w for w in shown(at, "warning"))
     at.sidebar.checkbox(key="opt_attrs").uncheck().run()
+    assert not any("ignored ?dtype" in w for w in shown(at, "warning"))
+    at.sidebar.checkbox(key="opt_attrs").check().run()  # back to the link's options: still gone
     assert not any("ignored ?dtype" in w for w in shown(at, "warning"))
 
 
