@@ -8,8 +8,10 @@ limit) starve everyone else. `FairRunner` sits in front of it:
   session replaces its older job that is still waiting (the older one is
   answered "cancelled" at once);
 - a session whose job ran past the time limit in the last `suspect_s` seconds
-  is a suspect: its jobs go last and hold at most `suspect_slots` workers, so
-  the other workers stay free for everyone else;
+  is a suspect, and so is any job repeating one that did (the same job function
+  and first argument: a runaway link opened by many visitors, or in new tabs):
+  suspects go last and hold at most `suspect_slots` workers, so the other
+  workers stay free for everyone else;
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +72,7 @@ class FairRunner:
         self._seq = itertools.count()
         self._waiting: list[_Ticket] = []
         self._running: list[_Ticket] = []
-        self._timed_out: dict[str, float] = {}  # session -> when its last job timed out
+        self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
 
     @property
     def time_limit(self) -> float:
@@ -89,17 +91,18 @@ class FairRunner:
                 newer job of the session replaced it), ``"overtime"``/``"time"`` (time
                 limit, alone or beside others), or whatever the runner raises.
         """
-        ticket = self._admit(session)
+        key = _job_key(job, args)
+        ticket = self._admit(session, key)
         try:
             result = self.runner.run(job, *args)
         except ExprError as e:
             if e.kind != "time":
                 raise
-            self._mark_suspect(session)
+            self._mark_suspect(session, key)
             raise _relabel_time_out(e, ticket.peak) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
-                self._mark_suspect(session)
+                self._mark_suspect(session, key)
                 found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak)
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
                                excerpt=result.excerpt)
@@ -110,13 +113,14 @@ class FairRunner:
                 self._cond.notify_all()
 
     # internals ------------------------------------------------------------
-    def _mark_suspect(self, session: str) -> None:
+    def _mark_suspect(self, session: str, key: Hashable) -> None:
         with self._cond:
-            self._timed_out[session] = self._clock()
+            self._timed_out[session] = self._timed_out[key] = self._clock()
 
-    def _admit(self, session: str) -> _Ticket:
+    def _admit(self, session: str, key: Hashable = None) -> _Ticket:
         with self._cond:
-            ticket = _Ticket(session, next(self._seq), self._is_suspect(session))
+            suspect = self._is_suspect(session) or (key is not None and self._is_suspect(key))
+            ticket = _Ticket(session, next(self._seq), suspect)
             for older in self._waiting:
                 if older.session == session:
                     older.cancelled = True  # the person asked for something newer
@@ -161,19 +165,20 @@ class FairRunner:
             return None
         return min(eligible, key=lambda t: (t.suspect, per_session.get(t.session, 0), t.seq))
 
-    def _is_suspect(self, session: str) -> bool:
+    def _is_suspect(self, who: Hashable) -> bool:
         now = self._clock()
         for key in [k for k, when in self._timed_out.items() if now - when > self.suspect_s]:
             del self._timed_out[key]
-        return session in self._timed_out
+        return who in self._timed_out
 
     def _busy_message(self, ticket: _Ticket) -> str:
         wait = self.suspect_wait_s if ticket.suspect else self.max_wait_s
         text = (f"all {self.slots} workers are busy with other people's programs (waited {wait:g} s): "
                 "press Run to try again in a moment")
         if ticket.suspect:
-            text += ("; your last program ran past the time limit, so while the machine is busy "
-                     "yours wait behind everyone else's: make it smaller")
+            text += ("; this program, or your last one, ran past the time limit in the last "
+                     f"{self.suspect_s:g} s, so while the machine is busy it waits behind everyone "
+                     "else's: make it smaller")
         return text
 
 
@@ -191,6 +196,12 @@ class SessionRunner:
     def run(self, job: Callable[..., Any], *args: Any) -> Any:
         """Run ``job(*args)`` as this session's job."""
         return self.fair.run(self.session, job, *args)
+
+
+def _job_key(job: Callable[..., Any], args: tuple[Any, ...]) -> Hashable:
+    """The same job again: its function and first argument (the program, for the page's jobs)."""
+    first = args[0] if args and isinstance(args[0], str) else None
+    return None if first is None else ("job", getattr(job, "__qualname__", repr(job)), hash(first))
 
 
 def _relabel_time_out(e: ExprError, peak: int) -> ExprError:

@@ -118,7 +118,7 @@ def test_a_suspects_busy_message_says_why_it_waits_behind_others() -> None:
     hold = threading.Event()
     others = [in_thread(lambda who=who: fair.run(who, blocked_until, hold))[0] for who in ("a", "b")]
     wait_running(fair, 2)
-    with pytest.raises(ExprError, match="your last program ran past the time limit.*make it smaller"):
+    with pytest.raises(ExprError, match="your last one, ran past the time limit in the last 60 s.*make it smaller"):
         fair.run("r1", quick)
     hold.set()
     for t in others:
@@ -151,3 +151,22 @@ def test_the_evaluators_own_time_out_also_makes_a_suspect_and_is_relabelled() ->
     found = fair.run("a", evaluator_time_out)
     assert found.kind == "overtime" and found.line == 3 and "a retry will not help" in found.message
     assert fair._is_suspect("a") and not fair._is_suspect("b")  # noqa: SLF001
+
+
+def runaway_program(program: str, release: threading.Event) -> str:
+    return runaway(release)
+
+
+def test_a_program_that_timed_out_is_a_suspect_for_every_session_that_sends_it() -> None:
+    from graphviz_app.web.fairness import _job_key
+
+    fair = FairRunner(FakePool())
+    release = threading.Event()
+    release.set()
+    program = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
+    with pytest.raises(ExprError, match="time limit"):
+        fair.run("first visitor", runaway_program, program, release)
+    same, other = _job_key(runaway_program, (program,)), _job_key(runaway_program, ("x = 1",))
+    assert fair._admit("new tab", same).suspect  # noqa: SLF001 - a new tab, the same runaway link
+    fair._running.clear()  # noqa: SLF001 - the probe above took a slot
+    assert not fair._admit("new tab", other).suspect  # noqa: SLF001
