@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from .model import EdgeKind, Graph, Node, NodeKind
@@ -23,16 +24,17 @@ def node_modules(graph: Graph) -> dict[str, str | None]:
     return found
 
 
-def ancestors(name: str) -> list[str]:
-    """The module and its parents, the root first.
+@functools.lru_cache(maxsize=65_536)
+def ancestors(name: str) -> tuple[str, ...]:
+    """The module and its parents, the root first (cached: a model has few module names).
 
     >>> ancestors("layers.0.linear")
-    ['', 'layers', 'layers.0', 'layers.0.linear']
+    ('', 'layers', 'layers.0', 'layers.0.linear')
     """
     if not name:
-        return [""]
+        return ("",)
     parts = name.split(".")
-    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return ("",) + tuple(".".join(parts[: i + 1]) for i in range(len(parts)))
 
 
 def module_depth(name: str) -> int:

@@ -98,6 +98,7 @@ class _Tree:
             own = modules_of.get(n.id)
             if own is not None:
                 self.direct.setdefault(own, []).append(n)
+        self.base: dict[str, int] | None = None
         self.out_edges: dict[str, list[Edge]] = {}
         for e in graph.edges:
             self.out_edges.setdefault(e.src, []).append(e)
@@ -115,10 +116,12 @@ class _Tree:
     def feeds(self) -> set[tuple[str, str]]:
         """(a, b) for sibling modules a, b where a data edge goes from inside a to inside b."""
         pairs: set[tuple[str, str]] = set()
+        done: set[tuple[str, str]] = set()  # a model repeats few (module, module) pairs many times
         for e in self.graph.edges:
             a, b = self.modules_of.get(e.src), self.modules_of.get(e.dst)
-            if e.kind is not EdgeKind.DATA or a is None or b is None or a == b:
+            if e.kind is not EdgeKind.DATA or a is None or b is None or a == b or (a, b) in done:
                 continue
+            done.add((a, b))
             pa, pb = ancestors(a), ancestors(b)
             i = 0
             while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
@@ -127,21 +130,29 @@ class _Tree:
                 pairs.add((pa[i], pb[i]))
         return pairs
 
+    def _base_labels(self) -> dict[str, int]:
+        """Node id -> a small number naming what the node is, wherever it sits."""
+        if self.base is None:
+            numbers: dict[tuple[object, ...], int] = {}
+            self.base = {}
+            for n in self.graph.nodes:
+                own = self.modules_of.get(n.id)
+                # Leaves are named by parameter ("layers.3.linear.weight"): keep the part
+                # after the module, which the module's relative name then completes.
+                name = n.name.rpartition(".")[2] if n.kind is NodeKind.LEAF and own and n.name.startswith(own + ".") else n.name
+                t = n.tensor
+                key = (n.kind.value, name, n.attrs, None if t is None else (t.shape, t.dtype))
+                self.base[n.id] = numbers.setdefault(key, len(numbers))
+        return self.base
+
     def signature(self, name: str) -> tuple[object, ...]:
         """What must match for two modules to roll: type, params, and the inside's nodes and edges."""
-        nodes = self.members(name)
+        base = self._base_labels()
         prefix = len(name)
-        labels: dict[str, tuple[object, ...]] = {}
-        for n in nodes:
-            own = self.modules_of[n.id] or ""
-            # Leaves are named by parameter ("layers.3.linear.weight"): compare the part inside.
-            node_name = n.name[prefix:] if n.kind is NodeKind.LEAF and n.name.startswith(name) else n.name
-            t = n.tensor
-            labels[n.id] = (own[prefix:], n.kind.value, node_name, n.attrs,
-                            None if t is None else (t.shape, t.dtype))
+        labels = {n.id: ((self.modules_of[n.id] or "")[prefix:], base[n.id]) for n in self.members(name)}
         edges = Counter(
-            (labels[e.src], labels[e.dst], e.kind.value, e.output_nr, e.slot)
-            for n in nodes for e in self.out_edges.get(n.id, ()) if e.dst in labels
+            (label, labels[e.dst], e.kind.value, e.output_nr, e.slot)
+            for node_id, label in labels.items() for e in self.out_edges.get(node_id, ()) if e.dst in labels
         )
         return (self.types.get(name, ""), self.params.get(name), Counter(labels.values()), edges)
 
@@ -198,9 +209,12 @@ def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
     rep: dict[str, str] = {}
     members: list[list[Node]] = [[] for _ in units]
     order: list[Node | int] = []  # a kept node, or the unit whose box stands here
+    unit_of_module: dict[str | None, int | None] = {None: None}
     for n in graph.nodes:
         own = tree.modules_of.get(n.id)
-        unit = next((unit_of[a] for a in ancestors(own) if a in unit_of), None) if own is not None else None
+        if own not in unit_of_module:  # the outermost box around the module, if any
+            unit_of_module[own] = next((unit_of[a] for a in ancestors(own) if a in unit_of), None)  # type: ignore[arg-type]
+        unit = unit_of_module[own]
         if unit is None:
             order.append(n)
             continue
