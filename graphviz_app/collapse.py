@@ -99,6 +99,8 @@ class _Tree:
             if own is not None:
                 self.direct.setdefault(own, []).append(n)
         self.base: dict[str, int] | None = None
+        # Traced with show_saved=False: no saved tensor anywhere, so "0 B" would be untrue.
+        self.saved_traced = any(n.kind is NodeKind.SAVED for n in graph.nodes)
         self.out_edges: dict[str, list[Edge]] = {}
         for e in graph.edges:
             self.out_edges.setdefault(e.src, []).append(e)
@@ -261,7 +263,7 @@ def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node
     param_bytes = sum(tree.params.get(m, (0, 0))[1] for m in unit)
     attrs += [
         ("ops", f"{sum(1 for n in members if n.kind is NodeKind.OP):,}"),
-        ("saved", human_bytes(saved_bytes(members))),
+        ("saved", human_bytes(saved_bytes(members)) if tree.saved_traced else "not traced"),
         ("params", f"{params:,} ({human_bytes(param_bytes)})"),
     ]
     return Node(box_id, NodeKind.MODULE, title, attrs=tuple(attrs), module=unit[0])

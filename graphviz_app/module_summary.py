@@ -28,6 +28,7 @@ class ModuleSummary:
     """The rows in `named_modules()` order; `str()` prints them as a table."""
 
     rows: tuple[ModuleRow, ...]
+    saved_traced: bool = True  # False: traced with show_saved=False, so saved bytes are unknown
 
     def __iter__(self) -> Iterator[ModuleRow]:
         return iter(self.rows)
@@ -44,7 +45,7 @@ class ModuleSummary:
                 r.module or "(root)",
                 r.type or "?",
                 f"{r.ops:,}",
-                human_bytes(r.saved_bytes),
+                human_bytes(r.saved_bytes) if self.saved_traced else "not traced",
                 f"{r.params:,}",
                 human_bytes(r.param_bytes),
             )
@@ -93,4 +94,4 @@ def module_summary(graph: Graph) -> ModuleSummary:
         )
         for name in names
     )
-    return ModuleSummary(rows)
+    return ModuleSummary(rows, saved_traced=any(n.kind is NodeKind.SAVED for n in graph.nodes))

@@ -132,3 +132,9 @@ def test_modules_missing_from_graph_modules_still_collapse_without_a_type() -> N
 def test_bad_options_say_what_was_expected(options: dict, message: str) -> None:
     with pytest.raises(CollapseError, match=message):
         collapse(encoder_graph(1), **options)
+
+
+def test_a_box_of_a_graph_traced_without_saved_tensors_says_not_traced_not_0_bytes() -> None:
+    box = collapse(encoder_graph(1, saved=False), depth=1).nodes[2]
+    assert box.module == "layers.0"
+    assert dict(box.attrs)["saved"] == "not traced"

@@ -54,3 +54,9 @@ def test_a_graph_without_modules_says_how_to_get_them() -> None:
     summary = module_summary(Graph((Node("n0", NodeKind.OP, "AddBackward0"),), ()))
     assert len(summary) == 0
     assert "with record(model):" in str(summary) and "trace_model" in str(summary)
+
+
+def test_saved_memory_of_a_graph_traced_without_saved_tensors_reads_not_traced() -> None:
+    graph = encoder_graph(1, saved=False)
+    assert str(graph.module_summary()).splitlines()[1].split()[3:5] == ["not", "traced"]
+    assert not graph.module_summary().saved_traced
