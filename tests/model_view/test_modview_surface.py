@@ -45,3 +45,18 @@ def test_readme_documents_the_model_view() -> None:
     section = text.split("<!-- section: modview (owner: modview) -->")[1].split("<!-- end: modview -->")[0]
     for name in ("collapse(", "depth=", "roll=", "expanded=", "module_summary()", "--depth", "--roll"):
         assert name in section, f"README's model view section does not mention {name}"
+
+
+def test_readme_example_draws_the_rolled_box_it_promises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("graphviz_app.model_trace", reason="trace_model (the recorder) is not in this checkout")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("<!-- section: modview (owner: modview) -->")[1].split("<!-- end: modview -->")[0]
+    example = section.split("```python\n")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md model view", "exec"), {})  # noqa: S102
+    svg = (tmp_path / "model.svg").read_text(encoding="utf-8")
+    assert "layers.0–5: TransformerEncoderLayer ×6" in svg
+    printed = capsys.readouterr().out.splitlines()
+    shown = section.split("```text\n")[1].split("```")[0].splitlines()
+    assert printed[: len(shown) - 1] == shown[:-1]  # the README cuts the table with "..."
