@@ -161,12 +161,13 @@ def _render(args: argparse.Namespace) -> int:
 
     # The tensors are made, traced and freed on a big-stack thread: freeing a
     # graph of 100k+ ops that Python has walked recurses deeply in torch.
-    from .collapse import collapse
+    from .collapse import NO_MODULES_NOTE, collapse
 
     traced = call_with_large_stack(_trace_target, args)
     graph = collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
-        print(f"graphviz-app render: note: {note}", file=sys.stderr)
+        hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+        print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
     except OSError as e:

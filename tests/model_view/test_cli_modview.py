@@ -93,6 +93,7 @@ def test_depth_on_a_graph_without_modules_says_how_to_record_them(runs: dict, wo
     assert run.returncode == 0, run.stderr
     assert "note: this graph has no module information" in run.stderr
     assert "with record(model):" in run.stderr
+    assert "let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)" in run.stderr
     assert "subgraph" not in (work / "flat.dot").read_text()
 
 
