@@ -230,15 +230,21 @@ def _forward_nonfinite(fn: Any) -> str | None:
             if not bool(torch.isfinite(value).all()):
                 role = "its output" if name == "result" else f"its saved input {name!r}"
                 return f"{role} holds {_first_bad(value)}"
+    x, other = saved.get("self"), saved.get("other")
+    if not isinstance(x, torch.Tensor):
+        return None
+    if type(fn).__name__ == "DivBackward0" and isinstance(other, torch.Tensor):
+        y = x.detach() / other.detach()
+        if not bool(torch.isfinite(y).all()):
+            return f"its output x / y holds {_first_bad(y)}"
+        return None
     make = _FORWARD.get(type(fn).__name__)
-    x = saved.get("self")
-    if make is not None and isinstance(x, torch.Tensor):
+    if make is not None:
         y = make(x.detach())
         bad = ~torch.isfinite(y)
         if bool(bad.any()):
             i = int(bad.reshape(-1).nonzero()[0])
-            name = make.__name__
-            return f"{name}({x.reshape(-1)[i].item():g}) = {y.reshape(-1)[i].item()}"
+            return f"{make.__name__}({x.reshape(-1)[i].item():g}) = {y.reshape(-1)[i].item()}"
     return None
 
 
