@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
     render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
+    render.add_argument("--gradients", action="store_true",
+                        help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
                         "missing or above 2,000 nodes)")
@@ -154,11 +156,23 @@ def _render(args: argparse.Namespace) -> int:
     # graph of 100k+ ops that Python has walked recurses deeply in torch.
     graph = call_with_large_stack(_trace_target, args)
     try:
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
+        color_by = "gradient" if args.gradients else "device"
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     print(f"wrote {path} ({graph.summary()})")
+    if args.gradients:
+        _print_gradients(graph)
     return EXIT_OK
+
+
+def _print_gradients(graph: Graph) -> None:
+    from .gradient_report import gradient_summary
+
+    print(gradient_summary(graph))
+    for note in graph.notes:
+        if "first appears in backward" in note:
+            print(note)
 
 
 def _trace_target(args: argparse.Namespace) -> Graph:
@@ -171,7 +185,10 @@ def _trace_target(args: argparse.Namespace) -> Graph:
         outputs, params = evaluation.output, evaluation.variables
     from . import trace
 
-    return trace(outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes)
+    return trace(
+        outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes,
+        gradients=args.gradients,
+    )
 
 
 def _check_suffix(output: str) -> None:
