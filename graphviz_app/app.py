@@ -181,7 +181,7 @@ def results(result: Analysis | Failure, options: Options) -> None:
 def gradient_origin(result: Analysis) -> None:
     """Where NaN/Inf first appears in backward: the op and the program line."""
     if result.gradient_origin:
-        st.error(present.md(result.gradient_origin))
+        st.warning(present.md(result.gradient_origin), icon="⚠️")
 
 
 def downloads(result: Analysis, options: Options) -> None:
