@@ -9,9 +9,9 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, saved_values
+from ._autograd import saved_values
 from .errors import GradientError
-from .gradient_report import GradFlow, Produced, attach
+from .gradient_report import GradFlow, Produced, attach, first_origin
 from .model import EdgeKind, GradInfo, Graph, NodeKind
 
 __all__ = ["replay", "match_grad_outputs"]
@@ -71,8 +71,8 @@ class _Stats:
     """
 
     def __init__(self) -> None:
-        self.rows: list[torch.Tensor] = []
-        self.values: list[torch.Tensor | None] = []
+        self.rows: list[torch.Tensor | list[float]] = []
+        self.values: list[torch.Tensor | list[float] | None] = []
         self.numels: list[int] = []
         # A gradient passed on unchanged (one consumer) reaches the consumer's
         # hook and then the producer's: measure it once. The weak reference
@@ -87,15 +87,21 @@ class _Stats:
             return known[1]
         d = g.detach()
         n = d.numel()
-        if n == 0:
+        if n <= _MAX_VALUES and d.device.type == "cpu" and not d.is_complex():
+            # A few numbers: Python is cheaper than a dozen tiny kernel launches.
+            values = [float(v) for v in d.reshape(-1).tolist()]
+            row: torch.Tensor | list[float] = _python_row(values)
+            self.values.append(values)
+        elif n == 0:
             row = torch.zeros(6, dtype=torch.float64, device=d.device)
         else:
             row = self._fast_row(d, n)
             if not bool(torch.isfinite(row).all()):  # NaN/Inf inside, or float32 overflow
                 row = self._full_row(d)
+        if len(self.values) == len(self.rows):  # not appended by the Python path
+            small = n <= _MAX_VALUES and not d.is_complex()
+            self.values.append(d.reshape(-1).to(torch.float64, copy=True) if small else None)
         self.rows.append(row)
-        small = n <= _MAX_VALUES and not d.is_complex()
-        self.values.append(d.reshape(-1).to(torch.float64, copy=True) if small else None)
         self.numels.append(n)
         index = len(self.rows) - 1
         self.seen[id(g)] = (weakref.ref(g), index, g._version)
@@ -135,16 +141,32 @@ class _Stats:
     def fetch(self) -> list[GradInfo]:
         if not self.rows:
             return []
-        rows = torch.stack([r.cpu() for r in self.rows]).tolist()
+        on_device = [r for r in self.rows if isinstance(r, torch.Tensor)]
+        fetched = iter(torch.stack([r.cpu() for r in on_device]).tolist() if on_device else [])
+        rows = [r if isinstance(r, list) else next(fetched) for r in self.rows]
         out = []
         for (n_fin, nan, norm, mx, total, zeros), vals, n in zip(rows, self.values, self.numels):
+            if isinstance(vals, torch.Tensor):
+                vals = vals.cpu().tolist()
             out.append(GradInfo(
                 numel=n, norm=norm, max_abs=mx, mean_abs=total / n_fin if n_fin else 0.0,
                 nan=int(nan), inf=n - int(n_fin) - int(nan),
                 zero_fraction=zeros / n if n else 0.0,
-                values=tuple(_scalar(v) for v in vals.cpu().tolist()) if vals is not None else None,
+                values=tuple(_scalar(v) for v in vals) if vals is not None else None,
             ))
         return out
+
+
+def _python_row(values: list[float]) -> list[float]:
+    finite = [abs(v) for v in values if math.isfinite(v)]
+    return [
+        float(len(finite)),
+        float(sum(1 for v in values if math.isnan(v))),
+        math.sqrt(math.fsum(v * v for v in finite)),
+        max(finite, default=0.0),
+        math.fsum(finite),
+        float(sum(1 for v in values if v == 0)),
+    ]
 
 
 def _scalar(v: float) -> float | str:
@@ -170,67 +192,68 @@ def replay(
     _check_replayable(graph, fns)
     grads, notes = match_grad_outputs(outputs, grad_outputs)
     leaves = {nid: fn.variable for nid, fn in fns.items() if hasattr(fn, "variable")}
-    stats = _Stats()
-    node_rows: dict[str, int] = {}
-    edge_rows: dict[tuple[str, int], int] = {}
-    order: list[str] = []
-    finite_rows: list[tuple[int, ...]] = []
-    handles = []
+    rec = _Recorder()
+    handles = [fn.register_hook(rec.hook_for(nid)) for nid, fn in fns.items() if nid not in leaves]
     try:
-        for nid, fn in fns.items():
-            if nid not in leaves:
-                handles.append(fn.register_hook(_hook(nid, stats, node_rows, edge_rows, order, finite_rows)))
-        for (path, _), g, out in zip(outputs, grads, graph.of_kind(NodeKind.OUTPUT)):
-            node_rows[out.id] = edge_rows[(out.id, 0)] = stats.add(g)
-        leaf_ids = list(leaves)
+        for g, out in zip(grads, graph.of_kind(NodeKind.OUTPUT)):
+            rec.node_rows[out.id] = rec.edge_rows[(out.id, 0)] = rec.stats.add(g)
         try:
             got = torch.autograd.grad(
-                [t for _, t in outputs], [leaves[i] for i in leaf_ids], grad_outputs=grads,
+                [t for _, t in outputs], list(leaves.values()), grad_outputs=grads,
                 retain_graph=True, allow_unused=True,
             )
         except RuntimeError as e:
             raise _translate(e) from e
-        for nid, g in zip(leaf_ids, got):
+        for nid, g in zip(leaves, got):
             if g is not None:
-                node_rows[nid] = stats.add(g)
+                rec.node_rows[nid] = rec.stats.add(g)
     finally:
         for h in handles:
             h.remove()
-    infos = stats.fetch()
-    flow = GradFlow(
-        nodes={nid: infos[r] for nid, r in node_rows.items()},
-        edges={key: infos[r] for key, r in edge_rows.items()},
-        notes=notes,
-    )
-    for nid, rows in zip(order, finite_rows):
-        incoming = all(infos[r].finite for r in rows)
-        bad = [slot for slot, r in _slots(nid, edge_rows) if not infos[r].finite]
-        flow.order.append(Produced(nid, incoming, bad[0] if bad else None))
-    for step in flow.order:
-        if step.incoming_finite and step.bad_slot is not None:
-            forward = _forward_nonfinite(fns[step.node])
-            if forward:
-                flow.forward_nonfinite[step.node] = forward
-            break
+    flow = rec.flow(notes)
+    origin = first_origin(flow)
+    if origin is not None:
+        forward = _forward_nonfinite(fns[origin.node])
+        if forward:
+            flow.forward_nonfinite[origin.node] = forward
     return attach(graph, flow)
 
 
-def _slots(nid: str, edge_rows: dict[tuple[str, int], int]) -> list[tuple[int, int]]:
-    return sorted((slot, r) for (dst, slot), r in edge_rows.items() if dst == nid)
+class _Recorder:
+    """What the hooks saw: stat rows per node and (dst, slot) edge, and each op's step."""
 
+    def __init__(self) -> None:
+        self.stats = _Stats()
+        self.node_rows: dict[str, int] = {}
+        self.edge_rows: dict[tuple[str, int], int] = {}
+        # (op, rows of the gradients it received, (slot, row) of those it produced)
+        self.steps: list[tuple[str, tuple[int, ...], tuple[tuple[int, int], ...]]] = []
 
-def _hook(nid, stats, node_rows, edge_rows, order, finite_rows):  # type: ignore[no-untyped-def]
-    def hook(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
-        incoming = [stats.add(g) for g in grad_outputs if g is not None]
-        if incoming:
-            node_rows[nid] = incoming[0]
-        for slot, g in enumerate(grad_inputs):
-            if g is not None:
-                edge_rows[(nid, slot)] = stats.add(g)
-        order.append(nid)
-        finite_rows.append(tuple(incoming))
+    def hook_for(self, nid: str) -> Callable[[tuple[Any, ...], tuple[Any, ...]], None]:
+        def hook(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
+            incoming = tuple(self.stats.add(g) for g in grad_outputs if g is not None)
+            if grad_outputs and grad_outputs[0] is not None:  # the output the node describes
+                self.node_rows[nid] = incoming[0]
+            produced = []
+            for slot, g in enumerate(grad_inputs):
+                if g is not None:
+                    row = self.edge_rows[(nid, slot)] = self.stats.add(g)
+                    produced.append((slot, row))
+            self.steps.append((nid, incoming, tuple(produced)))
 
-    return hook
+        return hook
+
+    def flow(self, notes: list[str]) -> GradFlow:
+        infos = self.stats.fetch()
+        flow = GradFlow(
+            nodes={nid: infos[r] for nid, r in self.node_rows.items()},
+            edges={key: infos[r] for key, r in self.edge_rows.items()},
+            notes=notes,
+        )
+        for nid, incoming, produced in self.steps:
+            bad = [slot for slot, r in produced if not infos[r].finite]
+            flow.order.append(Produced(nid, all(infos[r].finite for r in incoming), bad[0] if bad else None))
+        return flow
 
 
 def _check_replayable(graph: Graph, fns: dict[str, Any]) -> None:
@@ -239,11 +262,10 @@ def _check_replayable(graph: Graph, fns: dict[str, Any]) -> None:
             f"the graph has more ops than max_nodes allows ({len(fns)} walked), and gradients "
             "need the whole graph: raise max_nodes, or trace with gradients=False"
         )
-    freed = [n for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed]
-    if not freed:
-        freed_ops = [nid for nid, fn in fns.items() if any(v is FREED for _, v in saved_values(fn))]
-    else:
-        freed_ops = [e.dst for e in graph.edges if e.kind is EdgeKind.SAVED and e.src == freed[0].id]
+    # The walker marked saved tensors backward() freed; without saved nodes
+    # (show_saved=False) torch's own error is translated in `_translate`.
+    freed = {n.id for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed}
+    freed_ops = [e.dst for e in graph.edges if e.kind is EdgeKind.SAVED and e.src in freed]
     if freed_ops:
         op = graph.node(freed_ops[0])
         raise GradientError(

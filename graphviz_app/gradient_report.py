@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind
 
-__all__ = ["GradFlow", "Produced", "GradientSummary", "attach", "gradient_summary", "origin_text"]
+__all__ = ["GradFlow", "Produced", "GradientSummary", "attach", "first_origin", "gradient_summary", "origin_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,8 @@ class GradientSummary:
         return "; ".join(parts)
 
 
-def _first_origin(flow: GradFlow) -> Produced | None:
+def first_origin(flow: GradFlow) -> Produced | None:
+    """The first op in backward order that got finite gradients and produced a NaN/Inf."""
     for step in flow.order:
         if step.incoming_finite and step.bad_slot is not None:
             return step
@@ -73,7 +74,7 @@ def attach(graph: Graph, flow: GradFlow) -> Graph:
         for n in graph.nodes
     )
     edges = tuple(_edge_with_grad(e, flow) for e in graph.edges)
-    step = _first_origin(flow)
+    step = first_origin(flow)
     notes = list(graph.notes) + flow.notes
     origin = step.node if step is not None else None
     out = dataclasses.replace(graph, nodes=nodes, edges=edges, nonfinite_origin=origin)
