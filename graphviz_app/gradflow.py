@@ -193,6 +193,8 @@ def replay(
     grads, notes = match_grad_outputs(outputs, grad_outputs)
     leaves = {nid: fn.variable for nid, fn in fns.items() if hasattr(fn, "variable")}
     rec = _Recorder()
+    # autograd.grad fills .grad of tensors that called retain_grad(); the outputs' are put back
+    retained = [(t, t.grad) for _, t in outputs if t.retains_grad]
     handles = [fn.register_hook(rec.hook_for(nid)) for nid, fn in fns.items() if nid not in leaves]
     try:
         for g, out in zip(grads, graph.of_kind(NodeKind.OUTPUT)):
@@ -210,6 +212,8 @@ def replay(
     finally:
         for h in handles:
             h.remove()
+        for t, old in retained:
+            t.grad = old
     flow = rec.flow(notes)
     origin = first_origin(flow)
     if origin is not None:

@@ -149,3 +149,11 @@ def test_cuda_gradients_match_cpu() -> None:
         assert (a.grad is None) == (b.grad is None)
         if a.grad is not None and b.grad is not None:
             assert b.grad.norm == pytest.approx(a.grad.norm, rel=1e-4)
+
+
+def test_an_output_that_retains_grad_keeps_its_grad() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sum()
+    y.retain_grad()
+    trace(y, gradients=True)
+    assert y.grad is None
