@@ -113,6 +113,8 @@ class _Stats:
         # a NaN/Inf anywhere makes the row non-finite and takes the full path.
         if d.is_complex():
             d = d.abs()
+        if d.dtype in (torch.float16, torch.bfloat16):  # sums of halves lose digits and overflow
+            d = d.float()
         lo, hi = torch.aminmax(d)
         count = torch.full((), float(n), dtype=torch.float64, device=d.device)
         return torch.stack([
