@@ -83,7 +83,8 @@ EXAMPLES: tuple[Example, ...] = (
         title="loss accumulated without .item()",
         blurb=(
             "total = total + loss keeps every step's graph alive, so it grows with each step; "
-            "total + loss.item() would keep only a number."
+            "total + loss.item() would keep only a number. The page counts, from the graph alone, "
+            "how many forward passes it holds and the memory they keep saved."
         ),
         program=(
             "w = torch.ones(3, requires_grad=True)\n"
