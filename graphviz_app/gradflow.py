@@ -123,7 +123,7 @@ class _Stats:
             torch.linalg.vector_norm(d).to(torch.float64),
             torch.maximum(hi, -lo).to(torch.float64),
             d.abs().sum().to(torch.float64),  # summing in float64 casts the whole tensor first
-            count - torch.count_nonzero(d).to(torch.float64),
+            count - _nonzero(d, n),
         ])
 
     @staticmethod
@@ -157,6 +157,14 @@ class _Stats:
                 values=tuple(_scalar(v) for v in vals) if vals is not None else None,
             ))
         return out
+
+
+def _nonzero(d: torch.Tensor, n: int) -> torch.Tensor:
+    # count_nonzero branches per element: 10x slower on ReLU-like gradients, half
+    # of them zero. A float sum of ones is exact up to 2**24 elements.
+    if n < 1 << 24:
+        return d.sign().abs_().sum().to(torch.float64)
+    return torch.count_nonzero(d).to(torch.float64)
 
 
 def _python_row(values: list[float]) -> list[float]:
