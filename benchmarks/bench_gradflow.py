@@ -8,7 +8,9 @@ best of `--repeat` (the forward pass is rebuilt before each run and not timed):
 - ours:     trace(y, params, gradients=True)              (goal: at most 2x plain)
 - backward: y.backward() alone
 - anomaly:  y.backward() under torch.autograd.detect_anomaly(), forward made under it too
-Ratios: ours / plain, and ours / anomaly backward. Nothing here is a pass/fail test.
+Ratios: ours / plain, and ours / anomaly backward. Times are this process's CPU time
+(`time.process_time`, one torch thread): on a shared, loaded machine wall time mostly
+measures the neighbours. Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
@@ -56,14 +58,14 @@ def _time(build: Build, run: Callable[[torch.Tensor, dict[str, torch.Tensor]], A
         with warnings.catch_warnings(), torch.autograd.detect_anomaly():
             warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled"
             y, params = build()
-            start = time.perf_counter()
+            start = time.process_time()
             run(y, params)
-            elapsed = time.perf_counter() - start
+            elapsed = time.process_time() - start
     else:
         y, params = build()
-        start = time.perf_counter()
+        start = time.process_time()
         run(y, params)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
     _clear(params)
     return elapsed
 
