@@ -66,3 +66,11 @@ def test_cli_gradients_prints_the_origin(tmp_path: Path, capsys: pytest.CaptureF
     assert "NaN first appears in backward at LogBackward0" in printed
     assert "log(0) = -inf" in printed
     assert "NaN/Inf origin" in out.read_text()
+
+
+def test_cli_gradients_with_a_cut_graph_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["render", "((x+2)**2+3).mean()", "--var", "x=torch.arange(3., requires_grad=True)",
+                 "--gradients", "--max-nodes", "2", "-o", str(tmp_path / "g.svg")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "gradients need the whole graph: raise max_nodes" in err and "Traceback" not in err
