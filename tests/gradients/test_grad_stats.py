@@ -51,6 +51,7 @@ def test_statistics_equal_hooks_of_our_own(name: str) -> None:
         _close(edge.grad, reference_info(edge_ref[(position[edge.dst], edge.slot)]))
     assert graph.nonfinite_origin is None
     assert Graph.from_json(graph.to_json()) == graph
+    assert hash(Graph.from_json(graph.to_json())) == hash(graph)
 
 
 def test_a_tensor_used_twice_shows_both_contributions() -> None:
