@@ -112,6 +112,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         submitted=state.program, editor_text=state.program, editor_rev=0,
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
+        opt_gradients=o.show_gradients,
         check_wrt=state.check.wrt, check_expected=state.check.expected,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
@@ -153,13 +154,15 @@ def sidebar(devices: tuple[str, ...]) -> Options:
         saved = st.checkbox("Show saved tensors", key="opt_saved",
                             help="The tensors each op keeps for its backward.")
         attrs = st.checkbox("Show op attributes", key="opt_attrs", help="dim, alpha, exponent, …")
+        gradients = st.checkbox("Show gradients", key="opt_gradients",
+                                help="Replay backward: colour edges by gradient size and mark where NaN/Inf first appears.")
         rankdir = st.selectbox("Layout direction", urlstate.RANKDIRS, key="opt_rankdir",
                                format_func=RANKDIR_LABELS.__getitem__)
         low, high = urlstate.MAX_NODES_RANGE
         max_nodes = st.number_input("Node limit", low, high, step=100, key="opt_max_nodes",
                                     help="Tracing stops past this many nodes; the graph is marked truncated.")
     return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
-                   rankdir=rankdir, max_nodes=int(max_nodes))
+                   rankdir=rankdir, max_nodes=int(max_nodes), show_gradients=gradients)
 
 
 def gallery() -> None:
@@ -215,11 +218,18 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
         else:
             show_failure(result, title="Could not draw the graph")
         return
+    gradient_origin(result)
     graph_viewer(result.svg)
     st.caption(present.md(present.analysis_caption(result)))
     downloads(result, options)
     for note in result.notes:
         st.info(present.md(note))
+
+
+def gradient_origin(result: Analysis) -> None:
+    """Where NaN/Inf first appears in backward: the op and the program line."""
+    if result.gradient_origin:
+        st.warning(present.md(result.gradient_origin), icon="⚠️")
 
 
 def downloads(result: Analysis, options: Options) -> None:
