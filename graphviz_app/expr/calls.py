@@ -22,6 +22,7 @@ from .guards import (
     meta_run,
     tensors_in,
 )
+from .intdiv import INT_DIVISIONS, check_integer_division, division_operands
 from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain
 
@@ -96,6 +97,8 @@ def call_function(
         return _manual_seed(values, kwargs)
     if ns.path == "torch" and name == "chunk":
         _check_chunks(values[1:2], kwargs, what)
+    if ns.path == "torch" and name in INT_DIVISIONS:
+        _check_division(name, values, kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
     return _run(fn, growth, what, args, kwargs, defaults.budget)
@@ -119,6 +122,8 @@ def call_method(
         check_device("cuda" if index is None else f"cuda:{index}" if isinstance(index, int) else index)
     if name == "chunk":
         _check_chunks(values[:1], kwargs, f"{label}.chunk(...)")
+    if name in INT_DIVISIONS:
+        _check_division(name, [tensor, *values], kwargs, f"{label}.{name}(...)")
     method = getattr(tensor, name)  # name is from the fixed allow-list
     return _run(method, TENSOR_METHODS[name], f"{label}.{name}(...)", [base, *args], kwargs,
                 defaults.budget, bound=True)
@@ -169,6 +174,11 @@ def _check_chunks(counts: Sequence[Any], kwargs: dict[str, Any], what: str) -> N
     count = counts[0] if counts else kwargs.get("chunks")
     if isinstance(count, int) and count > _MAX_CHUNKS:
         raise Refused(f"{what} asks for {count:,} pieces; at most {_MAX_CHUNKS:,}")
+
+
+def _check_division(name: str, values: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:
+    dividend, divisor = division_operands(values, kwargs)
+    check_integer_division(name, dividend, divisor, rounding_mode=kwargs.get("rounding_mode"), what=what)
 
 
 def _manual_seed(values: Sequence[Any], kwargs: dict[str, Any]) -> None:

@@ -14,10 +14,12 @@ import torch
 from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VALUE_ATTRIBUTES
 from .calls import Defaults, Namespace, admit, precheck, call_builtin, call_function, call_method, namespace_attribute
 from .errors import ExprError
+from .intdiv import check_integer_division
 from .guards import Budget, Refused, check_sequence_length, int_operation_fits, tensors_in
 from .limits import Limits
 from .program import Program
 from .translate import Operand, explain
+from .validator import range_length
 
 __all__ = ["Evaluation", "Interpreter"]
 
@@ -152,18 +154,17 @@ class Interpreter:
         bounds = [self._value(a) for a in call.args]
         if not all(type(b) is int for b in bounds):
             raise self.program.error(call, "range() needs whole numbers, e.g. range(10) or range(int(n))", kind="input")
-        try:
-            steps = range(*bounds)
-        except ValueError as e:
-            raise self.program.error(call, f"range(...) is invalid: {e}", kind="input") from e
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.program.error(call, "range(...) is invalid: its step must not be zero", kind="input")
+        count = range_length(*bounds)
         limit = self.limits.max_loop_iterations
-        if self.iterations + len(steps) > limit:
+        if self.iterations + count > limit:
             raise self.program.error(
-                call, f"the loops would run {self.iterations + len(steps):,} iterations in all; the "
+                call, f"the loops would run {self.iterations + count:,} iterations in all; the "
                 f"limit is {limit:,} (Limits.max_loop_iterations)", kind="limit",
             )
-        self.iterations += len(steps)
-        for i in steps:
+        self.iterations += count
+        for i in range(*bounds):
             self.env[stmt.target.id] = i
             for inner in stmt.body:
                 self._statement(inner)
@@ -237,6 +238,10 @@ class Interpreter:
             raise self.program.error(node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit")
         if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
             self._check_sequence_op(node, what, symbol, a, b)
+        try:
+            check_integer_division(symbol, a, b, what=what)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
         if symbol == "@":
             return self._apply(node, what, fn, [left, right], growth="meta", name="matmul")
         return self._apply(node, what, fn, [left, right], growth="broadcast")
