@@ -22,6 +22,7 @@ from .guards import (
     meta_run,
     tensors_in,
 )
+from .costs import operation_cost
 from .intdiv import INT_DIVISIONS, check_integer_division, division_operands
 from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain
@@ -133,12 +134,29 @@ def call_builtin(name: str, args: Sequence[Operand], kwargs: dict[str, Any]) -> 
     """int(), float(), len(), abs(), min(), max(), round(), bool()."""
     what = f"{name}(...)"
     fn = getattr(builtins, name)  # name is from the fixed allow-list
+    if name in ("min", "max") and len(args) == 1 and isinstance(args[0][1], torch.Tensor):
+        _check_iteration(name, args[0])
     try:
         result = fn(*(v for _, v in args), **kwargs)
     except Exception as e:  # noqa: BLE001 - translated for people
         message, kind = explain(e, what, args)
         raise Refused(message, kind) from e
     return admit(result, what)
+
+
+_MAX_ITERATED_ROWS = 10_000
+
+
+def _check_iteration(name: str, operand: Operand) -> None:
+    # Python iterates a tensor by unbinding it: one tensor object per row,
+    # all alive at once (10**7 rows take GBs), outside the tensor budget.
+    label, tensor = operand
+    rows = tensor.shape[0] if tensor.dim() else 0
+    if rows > _MAX_ITERATED_ROWS:
+        raise Refused(
+            f"{name}({label}) walks the tensor's {rows:,} rows one by one as Python objects (at most "
+            f"{_MAX_ITERATED_ROWS:,}): use {label}.{name}() or torch.{name}({label}) instead",
+        )
 
 
 def admit(value: Any, what: str) -> Any:
@@ -223,10 +241,12 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
         numel = op_numel(name, values, kwargs)
         if numel is not None:
             budget.before(what, numel, numel * size)
-            return
-        out = meta_run(fn, tuple(values), kwargs)
-        for t in tensors_in(out):
-            budget.before(what, t.numel(), t.numel() * t.element_size())
+        else:
+            outs = list(tensors_in(meta_run(fn, tuple(values), kwargs)))
+            for t in outs:
+                budget.before(what, t.numel(), t.numel() * t.element_size())
+            numel = max((t.numel() for t in outs), default=None)
+        budget.costly(what, operation_cost(name, values, kwargs, numel), size)
 
 
 def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand],

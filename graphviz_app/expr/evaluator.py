@@ -15,7 +15,7 @@ from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VAL
 from .calls import Defaults, Namespace, admit, precheck, call_builtin, call_function, call_method, namespace_attribute
 from .errors import ExprError
 from .intdiv import check_integer_division
-from .guards import Budget, Refused, check_sequence_length, int_operation_fits, tensors_in
+from .guards import Budget, Refused, SequenceSizes, check_sequence_length, int_operation_fits, tensors_in
 from .limits import Limits
 from .program import Program
 from .translate import Operand, explain
@@ -80,6 +80,7 @@ class Interpreter:
         self.defaults = Defaults(device, dtype, Budget(limits) if checked else None)
         self.deadline = time.perf_counter() + limits.max_seconds
         self.iterations = 0
+        self.sizes = SequenceSizes()
 
     def run(self) -> Evaluation:
         """Run the program; raises ExprError for anything refused or failing."""
@@ -191,10 +192,19 @@ class Interpreter:
         return self.env[name]
 
     def _e_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
-        return tuple(self._value(e) for e in node.elts)
+        return self._sized(node, tuple(self._value(e) for e in node.elts))
 
     def _e_List(self, node: ast.List) -> list[Any]:
-        return [self._value(e) for e in node.elts]
+        return self._sized(node, [self._value(e) for e in node.elts])
+
+    def _sized(self, node: ast.AST, value: Any) -> Any:
+        # Literals can nest earlier lists without copying them ([a, a]): size them here,
+        # before comparing, converting or indexing walks every item.
+        try:
+            self.sizes.check(value, f"the list {self._label(node)}")
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+        return value
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [None if p is None else self._value(p) for p in (node.lower, node.upper, node.step)]

@@ -1,0 +1,86 @@
+"""Limits that programs used to walk around: shared nested lists, hidden temporaries, long single ops."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from graphviz_app.expr import ExprError, Limits, evaluate, expected_function
+
+_DOUBLED = "a = [1]\nb = [1]\nfor i in range(60):\n    a = [a, a]\n    b = [b, b]\n"
+
+
+@pytest.mark.parametrize(
+    "last",
+    ["torch.tensor([1, a])", "c = a == b\ntorch.ones(1)", "max([a, b])", "torch.ones(3)[a]", "torch.ones(3)[[a]]"],
+)
+def test_shared_nested_lists_are_sized_before_they_are_walked(last: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(ExprError, match=r"line 4, col 9: the list \[a, a\] would hold [\d,]+ items once its "
+                       r"inner lists are counted each time they appear.*at most 100,000 items") as info:
+        evaluate(_DOUBLED + last)
+    assert info.value.kind == "limit"
+    assert time.monotonic() - start < 60  # it hung for ever before; a loose bound, not a timing test
+
+
+def test_deeply_nested_lists_are_refused_with_the_depth() -> None:
+    with pytest.raises(ExprError, match=r"nests lists 33 levels deep; the limit is 32"):
+        evaluate("a = [0]\nfor i in range(40):\n    a = [a]\ntorch.tensor(a)")
+
+
+def test_small_nested_lists_still_work() -> None:
+    out = evaluate("a = [[1., 2.], [3., 4.]]\nb = [a, a, a]\ntorch.tensor(b).sum()").output
+    assert out.item() == 30.0
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        ("a = torch.ones(150, 150)\ntorch.einsum('ai,bj,ab,ij->', a, a, a, a)",
+         r"torch\.einsum\(\.\.\.\) \(for a temporary result on the way\) would create a tensor of 506,250,000 elements"),
+        ("x = torch.ones(1, 1, 1000, 1000, dtype=torch.float64)\nw = torch.ones(1, 1, 20, 20, dtype=torch.float64)\nF.conv2d(x, w)",
+         r"F\.conv2d\(\.\.\.\) \(for a temporary result on the way\) would create a tensor of 384,944,400 elements"),
+        ("max(torch.ones(10**7))",
+         r"max\(torch\.ones\(10\*\*7\)\) walks the tensor's 10,000,000 rows one by one.*use torch\.ones\(10\*\*7\)\.max\(\)"),
+        ("x = torch.ones(3000, 3000)\nx @ x", r"x @ x would take about 27,000,000,000 multiply-adds; the limit is "
+         r"20,000,000,000 per operation \(Limits\.max_multiply_adds\)"),
+        ("x = torch.ones(1, 400, 100, 100)\nw = torch.ones(400, 400, 3, 3)\nF.conv2d(x, w, padding=1)",
+         r"F\.conv2d\(\.\.\.\).* would create a tensor of 36,000,000 elements"),
+    ],
+)
+def test_operations_are_sized_by_their_temporaries_and_work(program: str, message: str) -> None:
+    with pytest.raises(ExprError, match=message) as info:
+        evaluate(program)
+    assert info.value.kind == "limit"
+
+
+def test_one_long_convolution_is_refused_by_its_multiply_adds() -> None:
+    program = "x = torch.ones(1, 16, 64, 64)\nw = torch.ones(32, 16, 3, 3)\nF.conv2d(x, w)"
+    macs = 32 * 62 * 62 * 16 * 9
+    with pytest.raises(ExprError, match=rf"F\.conv2d\(\.\.\.\) would take about {macs:,} multiply-adds"):
+        evaluate(program, limits=Limits(max_multiply_adds=macs - 1))
+    assert evaluate(program, limits=Limits(max_multiply_adds=macs)).output.shape == (1, 32, 62, 62)
+
+
+@pytest.mark.parametrize(
+    ("program", "shape"),
+    [
+        ("a = torch.ones(150, 150)\ntorch.einsum('ij,jk,kl->il', a, a, a)", (150, 150)),
+        ("a = torch.ones(2, 3, 4)\ntorch.einsum('...ij,...jk', a, torch.ones(4, 5))", (2, 3, 5)),
+        ("x = torch.ones(1, 3, 32, 32)\nw = torch.ones(8, 3, 3, 3)\nF.conv2d(x, w, padding=1)", (1, 8, 32, 32)),
+        ("x = torch.ones(3, 32)\nw = torch.ones(8, 3, 5)\nF.conv1d(x, w, stride=2)", (8, 14)),
+    ],
+)
+def test_ordinary_einsum_and_convolutions_still_run(program: str, shape: tuple[int, ...]) -> None:
+    assert tuple(evaluate(program).output.shape) == shape
+
+
+def test_hand_gradient_expression_has_the_same_budget() -> None:
+    program = "x = torch.arange(3.)\n((x+2)**2+3).mean()"
+    expected = expected_function(program, "2*(x+2)/3 + torch.ones(10**7, 20).sum()", ["x"])
+    with pytest.raises(ExprError, match=r"torch\.ones\(\.\.\.\) would create a tensor of 200,000,000 elements"):
+        expected(torch.arange(3.))
+    fine = expected_function(program, "2*(x+2)/3", ["x"])
+    assert fine(torch.arange(3.)).tolist() == pytest.approx([4 / 3, 2.0, 8 / 3])
