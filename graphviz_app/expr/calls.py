@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +101,8 @@ def call_function(
         _check_chunks(values[1:2], kwargs, what)
     if ns.path == "torch" and name in INT_DIVISIONS:
         _check_division(name, values, kwargs, what)
+    if ns.path in ("F", "torch.nn.functional"):
+        _check_not_in_place(fn, name, values, kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
     return _run(fn, growth, what, args, kwargs, defaults.budget)
@@ -192,6 +195,33 @@ def _check_chunks(counts: Sequence[Any], kwargs: dict[str, Any], what: str) -> N
     count = counts[0] if counts else kwargs.get("chunks")
     if isinstance(count, int) and count > _MAX_CHUNKS:
         raise Refused(f"{what} asks for {count:,} pieces; at most {_MAX_CHUNKS:,}")
+
+
+def _check_not_in_place(fn: Callable[..., Any], name: str, values: Sequence[Any],
+                        kwargs: dict[str, Any], what: str) -> None:
+    """Refuse the argument combinations that make F functions write into their inputs.
+
+    The validator refuses `inplace=` by keyword; these get there positionally
+    or through options whose side effect is an in-place update.
+    """
+    try:
+        bound = inspect.signature(fn).bind_partial(*values, **kwargs).arguments
+    except (TypeError, ValueError):
+        return  # torch refuses the call itself, with its own message
+    running = bound.get("running_mean") is not None or bound.get("running_var") is not None
+    stats_fix = "pass running_mean=None and running_var=None to normalize with the batch's own statistics"
+    if bound.get("inplace"):
+        why, fix = "its inplace argument is True", "leave inplace at its default, False"
+    elif name == "embedding" and bound.get("max_norm") is not None:
+        why, fix = "max_norm renormalizes rows of the weight in place", "leave max_norm at its default, None"
+    elif name == "batch_norm" and bound.get("training") and running:
+        why, fix = "training=True updates running_mean and running_var in place", stats_fix
+    elif name == "instance_norm" and bound.get("use_input_stats", True) and running:
+        why, fix = "use_input_stats=True updates running_mean and running_var in place", stats_fix
+    else:
+        return
+    raise Refused(f"{what} would change a tensor in place ({why}); programs never change tensors "
+                  f"in place, so the drawn graph stays whole: {fix}", kind="refused")
 
 
 def _check_division(name: str, values: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:

@@ -84,3 +84,39 @@ def test_hand_gradient_expression_has_the_same_budget() -> None:
         expected(torch.arange(3.))
     fine = expected_function(program, "2*(x+2)/3", ["x"])
     assert fine(torch.arange(3.)).tolist() == pytest.approx([4 / 3, 2.0, 8 / 3])
+
+
+_X = "x = torch.randn(4, 3)\nm = torch.zeros(3)\nv = torch.ones(3)\n"
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        ("F.relu(x, True)", r"F\.relu\(\.\.\.\) would change a tensor in place \(its inplace argument is True\).*"
+         r"leave inplace at its default"),
+        ("F.dropout(x, 0.5, True, True)", r"F\.dropout\(\.\.\.\) would change a tensor in place \(its inplace"),
+        ("F.leaky_relu(x, 0.1, True)", r"F\.leaky_relu\(\.\.\.\) would change a tensor in place"),
+        ("F.hardtanh(x, -1., 1., True)", r"F\.hardtanh\(\.\.\.\) would change a tensor in place"),
+        ("F.embedding(torch.tensor([1, 2]), torch.randn(10, 3), max_norm=1.0)",
+         r"max_norm renormalizes rows of the weight in place.*leave max_norm at its default"),
+        ("F.batch_norm(x, m, v, training=True)", r"training=True updates running_mean and running_var in place.*"
+         r"pass running_mean=None and running_var=None"),
+        ("F.batch_norm(x, m, v, None, None, True)", r"training=True updates running_mean"),
+        ("F.instance_norm(x.reshape(2, 3, 2), m, v)", r"use_input_stats=True updates running_mean"),
+    ],
+)
+def test_in_place_through_positional_and_side_effect_arguments_is_refused(program: str, message: str) -> None:
+    with pytest.raises(ExprError, match=message) as info:
+        evaluate(_X + program)
+    assert info.value.kind == "refused"
+
+
+@pytest.mark.parametrize(
+    "program",
+    ["F.relu(x, False)", "F.dropout(x, 0.5, False)", "F.batch_norm(x, m, v)", "F.batch_norm(x, None, None, training=True)",
+     "F.embedding(torch.tensor([1, 2]), torch.randn(10, 3))", "F.instance_norm(x.reshape(2, 3, 2))"],
+)
+def test_the_same_functions_without_side_effects_still_run_and_leave_inputs_alone(program: str) -> None:
+    ev = evaluate(_X + program)
+    assert isinstance(ev.output, torch.Tensor)
+    assert ev.variables["m"].tolist() == [0.0, 0.0, 0.0] and ev.variables["v"].tolist() == [1.0, 1.0, 1.0]
