@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 _MAX_CHUNKS = 10_000
+_MAX_DIMS = 64
 _PLAIN = (torch.Tensor, float, complex, str, bool, torch.dtype, torch.device)
 
 
@@ -170,6 +171,11 @@ def admit(value: Any, what: str) -> Any:
         seen += 1
         if seen > MAX_SEQUENCE:
             raise Refused(f"{what} gives more than {MAX_SEQUENCE:,} items in nested lists", kind="limit")
+        if isinstance(item, torch.Tensor) and item.dim() > _MAX_DIMS:
+            raise Refused(
+                f"{what} gives a tensor of {item.dim()} dimensions; at most {_MAX_DIMS} are supported "
+                "(the gradient checker and the page's value tables stop there): reshape it to fewer "
+                "dimensions", kind="shape")
         if item is None or isinstance(item, _PLAIN):
             continue
         if type(item) is int:

@@ -120,3 +120,13 @@ def test_the_same_functions_without_side_effects_still_run_and_leave_inputs_alon
     ev = evaluate(_X + program)
     assert isinstance(ev.output, torch.Tensor)
     assert ev.variables["m"].tolist() == [0.0, 0.0, 0.0] and ev.variables["v"].tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "program",
+    ["torch.ones([1] * 65)", "x = torch.ones([1] * 64)\nx.unsqueeze(0)", "x = torch.ones(1)\nx[None, None, None][" + "None, " * 61 + "]"],
+)
+def test_tensors_of_more_than_64_dimensions_are_refused_where_they_are_made(program: str) -> None:
+    with pytest.raises(ExprError, match=r"gives a tensor of 65 dimensions; at most 64 are supported") as info:
+        evaluate(program)
+    assert info.value.kind == "shape"
