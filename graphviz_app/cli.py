@@ -28,6 +28,10 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3
 
+# The layout's time limit: without one, a graph that `dot` or graphviz-pure
+# cannot finish (a 1,000-step chain on a large stack) leaves the CLI waiting.
+LAYOUT_SECONDS = 300.0
+
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 
 _EXAMPLES = """\
@@ -154,7 +158,7 @@ def _render(args: argparse.Namespace) -> int:
     # graph of 100k+ ops that Python has walked recurses deeply in torch.
     graph = call_with_large_stack(_trace_target, args)
     try:
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, timeout=LAYOUT_SECONDS)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     print(f"wrote {path} ({graph.summary()})")
