@@ -136,3 +136,16 @@ def test_programs_that_reached_internal_errors_get_their_own_message(
     assert (info.value.line, info.value.col) == (position or (None, None))
     if info.value.excerpt is not None:
         info.value.excerpt.encode("utf-8")  # printable: the surrogate is not echoed back
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
+def test_one_jobs_manual_seed_does_not_fix_the_next_jobs_random_numbers() -> None:
+    torch.manual_seed(0)
+    first, second = torch.rand(3).tolist(), torch.rand(3).tolist()
+    with IsolatedRunner(workers=1, max_workers=1, time_limit=60) as one:  # one worker: the same process
+        seeded = one.run(evaluate_job, "torch.manual_seed(0)\ntorch.rand(3)")["output"][0]["values"]
+        after = one.run(evaluate_job, "torch.rand(3)")["output"][0]["values"]
+        again = one.run(evaluate_job, "torch.rand(3)")["output"][0]["values"]
+    assert seeded == pytest.approx(first)  # a program's own seed still works
+    assert after != pytest.approx(second)  # ... and stays with its job
+    assert after != pytest.approx(again)
