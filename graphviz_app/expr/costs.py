@@ -55,7 +55,41 @@ def operation_cost(name: str, values: Sequence[Any], kwargs: dict[str, Any], out
 
 
 # einsum ------------------------------------------------------------------
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_term(labels: Any) -> str | None:
+    if not isinstance(labels, (list, tuple)):
+        return None
+    parts = []
+    for label in labels:
+        if label is Ellipsis:
+            parts.append("...")
+        elif type(label) is int and 0 <= label < len(_LETTERS):
+            parts.append(_LETTERS[label])
+        else:
+            return None
+    return "".join(parts)
+
+
+def _sublist_equation(values: Sequence[Any]) -> tuple[str, list[torch.Tensor]] | None:
+    """``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as ``("ab,bc->ac", [a, b])``."""
+    operands, terms = list(values[0::2]), [_sublist_term(v) for v in values[1::2]]
+    output = None
+    if len(values) % 2 == 1:  # a trailing output sublist
+        output, operands = _sublist_term(values[-1]), operands[:-1]
+        terms = terms[: len(operands)]
+        if output is None:
+            return None
+    if not operands or any(t is None for t in terms) or not all(isinstance(t, torch.Tensor) for t in operands):
+        return None
+    equation = ",".join(terms) + (f"->{output}" if output is not None else "")  # type: ignore[arg-type]
+    return equation, operands
+
+
 def _einsum_operands(values: Sequence[Any]) -> tuple[str, list[torch.Tensor]] | None:
+    if values and isinstance(values[0], torch.Tensor):
+        return _sublist_equation(values)
     if not values or not isinstance(values[0], str):
         return None
     rest = list(values[1:])

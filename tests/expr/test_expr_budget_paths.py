@@ -40,6 +40,8 @@ def test_small_nested_lists_still_work() -> None:
     [
         ("a = torch.ones(150, 150)\ntorch.einsum('ai,bj,ab,ij->', a, a, a, a)",
          r"torch\.einsum\(\.\.\.\) \(for a temporary result on the way\) would create a tensor of 506,250,000 elements"),
+        ("a = torch.ones(150, 150)\ntorch.einsum(a, [0, 1], a, [2, 3], a, [0, 2], a, [1, 3], [])",
+         r"torch\.einsum\(\.\.\.\) \(for a temporary result on the way\) would create a tensor of 506,250,000 elements"),
         ("x = torch.ones(1, 1, 1000, 1000, dtype=torch.float64)\nw = torch.ones(1, 1, 20, 20, dtype=torch.float64)\nF.conv2d(x, w)",
          r"F\.conv2d\(\.\.\.\) \(for a temporary result on the way\) would create a tensor of 384,944,400 elements"),
         ("max(torch.ones(10**7))",
@@ -71,6 +73,7 @@ def test_one_long_convolution_is_refused_by_its_multiply_adds() -> None:
         ("a = torch.ones(2, 3, 4)\ntorch.einsum('...ij,...jk', a, torch.ones(4, 5))", (2, 3, 5)),
         ("x = torch.ones(1, 3, 32, 32)\nw = torch.ones(8, 3, 3, 3)\nF.conv2d(x, w, padding=1)", (1, 8, 32, 32)),
         ("x = torch.ones(3, 32)\nw = torch.ones(8, 3, 5)\nF.conv1d(x, w, stride=2)", (8, 14)),
+        ("a = torch.ones(2, 15, 15)\ntorch.einsum(a, [..., 0, 1], a, [..., 1, 2], [..., 0, 2])", (2, 15, 15)),
     ],
 )
 def test_ordinary_einsum_and_convolutions_still_run(program: str, shape: tuple[int, ...]) -> None:
