@@ -45,6 +45,9 @@ def operation_cost(name: str, values: Sequence[Any], kwargs: dict[str, Any], out
     if name == "bilinear" and len(tensors) >= 3 and out_numel is not None and tensors[2].dim() == 3:
         _, d1, d2 = tensors[2].shape
         return Cost(temporary=0, multiply_adds=min(out_numel * d1 * d2, _HUGE))
+    if name == "tensordot" and len(tensors) == 2 and out_numel is not None:
+        # One contraction of size K: |a|*|b|*|out| = (n*K)*(K*m)*(n*m) = (n*m*K)**2.
+        return Cost(multiply_adds=min(math.isqrt(tensors[0].numel() * tensors[1].numel() * max(out_numel, 1)), _HUGE))
     if name == "einsum":
         return _einsum_cost(values)
     if name in ("conv1d", "conv2d"):

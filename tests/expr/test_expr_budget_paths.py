@@ -48,6 +48,8 @@ def test_small_nested_lists_still_work() -> None:
          r"max\(torch\.ones\(10\*\*7\)\) walks the tensor's 10,000,000 rows one by one.*use torch\.ones\(10\*\*7\)\.max\(\)"),
         ("x = torch.ones(3000, 3000)\nx @ x", r"x @ x would take about 27,000,000,000 multiply-adds; the limit is "
          r"20,000,000,000 per operation \(Limits\.max_multiply_adds\)"),
+        ("a = torch.ones(3000, 3000)\ntorch.tensordot(a, a, dims=1)",
+         r"torch\.tensordot\(\.\.\.\) would take about 27,000,000,000 multiply-adds"),
         ("x = torch.ones(1, 400, 100, 100)\nw = torch.ones(400, 400, 3, 3)\nF.conv2d(x, w, padding=1)",
          r"F\.conv2d\(\.\.\.\).* would create a tensor of 36,000,000 elements"),
     ],
