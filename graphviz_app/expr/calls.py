@@ -102,7 +102,7 @@ def call_function(
         _check_chunks(values[1:2], kwargs, what)
     if ns.path == "torch" and name in INT_DIVISIONS:
         _check_division(name, values, kwargs, what)
-    if ns.path in ("F", "torch.nn.functional"):
+    if ns.path in ("torch", "F", "torch.nn.functional"):
         _check_not_in_place(fn, name, values, kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
@@ -205,7 +205,7 @@ def _check_chunks(counts: Sequence[Any], kwargs: dict[str, Any], what: str) -> N
 
 def _check_not_in_place(fn: Callable[..., Any], name: str, values: Sequence[Any],
                         kwargs: dict[str, Any], what: str) -> None:
-    """Refuse the argument combinations that make F functions write into their inputs.
+    """Refuse the argument combinations that make torch/F functions write into tensors.
 
     The validator refuses `inplace=` by keyword; these get there positionally
     or through options whose side effect is an in-place update.
@@ -218,6 +218,8 @@ def _check_not_in_place(fn: Callable[..., Any], name: str, values: Sequence[Any]
     stats_fix = "pass running_mean=None and running_var=None to normalize with the batch's own statistics"
     if bound.get("inplace"):
         why, fix = "its inplace argument is True", "leave inplace at its default, False"
+    elif bound.get("out") is not None:  # torch.norm, torch.tensordot, F.normalize take it by position
+        why, fix = "its out argument writes the result into an existing tensor", "assign the result instead"
     elif name == "embedding" and bound.get("max_norm") is not None:
         why, fix = "max_norm renormalizes rows of the weight in place", "leave max_norm at its default, None"
     elif name == "batch_norm" and bound.get("training") and running:

@@ -108,6 +108,10 @@ _X = "x = torch.randn(4, 3)\nm = torch.zeros(3)\nv = torch.ones(3)\n"
          r"pass running_mean=None and running_var=None"),
         ("F.batch_norm(x, m, v, None, None, True)", r"training=True updates running_mean"),
         ("F.instance_norm(x.reshape(2, 3, 2), m, v)", r"use_input_stats=True updates running_mean"),
+        ("torch.norm(x, 2, 0, False, v)", r"torch\.norm\(\.\.\.\) would change a tensor in place \(its out argument "
+         r"writes the result into an existing tensor\).*assign the result instead"),
+        ("torch.tensordot(x, x.T, 1, torch.zeros(4, 4))", r"torch\.tensordot\(\.\.\.\) would change a tensor in place \(its out"),
+        ("F.normalize(x, 2.0, 1, 1e-12, torch.zeros(4, 3))", r"F\.normalize\(\.\.\.\) would change a tensor in place \(its out"),
     ],
 )
 def test_in_place_through_positional_and_side_effect_arguments_is_refused(program: str, message: str) -> None:
@@ -118,7 +122,7 @@ def test_in_place_through_positional_and_side_effect_arguments_is_refused(progra
 
 @pytest.mark.parametrize(
     "program",
-    ["F.relu(x, False)", "F.dropout(x, 0.5, False)", "F.batch_norm(x, m, v)", "F.batch_norm(x, None, None, training=True)",
+    ["F.relu(x, False)", "F.dropout(x, 0.5, False)", "torch.norm(x, 2, 0, False)", "torch.tensordot(x, x.T, 1)", "F.batch_norm(x, m, v)", "F.batch_norm(x, None, None, training=True)",
      "F.embedding(torch.tensor([1, 2]), torch.randn(10, 3))", "F.instance_norm(x.reshape(2, 3, 2))"],
 )
 def test_the_same_functions_without_side_effects_still_run_and_leave_inputs_alone(program: str) -> None:
