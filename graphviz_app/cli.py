@@ -29,6 +29,10 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3
 
+# The layout's time limit: without one, a graph that `dot` or graphviz-pure
+# cannot finish (a 1,000-step chain on a large stack) leaves the CLI waiting.
+LAYOUT_SECONDS = 300.0
+
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 
 _EXAMPLES = """\
@@ -172,7 +176,8 @@ def _render(args: argparse.Namespace) -> int:
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         color_by = "gradient" if args.gradients else "device"
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by)
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
+                    timeout=LAYOUT_SECONDS)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
