@@ -113,7 +113,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         opt_gradients=o.show_gradients,
-        check_wrt=state.check.wrt, check_expected=state.check.expected,
+        check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
 
@@ -281,6 +281,10 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
         return
     s = st.session_state
     if s.check_wrt not in result.leaves:
+        if s.check_wrt and s.check_wrt == s.get("link_wrt"):
+            link_problem(f"ignored ?wrt={s.check_wrt}: the program has no leaf tensor named "
+                         f"{s.check_wrt} that requires grad; checking {result.leaves[0]} instead "
+                         f"(choose one of {', '.join(result.leaves)} under 'With respect to')")
         s.check_wrt = result.leaves[0]
         s.pop("w_check_wrt", None)
     wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
@@ -343,6 +347,14 @@ def link_warnings(options: Options) -> None:
         return
     for problem in s.url_problems:
         st.warning(present.md(f"From the link: {problem}."))
+
+
+def link_problem(problem: str) -> None:
+    """A problem with the link found while drawing: shown here, and kept with the others."""
+    s = st.session_state
+    s.link_wrt = None  # reported once; the person's own choices are never "from the link"
+    s.setdefault("url_problems", []).append(problem)
+    st.warning(present.md(f"From the link: {problem}."))
 
 
 def current_state(options: Options) -> PageState:
