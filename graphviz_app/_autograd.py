@@ -12,7 +12,19 @@ from typing import Any
 
 import torch
 
-__all__ = ["SavedValue", "saved_values", "output_metadata", "FREED"]
+__all__ = [
+    "SavedValue",
+    "saved_values",
+    "output_metadata",
+    "FREED",
+    "MODULE_KEY",
+    "MODULE_TYPE_KEY",
+    "SOURCE_KEY",
+    "RecordedTags",
+    "recorded_tags",
+    "sequence_nr_now",
+    "tag_untagged",
+]
 
 _SAVED_PREFIX = "_saved_"
 
@@ -89,3 +101,60 @@ def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device
         return tuple(first.shape), first.dtype, first.device
     except (TypeError, RuntimeError):  # nested tensors have no plain shape
         return None
+
+
+# What `graphviz_app.record` writes into `grad_fn.metadata` (a public, per-node
+# dict). The keys are namespaced so they never clash with the user's own tags.
+MODULE_KEY = "graphviz_app.module"
+MODULE_TYPE_KEY = "graphviz_app.module_type"
+SOURCE_KEY = "graphviz_app.source"  # present on every node the recorder saw
+
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+
+RecordedTags = tuple[str | None, str | None, str | None]
+_NO_TAGS: RecordedTags = (None, None, None)
+
+
+def recorded_tags(fn: Any) -> RecordedTags:
+    """(module, module type, source) that `record()` wrote on node `fn`, None where absent."""
+    try:
+        meta = fn.metadata
+    except (AttributeError, RuntimeError):
+        return _NO_TAGS
+    if not meta:
+        return _NO_TAGS
+    return meta.get(MODULE_KEY), meta.get(MODULE_TYPE_KEY), meta.get(SOURCE_KEY)
+
+
+def sequence_nr_now() -> int:
+    """The autograd sequence number of a node made now on this thread.
+
+    Sequence numbers are per thread and increase with every node created,
+    so a node with a larger number was made after this call. torch has no
+    public "peek", so a one-element probe node is made and dropped.
+    """
+    with torch._C.DisableTorchFunction(), torch.inference_mode(False), torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True).clone()
+    return probe.grad_fn._sequence_nr()
+
+
+def tag_untagged(fn: Any, after: int, tags: Any) -> None:
+    """Tag `fn` and every node behind it not yet seen by the recorder.
+
+    The walk stops at nodes already tagged, at leaves (AccumulateGrad, whose
+    sequence number is the maximum) and at nodes made before sequence number
+    `after`, so a tensor computed before recording began is never claimed.
+    `tags()` returns the dict to write; it is called once, on the first node
+    that needs it, because finding the user's source line is the costly part.
+    """
+    todo = [fn]
+    values: dict[str, Any] | None = None
+    while todo:
+        node = todo.pop()
+        meta = node.metadata
+        if SOURCE_KEY in meta or type(node) is _ACCUMULATE_GRAD or node._sequence_nr() <= after:
+            continue
+        if values is None:
+            values = tags()
+        meta.update(values)
+        todo.extend(child for child, _ in node.next_functions if child is not None)

@@ -1,0 +1,323 @@
+"""Record, while a model runs forward, which module and which source line made each autograd node."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+import torch
+from torch.nn.modules import module as _nn_module
+from torch.overrides import TorchFunctionMode
+
+from ._autograd import MODULE_KEY, MODULE_TYPE_KEY, SOURCE_KEY, sequence_nr_now, tag_untagged
+from .errors import TraceError
+from .model import ModuleInfo
+
+__all__ = ["record", "Recording", "module_infos", "owner_module"]
+
+# A module's place on the call stack: (id of the module, qualified name, class name).
+_Frame = tuple[int, str, str]
+
+
+class _ThreadState(threading.local):
+    """What recording means on this thread: torch's modes and sequence numbers are per thread."""
+
+    def __init__(self) -> None:
+        self.recordings: list[Recording] = []
+        self.calls: list[_Frame] = []  # the modules whose forward is running, innermost last
+        self.after = 0  # nodes with a sequence number above this were made while recording
+        self.mode: _TagMode | None = None
+
+
+_state = _ThreadState()
+
+# Module hooks are process-wide: installed while any thread records, and a
+# hook does nothing on a thread that is not recording.
+_hooks_lock = threading.Lock()
+_hooks: list[Any] = []
+_hook_users = 0
+
+
+def record(model: torch.nn.Module | None = None) -> Recording:
+    """Tag every autograd node made inside the block with its module and source line.
+
+    Inside `with record(model):`, each new backward node gets in its public
+    `grad_fn.metadata` dict the qualified name of the innermost module whose
+    forward was running (`"layers.3.self_attn"`, `""` for `model` itself; no
+    entry outside any module) and the first line of user code that made it
+    (`"model.py:42 in forward"`). Nodes an op makes internally (`F.linear`
+    makes `AddmmBackward0` and `TBackward0`) are attributed to the same
+    module; tensors computed before the block are never claimed. `trace()`
+    copies the tags into `Node.module` and `Node.source`.
+
+    Args:
+        model: the root module, which names modules by `named_modules()`.
+            Without it, or for a module outside it, the name is the class name.
+
+    Returns:
+        A context manager; blocks may nest (the innermost model names first).
+        Every hook and mode is removed on exit, also when the block raises.
+
+    Raises:
+        TraceError: `model` is not an `nn.Module`.
+
+    >>> import torch
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    >>> with record(net):
+    ...     y = net(torch.ones(1, 2))
+    >>> y.grad_fn.metadata["graphviz_app.module"]
+    '0'
+    """
+    if model is not None and not isinstance(model, torch.nn.Module):
+        raise TraceError(
+            f"record() expects the model, an nn.Module, got a {type(model).__name__}; "
+            "pass the module you call (e.g. record(model)), or nothing to name modules by class"
+        )
+    return Recording(model)
+
+
+class Recording:
+    """The context manager `record()` returns."""
+
+    def __init__(self, model: torch.nn.Module | None) -> None:
+        self.model = model
+        self.names: dict[int, str] = {}
+
+    def __enter__(self) -> Recording:
+        if self.model is not None:
+            # The model stays alive while recording, so ids are stable.
+            self.names = {id(m): name for name, m in self.model.named_modules()}
+        state = _state
+        if not state.recordings:
+            state.after = sequence_nr_now()
+            state.calls = []
+            _install_hooks()
+            try:
+                state.mode = _TagMode()
+                state.mode.__enter__()
+            except BaseException:
+                _remove_hooks()
+                raise
+        state.recordings.append(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        state = _state
+        if self in state.recordings:
+            state.recordings.remove(self)
+        if state.recordings:
+            return
+        mode, state.mode = state.mode, None
+        state.calls = []
+        try:
+            if mode is not None:
+                mode.__exit__(exc_type, exc, tb)
+        finally:
+            _remove_hooks()
+
+
+def _install_hooks() -> None:
+    global _hook_users
+    with _hooks_lock:
+        if _hook_users == 0:
+            _hooks.append(_nn_module.register_module_forward_pre_hook(_enter_module))
+            # always_call: a forward that raises still leaves the call stack.
+            _hooks.append(_nn_module.register_module_forward_hook(_leave_module, always_call=True))
+        _hook_users += 1
+
+
+def _remove_hooks() -> None:
+    global _hook_users
+    with _hooks_lock:
+        _hook_users -= 1
+        if _hook_users == 0:
+            while _hooks:
+                _hooks.pop().remove()
+
+
+def _name_of(state: _ThreadState, module: torch.nn.Module) -> str:
+    key = id(module)
+    for recording in reversed(state.recordings):
+        name = recording.names.get(key)
+        if name is not None:
+            return name
+    return type(module).__name__
+
+
+def _enter_module(module: torch.nn.Module, args: Any) -> None:
+    state = _state
+    if state.recordings:
+        state.calls.append((id(module), _name_of(state, module), type(module).__name__))
+
+
+def _leave_module(module: torch.nn.Module, args: Any, output: Any) -> None:
+    state = _state
+    if not state.calls or state.calls[-1][0] != id(module):
+        return  # not recording, or the module was entered before record() began
+    try:
+        # Nodes no torch function made (a custom autograd.Function) become
+        # visible here, at the latest, while the module is still innermost.
+        if output is not None:
+            with torch._C.DisableTorchFunction():
+                for t in _tensors(output):
+                    fn = t.grad_fn
+                    if fn is not None:
+                        tag_untagged(fn, state.after, _tags_now)
+    finally:
+        state.calls.pop()
+
+
+def _tensors(value: Any, limit: int = 10_000) -> Iterable[torch.Tensor]:
+    """The tensors in a module's output: nested tuples, lists and dicts, breadth first."""
+    todo = [value]
+    seen = 0
+    while todo and seen < limit:
+        item = todo.pop()
+        seen += 1
+        if isinstance(item, torch.Tensor):
+            yield item
+        elif isinstance(item, (tuple, list)):
+            todo.extend(item)
+        elif isinstance(item, Mapping):
+            todo.extend(item.values())
+
+
+class _TagMode(TorchFunctionMode):
+    """Tags the nodes behind every torch call's result; the mode is off inside the handler."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if isinstance(result, torch.Tensor):
+            fn = result.grad_fn
+            if fn is not None:
+                tag_untagged(fn, _state.after, _tags_now)
+        elif type(result) is tuple or type(result) is list:
+            for item in result:
+                if isinstance(item, torch.Tensor):
+                    fn = item.grad_fn
+                    if fn is not None:
+                        tag_untagged(fn, _state.after, _tags_now)
+        return result
+
+
+def _tags_now() -> dict[str, Any]:
+    calls = _state.calls
+    source = _user_source()
+    if not calls:
+        return {SOURCE_KEY: source}
+    _, name, type_name = calls[-1]
+    return {SOURCE_KEY: source, MODULE_KEY: name, MODULE_TYPE_KEY: type_name}
+
+
+def _library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    inside = [os.path.dirname(torch.__file__), os.path.dirname(__file__)]
+    outside: list[str] = []
+    paths = sysconfig.get_paths()
+    inside.append(paths["stdlib"])
+    outside.extend({paths["purelib"], paths["platlib"]})  # third-party models are user code
+    return (
+        tuple(os.path.normcase(p) + os.sep for p in inside),
+        tuple(os.path.normcase(p) + os.sep for p in outside),
+    )
+
+
+_INSIDE, _OUTSIDE = _library_dirs()
+_is_library: dict[str, bool] = {}
+
+
+def _library_file(filename: str) -> bool:
+    known = _is_library.get(filename)
+    if known is None:
+        path = os.path.normcase(filename)
+        if filename.startswith("<frozen"):
+            known = True
+        elif path.startswith(_OUTSIDE) and not path.startswith(_INSIDE[:2]):
+            known = False
+        else:
+            known = path.startswith(_INSIDE)
+        _is_library[filename] = known
+    return known
+
+
+def _user_source() -> str | None:
+    """`"model.py:42 in forward"`: the first frame outside torch, this package and the stdlib.
+
+    A model made only of torch modules (called from `trace_model`) has no
+    such frame; then the innermost line of torch's own model code, such as
+    `"transformer.py:912 in _sa_block"`, says more than nothing.
+    """
+    frame = sys._getframe(1)
+    fallback = None
+    while frame is not None:
+        code = frame.f_code
+        if not _library_file(code.co_filename):
+            return _where(frame)
+        if fallback is None and not code.co_filename.startswith(_MACHINERY):
+            fallback = frame
+        frame = frame.f_back
+    return None if fallback is None else _where(fallback)
+
+
+def _where(frame: Any) -> str:
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+# Files that only pass calls through: never a useful source line.
+_MACHINERY = (
+    os.path.dirname(__file__) + os.sep,
+    os.path.join(os.path.dirname(torch.__file__), "overrides.py"),
+    os.path.join(os.path.dirname(torch.__file__), "nn", "modules", "module.py"),
+    os.path.join(os.path.dirname(torch.__file__), "utils", "checkpoint.py"),
+)
+
+
+def owner_module(param_name: str) -> str:
+    """The module that owns a parameter: `"layers.0.linear.weight"` -> `"layers.0.linear"`."""
+    return param_name.rpartition(".")[0]
+
+
+def module_infos(model: torch.nn.Module | None, seen: Mapping[str, str]) -> tuple[ModuleInfo, ...]:
+    """One ModuleInfo per module seen (name -> class name), with its parents.
+
+    Modules of `model` come first, in `named_modules()` order, with their
+    parameter count and bytes (submodules included, shared parameters once);
+    names the model does not know (class names, modules outside it) follow
+    in the order seen.
+    """
+    wanted: set[str] = set()
+    for name in seen:
+        while name not in wanted:
+            wanted.add(name)
+            if not name:
+                break
+            name = name.rpartition(".")[0]
+    infos: list[ModuleInfo] = []
+    known: set[str] = set()
+    if model is not None:
+        for name, module in model.named_modules():
+            if name in wanted:
+                known.add(name)
+                infos.append(_module_info(name, module))
+    for name, type_name in seen.items():
+        if name not in known:
+            infos.append(ModuleInfo(name, type_name))
+    return tuple(infos)
+
+
+def _module_info(name: str, module: torch.nn.Module) -> ModuleInfo:
+    params = list(module.parameters())  # deduplicated: a tied weight counts once
+    count = sum(p.numel() for p in params)
+    size = sum(p.numel() * p.element_size() for p in params)
+    return ModuleInfo(name, type(module).__name__, count, size)
