@@ -162,7 +162,7 @@ def test_modules_match_sequence_number_reference(case: str) -> None:
         intervals.remove()
     outputs = (out[0], *out[1]) if case == "lstm" else out
     expected = _reference(outputs, intervals)
-    assert len({module for module, _ in expected if module}) >= 2  # nested modules were seen
+    assert {module for module, _ in expected} - {None}  # the reference saw modules
     assert _recorded(outputs, model) == expected
 
 
