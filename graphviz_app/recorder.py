@@ -306,18 +306,37 @@ def module_infos(model: torch.nn.Module | None, seen: Mapping[str, str]) -> tupl
     infos: list[ModuleInfo] = []
     known: set[str] = set()
     if model is not None:
+        totals = _param_totals(model, wanted)
         for name, module in model.named_modules():
-            if name in wanted:
+            if name in wanted and name not in known:
                 known.add(name)
-                infos.append(_module_info(name, module))
+                infos.append(ModuleInfo(name, type(module).__name__, *totals.get(name, (0, 0))))
     for name, type_name in seen.items():
         if name not in known:
             infos.append(ModuleInfo(name, type_name))
     return tuple(infos)
 
 
-def _module_info(name: str, module: torch.nn.Module) -> ModuleInfo:
-    params = list(module.parameters())  # deduplicated: a tied weight counts once
-    count = sum(p.numel() for p in params)
-    size = sum(p.numel() * p.element_size() for p in params)
-    return ModuleInfo(name, type(module).__name__, count, size)
+def _param_totals(model: torch.nn.Module, wanted: set[str]) -> dict[str, tuple[int, int]]:
+    """(count, bytes) of the parameters under each wanted module, each tensor once per module.
+
+    One pass over the parameters, adding each to its owner and the owner's
+    parents: asking every module for its parameters() would walk the model
+    once per module.
+    """
+    members: dict[str, set[int]] = {}
+    totals: dict[str, tuple[int, int]] = {}
+    for param_name, param in model.named_parameters(remove_duplicate=False):
+        numel = param.numel()
+        size = numel * param.element_size()
+        owner = param_name
+        while owner:
+            owner = owner.rpartition(".")[0]
+            if owner not in wanted:
+                continue
+            ids = members.setdefault(owner, set())
+            if id(param) not in ids:  # a weight tied within the module counts once
+                ids.add(id(param))
+                count, nbytes = totals.get(owner, (0, 0))
+                totals[owner] = (count + numel, nbytes + size)
+    return totals

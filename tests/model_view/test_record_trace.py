@@ -144,3 +144,19 @@ def test_trace_model_survives_a_graph_too_deep_for_the_default_stack() -> None:
     ops = graph.of_kind(NodeKind.OP)
     assert len(ops) == 150_001
     assert {n.module for n in ops} == {""}
+
+
+def test_a_tied_weight_counts_in_each_module_holding_it_and_once_in_their_parent() -> None:
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(10, 4)
+            self.decoder = nn.Linear(4, 10, bias=False)
+            self.decoder.weight = self.embed.weight
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.decoder(self.embed(ids))
+
+    graph = trace_model(LM(), torch.tensor([1, 2]))
+    params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
+    assert params == {"": (40, 160), "embed": (40, 160), "decoder": (40, 160)}
