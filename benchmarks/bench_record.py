@@ -69,6 +69,14 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, torch.Tensor]]] = {
     "TransformerEncoder (6 layers, d=128, 8x32 tokens)": transformer,
 }
 
+# Not a goal: tiny tensors, where the per-call Python cost of record() shows undiluted.
+TINY: dict[str, Callable[[], tuple[nn.Module, torch.Tensor]]] = {
+    "tiny TransformerEncoder (6 layers, d=16, 1x4 tokens)": lambda: (
+        transformer(6, 16)[0],
+        torch.randn(1, 4, 16),
+    ),
+}
+
 
 def _paired(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[list[float], list[float]]:
     """Times of `a` and `b`, run alternately (a first on even rounds), after one warm-up each."""
@@ -96,7 +104,7 @@ def bench_forward(repeat: int) -> None:
     print("\nForward: plain against under record(model) (ms; goal <= 1.5x)")
     print("| model | plain best | record best | ratio | plain median | record median | ratio |")
     print("|---|---|---|---|---|---|---|")
-    for label, make in MODELS.items():
+    for label, make in {**MODELS, **TINY}.items():
         torch.manual_seed(0)
         model, x = make()
 

@@ -151,10 +151,14 @@ def tag_untagged(fn: Any, after: int, tags: Any) -> None:
     values: dict[str, Any] | None = None
     while todo:
         node = todo.pop()
+        if type(node) is _ACCUMULATE_GRAD:
+            continue
         meta = node.metadata
-        if SOURCE_KEY in meta or type(node) is _ACCUMULATE_GRAD or node._sequence_nr() <= after:
+        if SOURCE_KEY in meta or node._sequence_nr() <= after:
             continue
         if values is None:
             values = tags()
         meta.update(values)
-        todo.extend(child for child, _ in node.next_functions if child is not None)
+        for child, _ in node.next_functions:
+            if child is not None:
+                todo.append(child)

@@ -156,3 +156,27 @@ def test_graph_holds_no_tensor_and_tags_hold_no_module() -> None:
 def test_record_refuses_what_is_not_a_module() -> None:
     with pytest.raises(TraceError, match=r"record\(\) expects the model, an nn.Module, got a dict"):
         record({"w": torch.ones(1)})  # type: ignore[arg-type]
+
+
+def test_backward_inside_record_recomputes_checkpoints_and_keeps_recording() -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+            self.last = nn.Linear(4, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.last(checkpoint(self.inner, x, use_reentrant=False)).sum()
+
+    model = Net()
+    with record(model):
+        model(torch.randn(3, 4)).backward()  # recomputes inner's forward under the hooks
+        out = model(torch.randn(3, 4))
+    assert model.inner[0].weight.grad is not None
+    ops = sorted((n.module, n.name) for n in trace(out, model).of_kind(NodeKind.OP) if n.module)
+    assert ops == [
+        ("inner.0", "AddmmBackward0"), ("inner.0", "TBackward0"), ("inner.1", "TanhBackward0"),
+        ("last", "AddmmBackward0"), ("last", "TBackward0"),
+    ]  # fmt: skip
