@@ -8,6 +8,7 @@ module is the only one to change.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -22,7 +23,7 @@ __all__ = [
     "SOURCE_KEY",
     "RecordedTags",
     "recorded_tags",
-    "sequence_nr_now",
+    "next_sequence_nr",
     "tag_untagged",
 ]
 
@@ -126,39 +127,43 @@ def recorded_tags(fn: Any) -> RecordedTags:
     return meta.get(MODULE_KEY), meta.get(MODULE_TYPE_KEY), meta.get(SOURCE_KEY)
 
 
-def sequence_nr_now() -> int:
-    """The autograd sequence number of a node made now on this thread.
+_peek_sequence_nr = getattr(torch.autograd, "_get_sequence_nr", None)
 
-    Sequence numbers are per thread and increase with every node created,
-    so a node with a larger number was made after this call. torch has no
-    public "peek", so a one-element probe node is made and dropped.
+
+def next_sequence_nr() -> int:
+    """The autograd sequence number the next node made on this thread will get.
+
+    Sequence numbers are per thread and increase with every node created, so
+    a node numbered at least this was made after this call.
     """
+    if _peek_sequence_nr is not None:
+        return _peek_sequence_nr()
+    # Without torch's private peek: make and drop a one-element probe node.
     with torch._C.DisableTorchFunction(), torch.inference_mode(False), torch.enable_grad():
         probe = torch.zeros((), requires_grad=True).clone()
-    return probe.grad_fn._sequence_nr()
+    return probe.grad_fn._sequence_nr() + 1
 
 
-def tag_untagged(fn: Any, after: int, tags: Any) -> None:
+def tag_untagged(fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]]) -> None:
     """Tag `fn` and every node behind it not yet seen by the recorder.
 
     The walk stops at nodes already tagged, at leaves (AccumulateGrad, whose
-    sequence number is the maximum) and at nodes made before sequence number
-    `after`, so a tensor computed before recording began is never claimed.
-    `tags()` returns the dict to write; it is called once, on the first node
-    that needs it, because finding the user's source line is the costly part.
+    sequence number is the maximum) and at nodes numbered below `first`, so a
+    tensor computed before recording began is never claimed. `tags(n)` gives
+    what to write on a node numbered `n`.
     """
     todo = [fn]
-    values: dict[str, Any] | None = None
     while todo:
         node = todo.pop()
         if type(node) is _ACCUMULATE_GRAD:
             continue
         meta = node.metadata
-        if SOURCE_KEY in meta or node._sequence_nr() <= after:
+        if SOURCE_KEY in meta:
             continue
-        if values is None:
-            values = tags()
-        meta.update(values)
+        seq = node._sequence_nr()
+        if seq < first:
+            continue
+        meta.update(tags(seq))
         for child, _ in node.next_functions:
             if child is not None:
                 todo.append(child)

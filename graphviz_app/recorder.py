@@ -14,14 +14,15 @@ import torch
 from torch.nn.modules import module as _nn_module
 from torch.overrides import TorchFunctionMode
 
-from ._autograd import MODULE_KEY, MODULE_TYPE_KEY, SOURCE_KEY, sequence_nr_now, tag_untagged
+from ._autograd import MODULE_KEY, MODULE_TYPE_KEY, SOURCE_KEY, next_sequence_nr, tag_untagged
 from .errors import TraceError
 from .model import ModuleInfo
 
 __all__ = ["record", "Recording", "module_infos", "owner_module"]
 
-# A module's place on the call stack: (id of the module, qualified name, class name).
-_Frame = tuple[int, str, str]
+# A module's place on the call stack: (id of the module, qualified name, class
+# name, the sequence number of the first node its forward could make).
+_Frame = tuple[int, str, str, int]
 
 
 class _ThreadState(threading.local):
@@ -30,7 +31,7 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.recordings: list[Recording] = []
         self.calls: list[_Frame] = []  # the modules whose forward is running, innermost last
-        self.after = 0  # nodes with a sequence number above this were made while recording
+        self.first = 0  # nodes numbered from this on were made while recording
         self.mode: _TagMode | None = None
 
 
@@ -94,7 +95,7 @@ class Recording:
             self.names = {id(m): name for name, m in self.model.named_modules()}
         state = _state
         if not state.recordings:
-            state.after = sequence_nr_now()
+            state.first = next_sequence_nr()
             state.calls = []
             _install_hooks()
             try:
@@ -157,7 +158,8 @@ def _name_of(state: _ThreadState, module: torch.nn.Module) -> str:
 def _enter_module(module: torch.nn.Module, args: Any) -> None:
     state = _state
     if state.recordings:
-        state.calls.append((id(module), _name_of(state, module), type(module).__name__))
+        entry = (id(module), _name_of(state, module), type(module).__name__, next_sequence_nr())
+        state.calls.append(entry)
 
 
 def _leave_module(module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -172,7 +174,7 @@ def _leave_module(module: torch.nn.Module, args: Any, output: Any) -> None:
                 for t in _tensors(output):
                     fn = t.grad_fn
                     if fn is not None:
-                        tag_untagged(fn, state.after, _tags_now)
+                        tag_untagged(fn, state.first, _Tags(state.calls))
     finally:
         state.calls.pop()
 
@@ -202,23 +204,56 @@ class _TagMode(TorchFunctionMode):
         if isinstance(result, torch.Tensor):
             fn = result.grad_fn
             if fn is not None:
-                tag_untagged(fn, _state.after, _tags_now)
+                tag_untagged(fn, _state.first, _Tags(_state.calls))
         elif type(result) is tuple or type(result) is list:
+            tags = _Tags(_state.calls)
             for item in result:
                 if isinstance(item, torch.Tensor):
                     fn = item.grad_fn
                     if fn is not None:
-                        tag_untagged(fn, _state.after, _tags_now)
+                        tag_untagged(fn, _state.first, tags)
+        elif result is None and args and isinstance(args[0], torch.Tensor):
+            # x[i] = v returns nothing but gives x a new node (CopySlices).
+            fn = args[0].grad_fn
+            if fn is not None:
+                tag_untagged(fn, _state.first, _Tags(_state.calls))
         return result
 
 
-def _tags_now() -> dict[str, Any]:
-    calls = _state.calls
-    source = _user_source()
-    if not calls:
-        return {SOURCE_KEY: source}
-    _, name, type_name = calls[-1]
-    return {SOURCE_KEY: source, MODULE_KEY: name, MODULE_TYPE_KEY: type_name}
+_UNKNOWN: Any = object()
+
+
+class _Tags:
+    """What to write on the nodes behind one result: `tags(seq)` for a node numbered `seq`.
+
+    A node belongs to the innermost running module whose forward began
+    before the node was made: usually the innermost one, but a node no torch
+    call made (a custom autograd.Function, met later by walking back) may be
+    older. The source line is looked up once, for the first node tagged.
+    """
+
+    __slots__ = ("calls", "source", "by_depth")
+
+    def __init__(self, calls: list[_Frame]) -> None:
+        self.calls = calls
+        self.source: str | None = _UNKNOWN
+        self.by_depth: dict[int, dict[str, Any]] = {}
+
+    def __call__(self, seq: int) -> dict[str, Any]:
+        calls = self.calls
+        depth = len(calls)
+        while depth and calls[depth - 1][3] > seq:
+            depth -= 1
+        values = self.by_depth.get(depth)
+        if values is None:
+            if self.source is _UNKNOWN:
+                self.source = _user_source()
+            values = {SOURCE_KEY: self.source}
+            if depth:
+                _, name, type_name, _ = calls[depth - 1]
+                values[MODULE_KEY], values[MODULE_TYPE_KEY] = name, type_name
+            self.by_depth[depth] = values
+        return values
 
 
 def _library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -130,6 +130,30 @@ class _PreComputed(nn.Module):
         return (self.lin(x) * x).sum()
 
 
+class _Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 2
+
+
+class _Untracked(nn.Module):
+    """Nodes no torch call returns, made in the root and first met inside a child."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.child = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        doubled = _Double.apply(x)  # autograd.Function.apply is no torch function call
+        patched = torch.zeros(2, 3)
+        patched[0] = x[1]  # x[i] = v returns None; its CopySlices node is met through x
+        return (self.child(doubled) + self.child(patched)).sum()
+
+
 def _encoder() -> nn.Module:
     layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
     return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
@@ -146,6 +170,7 @@ CASES: dict[str, tuple[Callable[[], nn.Module], Callable[[], Any]]] = {
     "lstm": (lambda: nn.LSTM(4, 6, num_layers=2), _lstm_input),
     "weight tying, module called twice": (_Tied, lambda: torch.tensor([[1, 2, 3], [4, 5, 6]])),
     "checkpoint (non-reentrant)": (_Checkpointed, lambda: torch.randn(3, 4, requires_grad=True)),
+    "custom Function and setitem in the root": (_Untracked, lambda: torch.randn(2, 3, requires_grad=True)),
 }
 
 
@@ -206,21 +231,12 @@ def test_without_model_names_are_class_names() -> None:
 
 
 def test_custom_function_inside_a_module_belongs_to_it() -> None:
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-            return x * 2
-
-        @staticmethod
-        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-            return grad * 2
-
     class UsesDouble(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return Double.apply(x)  # autograd.Function.apply is no torch function call
+            return _Double.apply(x)  # met only by the module's forward hook
 
     model = nn.Sequential(UsesDouble(), nn.Tanh())
     with record(model):
         out = model(torch.randn(3, requires_grad=True)).sum()
     modules = {n.name: n.module for n in trace(out, model).of_kind(NodeKind.OP)}
-    assert modules == {"SumBackward0": None, "TanhBackward0": "1", "DoubleBackward": "0"}
+    assert modules == {"SumBackward0": None, "TanhBackward0": "1", "_DoubleBackward": "0"}
