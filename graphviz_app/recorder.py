@@ -269,21 +269,30 @@ def _library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _INSIDE, _OUTSIDE = _library_dirs()
-_is_library: dict[str, bool] = {}
+
+# Files that only pass calls through: never a useful source line.
+_MACHINERY = (
+    os.path.dirname(__file__) + os.sep,
+    os.path.join(os.path.dirname(torch.__file__), "overrides.py"),
+    os.path.join(os.path.dirname(torch.__file__), "nn", "modules", "module.py"),
+    os.path.join(os.path.dirname(torch.__file__), "utils", "checkpoint.py"),
+)
+
+_USER, _LIBRARY, _PASS_THROUGH = 0, 1, 2
+# Per code object, not per file name: one dict lookup per frame on the hot path.
+_kinds: dict[Any, int] = {}
+_MAX_KINDS = 100_000  # code made at run time (exec, lambdas in loops) must not grow it forever
 
 
-def _library_file(filename: str) -> bool:
-    known = _is_library.get(filename)
-    if known is None:
-        path = os.path.normcase(filename)
-        if filename.startswith("<frozen"):
-            known = True
-        elif path.startswith(_OUTSIDE) and not path.startswith(_INSIDE[:2]):
-            known = False
-        else:
-            known = path.startswith(_INSIDE)
-        _is_library[filename] = known
-    return known
+def _kind(filename: str) -> int:
+    if filename.startswith(_MACHINERY):
+        return _PASS_THROUGH
+    path = os.path.normcase(filename)
+    if filename.startswith("<frozen"):
+        return _LIBRARY
+    if path.startswith(_OUTSIDE) and not path.startswith(_INSIDE[:2]):
+        return _USER
+    return _LIBRARY if path.startswith(_INSIDE) else _USER
 
 
 def _user_source() -> str | None:
@@ -293,13 +302,19 @@ def _user_source() -> str | None:
     such frame; then the innermost line of torch's own model code, such as
     `"transformer.py:912 in _sa_block"`, says more than nothing.
     """
+    kinds = _kinds
     frame = sys._getframe(1)
     fallback = None
     while frame is not None:
         code = frame.f_code
-        if not _library_file(code.co_filename):
+        kind = kinds.get(code)
+        if kind is None:
+            if len(kinds) >= _MAX_KINDS:
+                kinds.clear()
+            kind = kinds[code] = _kind(code.co_filename)
+        if kind == _USER:
             return _where(frame)
-        if fallback is None and not code.co_filename.startswith(_MACHINERY):
+        if kind == _LIBRARY and fallback is None:
             fallback = frame
         frame = frame.f_back
     return None if fallback is None else _where(fallback)
@@ -307,15 +322,6 @@ def _user_source() -> str | None:
 
 def _where(frame: Any) -> str:
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
-
-
-# Files that only pass calls through: never a useful source line.
-_MACHINERY = (
-    os.path.dirname(__file__) + os.sep,
-    os.path.join(os.path.dirname(torch.__file__), "overrides.py"),
-    os.path.join(os.path.dirname(torch.__file__), "nn", "modules", "module.py"),
-    os.path.join(os.path.dirname(torch.__file__), "utils", "checkpoint.py"),
-)
 
 
 def owner_module(param_name: str) -> str:
