@@ -205,7 +205,7 @@ class _TagMode(TorchFunctionMode):
             fn = result.grad_fn
             if fn is not None:
                 tag_untagged(fn, _state.first, _Tags(_state.calls))
-        elif type(result) is tuple or type(result) is list:
+        elif isinstance(result, (tuple, list)):  # torch.return_types.max and co. too
             tags = _Tags(_state.calls)
             for item in result:
                 if isinstance(item, torch.Tensor):

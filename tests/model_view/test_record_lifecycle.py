@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import inspect
 import textwrap
 import threading
 import weakref
@@ -180,3 +181,16 @@ def test_backward_inside_record_recomputes_checkpoints_and_keeps_recording() -> 
         ("inner.0", "AddmmBackward0"), ("inner.0", "TBackward0"), ("inner.1", "TanhBackward0"),
         ("last", "AddmmBackward0"), ("last", "TBackward0"),
     ]  # fmt: skip
+
+
+def test_ops_returning_named_tuples_get_their_own_line() -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    here = inspect.currentframe()
+    assert here is not None
+    with record():
+        line = here.f_lineno + 1
+        values = x.max(-1).values  # torch.return_types.max, a tuple subclass
+        out = values.exp()
+    where = f"{Path(__file__).name}:{{}} in {here.f_code.co_name}"
+    assert values.grad_fn.metadata["graphviz_app.source"] == where.format(line)
+    assert out.grad_fn.metadata["graphviz_app.source"] == where.format(line + 1)
