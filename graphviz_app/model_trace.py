@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import torch
@@ -56,13 +57,19 @@ def trace_model(
         )
 
     def forward_and_trace() -> Graph:
-        with record(model):
-            outputs = model(*inputs, **forward_kwargs)
         try:
-            return trace(
-                outputs, model, show_saved=show_saved, show_attrs=show_attrs, max_nodes=max_nodes
-            )
-        finally:
-            del outputs  # freed here, on the big stack, also when trace() raises
+            with record(model):
+                outputs = model(*inputs, **forward_kwargs)
+            try:
+                return trace(
+                    outputs, model, show_saved=show_saved, show_attrs=show_attrs, max_nodes=max_nodes
+                )
+            finally:
+                del outputs  # freed here, on the big stack, also when trace() raises
+        except BaseException as e:
+            # The traceback's frames hold what the forward built before it
+            # raised; free that here too, not wherever the error is dropped.
+            traceback.clear_frames(e.__traceback__)
+            raise
 
     return call_with_large_stack(forward_and_trace)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 import torch
 from torch import nn
@@ -160,3 +162,22 @@ def test_a_tied_weight_counts_in_each_module_holding_it_and_once_in_their_parent
     graph = trace_model(LM(), torch.tensor([1, 2]))
     params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
     assert params == {"": (40, 160), "embed": (40, 160), "decoder": (40, 160)}
+
+
+def test_trace_model_passes_a_forward_error_on_without_keeping_its_tensors() -> None:
+    made: list[weakref.ref[torch.Tensor]] = []
+
+    class Fails(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.fc(x)
+            made.append(weakref.ref(h))
+            raise ValueError("shape mismatch in the user's forward")
+
+    with pytest.raises(ValueError, match="shape mismatch in the user's forward") as caught:
+        trace_model(Fails(), torch.randn(1, 2))
+    assert caught.value is not None  # the error is still alive here...
+    assert made[0]() is None  # ...but the graph it interrupted was freed on the big-stack thread
