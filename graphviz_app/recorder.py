@@ -279,9 +279,9 @@ _MACHINERY = (
 )
 
 _USER, _LIBRARY, _PASS_THROUGH = 0, 1, 2
-# Per code object, not per file name: one dict lookup per frame on the hot path.
-_kinds: dict[Any, int] = {}
-_MAX_KINDS = 100_000  # code made at run time (exec, lambdas in loops) must not grow it forever
+# By file name (a str caches its hash): one dict lookup per frame on the hot path.
+_kinds: dict[str, int] = {}
+_MAX_KINDS = 100_000  # generated file names must not grow it forever
 
 
 def _kind(filename: str) -> int:
@@ -306,12 +306,12 @@ def _user_source() -> str | None:
     frame = sys._getframe(1)
     fallback = None
     while frame is not None:
-        code = frame.f_code
-        kind = kinds.get(code)
+        filename = frame.f_code.co_filename
+        kind = kinds.get(filename)
         if kind is None:
             if len(kinds) >= _MAX_KINDS:
                 kinds.clear()
-            kind = kinds[code] = _kind(code.co_filename)
+            kind = kinds[filename] = _kind(filename)
         if kind == _USER:
             return _where(frame)
         if kind == _LIBRARY and fallback is None:
