@@ -16,9 +16,8 @@ from torch.overrides import TorchFunctionMode
 
 from ._autograd import MODULE_KEY, MODULE_TYPE_KEY, SOURCE_KEY, next_sequence_nr, tag_untagged
 from .errors import TraceError
-from .model import ModuleInfo
 
-__all__ = ["record", "Recording", "module_infos", "owner_module"]
+__all__ = ["record", "Recording"]
 
 # A module's place on the call stack: (id of the module, qualified name, class
 # name, the sequence number of the first node its forward could make).
@@ -322,62 +321,3 @@ def _user_source() -> str | None:
 
 def _where(frame: Any) -> str:
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
-
-
-def owner_module(param_name: str) -> str:
-    """The module that owns a parameter: `"layers.0.linear.weight"` -> `"layers.0.linear"`."""
-    return param_name.rpartition(".")[0]
-
-
-def module_infos(model: torch.nn.Module | None, seen: Mapping[str, str]) -> tuple[ModuleInfo, ...]:
-    """One ModuleInfo per module seen (name -> class name), with its parents.
-
-    Modules of `model` come first, in `named_modules()` order, with their
-    parameter count and bytes (submodules included, shared parameters once);
-    names the model does not know (class names, modules outside it) follow
-    in the order seen.
-    """
-    wanted: set[str] = set()
-    for name in seen:
-        while name not in wanted:
-            wanted.add(name)
-            if not name:
-                break
-            name = name.rpartition(".")[0]
-    infos: list[ModuleInfo] = []
-    known: set[str] = set()
-    if model is not None:
-        totals = _param_totals(model, wanted)
-        for name, module in model.named_modules():
-            if name in wanted and name not in known:
-                known.add(name)
-                infos.append(ModuleInfo(name, type(module).__name__, *totals.get(name, (0, 0))))
-    for name, type_name in seen.items():
-        if name not in known:
-            infos.append(ModuleInfo(name, type_name))
-    return tuple(infos)
-
-
-def _param_totals(model: torch.nn.Module, wanted: set[str]) -> dict[str, tuple[int, int]]:
-    """(count, bytes) of the parameters under each wanted module, each tensor once per module.
-
-    One pass over the parameters, adding each to its owner and the owner's
-    parents: asking every module for its parameters() would walk the model
-    once per module.
-    """
-    members: dict[str, set[int]] = {}
-    totals: dict[str, tuple[int, int]] = {}
-    for param_name, param in model.named_parameters(remove_duplicate=False):
-        numel = param.numel()
-        size = numel * param.element_size()
-        owner = param_name
-        while owner:
-            owner = owner.rpartition(".")[0]
-            if owner not in wanted:
-                continue
-            ids = members.setdefault(owner, set())
-            if id(param) not in ids:  # a weight tied within the module counts once
-                ids.add(id(param))
-                count, nbytes = totals.get(owner, (0, 0))
-                totals[owner] = (count + numel, nbytes + size)
-    return totals

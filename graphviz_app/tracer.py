@@ -13,7 +13,7 @@ import torch
 from ._autograd import FREED, output_metadata, recorded_tags, saved_values
 from .errors import NoGradFnError, TraceError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind
-from .recorder import module_infos, owner_module
+from .param_owners import NamedParams, first_names, model_params, module_infos, owner_module
 from .tensor_info import TensorDescriber
 
 __all__ = ["trace"]
@@ -58,9 +58,12 @@ def trace(
     if max_nodes is not None and max_nodes < 1:
         raise TraceError(f"max_nodes must be a positive number of nodes, got {max_nodes}")
     named, notes = _flatten_outputs(outputs)
-    model = params if isinstance(params, torch.nn.Module) else None
+    model, named_params = None, None
+    if isinstance(params, torch.nn.Module):
+        model, named_params = params, model_params(params)
+        params = first_names(named_params)
     walker = _Walker(_param_names(params), show_saved, show_attrs, max_nodes, notes)
-    walker.model = model
+    walker.model, walker.model_params = model, named_params
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
         path, t = named[0]
@@ -96,8 +99,6 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
 def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
     if params is None:
         return {}
-    if isinstance(params, torch.nn.Module):
-        params = params.named_parameters()
     items = params.items() if isinstance(params, Mapping) else params
     names: dict[int, tuple[str, torch.Tensor]] = {}
     try:
@@ -178,6 +179,7 @@ class _Walker:
         # Set by trace() for an nn.Module as params: leaves then belong to
         # the module owning them; module name -> class name, as recorded.
         self.model: torch.nn.Module | None = None
+        self.model_params: NamedParams | None = None
         self.modules_seen: dict[str, str] = {}
 
     def _new_id(self) -> str:
@@ -215,7 +217,7 @@ class _Walker:
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
         self.alive.clear()
-        modules = module_infos(self.model, self.modules_seen)
+        modules = module_infos(self.model, self.modules_seen, self.model_params)
         return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)
 
     def _view_base(self, base: torch.Tensor) -> str:
