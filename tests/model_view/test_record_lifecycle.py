@@ -194,3 +194,18 @@ def test_ops_returning_named_tuples_get_their_own_line() -> None:
     where = f"{Path(__file__).name}:{{}} in {here.f_code.co_name}"
     assert values.grad_fn.metadata["graphviz_app.source"] == where.format(line)
     assert out.grad_fn.metadata["graphviz_app.source"] == where.format(line + 1)
+
+
+def test_record_works_where_torch_has_no_sequence_number_peek(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphviz_app import _autograd
+
+    monkeypatch.setattr(_autograd, "_peek_sequence_nr", None)  # a torch without _get_sequence_nr
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+    before = (torch.randn(1, 2, requires_grad=True) * 2).exp()  # must stay unclaimed
+    with record(model):
+        out = model(before).sum()
+    ops = sorted((n.name, n.module or "-") for n in trace(out, model).of_kind(NodeKind.OP))
+    assert ops == [
+        ("AddmmBackward0", "0"), ("ExpBackward0", "-"), ("MulBackward0", "-"),
+        ("SumBackward0", "-"), ("TBackward0", "0"), ("TanhBackward0", "1"),
+    ]  # fmt: skip
