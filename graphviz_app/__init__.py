@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .model import Graph
 from .renderer import render, save
 
-__all__ = ["trace", "render", "save", "make_dot", "Graph"]
+__all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
 
 # torch is imported on first use only, so the model and the renderer work (and
 # are tested) without it. The modules are named tracer/renderer, not
@@ -17,10 +17,14 @@ __all__ = ["trace", "render", "save", "make_dot", "Graph"]
 _LAZY = {
     "trace": "graphviz_app.tracer",
     "make_dot": "graphviz_app.compat",
+    "record": "graphviz_app.recorder",
+    "trace_model": "graphviz_app.model_trace",
 }
 
 if TYPE_CHECKING:
     from .compat import make_dot
+    from .model_trace import trace_model
+    from .recorder import record
     from .tracer import trace
 
 

@@ -8,11 +8,24 @@ module is the only one to change.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-__all__ = ["SavedValue", "saved_values", "output_metadata", "FREED"]
+__all__ = [
+    "SavedValue",
+    "saved_values",
+    "output_metadata",
+    "FREED",
+    "MODULE_KEY",
+    "MODULE_TYPE_KEY",
+    "SOURCE_KEY",
+    "RecordedTags",
+    "recorded_tags",
+    "next_sequence_nr",
+    "tag_untagged",
+]
 
 _SAVED_PREFIX = "_saved_"
 
@@ -89,3 +102,68 @@ def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device
         return tuple(first.shape), first.dtype, first.device
     except (TypeError, RuntimeError):  # nested tensors have no plain shape
         return None
+
+
+# What `graphviz_app.record` writes into `grad_fn.metadata` (a public, per-node
+# dict). The keys are namespaced so they never clash with the user's own tags.
+MODULE_KEY = "graphviz_app.module"
+MODULE_TYPE_KEY = "graphviz_app.module_type"
+SOURCE_KEY = "graphviz_app.source"  # present on every node the recorder saw
+
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+
+RecordedTags = tuple[str | None, str | None, str | None]
+_NO_TAGS: RecordedTags = (None, None, None)
+
+
+def recorded_tags(fn: Any) -> RecordedTags:
+    """(module, module type, source) that `record()` wrote on node `fn`, None where absent."""
+    try:
+        meta = fn.metadata
+    except (AttributeError, RuntimeError):
+        return _NO_TAGS
+    if not meta:
+        return _NO_TAGS
+    return meta.get(MODULE_KEY), meta.get(MODULE_TYPE_KEY), meta.get(SOURCE_KEY)
+
+
+_peek_sequence_nr = getattr(torch.autograd, "_get_sequence_nr", None)
+
+
+def next_sequence_nr() -> int:
+    """The autograd sequence number the next node made on this thread will get.
+
+    Sequence numbers are per thread and increase with every node created, so
+    a node numbered at least this was made after this call.
+    """
+    if _peek_sequence_nr is not None:
+        return _peek_sequence_nr()
+    # Without torch's private peek: make and drop a one-element probe node.
+    with torch._C.DisableTorchFunction(), torch.inference_mode(False), torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True).clone()
+    return probe.grad_fn._sequence_nr() + 1
+
+
+def tag_untagged(fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]]) -> None:
+    """Tag `fn` and every node behind it not yet seen by the recorder.
+
+    The walk stops at nodes already tagged, at leaves (AccumulateGrad, whose
+    sequence number is the maximum) and at nodes numbered below `first`, so a
+    tensor computed before recording began is never claimed. `tags(n)` gives
+    what to write on a node numbered `n`.
+    """
+    todo = [fn]
+    while todo:
+        node = todo.pop()
+        if type(node) is _ACCUMULATE_GRAD:
+            continue
+        meta = node.metadata
+        if SOURCE_KEY in meta:
+            continue
+        seq = node._sequence_nr()
+        if seq < first:
+            continue
+        meta.update(tags(seq))
+        for child, _ in node.next_functions:
+            if child is not None:
+                todo.append(child)

@@ -11,14 +11,15 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, output_metadata, saved_values
+from ._autograd import FREED, output_metadata, recorded_tags, saved_values
 from .errors import NoGradFnError, TraceError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind
+from .param_owners import NamedParams, first_names, model_params, module_infos, owner_module
 from .tensor_info import TensorDescriber
 
 __all__ = ["trace"]
 
-Params = Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
+Params = torch.nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
 
 
 def trace(
@@ -38,6 +39,8 @@ def trace(
             tensors. Other values are skipped with a note in `Graph.notes`.
         params: names for leaf tensors: a dict name -> tensor or an iterable
             of (name, tensor) pairs, so `model.named_parameters()` works.
+            An `nn.Module` names leaves by its `named_parameters()`, puts
+            each leaf in the module that owns it, and fills `Graph.modules`.
         show_saved: add a node for each tensor an op saved for backward.
         show_attrs: keep ops' non-tensor attributes (dim, alpha, ...).
         max_nodes: stop adding op and leaf nodes past this many; the graph
@@ -66,7 +69,12 @@ def trace(
     if max_nodes is not None and max_nodes < 1:
         raise TraceError(f"max_nodes must be a positive number of nodes, got {max_nodes}")
     named, notes = _flatten_outputs(outputs)
+    model, named_params = None, None
+    if isinstance(params, torch.nn.Module):
+        model, named_params = params, model_params(params)
+        params = first_names(named_params)
     walker = _Walker(_param_names(params), show_saved, show_attrs, max_nodes, notes)
+    walker.model, walker.model_params = model, named_params
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
         path, t = named[0]
@@ -186,6 +194,11 @@ class _Walker:
         self.freed = 0
         # Called with the graph and the walked fns by node id while they are alive.
         self.finish: Callable[[Graph, dict[str, Any]], Graph] | None = None
+        # Set by trace() for an nn.Module as params: leaves then belong to
+        # the module owning them; module name -> class name, as recorded.
+        self.model: torch.nn.Module | None = None
+        self.model_params: NamedParams | None = None
+        self.modules_seen: dict[str, str] = {}
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -221,7 +234,8 @@ class _Walker:
             self.notes.append(
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
-        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
+        modules = module_infos(self.model, self.modules_seen, self.model_params)
+        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)
         if self.finish is not None:
             fns = {self.fn_ids[id(o)]: o for o in self.alive if id(o) in self.fn_ids}
             graph = self.finish(graph, fns)
@@ -258,12 +272,20 @@ class _Walker:
         if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf
             named = self.param_names.get(id(variable))
             name = named[0] if named else None
-            return Node(node_id, NodeKind.LEAF, name or "", self.describe.describe(variable, name))
+            owner = None
+            if name is not None and self.model is not None:
+                owner = owner_module(name)
+                self.modules_seen.setdefault(owner, "")
+            info = self.describe.describe(variable, name)
+            return Node(node_id, NodeKind.LEAF, name or "", info, module=owner)
         meta = output_metadata(fn)
         info = self.describe.from_metadata(*meta) if meta else None
+        module, module_type, source = recorded_tags(fn)
+        if module is not None:
+            self.modules_seen.setdefault(module, module_type or "")
         # type(fn).__name__, as torchviz: fn.name() spells some C++ nodes
         # "torch::autograd::CopySlices" where torchviz says "CopySlices".
-        return Node(node_id, NodeKind.OP, type(fn).__name__, info)
+        return Node(node_id, NodeKind.OP, type(fn).__name__, info, module=module, source=source)
 
     def _visit(self, fn: Any) -> None:
         node_id = self.fn_ids[id(fn)]
