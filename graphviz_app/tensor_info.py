@@ -21,15 +21,22 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def _values(t: torch.Tensor) -> tuple[Scalar, ...] | None:
-    if t.numel() > MAX_VALUES or t.is_sparse or t.device.type == "meta":
+    if t.numel() > MAX_VALUES:
+        return None
+    return _small_values(t, t.device, t.dtype)
+
+
+def _small_values(t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[Scalar, ...] | None:
+    """The values of `t`, known to have at most MAX_VALUES elements."""
+    if device.type == "meta" or t.is_sparse:
         return None
     try:
         flat = _flat_list(t)
     except RuntimeError:
         return None
-    if t.is_complex():
+    if dtype.is_complex:
         return tuple(str(v) for v in flat)
-    if t.is_floating_point():
+    if dtype.is_floating_point:
         # nan/inf as text: JSON has no such numbers, and nan != nan would make
         # a graph differ from its own JSON round trip.
         if all(map(math.isfinite, flat)):
@@ -79,17 +86,6 @@ class TensorDescriber:
         # leaf keeps its id from being reused by another tensor.
         self._leaves: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
 
-    def _storage_id(self, t: torch.Tensor, device: str) -> str | None:
-        try:
-            ptr = t.untyped_storage().data_ptr()
-        except (RuntimeError, NotImplementedError):
-            return None
-        key = (device, ptr)
-        known = self._storages.get(key)
-        if known is None:
-            known = self._storages[key] = f"s{len(self._storages)}"
-        return known
-
     def describe(self, t: torch.Tensor, name: str | None) -> TensorInfo:
         """A full record of `t`, with values when it has at most 16 elements."""
         if t.is_leaf:
@@ -100,7 +96,12 @@ class TensorDescriber:
         return new_tensor_info(name, *self._fields(t))  # type: ignore[no-any-return]
 
     def _fields(self, t: torch.Tensor) -> tuple[Any, ...]:
-        """TensorInfo's fields after the name, each torch property read once."""
+        """TensorInfo's fields after the name, each torch property read once.
+
+        Runs for every tensor of a graph, so it is one flat function: device
+        and dtype texts come from per-walk caches (str() of a device costs
+        more than the rest of a field).
+        """
         dev = t.device
         device = self._devices.get(dev)
         if device is None:
@@ -109,11 +110,18 @@ class TensorDescriber:
         known = self._dtypes.get(dtype)
         if known is None:
             known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size())
-        shape = tuple(t.shape)
         numel = t.numel()
+        try:
+            key = (device, t.untyped_storage().data_ptr())
+        except (RuntimeError, NotImplementedError):
+            storage = None
+        else:
+            storage = self._storages.get(key)
+            if storage is None:
+                storage = self._storages[key] = f"s{len(self._storages)}"
         return (
-            shape, known[0], device, numel, numel * known[1], t.requires_grad,
-            _values(t) if numel <= MAX_VALUES else None, self._storage_id(t, device),
+            tuple(t.shape), known[0], device, numel, numel * known[1], t.requires_grad,
+            _small_values(t, dev, dtype) if numel <= MAX_VALUES else None, storage,
         )
 
     def from_metadata(

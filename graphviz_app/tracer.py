@@ -284,7 +284,13 @@ class _Walker:
         """Add a node per saved tensor (show_saved); return the attributes (show_attrs)."""
         attrs: list[tuple[str, str]] = []
         for name, value in saved_values(fn):
-            if value is FREED or isinstance(value, torch.Tensor):
+            if isinstance(value, torch.Tensor):
+                if self.show_saved:  # _add_saved_tensor, inlined: most saved values are tensors
+                    nodes = self.nodes
+                    saved_id = f"n{len(nodes)}"
+                    nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
+                    self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
+            elif value is FREED:
                 if self.show_saved:
                     self._add_saved_tensor(node_id, name, value)
             elif isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
