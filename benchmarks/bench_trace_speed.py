@@ -6,7 +6,8 @@ Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before d79
 For each graph (a 100k-op `y = y + 1` chain, a 100k-op chain mixing `* 1.5`,
 `sin` and `+ 1`, a ResNet-50-shaped model and a 12-layer GPT-style stack, all
 small in width so building them is cheap), in one process and alternating
-the order, best of `--repeat`:
+the order, best of `--repeat`, CPU time of the tracing thread (wall time
+on a shared machine mostly measures the other processes):
 
 - bare: an iterative walk over `grad_fn.next_functions` (deque + seen set)
   that reads every `_saved_*` attribute of every node (the attribute names
