@@ -212,8 +212,15 @@ class _Walker:
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
         self.alive.clear()
-        self.fns.clear()
         return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)  # type: ignore[arg-type]
+
+    def fn_by_node_id(self) -> dict[str, Any]:
+        """After the walk: each op and leaf node's autograd node, by node id.
+
+        `fns` stays filled after `walk()` so a step after it (a backward
+        replay) can find the fns; the walker is dropped when trace() returns.
+        """
+        return {self.fn_ids[id(fn)]: fn for fn in self.fns}
 
     def _visit_all(self) -> None:
         """Visit queued ops: build each op's node, then discover its inputs.

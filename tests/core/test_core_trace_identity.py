@@ -52,3 +52,23 @@ def test_trace_json_is_byte_identical_to_the_recorded_digest(case_name: str) -> 
 
 def test_every_case_has_a_digest_and_no_digest_is_stale() -> None:
     assert sorted(_stored()) == sorted(IDENTITY_CASES)
+
+
+def test_the_walker_hands_back_each_node_ids_autograd_node() -> None:
+    # A step after the walk (the gradient replay) finds each op by node id.
+    from core_corpus import mlp
+
+    from graphviz_app.model import NodeKind
+    from graphviz_app.tracer import _param_names, _Walker
+
+    case = mlp()
+    walker = _Walker(_param_names(case.params), True, True, None, [])
+    graph = walker.walk([("output", case.outputs)])
+    fns = walker.fn_by_node_id()
+    drawn = {n.id: n for n in graph.nodes if n.kind in (NodeKind.OP, NodeKind.LEAF)}
+    assert sorted(fns) == sorted(drawn)
+    for node_id, node in drawn.items():
+        if node.kind is NodeKind.OP:
+            assert type(fns[node_id]).__name__ == node.name
+        else:
+            assert fns[node_id].variable is case.params[node.name]
