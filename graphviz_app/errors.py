@@ -6,10 +6,12 @@ __all__ = [
     "GraphvizAppError",
     "TraceError",
     "NoGradFnError",
+    "GradientError",
     "RenderError",
     "DotNotFoundError",
     "UnsupportedFormatError",
     "SchemaError",
+    "CollapseError",
 ]
 
 
@@ -23,6 +25,10 @@ class TraceError(GraphvizAppError, ValueError):
 
 class NoGradFnError(TraceError):
     """An output tensor has no autograd graph behind it."""
+
+
+class GradientError(TraceError):
+    """Backward cannot be replayed over a traced graph to measure its gradients."""
 
 
 class RenderError(GraphvizAppError, RuntimeError):
@@ -39,3 +45,7 @@ class UnsupportedFormatError(RenderError, ValueError):
 
 class SchemaError(GraphvizAppError, ValueError):
     """A JSON document is not a graph of a schema version we can read."""
+
+
+class CollapseError(GraphvizAppError, ValueError):
+    """The options of a module view (`depth`, `expanded`) are not ones it can draw."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -27,6 +28,8 @@ def trace(
     show_saved: bool = True,
     show_attrs: bool = True,
     max_nodes: int | None = None,
+    gradients: bool = False,
+    grad_outputs: Any = None,
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -39,6 +42,12 @@ def trace(
         show_attrs: keep ops' non-tensor attributes (dim, alpha, ...).
         max_nodes: stop adding op and leaf nodes past this many; the graph
             is then marked `truncated`.
+        gradients: replay backward once (hooks, `torch.autograd.grad`,
+            `retain_graph=True`; `.grad` fields untouched) and put gradient
+            statistics on every node and data edge, and the op where NaN/Inf
+            first appears in `Graph.nonfinite_origin`.
+        grad_outputs: with `gradients`, the gradients of the outputs, in the
+            same nesting as `outputs`; default all ones.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -46,6 +55,8 @@ def trace(
     Raises:
         NoGradFnError: an output has no grad_fn; the message says why.
         TraceError: `outputs` holds no tensor, or `params` is malformed.
+        GradientError: with `gradients`, backward cannot be replayed (saved
+            tensors freed, graph cut by `max_nodes`, bad `grad_outputs`).
 
     >>> import torch
     >>> x = torch.arange(3., requires_grad=True)
@@ -63,6 +74,11 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
+    if gradients:
+        from . import gradflow  # the replay is its own module; plain traces skip it
+
+        given = _flatten_outputs(grad_outputs)[0] if grad_outputs is not None else None
+        walker.finish = functools.partial(gradflow.replay, outputs=with_graph, grad_outputs=given)
     return walker.walk(with_graph)
 
 
@@ -177,6 +193,8 @@ class _Walker:
         self.queue: deque[tuple[Any, str, int]] = deque()
         self.truncated = False
         self.freed = 0
+        # Called with the graph and the walked fns by node id while they are alive.
+        self.finish: Callable[[Graph, dict[str, Any]], Graph] | None = None
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -211,14 +229,17 @@ class _Walker:
             self.notes.append(
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
+        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)  # type: ignore[arg-type]
+        if self.finish is not None:
+            graph = self.finish(graph, self.fn_by_node_id())
         self.alive.clear()
-        return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)  # type: ignore[arg-type]
+        return graph
 
     def fn_by_node_id(self) -> dict[str, Any]:
         """After the walk: each op and leaf node's autograd node, by node id.
 
-        `fns` stays filled after `walk()` so a step after it (a backward
-        replay) can find the fns; the walker is dropped when trace() returns.
+        `fns` stays filled after `walk()` so a step after it (`finish`, the
+        backward replay) can find the fns; the walker is dropped when trace() returns.
         """
         return {self.fn_ids[id(fn)]: fn for fn in self.fns}
 

@@ -8,6 +8,7 @@ server process that only submits them never loads it.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,35 +39,34 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     `time_budget` is the seconds the whole job may take; the layout gets
     what evaluation and tracing left of it.
     """
-    import torch
-
-    from ..expr import ExprError, evaluate
+    from ..expr import ExprError
     from ..renderer import export
-    from ..tracer import trace
+    from . import gradients
 
     start = time.perf_counter()
     try:
-        ev = evaluate(program, device=options.device, dtype=getattr(torch, options.dtype))
+        ev, lines = gradients.evaluate(program, options)
     except ExprError as e:
         return _failure(e)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     try:
-        graph = trace(
-            ev.output, ev.variables, show_saved=options.show_saved,
-            show_attrs=options.show_attrs, max_nodes=options.max_nodes,
-        )
-        dot = export(graph, "dot", rankdir=options.rankdir).decode()
+        graph, grad_notes = gradients.trace_graph(ev, options)
+        color_by = gradients.color_by(graph)
+        dot = export(graph, "dot", rankdir=options.rankdir, color_by=color_by).decode()
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
-        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left).decode()
+        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left, color_by=color_by).decode()
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    notes = list(graph.notes)
+    origin = gradients.origin_statement(graph, ev, lines, program)
+    notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
+    notes += gradients.page_notes(graph)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
+    checkable = _inputs(program)
     return Analysis(
         summary=str(graph.summary()),
         svg=svg,
@@ -78,9 +78,12 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
             for i, t in enumerate(outputs)
         ),
         grads=tuple(_grad_value(name, t) for name, t in leaves.items()),
-        leaves=tuple(leaves),
+        # The check panel offers only what the checker takes as an input: a name
+        # assigned once at the top level (one assigned in a loop is refused).
+        leaves=tuple(n for n in leaves if n in checkable),
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
+        gradient_origin=origin,
     )
 
 
@@ -88,9 +91,19 @@ def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes |
     """Lay the graph out again as PNG (on demand: it costs a second layout)."""
     from ..model import Graph
     from ..renderer import export
+    from .gradients import color_by
 
+    graph = Graph.from_json(graph_json)
     try:
-        return export(Graph.from_json(graph_json), "png", rankdir=rankdir, timeout=time_budget)
+        return export(graph, "png", rankdir=rankdir, timeout=time_budget, color_by=color_by(graph))
+    except RenderError as e:
+        if not isinstance(e.__cause__, subprocess.TimeoutExpired):
+            return Failure(str(e), kind="render")
+        # Not the layout's fault (1,499 nodes: layout 0.6 s, pixels 18 s; benchmarks/bench_png.py).
+        return Failure(
+            f"drawing the PNG of {len(graph.nodes):,} nodes took over {time_budget:g} s and was stopped: "
+            "the layout is quick, turning it into pixels is what takes long. Download the SVG "
+            "instead (full size, any browser opens it), or lower the node limit", kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="render")
 
@@ -119,6 +132,13 @@ def check_job(
         wrt=wrt, expected=expected, passed=report.passed, text=str(report),
         report=report.to_dict(), seconds=time.perf_counter() - start,
     )
+
+
+def _inputs(program: str) -> frozenset[str]:
+    """The names the gradient checker accepts as inputs (see `to_function`)."""
+    from ..expr.validator import parse
+
+    return parse(program).inputs
 
 
 def _failure(e: Any) -> Failure:
