@@ -153,7 +153,8 @@ def _no_grad_fn_reason(path: str, t: torch.Tensor) -> str:
 
 def _attr_text(value: Any) -> str:
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(_attr_text(v) for v in value)
+        # Recurse only into nested sequences: most attributes are flat (stride, padding).
+        inner = ", ".join([_attr_text(v) if isinstance(v, (tuple, list)) else str(v) for v in value])
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     return str(value)
 
@@ -321,13 +322,16 @@ class _Walker:
             elif value is FREED:
                 if self.show_saved:
                     self._add_saved_tensor(node_id, name, value)
-            elif isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
-                if self.show_saved:
-                    for i, v in enumerate(value):
-                        if isinstance(v, torch.Tensor):
-                            self._add_saved_tensor(node_id, f"{name}[{i}]", v)
+            elif isinstance(value, (tuple, list)):
+                tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+                if not tensors:
+                    if self.show_attrs:
+                        attrs.append((name, _attr_text(value)))
+                elif self.show_saved:
+                    for i, v in tensors:
+                        self._add_saved_tensor(node_id, f"{name}[{i}]", v)
             elif self.show_attrs:
-                attrs.append((name, _attr_text(value) if isinstance(value, (tuple, list)) else str(value)))
+                attrs.append((name, str(value)))
         return tuple(attrs)
 
     def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
