@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SavedValue", "saved_values", "output_metadata", "FREED"]
+__all__ = ["SavedValue", "saved_values", "output_metadata", "is_custom_function", "FREED"]
 
 _SAVED_PREFIX = "_saved_"
 
@@ -36,6 +36,12 @@ def _spec(cls: type) -> tuple[tuple[str, str], ...] | None:
         spec = tuple((a, a[cut:]) for a in dir(cls) if a.startswith(_SAVED_PREFIX))
     _spec_by_type[cls] = spec
     return spec
+
+
+def is_custom_function(fn: Any) -> bool:
+    """Whether `fn` is the backward node of a Python `torch.autograd.Function`."""
+    cls = type(fn)
+    return (_spec_by_type[cls] if cls in _spec_by_type else _spec(cls)) is None
 
 
 def saved_values(fn: Any) -> list[SavedValue]:

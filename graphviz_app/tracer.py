@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 from collections import deque
@@ -10,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, output_metadata, saved_values
+from ._autograd import FREED, is_custom_function, output_metadata, saved_values
 from ._records import new_edge, new_node
 from .errors import NoGradFnError, TraceError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind
@@ -258,7 +259,12 @@ class _Walker:
         data = EdgeKind.DATA
         while queue:
             fn, node_id, index = popleft()
-            nodes[index] = fn_node(node_id, fn, None, add_saved(node_id, fn) if read_saved else ())
+            attrs = add_saved(node_id, fn) if read_saved else ()
+            leaf = nodes[index]
+            if leaf is None:
+                nodes[index] = fn_node(node_id, fn, None, attrs)
+            elif attrs:  # a custom Function drawn as a leaf (see _discover)
+                nodes[index] = dataclasses.replace(leaf, attrs=attrs)
             slot = -1
             for child, output_nr in fn.next_functions:
                 slot += 1
@@ -290,8 +296,13 @@ class _Walker:
         node_id = self.fn_ids[id(fn)] = f"n{index}"
         self.fns.append(fn)
         variable = getattr(fn, "variable", None)
-        if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf, nothing to visit
+        if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf
             self.nodes.append(self._fn_node(node_id, fn, variable, ()))
+            # torch's AccumulateGrad saves nothing and has no inputs; a custom
+            # Function whose ctx has a `variable` tensor is drawn as a leaf
+            # but may have both, so it is still visited.
+            if is_custom_function(fn):
+                self.queue.append((fn, node_id, index))
         else:
             self.nodes.append(None)  # built by _visit once its attributes are read
             self.queue.append((fn, node_id, index))

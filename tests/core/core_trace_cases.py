@@ -119,6 +119,26 @@ def shared_views() -> Case:
     return Case((base.view(2, 3), base[::2], base.sum()), None)
 
 
+class LeafLike(torch.autograd.Function):
+    """x * 3 whose ctx carries a `variable` tensor, as AccumulateGrad does: drawn as a leaf."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.variable = x
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 3
+
+
+def custom_leaf_like() -> Case:
+    """A custom Function that looks like a leaf still shows what it saved and its inputs."""
+    x = torch.arange(3.0, requires_grad=True)
+    return Case(LeafLike.apply(x * 2).sum(), {"x": x})
+
+
 def _golden(name: str) -> Callable[[], Case]:
     def build() -> Case:
         outputs, params = golden_graphs()[name]()  # type: ignore[operator]
@@ -136,6 +156,7 @@ IDENTITY_CASES: dict[str, Callable[[], Case]] = {
     "odd_values": odd_values,
     "meta_copy": meta_copy,
     "shared_views": shared_views,
+    "custom_leaf_like": custom_leaf_like,
 }
 
 # Keyword options of trace() each case is traced with.
