@@ -20,12 +20,6 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _values(t: torch.Tensor) -> tuple[Scalar, ...] | None:
-    if t.numel() > MAX_VALUES:
-        return None
-    return _small_values(t, t.device, t.dtype)
-
-
 def _small_values(t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[Scalar, ...] | None:
     """The values of `t`, known to have at most MAX_VALUES elements."""
     if device.type == "meta" or t.is_sparse:
