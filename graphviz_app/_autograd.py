@@ -17,6 +17,7 @@ __all__ = [
     "SavedValue",
     "saved_values",
     "output_metadata",
+    "is_custom_function",
     "FREED",
     "MODULE_KEY",
     "MODULE_TYPE_KEY",
@@ -34,22 +35,27 @@ FREED = object()
 
 SavedValue = tuple[str, Any]
 
-# Saved-attribute names are properties of the generated node class, so they
-# are looked up once per type rather than with dir() on every node.
-_names_by_type: dict[type, tuple[str, ...]] = {}
+# What to read from a node is a property of its generated class: the
+# `_saved_*` property names (with the prefix dropped) or, for a custom
+# Function, None (its tensors come from `saved_tensors`). Looked up once per
+# type rather than with dir() and isinstance() on every node.
+_spec_by_type: dict[type, tuple[tuple[str, str], ...] | None] = {}
 
 
-def _saved_names(fn: Any) -> tuple[str, ...]:
+def _spec(cls: type) -> tuple[tuple[str, str], ...] | None:
+    if issubclass(cls, torch.autograd.function.BackwardCFunction):
+        spec = None
+    else:
+        cut = len(_SAVED_PREFIX)
+        spec = tuple((a, a[cut:]) for a in dir(cls) if a.startswith(_SAVED_PREFIX))
+    _spec_by_type[cls] = spec
+    return spec
+
+
+def is_custom_function(fn: Any) -> bool:
+    """Whether `fn` is the backward node of a Python `torch.autograd.Function`."""
     cls = type(fn)
-    names = _names_by_type.get(cls)
-    if names is None:
-        names = tuple(a for a in dir(cls) if a.startswith(_SAVED_PREFIX))
-        _names_by_type[cls] = names
-    return names
-
-
-def _is_custom_function(fn: Any) -> bool:
-    return isinstance(fn, torch.autograd.function.BackwardCFunction)
+    return (_spec_by_type[cls] if cls in _spec_by_type else _spec(cls)) is None
 
 
 def saved_values(fn: Any) -> list[SavedValue]:
@@ -60,19 +66,24 @@ def saved_values(fn: Any) -> list[SavedValue]:
     prefix; a custom Function's `ctx.save_for_backward` tensors are named
     `saved_tensors[i]`.
     """
-    if _is_custom_function(fn):
+    cls = type(fn)
+    spec = _spec_by_type[cls] if cls in _spec_by_type else _spec(cls)
+    if spec is None:
         try:
             tensors = fn.saved_tensors
         except RuntimeError:
             return [("saved_tensors", FREED)]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
     out: list[SavedValue] = []
-    for attr in _saved_names(fn):
+    for attr, name in spec:
         try:
             value = getattr(fn, attr)
         except RuntimeError:  # "Trying to backward through the graph a second time"
             value = FREED
-        out.append((attr[len(_SAVED_PREFIX):], _signed(value)))
+        kind = type(value)
+        if (kind is int and value >= _INT64_SIGN) or kind is tuple:  # all _signed can change
+            value = _signed(value)
+        out.append((name, value))
     return out
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from ._records import new_tensor_info
 from .model import Scalar, TensorInfo
 
 __all__ = ["MAX_VALUES", "TensorDescriber", "dtype_name"]
@@ -19,55 +20,102 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _values(t: torch.Tensor) -> tuple[Scalar, ...] | None:
-    if t.numel() > MAX_VALUES or t.is_sparse or t.device.type == "meta":
+def _small_values(t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[Scalar, ...] | None:
+    """The values of `t`, known to have at most MAX_VALUES elements."""
+    if device.type == "meta" or t.is_sparse:
         return None
     try:
-        flat = t.detach().reshape(-1).cpu().tolist()
+        flat = _flat_list(t)
     except RuntimeError:
         return None
-    if t.is_complex():
+    if dtype.is_complex:
         return tuple(str(v) for v in flat)
-    if t.is_floating_point():
+    if dtype.is_floating_point:
         # nan/inf as text: JSON has no such numbers, and nan != nan would make
         # a graph differ from its own JSON round trip.
+        if all(map(math.isfinite, flat)):
+            return tuple(flat)
         return tuple(v if math.isfinite(v) else str(v) for v in flat)
     return tuple(flat)
+
+
+def _flat_list(t: torch.Tensor) -> list[Any]:
+    """`t.detach().reshape(-1).cpu().tolist()` for a tensor of at most 16 elements.
+
+    One `tolist()` and a flatten in Python cost a fraction of the four
+    dispatched torch calls (this runs for every small tensor of a graph).
+    """
+    if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+        return t.detach().reshape(-1).cpu().tolist()  # a subclass may override any of them
+    if t.dim() <= 1:
+        nested = t.tolist()
+        return nested if type(nested) is list else [nested]
+    flat: list[Any] = []
+    stack = [t.tolist()]
+    while stack:  # depth-first, left to right: row-major order
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(reversed(item))
+        else:
+            flat.append(item)
+    return flat
 
 
 class TensorDescriber:
     """Describes tensors, naming storages `s0`, `s1`, ... in first-seen order.
 
     Op metadata records (no values) repeat a lot on big graphs, so identical
-    ones are shared rather than allocated per node.
+    ones are shared rather than allocated per node. Leaf tensors (parameters,
+    buffers) are often saved by several ops and are described once; other
+    saved tensors come out of autograd as a new Python object on every read,
+    so they are not cached.
     """
 
     def __init__(self) -> None:
         self._storages: dict[tuple[str, int], str] = {}
         self._meta_cache: dict[tuple[Any, ...], TensorInfo] = {}
-
-    def _storage_id(self, t: torch.Tensor) -> str | None:
-        try:
-            ptr = t.untyped_storage().data_ptr()
-        except (RuntimeError, NotImplementedError):
-            return None
-        key = (str(t.device), ptr)
-        if key not in self._storages:
-            self._storages[key] = f"s{len(self._storages)}"
-        return self._storages[key]
+        self._devices: dict[torch.device, str] = {}
+        self._dtypes: dict[torch.dtype, tuple[str, int]] = {}
+        # id(leaf) -> (leaf, its record's fields but the name); holding the
+        # leaf keeps its id from being reused by another tensor.
+        self._leaves: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
 
     def describe(self, t: torch.Tensor, name: str | None) -> TensorInfo:
         """A full record of `t`, with values when it has at most 16 elements."""
-        return TensorInfo(
-            name=name,
-            shape=tuple(t.shape),
-            dtype=dtype_name(t.dtype),
-            device=str(t.device),
-            numel=t.numel(),
-            bytes=t.numel() * t.element_size(),
-            requires_grad=t.requires_grad,
-            values=_values(t),
-            storage=self._storage_id(t),
+        if t.is_leaf:
+            cached = self._leaves.get(id(t))
+            if cached is None:
+                cached = self._leaves[id(t)] = (t, self._fields(t))
+            return new_tensor_info(name, *cached[1])  # type: ignore[no-any-return]
+        return new_tensor_info(name, *self._fields(t))  # type: ignore[no-any-return]
+
+    def _fields(self, t: torch.Tensor) -> tuple[Any, ...]:
+        """TensorInfo's fields after the name, each torch property read once.
+
+        Runs for every tensor of a graph, so it is one flat function: device
+        and dtype texts come from per-walk caches (str() of a device costs
+        more than the rest of a field).
+        """
+        dev = t.device
+        device = self._devices.get(dev)
+        if device is None:
+            device = self._devices[dev] = str(dev)
+        dtype = t.dtype
+        known = self._dtypes.get(dtype)
+        if known is None:
+            known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size())
+        numel = t.numel()
+        try:
+            key = (device, t.untyped_storage().data_ptr())
+        except (RuntimeError, NotImplementedError):
+            storage = None
+        else:
+            storage = self._storages.get(key)
+            if storage is None:
+                storage = self._storages[key] = f"s{len(self._storages)}"
+        return (
+            tuple(t.shape), known[0], device, numel, numel * known[1], t.requires_grad,
+            _small_values(t, dev, dtype) if numel <= MAX_VALUES else None, storage,
         )
 
     def from_metadata(
@@ -80,14 +128,8 @@ class TensorDescriber:
             numel = 1
             for s in shape:
                 numel *= s
-            info = TensorInfo(
-                name=None,
-                shape=shape,
-                dtype=dtype_name(dtype),
-                device=str(device),
-                numel=numel,
-                bytes=numel * dtype.itemsize,
-                requires_grad=True,
+            info = new_tensor_info(
+                None, shape, dtype_name(dtype), str(device), numel, numel * dtype.itemsize, True
             )
             self._meta_cache[key] = info
         return info

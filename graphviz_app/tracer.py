@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, output_metadata, recorded_tags, saved_values
+from ._autograd import FREED, is_custom_function, output_metadata, recorded_tags, saved_values
+from ._records import new_edge, new_node
 from .errors import NoGradFnError, TraceError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind
 from .param_owners import NamedParams, first_names, model_params, module_infos, owner_module
@@ -161,13 +162,20 @@ def _no_grad_fn_reason(path: str, t: torch.Tensor) -> str:
 
 def _attr_text(value: Any) -> str:
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(_attr_text(v) for v in value)
+        # Recurse only into nested sequences: most attributes are flat (stride, padding).
+        inner = ", ".join([_attr_text(v) if isinstance(v, (tuple, list)) else str(v) for v in value])
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     return str(value)
 
 
 class _Walker:
-    """Breadth-first walk over grad_fn.next_functions, ids in walk order."""
+    """Breadth-first walk over grad_fn.next_functions, ids in walk order.
+
+    An op node's id is taken when the op is discovered and its Node is built
+    once, when it is visited and its attributes are known (`_fn_node`).
+    `fns` lists the walked autograd nodes in discovery order and `fn_ids`
+    maps id(fn) to node id: together they give each node id's fn.
+    """
 
     def __init__(
         self,
@@ -183,13 +191,16 @@ class _Walker:
         self.max_nodes = max_nodes
         self.notes = notes
         self.describe = TensorDescriber()
-        self.nodes: list[Node] = []
+        # `nodes[i]` is node `n{i}`; an op's slot holds None until it is visited.
+        self.nodes: list[Node | None] = []
         self.edges: list[Edge] = []
-        # id(fn) -> node id; `self.alive` keeps each fn alive so ids stay unique.
+        # id(fn) -> node id; `self.fns` keeps each fn alive so ids stay unique.
         self.fn_ids: dict[int, str] = {}
+        self.fns: list[Any] = []
         self.base_ids: dict[int, str] = {}
         self.alive: list[Any] = []
-        self.queue: deque[Any] = deque()
+        # (fn, node id, index in nodes) of ops discovered and not yet visited.
+        self.queue: deque[tuple[Any, str, int]] = deque()
         self.truncated = False
         self.freed = 0
         # Called with the graph and the walked fns by node id while they are alive.
@@ -217,14 +228,13 @@ class _Walker:
     def _walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
         for path, t in outputs:
             out_id = self._new_id()
-            self.nodes.append(Node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
+            self.nodes.append(new_node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
             if t._is_view():  # torchviz draws an output's view base too
-                self.edges.append(Edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
+                self.edges.append(new_edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
             fn_id = self._discover(t.grad_fn)
             if fn_id is not None:  # None: cut off by max_nodes
-                self.edges.append(Edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
-        while self.queue:
-            self._visit(self.queue.popleft())
+                self.edges.append(new_edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
+        self._visit_all()
         if self.freed:
             self.notes.append(
                 f"{self.freed} saved tensor(s) were already freed by backward(); "
@@ -235,12 +245,48 @@ class _Walker:
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
         modules = module_infos(self.model, self.modules_seen, self.model_params)
-        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)
+        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)  # type: ignore[arg-type]
         if self.finish is not None:
-            fns = {self.fn_ids[id(o)]: o for o in self.alive if id(o) in self.fn_ids}
-            graph = self.finish(graph, fns)
+            graph = self.finish(graph, self.fn_by_node_id())
         self.alive.clear()
         return graph
+
+    def fn_by_node_id(self) -> dict[str, Any]:
+        """After the walk: each op and leaf node's autograd node, by node id.
+
+        `fns` stays filled after `walk()` so a step after it (`finish`, the
+        backward replay) can find the fns; the walker is dropped when trace() returns.
+        """
+        return {self.fn_ids[id(fn)]: fn for fn in self.fns}
+
+    def _visit_all(self) -> None:
+        """Visit queued ops: build each op's node, then discover its inputs.
+
+        The hottest loop of tracing: one pass per op, with the walker's
+        attributes and methods bound to locals (each attribute lookup here is
+        paid a million times on a million-op graph).
+        """
+        queue, nodes, edges, fn_ids = self.queue, self.nodes, self.edges, self.fn_ids
+        popleft, add_edge, known_id = queue.popleft, edges.append, fn_ids.get
+        discover, fn_node, add_saved = self._discover, self._fn_node, self._add_saved
+        read_saved = self.show_saved or self.show_attrs
+        data = EdgeKind.DATA
+        while queue:
+            fn, node_id, index = popleft()
+            attrs = add_saved(node_id, fn) if read_saved else ()
+            leaf = nodes[index]
+            if leaf is None:
+                nodes[index] = fn_node(node_id, fn, None, attrs)
+            elif attrs:  # a custom Function drawn as a leaf (see _discover)
+                nodes[index] = dataclasses.replace(leaf, attrs=attrs)
+            slot = -1
+            for child, output_nr in fn.next_functions:
+                slot += 1
+                if child is None:
+                    continue
+                child_id = known_id(id(child)) or discover(child)
+                if child_id is not None:
+                    add_edge(new_edge(child_id, node_id, data, output_nr, slot))
 
     def _view_base(self, base: torch.Tensor) -> str:
         """The node of a view's base tensor, one per base however many views share it."""
@@ -249,7 +295,7 @@ class _Walker:
             known = self.base_ids[id(base)] = self._new_id()
             self.alive.append(base)
             self.nodes.append(
-                Node(known, NodeKind.VIEW_BASE, "view base", self.describe.describe(base, None))
+                new_node(known, NodeKind.VIEW_BASE, "view base", self.describe.describe(base, None))
             )
         return known
 
@@ -260,16 +306,25 @@ class _Walker:
         if self.max_nodes is not None and len(self.fn_ids) >= self.max_nodes:
             self.truncated = True
             return None
-        node_id = self._new_id()
-        self.fn_ids[id(fn)] = node_id
-        self.alive.append(fn)
-        self.nodes.append(self._fn_node(node_id, fn))
-        self.queue.append(fn)
-        return node_id
-
-    def _fn_node(self, node_id: str, fn: Any) -> Node:
+        index = len(self.nodes)
+        node_id = self.fn_ids[id(fn)] = f"n{index}"
+        self.fns.append(fn)
         variable = getattr(fn, "variable", None)
         if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf
+            self.nodes.append(self._fn_node(node_id, fn, variable, ()))
+            # torch's AccumulateGrad saves nothing and has no inputs; a custom
+            # Function whose ctx has a `variable` tensor is drawn as a leaf
+            # but may have both, so it is still visited.
+            if is_custom_function(fn):
+                self.queue.append((fn, node_id, index))
+        else:
+            self.nodes.append(None)  # built by _visit once its attributes are read
+            self.queue.append((fn, node_id, index))
+        return node_id
+
+    def _fn_node(self, node_id: str, fn: Any, variable: torch.Tensor | None, attrs: tuple[tuple[str, str], ...]) -> Node:
+        """The one place op and leaf nodes are built."""
+        if variable is not None:
             named = self.param_names.get(id(variable))
             name = named[0] if named else None
             owner = None
@@ -277,7 +332,7 @@ class _Walker:
                 owner = owner_module(name)
                 self.modules_seen.setdefault(owner, "")
             info = self.describe.describe(variable, name)
-            return Node(node_id, NodeKind.LEAF, name or "", info, module=owner)
+            return new_node(node_id, NodeKind.LEAF, name or "", info, module=owner)
         meta = output_metadata(fn)
         info = self.describe.from_metadata(*meta) if meta else None
         module, module_type, source = recorded_tags(fn)
@@ -285,34 +340,32 @@ class _Walker:
             self.modules_seen.setdefault(module, module_type or "")
         # type(fn).__name__, as torchviz: fn.name() spells some C++ nodes
         # "torch::autograd::CopySlices" where torchviz says "CopySlices".
-        return Node(node_id, NodeKind.OP, type(fn).__name__, info, module=module, source=source)
+        return new_node(node_id, NodeKind.OP, type(fn).__name__, info, attrs, module=module, source=source)
 
-    def _visit(self, fn: Any) -> None:
-        node_id = self.fn_ids[id(fn)]
-        if self.show_saved or self.show_attrs:
-            self._add_saved(node_id, fn)
-        for slot, (child, output_nr) in enumerate(fn.next_functions):
-            if child is None:
-                continue
-            child_id = self._discover(child)
-            if child_id is not None:
-                self.edges.append(Edge(child_id, node_id, EdgeKind.DATA, output_nr, slot))
-
-    def _add_saved(self, node_id: str, fn: Any) -> None:
+    def _add_saved(self, node_id: str, fn: Any) -> tuple[tuple[str, str], ...]:
+        """Add a node per saved tensor (show_saved); return the attributes (show_attrs)."""
         attrs: list[tuple[str, str]] = []
         for name, value in saved_values(fn):
-            tensors = _tensors_in(value)
-            if tensors is None:
-                if self.show_attrs:
-                    attrs.append((name, _attr_text(value)))
-                continue
-            if not self.show_saved:
-                continue
-            for label, t in tensors:
-                self._add_saved_tensor(node_id, f"{name}{label}", t)
-        if attrs:  # ids are list positions: n7 is self.nodes[7]
-            index = int(node_id[1:])
-            self.nodes[index] = dataclasses.replace(self.nodes[index], attrs=tuple(attrs))
+            if isinstance(value, torch.Tensor):
+                if self.show_saved:  # _add_saved_tensor, inlined: most saved values are tensors
+                    nodes = self.nodes
+                    saved_id = f"n{len(nodes)}"
+                    nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
+                    self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
+            elif value is FREED:
+                if self.show_saved:
+                    self._add_saved_tensor(node_id, name, value)
+            elif isinstance(value, (tuple, list)):
+                tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+                if not tensors:
+                    if self.show_attrs:
+                        attrs.append((name, _attr_text(value)))
+                elif self.show_saved:
+                    for i, v in tensors:
+                        self._add_saved_tensor(node_id, f"{name}[{i}]", v)
+            elif self.show_attrs:
+                attrs.append((name, str(value)))
+        return tuple(attrs)
 
     def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
         saved_id = self._new_id()
@@ -321,14 +374,5 @@ class _Walker:
             info = TensorDescriber.freed(name)
         else:
             info = self.describe.describe(t, name)
-        self.nodes.append(Node(saved_id, NodeKind.SAVED, name, info))
-        self.edges.append(Edge(saved_id, owner, EdgeKind.SAVED))
-
-
-def _tensors_in(value: Any) -> list[tuple[str, Any]] | None:
-    """The tensors (or FREED marks) in a saved value, or None if it holds none."""
-    if value is FREED or isinstance(value, torch.Tensor):
-        return [("", value)]
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
-        return [(f"[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
-    return None
+        self.nodes.append(new_node(saved_id, NodeKind.SAVED, name, info))
+        self.edges.append(new_edge(saved_id, owner, EdgeKind.SAVED))

@@ -1,0 +1,279 @@
+"""trace() against a bare walk that reads the same saved values, before and after (issue 11).
+
+Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before d793d01] [--million]
+     .venv/bin/python benchmarks/bench_trace_speed.py --profile chain|resnet|gpt
+
+For each graph (a 100k-op `y = y + 1` chain, a 100k-op chain mixing `* 1.5`,
+`sin` and `+ 1`, a ResNet-50-shaped model and a 12-layer GPT-style stack, all
+small in width so building them is cheap), in one process and alternating
+the order, best of `--repeat`, CPU time of the tracing thread (wall time
+on a shared machine mostly measures the other processes):
+
+- bare: an iterative walk over `grad_fn.next_functions` (deque + seen set)
+  that reads every `_saved_*` attribute of every node (the attribute names
+  looked up once per node type): the floor any tracer pays;
+- ours: `trace(y, params)` with its defaults, and with show_saved and
+  show_attrs off;
+- before: the same calls on the tracer of git revision `--before`, unpacked
+  with `git archive` into a temporary package, when given.
+
+The figure is ours / bare (the issue's goal: at most 3x). `--million` then
+traces a 1,000,000-op chain in a fresh subprocess on the big-stack thread and
+reports its time, the peak RSS of that process and the size of the JSON.
+Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import importlib
+import os
+import platform
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from graphviz_app.deep import call_with_large_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- graphs ------------------------------------------------------------------
+
+def add_chain(n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    x = torch.ones(2, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y + 1
+    return y, {"x": x}
+
+
+def mixed_chain(n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Ops that save tensors (sin), scalars (mul) and attributes (add's alpha)."""
+    x = torch.ones(2, requires_grad=True)
+    y = x
+    for i in range(n):
+        y = y * 1.5 if i % 3 == 0 else (y.sin() if i % 3 == 1 else y + 1)
+    return y, {"x": x}
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin: int, mid: int, stride: int) -> None:
+        super().__init__()
+        cout = mid * 4
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+            nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+            nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout),
+        )
+        self.short: nn.Module = nn.Identity()
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.body(x) + self.short(x))
+
+
+def resnet50(width: int = 4) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """ResNet-50's layout (bottlenecks 3-4-6-3) at 1/16 of its width on a 32x32 image."""
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
+                               nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    cin = width
+    for stage, count in enumerate((3, 4, 6, 3)):
+        mid = width * 2**stage
+        for b in range(count):
+            layers.append(Bottleneck(cin, mid, 2 if b == 0 and stage > 0 else 1))
+            cin = mid * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 10)]
+    model = nn.Sequential(*layers)
+    out = nn.functional.cross_entropy(model(torch.randn(2, 3, 32, 32)), torch.tensor([1, 7]))
+    return out, dict(model.named_parameters())
+
+
+def gpt(layers: int = 12, d: int = 16, heads: int = 2, t: int = 8) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """A GPT-2-shaped stack of pre-norm blocks (torch's TransformerEncoderLayer, causal)."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({
+        "wte": nn.Embedding(50, d),
+        "h": nn.TransformerEncoder(nn.TransformerEncoderLayer(
+            d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True, norm_first=True),
+            layers, enable_nested_tensor=False),
+        "head": nn.Linear(d, 50),
+    })
+    tokens = torch.randint(0, 50, (2, t))
+    mask = nn.Transformer.generate_square_subsequent_mask(t)
+    logits = model["head"](model["h"](model["wte"](tokens), mask=mask, is_causal=True))
+    return nn.functional.cross_entropy(logits.view(-1, 50), tokens.view(-1)), dict(model.named_parameters())
+
+
+GRAPHS: dict[str, Callable[[], tuple[torch.Tensor, dict[str, torch.Tensor]]]] = {
+    "chain y+1 100k": lambda: add_chain(100_000),
+    "chain mixed 100k": lambda: mixed_chain(100_000),
+    "ResNet-50-shaped": resnet50,
+    "GPT-2-shaped 12 layers": gpt,
+}
+
+
+# --- the floor -----------------------------------------------------------------
+
+_saved_names: dict[type, list[str]] = {}
+
+
+def bare_walk(y: torch.Tensor) -> int:
+    """Visit every node once, reading next_functions and every _saved_* attribute."""
+    seen = {y.grad_fn}
+    queue = deque([y.grad_fn])
+    sink = []
+    while queue:
+        fn = queue.popleft()
+        names = _saved_names.get(type(fn))
+        if names is None:
+            names = _saved_names[type(fn)] = [a for a in dir(fn) if a.startswith("_saved_")]
+        for a in names:
+            try:
+                sink.append(getattr(fn, a))
+            except RuntimeError:  # freed
+                pass
+        for child, _ in fn.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                queue.append(child)
+    return len(seen)
+
+
+# --- before / after ------------------------------------------------------------
+
+def load_before(rev: str) -> Any:
+    """The `trace` of git revision `rev`, as package graphviz_app_before."""
+    target = Path(tempfile.mkdtemp(prefix="trace-before-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "graphviz_app"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    (target / "graphviz_app").rename(target / "graphviz_app_before")
+    sys.path.insert(0, str(target))
+    # The module, not the package: the package's lazy `trace` names graphviz_app.tracer.
+    module = importlib.import_module("graphviz_app_before.tracer")
+    assert module.__file__ is not None and module.__file__.startswith(str(target))
+    return module.trace
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.thread_time()  # CPU time of this thread: steadier than wall time on a shared machine
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best
+
+
+def measure(name: str, repeat: int, before: Any) -> dict[str, Any]:
+    from graphviz_app import trace
+
+    y, params = GRAPHS[name]()
+    nodes = bare_walk(y)
+    runs: dict[str, Callable[[], Any]] = {
+        "bare": lambda: bare_walk(y),
+        "ours": lambda: trace(y, params),
+        "ours_off": lambda: trace(y, params, show_saved=False, show_attrs=False),
+    }
+    if before is not None:
+        runs["before"] = lambda: before(y, params)
+        runs["before_off"] = lambda: before(y, params, show_saved=False, show_attrs=False)
+    best = {k: float("inf") for k in runs}
+    order = list(runs)
+    for i in range(repeat):  # alternate the order: the machine is shared
+        for k in order if i % 2 == 0 else order[::-1]:
+            best[k] = min(best[k], _best(runs[k], 1))
+    return {"nodes": nodes, **best}
+
+
+def million(n: int) -> None:
+    """In a subprocess: build and trace an n-op y+1 chain; print times, peak RSS, JSON size."""
+    from graphviz_app import trace
+
+    def rss_mib() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    def work() -> tuple[float, ...]:
+        y, params = add_chain(n)
+        built = rss_mib()
+        gc.collect()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        graph = trace(y, params)
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        traced = rss_mib()
+        size = len(graph.to_json())
+        return wall, cpu, built, traced, rss_mib(), size / 1e6
+
+    print("| {:,} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(n, *call_with_large_stack(work)))
+
+
+def profile(name: str) -> None:
+    from graphviz_app import trace
+
+    key = {"chain": "chain mixed 100k", "resnet": "ResNet-50-shaped", "gpt": "GPT-2-shaped 12 layers"}[name]
+    y, params = GRAPHS[key]()
+    trace(y, params)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(1 if "chain" in key else 20):
+        trace(y, params)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", default=None, help="git revision to compare with, e.g. d793d01")
+    parser.add_argument("--graphs", nargs="*", default=list(GRAPHS))
+    parser.add_argument("--million", action="store_true")
+    parser.add_argument("--million-child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", choices=["chain", "resnet", "gpt"])
+    args = parser.parse_args()
+    if args.million_child:
+        million(args.million_child)
+        return
+    if args.profile:
+        call_with_large_stack(profile, args.profile)
+        return
+
+    before = load_before(args.before) if args.before else None
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores (load {os.getloadavg()[0]:.1f}), "
+          f"Python {platform.python_version()}, torch {torch.__version__}; best of {args.repeat}")
+    cols = ["bare", "ours", "ours_off"] + (["before", "before_off"] if before else [])
+    print("\n| graph | nodes | " + " | ".join(f"{c} µs/node" for c in cols)
+          + " | ours/bare | off/bare" + (" | before/bare | before_off/bare | before/ours" if before else "") + " |")
+    print("|---" * (len(cols) + 4 + (3 if before else 0)) + "|")
+    for name in args.graphs:
+        r = call_with_large_stack(measure, name, args.repeat, before)
+        n = r["nodes"]
+        cells = [f"{r[c] / n * 1e6:.2f}" for c in cols]
+        ratios = [r["ours"] / r["bare"], r["ours_off"] / r["bare"]]
+        if before:
+            ratios += [r["before"] / r["bare"], r["before_off"] / r["bare"], r["before"] / r["ours"]]
+        print(f"| {name} | {n:,} | " + " | ".join(cells) + " | "
+              + " | ".join(f"{x:.1f}x" for x in ratios) + " |", flush=True)
+    if args.million:
+        print("\n| chain y+1 ops | trace wall s | trace CPU s | peak RSS built MiB | traced MiB "
+              "| with to_json() MiB | JSON MB |\n|---|---|---|---|---|---|---|", flush=True)
+        subprocess.run([sys.executable, __file__, "--million-child", "1000000"], check=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+if __name__ == "__main__":
+    main()
