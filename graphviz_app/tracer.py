@@ -32,6 +32,7 @@ def trace(
     max_nodes: int | None = None,
     gradients: bool = False,
     grad_outputs: Any = None,
+    names: Mapping[str, torch.Tensor] | None = None,
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -52,6 +53,9 @@ def trace(
             first appears in `Graph.nonfinite_origin`.
         grad_outputs: with `gradients`, the gradients of the outputs, in the
             same nesting as `outputs`; default all ones.
+        names: more leaf names, name -> tensor, for leaves `params` does not
+            name (a program's variables beside its modules); they belong to
+            no module.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -74,8 +78,10 @@ def trace(
     if isinstance(params, torch.nn.Module):
         model, named_params = params, model_params(params)
         params = first_names(named_params)
-    walker = _Walker(_param_names(params), show_saved, show_attrs, max_nodes, notes)
+    leaf_names = _param_names(params)
+    walker = _Walker({**_param_names(names), **leaf_names}, show_saved, show_attrs, max_nodes, notes)
     walker.model, walker.model_params = model, named_params
+    walker.model_ids = set(leaf_names) if model is not None else set()
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
         path, t = named[0]
@@ -209,6 +215,7 @@ class _Walker:
         # the module owning them; module name -> class name, as recorded.
         self.model: torch.nn.Module | None = None
         self.model_params: NamedParams | None = None
+        self.model_ids: set[int] = set()  # ids of the model's own parameters among the named leaves
         self.modules_seen: dict[str, str] = {}
 
     def _new_id(self) -> str:
@@ -328,7 +335,7 @@ class _Walker:
             named = self.param_names.get(id(variable))
             name = named[0] if named else None
             owner = None
-            if name is not None and self.model is not None:
+            if name is not None and self.model is not None and id(variable) in self.model_ids:
                 owner = owner_module(name)
                 self.modules_seen.setdefault(owner, "")
             info = self.describe.describe(variable, name)

@@ -22,6 +22,8 @@ __all__ = [
     "TORCH_CONSTANTS",
     "F_FUNCTIONS",
     "CUSTOM_FUNCTIONS",
+    "NN_MODULES",
+    "MODULE_ATTRIBUTES",
     "TENSOR_METHODS",
     "TENSOR_PROPERTIES",
     "VALUE_ATTRIBUTES",
@@ -131,23 +133,45 @@ BUILTIN_FUNCTIONS: frozenset[str] = frozenset(
     "int float bool len abs min max round range".split()
 )
 
-# namespace path -> table of what it holds; "torch.nn" and "torch.cuda" are tiny.
+# Module constructors reachable as nn.<name> / torch.nn.<name>, by how their
+# parameters are sized before they are allocated (graphviz_app.expr.modules):
+# ``layer`` modules are built on ``meta`` first and take the program's device
+# and dtype; ``plain`` ones hold no parameters; ``container`` ones hold modules
+# the program already built (shared, not copied); ``copies`` deep-copies one
+# (TransformerEncoder copies encoder_layer num_layers times).
+NN_MODULES: dict[str, str] = _table(
+    layer="""Linear Conv2d LayerNorm BatchNorm1d BatchNorm2d Embedding MultiheadAttention
+    TransformerEncoderLayer LSTM GRU""",
+    plain="ReLU GELU Tanh Dropout",
+    container="Sequential ModuleList",
+    copies="TransformerEncoder",
+)
+
+# The only attributes of a module a program may read: its own tensors, for
+# weight tying (`h @ emb.weight.T`). Hooks, buffers, state dicts, `apply`,
+# `to`, `train`/`eval` and everything else stay out of reach.
+MODULE_ATTRIBUTES: frozenset[str] = frozenset({"weight", "bias"})
+
+# namespace path -> table of what it holds; "torch.cuda" is tiny.
 NAMESPACES: dict[str, frozenset[str]] = {
     "torch": frozenset(TORCH_FUNCTIONS) | TORCH_CONSTANTS | {"nn", "cuda"},
-    "torch.nn": frozenset({"functional"}),
+    "torch.nn": frozenset(NN_MODULES) | {"functional"},
     "torch.nn.functional": frozenset(F_FUNCTIONS),
+    "nn": frozenset(NN_MODULES) | {"functional"},
+    "nn.functional": frozenset(F_FUNCTIONS),
     "F": frozenset(F_FUNCTIONS),
     "torch.cuda": frozenset({"is_available", "device_count"}),
     "custom": frozenset(CUSTOM_FUNCTIONS),
 }
 
 # Names a program can read but never assign.
-RESERVED_NAMES: frozenset[str] = frozenset({"torch", "F", "custom"}) | BUILTIN_FUNCTIONS
+RESERVED_NAMES: frozenset[str] = frozenset({"torch", "F", "custom", "nn"}) | BUILTIN_FUNCTIONS
 
 ALL_ATTRIBUTES: frozenset[str] = (
     frozenset(TENSOR_METHODS)
     | TENSOR_PROPERTIES
     | frozenset().union(*VALUE_ATTRIBUTES.values())
+    | MODULE_ATTRIBUTES
     | frozenset().union(*NAMESPACES.values())
 )
 

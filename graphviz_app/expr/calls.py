@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from . import custom
-from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, TENSOR_METHODS, TORCH_FUNCTIONS
+from . import custom, modules
+from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
 from .guards import (
     MAX_SEQUENCE,
     Budget,
@@ -62,7 +62,7 @@ class Defaults:
 
 def namespace_attribute(ns: Namespace, attr: str) -> Any:
     """`torch.float32`, `torch.nn`, ... (functions are only reachable by calling them)."""
-    path = "F" if ns.path == "torch.nn.functional" else ns.path
+    path = "F" if ns.path in ("torch.nn.functional", "nn.functional") else ns.path
     if attr not in NAMESPACES[ns.path]:
         raise Refused(f"{ns.path}.{attr} is not on the allow-list", kind="refused")
     sub = f"{ns.path}.{attr}"
@@ -77,7 +77,7 @@ def _target(path: str, name: str) -> tuple[Callable[..., Any], str]:
     # Looked up at call time from fixed tables, so tests can patch torch.
     if path == "torch":
         return getattr(torch, name), TORCH_FUNCTIONS[name]
-    if path in ("F", "torch.nn.functional"):
+    if path in ("F", "torch.nn.functional", "nn.functional"):
         return getattr(torch.nn.functional, name), F_FUNCTIONS[name]
     if path == "custom":
         return custom.FUNCTIONS[name], CUSTOM_FUNCTIONS[name]
@@ -92,6 +92,8 @@ def call_function(
     """Call `ns.name(*args, **kwargs)` with its checks; `args` carry their labels."""
     if name not in NAMESPACES[ns.path]:
         raise Refused(f"{ns.path}.{name} is not on the allow-list", kind="refused")
+    if ns.path in ("nn", "torch.nn") and name in NN_MODULES:
+        return modules.construct(f"{ns.path}.{name}", name, args, kwargs, defaults)
     fn, growth = _target(ns.path, name)
     what = f"{ns.path}.{name}(...)"
     values = [v for _, v in args]
@@ -102,7 +104,7 @@ def call_function(
         _check_chunks(values[1:2], kwargs, what)
     if ns.path == "torch" and name in INT_DIVISIONS:
         _check_division(name, values, kwargs, what)
-    if ns.path in ("torch", "F", "torch.nn.functional"):
+    if ns.path in ("torch", "F", "torch.nn.functional", "nn.functional"):
         _check_not_in_place(fn, name, values, kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
@@ -114,6 +116,8 @@ def call_method(
 ) -> Any:
     """Call `tensor.name(*args, **kwargs)` with its checks."""
     label, tensor = base
+    if isinstance(tensor, modules.ProgramModule):
+        raise Refused(modules.no_attribute(label, tensor, name), kind="refused")
     if not isinstance(tensor, torch.Tensor):
         raise Refused(
             f"{label}.{name}(...) needs a tensor, but {label} is a {type(tensor).__name__}", kind="refused"
@@ -176,7 +180,7 @@ def admit(value: Any, what: str) -> Any:
                 f"{what} gives a tensor of {item.dim()} dimensions; at most {_MAX_DIMS} are supported "
                 "(the gradient checker and the page's value tables stop there): reshape it to fewer "
                 "dimensions", kind="shape")
-        if item is None or isinstance(item, _PLAIN):
+        if item is None or isinstance(item, (*_PLAIN, modules.ProgramModule)):
             continue
         if type(item) is int:
             check_int(item, what)

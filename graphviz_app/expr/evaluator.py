@@ -20,6 +20,9 @@ from .limits import Limits
 from .program import Program
 from .translate import Operand, explain
 from .validator import range_length
+from . import modules
+from .modules import ProgramModule
+from .recording import ProgramRecording, uses_modules
 
 __all__ = ["Evaluation", "Interpreter"]
 
@@ -46,10 +49,20 @@ class Evaluation:
         output: The last line's value: a tensor, or a tuple of tensors.
         variables: The program's named tensors, name -> tensor, in order of
             first definition (loop counters and other numbers left out).
+        model: For a program that builds `nn` modules, the root module
+            holding each module variable under its name (`enc.layers.0`);
+            None otherwise. Its ops were recorded (`graphviz_app.record`)
+            with `program:LINE` as their source.
     """
 
     output: torch.Tensor | tuple[torch.Tensor, ...]
     variables: dict[str, torch.Tensor] = field(default_factory=dict)
+    model: torch.nn.Module | None = None
+
+    @property
+    def params(self) -> torch.nn.Module | dict[str, torch.Tensor]:
+        """What to trace with: `trace(ev.output, ev.params, names=ev.variables)`."""
+        return self.model if self.model is not None else self.variables
 
 
 class Interpreter:
@@ -81,6 +94,9 @@ class Interpreter:
         self.deadline = time.perf_counter() + limits.max_seconds
         self.iterations = 0
         self.sizes = SequenceSizes()
+        self.line = 0
+        # Only a first, checked run records (re-runs may be under vmap).
+        self.recording = ProgramRecording(lambda: self.line) if checked and uses_modules(program.tree) else None
 
     def run(self) -> Evaluation:
         """Run the program; raises ExprError for anything refused or failing."""
@@ -96,6 +112,14 @@ class Interpreter:
                             "please report this program", kind="internal") from e
 
     def _run(self) -> Evaluation:
+        if self.recording is None:
+            return self._run_body()
+        with self.recording:
+            evaluation = self._run_body()
+        self.recording.refresh(self.env)
+        return Evaluation(evaluation.output, evaluation.variables, self.recording.root)
+
+    def _run_body(self) -> Evaluation:
         body = self.program.tree.body
         for stmt in body[:-1]:
             self._statement(stmt)
@@ -110,9 +134,11 @@ class Interpreter:
             return value
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
             return tuple(value)
+        found = f"a module ({value.type_name}): call it, e.g. {self._label(node)}(x)" if isinstance(
+            value, ProgramModule) else type(value).__name__
         raise self.program.error(
             node, f"the last line must give a tensor (or tensors separated by commas), "
-            f"found {type(value).__name__}", kind="input",
+            f"found {found}", kind="input",
         )
 
     # statements ---------------------------------------------------------
@@ -183,7 +209,7 @@ class Interpreter:
 
     def _e_Name(self, node: ast.Name) -> Any:
         name = node.id
-        if name in ("torch", "F", "custom"):
+        if name in ("torch", "F", "custom", "nn"):
             return Namespace(name)
         if name in BUILTIN_FUNCTIONS:
             raise self.program.error(node, f"{name} is a function: call it, e.g. {name}(x)")
@@ -275,6 +301,11 @@ class Interpreter:
         base = self._value(node.value)
         index = self._value(node.slice)
         what = f"{self._label(node.value)}[{self._label(node.slice)}]"
+        if isinstance(base, ProgramModule):
+            try:
+                return modules.index_module(self._label(node.value), base, index)
+            except Refused as e:
+                raise self.program.error(node, e.message, kind=e.kind) from e
         if not isinstance(base, (torch.Tensor, tuple, list)):
             raise self.program.error(node, f"{what}: only tensors, lists and tuples can be indexed, not {type(base).__name__}", kind="input")
         parts = index if isinstance(index, tuple) else (index,)
@@ -288,6 +319,8 @@ class Interpreter:
         try:
             if isinstance(base, Namespace):
                 return namespace_attribute(base, attr)
+            if isinstance(base, ProgramModule):
+                return modules.module_attribute(label, base, attr)
         except Refused as e:
             raise self.program.error(node, e.message, kind=e.kind) from e
         if isinstance(base, torch.Tensor):
@@ -308,8 +341,10 @@ class Interpreter:
         kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg is not None}
         func = node.func
         try:
-            if isinstance(func, ast.Name):
+            if isinstance(func, ast.Name) and func.id in BUILTIN_FUNCTIONS:
                 return call_builtin(func.id, args, kwargs)
+            if isinstance(func, ast.Name):
+                return self._call_module(func.id, args, kwargs)
             assert isinstance(func, ast.Attribute)
             base = self._value(func.value)
             if isinstance(base, Namespace):
@@ -317,6 +352,16 @@ class Interpreter:
             return call_method((self._label(func.value), base), func.attr, args, kwargs, self.defaults)
         except Refused as e:
             raise self.program.error(node, e.message, kind=e.kind) from e
+
+    def _call_module(self, name: str, args: list[Operand], kwargs: dict[str, Any]) -> Any:
+        value = self.env.get(name)
+        if not isinstance(value, ProgramModule):
+            raise Refused(f"{name}(...) is not an allowed function: only a variable holding an nn module "
+                          f"can be called, and {name} is a {type(value).__name__}", kind="input")
+        if self.recording is not None:
+            self.recording.refresh(self.env)
+        result = modules.call_module(name, value, args, kwargs, self.defaults.budget)
+        return admit(result, f"{name}(...)")
 
     # helpers ------------------------------------------------------------
     def _apply(self, node: ast.AST, what: str, fn: Callable[..., Any], operands: list[Operand],
@@ -346,6 +391,7 @@ class Interpreter:
         return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 3] + "..."
 
     def _tick(self, node: ast.AST) -> None:
+        self.line = getattr(node, "lineno", self.line)
         if time.perf_counter() > self.deadline:
             raise self.program.error(
                 node, f"the program ran longer than {self.limits.max_seconds:g} s "

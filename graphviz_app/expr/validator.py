@@ -126,11 +126,13 @@ def _parse_syntax(source: str) -> ast.Module:
 class _Context:
     limits: Limits
     loop_iters: frozenset[int]  # ids of the range(...) calls that are loop heads
+    assigned: frozenset[str] = frozenset()  # names the program assigns (one may hold a module)
 
 
 def _check_tree(tree: ast.Module, program: Program, limits: Limits) -> None:
     nodes = _walk(tree, program, limits)
-    ctx = _Context(limits, frozenset(id(n.iter) for n, _ in nodes if isinstance(n, ast.For)))
+    assigned = frozenset(n.id for n, _ in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    ctx = _Context(limits, frozenset(id(n.iter) for n, _ in nodes if isinstance(n, ast.For)), assigned)
     # Three passes, so the message names the most telling problem: a refused
     # construct first (lambda, import), then a refused name (os, __class__),
     # then anything else. Within a pass, the first in reading order wins; at
@@ -219,7 +221,7 @@ def _check_rest(node: ast.AST, program: Program, ctx: _Context) -> None:
     if isinstance(node, ast.Attribute):
         _check_attribute(node, program)
     elif isinstance(node, ast.Call):
-        _check_call(node, program, ctx.loop_iters)
+        _check_call(node, program, ctx.loop_iters, ctx.assigned)
     elif isinstance(node, ast.keyword):
         _check_keyword(node, program)
     elif isinstance(node, ast.Constant):
@@ -249,7 +251,7 @@ def _namespace_path(node: ast.AST) -> str | None:
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name) or node.id not in ("torch", "F", "custom"):
+    if not isinstance(node, ast.Name) or node.id not in ("torch", "F", "custom", "nn"):
         return None
     path = ".".join([node.id, *reversed(parts)])
     return path if path in NAMESPACES else None
@@ -274,7 +276,7 @@ def _check_attribute(node: ast.Attribute, program: Program) -> None:
         )
 
 
-def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int]) -> None:
+def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int], assigned: frozenset[str]) -> None:
     func = node.func
     if isinstance(func, ast.Attribute):
         return
@@ -282,13 +284,15 @@ def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int]) ->
         raise program.error(node, f"only named functions can be called, not {program.text(func)}")
     if func.id == "range" and id(node) not in loop_iters:
         raise program.error(node, "range(...) can only be used as `for i in range(N):`")
+    if func.id in assigned and func.id not in BUILTIN_FUNCTIONS:
+        return  # a variable holding a module (the evaluator refuses calling anything else)
     if func.id not in BUILTIN_FUNCTIONS:
         reason = refusal_reason(func.id)
         if reason is not None:
             raise program.error(node, f"{func.id}() is not allowed: {reason}")
         raise program.error(
             node, f"{func.id}(...) is not an allowed function: call torch.*, F.*, custom.* "
-            f"functions, tensor methods, or one of {', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
+            f"functions, nn.* modules held in a variable, tensor methods, or one of {', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
         )
 
 

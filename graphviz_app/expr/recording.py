@@ -1,0 +1,125 @@
+"""A program that builds nn modules runs under `record`, its module variables the roots, its lines the sources."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .._autograd import SOURCE_KEY, next_sequence_nr
+from ..recorder import Recording, record
+from .modules import ProgramModule
+
+__all__ = ["Program", "uses_modules", "ProgramRecording"]
+
+_LINE_KEY = "graphviz_app.program_line"
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+
+
+class Program(torch.nn.Module):
+    """The root module of a program: one child per variable holding a module, named by the variable."""
+
+    def forward(self, *args: Any) -> Any:  # never called: the program calls its modules itself
+        raise NotImplementedError("a program's modules are called by the program")
+
+
+def uses_modules(tree: ast.Module) -> bool:
+    """Whether a program names `nn` or `torch.nn.<Module>` (so it may build modules)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "nn":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "nn" and isinstance(node.value, ast.Name):
+            return True
+    return False
+
+
+def roots(env: Mapping[str, Any]) -> dict[str, torch.nn.Module]:
+    """Module variables, those inside no other one first, so `seq.0` wins over a variable `lin`."""
+    held = {name: v.module for name, v in env.items() if isinstance(v, ProgramModule)}
+    inner: set[int] = set()
+    for module in held.values():
+        inner.update(id(m) for m in module.modules() if m is not module)
+    top = {n: m for n, m in held.items() if id(m) not in inner}
+    return {**top, **{n: m for n, m in held.items() if n not in top}}
+
+
+class ProgramRecording:
+    """`record(root)` plus program lines as sources, while a program runs.
+
+    Args:
+        line: Gives the program line being run.
+    """
+
+    def __init__(self, line: Callable[[], int]) -> None:
+        self.root = Program()
+        self._line = line
+        self._bound: tuple[tuple[str, int], ...] = ()
+        self._recording: Recording | None = None
+        self._mode: _LineMode | None = None
+
+    def __enter__(self) -> ProgramRecording:
+        self._recording = record(self.root).__enter__()
+        try:
+            self._mode = _LineMode(next_sequence_nr(), self._line)
+            self._mode.__enter__()
+        except BaseException:
+            self._recording.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(*exc)
+        finally:
+            if self._recording is not None:
+                self._recording.__exit__(*exc)
+
+    def refresh(self, env: Mapping[str, Any]) -> None:
+        """Name modules by the variables holding them now (before a module call)."""
+        found = roots(env)
+        bound = tuple((n, id(m)) for n, m in found.items())
+        if bound == self._bound:
+            return
+        self._bound = bound
+        # Straight into _modules: a variable may be called `eval` or `forward`,
+        # names add_module refuses as they shadow Module attributes.
+        self.root._modules.clear()
+        self.root._modules.update(found)
+        if self._recording is not None:
+            self._recording.names = {id(m): name for name, m in self.root.named_modules()}
+
+
+class _LineMode(TorchFunctionMode):
+    """Writes the program line as the source of every node a torch call made (record's tag is torch's line)."""
+
+    def __init__(self, first: int, line: Callable[[], int]) -> None:
+        super().__init__()
+        self.first = first
+        self.line = line
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        items = result if isinstance(result, (tuple, list)) else (result,)
+        for item in items:
+            fn = getattr(item, "grad_fn", None) if isinstance(item, torch.Tensor) else None
+            if fn is not None:
+                self._stamp(fn)
+        return result
+
+    def _stamp(self, fn: Any) -> None:
+        source = f"program:{self.line()}"
+        todo = [fn]
+        while todo:  # iterative; stops at nodes already stamped or made before the program
+            node = todo.pop()
+            if type(node) is _ACCUMULATE_GRAD:
+                continue
+            meta = node.metadata
+            if _LINE_KEY in meta or node._sequence_nr() < self.first:
+                continue
+            meta[_LINE_KEY] = True
+            meta[SOURCE_KEY] = source
+            todo.extend(child for child, _ in node.next_functions if child is not None)
