@@ -112,7 +112,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         submitted=state.program, editor_text=state.program, editor_rev=0,
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
-        opt_gradients=o.show_gradients,
+        opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
@@ -161,8 +161,15 @@ def sidebar(devices: tuple[str, ...]) -> Options:
         low, high = urlstate.MAX_NODES_RANGE
         max_nodes = st.number_input("Node limit", low, high, step=100, key="opt_max_nodes",
                                     help="Tracing stops past this many nodes; the graph is marked truncated.")
+        low, high = urlstate.MODULE_DEPTH_RANGE
+        depth = st.number_input("Module depth", low, high, step=1, key="opt_depth",
+                                help="For programs with nn modules: modules deeper than this are drawn as one "
+                                     "box (1: each module variable is a box); 0 opens every module.")
+        roll = st.checkbox("Roll repeats", key="opt_roll",
+                           help="Fold consecutive identical modules (layers.0–5) into one box marked ×k.")
     return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
-                   rankdir=rankdir, max_nodes=int(max_nodes), show_gradients=gradients)
+                   rankdir=rankdir, max_nodes=int(max_nodes), show_gradients=gradients,
+                   module_depth=int(depth), roll=roll)
 
 
 def gallery() -> None:
@@ -224,6 +231,19 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
     downloads(result, options)
     for note in result.notes:
         st.info(present.md(note))
+    module_table(result)
+
+
+def module_table(result: Analysis) -> None:
+    """Per module: ops, the bytes its saved tensors hold for backward, parameters."""
+    if not result.modules:
+        return
+    st.markdown("**Modules** (ops and saved tensors include those of submodules)")
+    table = present.module_table(result.modules)
+    if len(result.modules) <= STATIC_TABLE_ROWS:
+        st.table(table, hide_index=True)
+    else:
+        st.dataframe(table, hide_index=True)
 
 
 def gradient_origin(result: Analysis) -> None:

@@ -203,7 +203,7 @@ def _trace_target(args: argparse.Namespace) -> Graph:
     evaluation = _evaluate(composed, args)
     from . import trace
 
-    return trace(evaluation.output, evaluation.variables, **options)
+    return trace(evaluation.output, evaluation.params, names=evaluation.variables, **options)
 
 
 def _check_suffix(output: str) -> None:

@@ -146,6 +146,66 @@ EXAMPLES: tuple[Example, ...] = (
         wrt="x",
         hint="2*x",
     ),
+    Example(
+        key="cnn",
+        title="a small CNN with BatchNorm",
+        blurb=(
+            "nn modules: two Conv2d + BatchNorm2d + ReLU blocks and a Linear head. Each op is drawn "
+            "inside its module (net.0, net.1, ...); the table below says how many ops each module "
+            "made and the memory its saved tensors hold. Set 'Module depth' to 1 to see one box per "
+            "module variable."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),\n"
+            "                    nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())\n"
+            "head = nn.Linear(8, 10)\n"
+            "x = torch.randn(2, 3, 16, 16)\n"
+            "y = head(net(x).mean((2, 3)))\n"
+            "w = torch.ones(10, requires_grad=True)\n"
+            "(y * w).sum()\n"
+        ),
+        wrt="w",
+        hint="y.sum(0)",
+    ),
+    Example(
+        key="transformer",
+        title="a 6-layer transformer encoder",
+        blurb=(
+            "nn.TransformerEncoder copies its layer six times: hundreds of ops. Set 'Module depth' "
+            "to 3 and tick 'Roll repeats' to fold enc.layers.0–5 into one box marked ×6 (depth 1 "
+            "is enc, 2 enc.layers, 3 each layer)."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)\n"
+            "enc = nn.TransformerEncoder(layer, 6)\n"
+            "x = torch.randn(2, 5, 32, requires_grad=True)\n"
+            "y = enc(x)\n"
+            "w = torch.ones(32, requires_grad=True)\n"
+            "(y * w).sum()\n"
+        ),
+        wrt="w",
+        hint="y.sum((0, 1))",
+    ),
+    Example(
+        key="lstm",
+        title="a 2-layer LSTM",
+        blurb=(
+            "nn.LSTM runs its layers and time steps in one fused op per layer; the graph shows what "
+            "backward keeps for it. The readout w weighs the last step's hidden state."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "lstm = nn.LSTM(4, 8, num_layers=2)\n"
+            "x = torch.randn(5, 3, 4)\n"
+            "out = lstm(x)[0]\n"
+            "w = torch.ones(8, requires_grad=True)\n"
+            "(out[-1] * w).sum()\n"
+        ),
+        wrt="w",
+        hint="out[-1].sum(0)",
+    ),
 )
 
 

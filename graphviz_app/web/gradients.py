@@ -36,11 +36,11 @@ def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
 
     kwargs = dict(show_saved=options.show_saved, show_attrs=options.show_attrs, max_nodes=options.max_nodes)
     if not options.show_gradients:
-        return trace(ev.output, ev.variables, **kwargs), []
+        return trace(ev.output, ev.params, names=ev.variables, **kwargs), []
     try:
-        return trace(ev.output, ev.variables, gradients=True, **kwargs), []
+        return trace(ev.output, ev.params, names=ev.variables, gradients=True, **kwargs), []
     except GradientError as e:
-        return trace(ev.output, ev.variables, **kwargs), [f"gradients are not shown: {e}"]
+        return trace(ev.output, ev.params, names=ev.variables, **kwargs), [f"gradients are not shown: {e}"]
 
 
 def color_by(graph: Graph) -> str:

@@ -19,7 +19,7 @@ from .urlstate import Options
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["analysis_job", "check_job", "png_job", "devices_job", "values_text", "Tolerances"]
+__all__ = ["analysis_job", "check_job", "png_job", "devices_job", "values_text", "module_rows", "Tolerances"]
 
 Tolerances = tuple[float, float, float]  # eps, atol, rtol
 _SHOWN_ELEMENTS = 64  # tensors above this many elements are shown abridged
@@ -50,8 +50,9 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         return _failure(e)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     try:
-        graph, grad_notes = gradients.trace_graph(ev, options)
-        color_by = gradients.color_by(graph)
+        traced, grad_notes = gradients.trace_graph(ev, options)
+        color_by = gradients.color_by(traced)
+        graph = _drawn(traced, options)
         dot = export(graph, "dot", rankdir=options.rankdir, color_by=color_by).decode()
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
@@ -61,9 +62,9 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    origin = gradients.origin_statement(graph, ev, lines, program)
+    origin = gradients.origin_statement(traced, ev, lines, program)
     notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
-    notes += gradients.page_notes(graph)
+    notes += gradients.page_notes(traced)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     checkable = _inputs(program)
@@ -84,7 +85,27 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
         gradient_origin=origin,
+        modules=module_rows(traced),
     )
+
+
+def _drawn(graph: Any, options: Options) -> Any:
+    """The graph as drawn: modules deeper than the sidebar's depth as boxes, repeats rolled."""
+    if not graph.modules or (options.module_depth == 0 and not options.roll):
+        return graph
+    from ..collapse import collapse
+
+    return collapse(graph, depth=options.module_depth or None, roll=options.roll)
+
+
+def module_rows(graph: Any) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """`Graph.module_summary()` as text cells, for the page's module table."""
+    from ..model import human_bytes
+
+    summary = graph.module_summary()
+    return tuple((r.module or "(program)", r.type or "?", f"{r.ops:,}",
+                  human_bytes(r.saved_bytes) if summary.saved_traced else "not traced",
+                  f"{r.params:,}", human_bytes(r.param_bytes)) for r in summary)
 
 
 def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes | Failure:

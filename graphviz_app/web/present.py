@@ -15,6 +15,7 @@ from .results import Analysis, GradientCheck, TensorValue
 __all__ = [
     "Verdict",
     "values_table",
+    "module_table",
     "verdict",
     "element_table",
     "highlight_failures",
@@ -85,6 +86,11 @@ def values_table(values: tuple[TensorValue, ...]) -> pd.DataFrame:
         [(v.name, v.shape, v.dtype, v.device, nonfinite_mark(v.text) + " ".join(v.text.split())) for v in values],
         columns=["tensor", "shape", "dtype", "device", "values"],
     )
+
+
+def module_table(rows: tuple[tuple[str, ...], ...]) -> pd.DataFrame:
+    """The module summary: one row per module, in `named_modules()` order."""
+    return pd.DataFrame(list(rows), columns=["module", "type", "ops", "saved", "params", "param bytes"])
 
 
 def pairs_of(check: GradientCheck) -> list[dict[str, Any]]:

@@ -31,7 +31,9 @@ class Analysis:
     `svg`, `dot` and `graph_json` are the drawn graph; `outputs` the value of
     the program's last line; `grads` each leaf's `.grad` after backward (in
     definition order); `leaves` the names a gradient can be checked against.
-    `gradient_origin` says where NaN/Inf first appears in backward.
+    `gradient_origin` says where NaN/Inf first appears in backward;
+    `modules` the module summary rows (module, type, ops, saved, params,
+    param bytes) as text, empty for a program without nn modules.
     """
 
     summary: str
@@ -45,6 +47,7 @@ class Analysis:
     notes: tuple[str, ...]
     seconds: float
     gradient_origin: str | None = None  # where NaN/Inf first appears in backward, and its line
+    modules: tuple[tuple[str, str, str, str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ __all__ = [
     "DTYPES",
     "RANKDIRS",
     "MAX_NODES_RANGE",
+    "MODULE_DEPTH_RANGE",
     "MAX_URL_PROGRAM_CHARS",
     "SEED_PROGRAM",
     "Options",
@@ -24,6 +25,7 @@ __all__ = [
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 RANKDIRS = ("TB", "LR", "BT", "RL")
 MAX_NODES_RANGE = (10, 5000)
+MODULE_DEPTH_RANGE = (0, 20)  # 0: every module open; N: modules deeper than N drawn as one box
 # The page is fetched with the query in the request line; HTTP servers refuse
 # request lines past about 16 KiB, and URL-encoding can triple a program.
 MAX_URL_PROGRAM_CHARS = 4000
@@ -45,6 +47,8 @@ class Options:
     rankdir: str = "TB"
     max_nodes: int = 1000
     show_gradients: bool = True
+    module_depth: int = 0
+    roll: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,8 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
         rankdir=get.choice("rankdir", RANKDIRS, default.rankdir, upper=True),
         max_nodes=get.integer("max_nodes", MAX_NODES_RANGE, default.max_nodes),
         show_gradients=get.flag("gradients", default.show_gradients),
+        module_depth=get.integer("depth", MODULE_DEPTH_RANGE, default.module_depth),
+        roll=get.flag("roll", default.roll),
     )
     check = CheckInput(wrt=get.text("wrt", ""), expected=get.text("grad", ""))
     program = get.text("program", SEED_PROGRAM) if "program" in params else SEED_PROGRAM
@@ -124,6 +130,8 @@ def to_query(state: PageState) -> dict[str, str]:
         rankdir=o.rankdir,
         max_nodes=str(o.max_nodes),
         gradients="1" if o.show_gradients else "0",
+        depth=str(o.module_depth),
+        roll="1" if o.roll else "0",
     )
     if state.check.expected:
         query.update(wrt=state.check.wrt, grad=state.check.expected)
