@@ -344,7 +344,9 @@ class Interpreter:
             if isinstance(func, ast.Name) and func.id in BUILTIN_FUNCTIONS:
                 return call_builtin(func.id, args, kwargs)
             if isinstance(func, ast.Name):
-                return self._call_module(func.id, args, kwargs)
+                return self._call_module(func.id, self.env.get(func.id), args, kwargs)
+            if isinstance(func, ast.Subscript):
+                return self._call_module(self._label(func), self._value(func), args, kwargs)
             assert isinstance(func, ast.Attribute)
             base = self._value(func.value)
             if isinstance(base, Namespace):
@@ -353,11 +355,12 @@ class Interpreter:
         except Refused as e:
             raise self.program.error(node, e.message, kind=e.kind) from e
 
-    def _call_module(self, name: str, args: list[Operand], kwargs: dict[str, Any]) -> Any:
-        value = self.env.get(name)
+    def _call_module(self, name: str, value: Any, args: list[Operand], kwargs: dict[str, Any]) -> Any:
         if not isinstance(value, ProgramModule):
-            raise Refused(f"{name}(...) is not an allowed function: only a variable holding an nn module "
-                          f"can be called, and {name} is a {type(value).__name__}", kind="input")
+            head = f"{name}(...) is not an allowed function" if name.isidentifier() else \
+                f"only named functions can be called, not {name}"
+            raise Refused(f"{head}: only a variable holding an nn module (or layers[i] of an nn.Sequential "
+                          f"or nn.ModuleList) can be called, and {name} is a {type(value).__name__}", kind="input")
         if self.recording is not None:
             self.recording.refresh(self.env)
         result = modules.call_module(name, value, args, kwargs, self.defaults.budget)

@@ -280,6 +280,8 @@ def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int], as
     func = node.func
     if isinstance(func, ast.Attribute):
         return
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in assigned:
+        return  # layers[i](h): a module from an nn.Sequential / nn.ModuleList variable
     if not isinstance(func, ast.Name):
         raise program.error(node, f"only named functions can be called, not {program.text(func)}")
     if func.id == "range" and id(node) not in loop_iters:
