@@ -40,6 +40,7 @@ examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
   graphviz-app render model.py:build -o model.svg --depth 2 --roll
+  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
   graphviz-app serve --port 8501
@@ -172,7 +173,9 @@ def _render(args: argparse.Namespace) -> int:
     traced = call_with_large_stack(_trace_target, args)
     graph = collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
-        hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+        hint = ("; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+                if _SCRIPT.match(args.target or "") else
+                "; here: build the layers with nn.* modules, e.g. --var \"lin=nn.Linear(3, 2)\", and call them")
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         color_by = "gradient" if args.gradients else "device"

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import textwrap
 
-from .allowlist import BUILTIN_FUNCTIONS, CUSTOM_FUNCTIONS, F_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, TORCH_FUNCTIONS
+from .allowlist import (
+    BUILTIN_FUNCTIONS,
+    CUSTOM_FUNCTIONS,
+    F_FUNCTIONS,
+    MODULE_ATTRIBUTES,
+    NN_MODULES,
+    TENSOR_METHODS,
+    TENSOR_PROPERTIES,
+    TORCH_FUNCTIONS,
+)
 from .limits import Limits
 
 __all__ = ["LANGUAGE_HELP", "allowed_names"]
@@ -20,6 +29,7 @@ def allowed_names() -> dict[str, list[str]]:
         "torch": sorted(TORCH_FUNCTIONS),
         "F": sorted(F_FUNCTIONS),
         "custom": sorted(CUSTOM_FUNCTIONS),
+        "nn": sorted(NN_MODULES),
         "methods": sorted(TENSOR_METHODS),
         "properties": sorted(TENSOR_PROPERTIES),
         "builtins": sorted(BUILTIN_FUNCTIONS),
@@ -57,6 +67,13 @@ The expression language
   F.* (torch.nn.functional):
 {_wrap(F_FUNCTIONS)}
   custom.*: square, cube (correct backward); square_wrong_backward, cube_wrong_backward
+  nn.* (also torch.nn.*) modules, held in a variable and called like lin(x):
+{_wrap(NN_MODULES)}
+    e.g. enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4), 6); enc(x).sum()
+    Parameters are counted (on torch's meta device) before they are allocated; layers[i]
+    indexes an nn.Sequential / nn.ModuleList; a module's readable attributes are
+    {", ".join(sorted(MODULE_ATTRIBUTES))}. Modules run in training mode; the graph names
+    their ops by variable (enc.layers.0.linear1) and program line.
   tensor methods:
 {_wrap(TENSOR_METHODS)}
   tensor attributes: {", ".join(sorted(TENSOR_PROPERTIES))}

@@ -258,3 +258,26 @@ def test_an_anonymous_module_shares_no_name_with_a_variable() -> None:
     ev = evaluate("s = nn.Sequential(nn.Linear(2, 2))\nlin = s[0]\nlin(torch.ones(1, 2)).sum()")
     graph = trace(ev.output, ev.params, names=ev.variables)
     assert {n.module for n in graph.of_kind(NodeKind.OP) if n.name != "SumBackward0"} == {"s.0"}  # the container's name wins
+
+
+# The command line ------------------------------------------------------------------
+def test_the_cli_expression_mode_draws_modules_with_depth_and_roll(tmp_path, capsys) -> None:  # noqa: ANN001
+    from graphviz_app import cli
+
+    out = tmp_path / "enc.dot"
+    code = cli.main(["render", "enc(x).sum()", "--var", "layer=nn.TransformerEncoderLayer(8, 2, 16)",
+                     "--var", "enc=nn.TransformerEncoder(layer, 4)", "--var", "x=torch.randn(3, 2, 8, requires_grad=True)",
+                     "-o", str(out), "--depth", "3", "--roll"])
+    stdout, stderr = capsys.readouterr()
+    assert code == 0, stderr
+    assert "drawn as" in stdout
+    assert "enc.layers.0–3: TransformerEncoderLayer ×4" in out.read_text()
+
+
+def test_the_cli_says_how_to_get_modules_into_an_expression(tmp_path, capsys) -> None:  # noqa: ANN001
+    from graphviz_app import cli
+
+    code = cli.main(["render", "(x * 2).sum()", "--var", "x=torch.ones(2, requires_grad=True)",
+                     "-o", str(tmp_path / "x.dot"), "--depth", "1"])
+    assert code == 0
+    assert 'build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)"' in capsys.readouterr().err
