@@ -173,9 +173,9 @@ def _render(args: argparse.Namespace) -> int:
     traced = call_with_large_stack(_trace_target, args)
     graph = collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
-        hint = ("; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
-                if _SCRIPT.match(args.target or "") else
-                "; here: build the layers with nn.* modules, e.g. --var \"lin=nn.Linear(3, 2)\", and call them")
+        hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+        if not _SCRIPT.match(args.target or ""):
+            hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         color_by = "gradient" if args.gradients else "device"
