@@ -71,6 +71,10 @@ def construct(what: str, name: str, args: Sequence[_Operand], kwargs: dict[str, 
     held = [v for v in [*values, *kwargs.values()] if isinstance(v, ProgramModule)]
     if kind in ("layer", "plain") and held:
         raise Refused(f"{what} takes sizes and options, not a module ({held[0].type_name})", kind="input")
+    if any(isinstance(v, torch.Tensor) for v in [*values, *kwargs.values()]):
+        # Embedding's 8th argument (_weight) would make a program tensor its parameter.
+        raise Refused(f"{what} takes sizes and options, not tensors: its parameters are made for it",
+                      kind="input")
     if kind == "container" and not all(isinstance(v, ProgramModule) for v in values):
         bad = next(v for v in values if not isinstance(v, ProgramModule))
         raise Refused(f"{what} holds modules only, found a {type(bad).__name__}: "
@@ -198,12 +202,18 @@ def _charge_parameters(what: str, tensors: list[torch.Tensor], budget: Budget) -
 
 
 class _Sizes(TorchDispatchMode):
-    """Counts what every op of a meta forward makes: the largest tensor and all bytes."""
+    """Counts what every op of a forward makes: the largest tensor and all bytes.
 
-    def __init__(self) -> None:
+    With `budget`, it stops a real forward as soon as the count breaks the
+    limits (for a call torch could not size on meta first).
+    """
+
+    def __init__(self, budget: Budget | None = None, what: str = "") -> None:
         super().__init__()
         self.largest = 0
         self.nbytes = 0
+        self.budget = budget
+        self.what = what
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -211,6 +221,8 @@ class _Sizes(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 self.largest = max(self.largest, t.numel())
                 self.nbytes += t.numel() * t.element_size()
+                if self.budget is not None:
+                    self.budget.before(f"{self.what} (on the way)", t.numel(), self.nbytes)
         return out
 
 
@@ -229,10 +241,14 @@ def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs:
     values = [v for _, v in args]
     if any(isinstance(v, ProgramModule) for v in [*values, *kwargs.values()]):
         raise Refused(f"{what}: a module takes tensors, not another module", kind="input")
-    if budget is not None:
-        _precheck_call(what, pm, values, kwargs, budget)
+    sized = budget is None or _precheck_call(what, pm, values, kwargs, budget)
     try:
-        return pm.module(*values, **kwargs)
+        if sized:
+            return pm.module(*values, **kwargs)
+        with _Sizes(budget, what) as guard:
+            result = pm.module(*values, **kwargs)
+        budget.used += guard.nbytes  # type: ignore[union-attr]
+        return result
     except Refused:
         raise
     except Exception as e:  # noqa: BLE001 - explained for people
@@ -242,16 +258,14 @@ def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs:
         raise Refused(message, kind) from e
 
 
-def _precheck_call(what: str, pm: ProgramModule, values: list[Any], kwargs: dict[str, Any], budget: Budget) -> None:
+def _precheck_call(what: str, pm: ProgramModule, values: list[Any], kwargs: dict[str, Any], budget: Budget) -> bool:
+    """Refuse a call whose forward breaks the limits on meta; False if meta could not run it."""
     sizes, flops = _Sizes(), FlopCounterMode(display=False)
     try:
         with torch.no_grad(), flops, sizes:
             pm.meta(*[_to_meta(v) for v in values], **{k: _to_meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - the real call raises it with the program's values
-        # The real call must fail the same way (same shapes); run it on nothing big.
-        if any(isinstance(v, torch.Tensor) and v.numel() > budget.limits.max_tensor_elements for v in values):
-            raise Refused(f"{what} cannot be sized before it runs", kind="limit") from None
-        return
+        return False  # run for real under a guard that stops at the limits
     if sizes.largest > budget.limits.max_tensor_elements:
         budget.before(f"{what} (a tensor on the way)", sizes.largest, 0)
     budget.before(f"{what} (every tensor its forward keeps for backward)", 0, sizes.nbytes)
@@ -263,6 +277,7 @@ def _precheck_call(what: str, pm: ProgramModule, values: list[Any], kwargs: dict
             "(Limits.max_multiply_adds), as one call cannot be stopped once started: use smaller inputs or layers"
         )
     budget.used += sizes.nbytes
+    return True
 
 
 def index_module(label: str, pm: ProgramModule, index: Any) -> ProgramModule:

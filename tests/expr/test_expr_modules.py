@@ -281,3 +281,22 @@ def test_the_cli_says_how_to_get_modules_into_an_expression(tmp_path, capsys) ->
                      "-o", str(tmp_path / "x.dot"), "--depth", "1"])
     assert code == 0
     assert 'build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)"' in capsys.readouterr().err
+
+
+def test_a_program_tensor_cannot_become_a_modules_parameter() -> None:
+    # nn.Embedding's eighth positional argument is _weight: the program's tensor as its weight.
+    err = refused("w = torch.ones(2, 2)\ne = nn.Embedding(2, 2, None, None, 2.0, False, False, w)\ntorch.ones(1)")
+    assert "takes sizes and options, not tensors" in err.message and err.line == 2
+
+
+def test_a_call_torch_cannot_size_on_meta_is_stopped_by_a_guard_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphviz_app.expr import modules
+
+    def no_meta(value):  # noqa: ANN001, ANN202
+        raise RuntimeError("no meta kernel")
+
+    monkeypatch.setattr(modules, "_to_meta", no_meta)
+    ok = evaluate("l = nn.Linear(3, 2)\nl(torch.ones(4, 3, requires_grad=True)).sum()")
+    assert ok.output.grad_fn is not None
+    err = refused("l = nn.Linear(2000, 2000)\nx = torch.ones(2000, 2000)\nfor i in range(10):\n    x = l(x)\nx.sum()")
+    assert err.line == 4 and "(on the way)" in err.message and "Limits.max_total_bytes" in err.message
