@@ -71,14 +71,14 @@ def construct(what: str, name: str, args: Sequence[_Operand], kwargs: dict[str, 
     held = [v for v in [*values, *kwargs.values()] if isinstance(v, ProgramModule)]
     if kind in ("layer", "plain") and held:
         raise Refused(f"{what} takes sizes and options, not a module ({held[0].type_name})", kind="input")
-    if any(isinstance(v, torch.Tensor) for v in [*values, *kwargs.values()]):
-        # Embedding's 8th argument (_weight) would make a program tensor its parameter.
-        raise Refused(f"{what} takes sizes and options, not tensors: its parameters are made for it",
-                      kind="input")
     if kind == "container" and not all(isinstance(v, ProgramModule) for v in values):
         bad = next(v for v in values if not isinstance(v, ProgramModule))
         raise Refused(f"{what} holds modules only, found a {type(bad).__name__}: "
                       "build each layer first, e.g. nn.Sequential(nn.Linear(4, 8), nn.ReLU())", kind="input")
+    if any(isinstance(v, torch.Tensor) for v in [*values, *kwargs.values()]):
+        # Embedding's 8th argument (_weight) would make a program tensor its parameter.
+        raise Refused(f"{what} takes sizes and options, not tensors: its parameters are made for it",
+                      kind="input")
     if "device" in kwargs:
         check_device(kwargs["device"])
     if kind == "layer":
