@@ -5,20 +5,34 @@ Since torch 2.1x an autograd node keeps the Python object that Python code
 and freeing such a chain recurses in C++ once per node: a graph of more than
 about 100,000 ops walked from Python then crashes the process with a stack
 overflow when it is freed on a default 8 MiB stack. Building, tracing and
-freeing the graph inside `call_with_large_stack` avoids that.
+freeing the graph inside `call_with_large_stack` avoids that, and
+`release_in_order` makes a traced graph free one node at a time wherever it is
+dropped.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEEP_STACK_BYTES", "call_with_large_stack"]
+__all__ = [
+    "DEEP_STACK_BYTES",
+    "DEEP_THREAD_NAME",
+    "FREE_GUARD_NODES",
+    "call_with_large_stack",
+    "consumers_first",
+    "on_deep_stack",
+    "release_in_order",
+]
 
 T = TypeVar("T")
 
 DEEP_STACK_BYTES = 1 << 30  # virtual; only the pages touched are used
+DEEP_THREAD_NAME = "graphviz-app-deep-stack"
+# Freeing crashes near 100,000 walked ops on an 8 MiB stack; guard well below.
+FREE_GUARD_NODES = 50_000
 
 _stack_size_lock = threading.Lock()
 
@@ -44,7 +58,7 @@ def call_with_large_stack(fn: Callable[..., T], *args: Any, stack_bytes: int = D
     with _stack_size_lock:  # threading.stack_size is process-wide
         previous = threading.stack_size(stack_bytes)
         try:
-            worker = threading.Thread(target=target, name="graphviz-app-deep-stack", daemon=True)
+            worker = threading.Thread(target=target, name=DEEP_THREAD_NAME, daemon=True)
             worker.start()
         finally:
             threading.stack_size(previous)
@@ -52,3 +66,87 @@ def call_with_large_stack(fn: Callable[..., T], *args: Any, stack_bytes: int = D
     if error:
         raise error[0]
     return result[0]
+
+
+def on_deep_stack() -> bool:
+    """Whether this code runs inside `call_with_large_stack`."""
+    return threading.current_thread().name == DEEP_THREAD_NAME
+
+
+def consumers_first(ids: Iterable[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> list[Hashable]:
+    """`ids` ordered so that every id comes after all ids it feeds (`edges` are (src, dst)).
+
+    Edges naming ids outside `ids` are ignored; ids on a cycle (none in
+    autograd) come last, in their given order.
+
+    >>> consumers_first(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")])
+    ['c', 'b', 'a']
+    """
+    order = list(ids)
+    known = set(order)
+    feeds: dict[Hashable, list[Hashable]] = {i: [] for i in order}
+    consumers = dict.fromkeys(order, 0)
+    for src, dst in edges:
+        if src in known and dst in known:
+            feeds[dst].append(src)
+            consumers[src] += 1
+    ready = deque(i for i in order if consumers[i] == 0)
+    out: list[Hashable] = []
+    while ready:
+        node = ready.popleft()
+        out.append(node)
+        for src in feeds[node]:
+            consumers[src] -= 1
+            if consumers[src] == 0:
+                ready.append(src)
+    if len(out) < len(order):
+        placed = set(out)
+        out.extend(i for i in order if i not in placed)
+    return out
+
+
+class _Keeper:
+    """Holds walked autograd nodes until the cyclic garbage collector frees it.
+
+    It refers to itself, so dropping the outputs that carry it frees nothing
+    at once: the collector frees it later, from a shallow stack, and the
+    list then drops its nodes last to first, consumers before producers.
+    """
+
+    __slots__ = ("nodes", "cycle", "__weakref__")
+
+    def __init__(self, nodes: list[Any]) -> None:
+        self.nodes = nodes
+        self.cycle = self
+
+
+def release_in_order(holders: Sequence[Any], nodes_consumers_first: Sequence[Any]) -> bool:
+    """Make the graph behind `holders` free one node at a time, wherever it is dropped.
+
+    Once Python has walked a grad_fn chain, torch frees it recursively, one
+    C stack frame per node (a crash past ~100,000 ops). This keeps a Python
+    reference to every walked node, carried by each holder (the traced
+    output tensors): when the last holder dies, the nodes stay alive until
+    the garbage collector drops them in `nodes_consumers_first` order, so
+    each node's consumers are gone before it and freeing never nests. The
+    graph's memory is thus returned at the next collection (`gc.collect()`
+    forces it) rather than at once. An intermediate tensor of the chain that
+    outlives the outputs still frees its part of the graph recursively.
+
+    Returns False if a holder refuses attributes; nothing is kept then.
+    """
+    # list.__del__ drops items from the end: put the first to free last.
+    keeper = _Keeper(list(reversed(nodes_consumers_first)))
+    try:
+        for holder in holders:
+            holder._graphviz_app_release = keeper
+    except (AttributeError, TypeError):
+        for holder in holders:
+            try:
+                del holder._graphviz_app_release
+            except AttributeError:
+                pass
+        keeper.nodes.clear()  # nothing freed yet: the holders still own the graph
+        keeper.cycle = None
+        return False
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import torch
 
 from ._autograd import FREED, output_metadata, saved_values
+from .deep import FREE_GUARD_NODES, consumers_first, on_deep_stack, release_in_order
 from .errors import NoGradFnError, TraceError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind
 from .tensor_info import TensorDescriber
@@ -63,7 +65,18 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
-    return walker.walk(with_graph)
+    graph = walker.walk(with_graph)
+    if walker.unguarded:
+        warnings.warn(_UNGUARDED, RuntimeWarning, stacklevel=2)
+    return graph
+
+
+_UNGUARDED = (
+    "trace() walked more than {FREE_GUARD_NODES:,} autograd nodes and could not mark "
+    "the outputs for a safe free: freeing this graph on this thread may crash the "
+    "process (a stack overflow in torch). Build, trace and free it inside "
+    "graphviz_app.deep.call_with_large_stack(...)"
+).replace("{FREE_GUARD_NODES:,}", f"{FREE_GUARD_NODES:,}")
 
 
 def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
@@ -168,6 +181,7 @@ class _Walker:
         self.queue: deque[Any] = deque()
         self.truncated = False
         self.freed = 0
+        self.unguarded = False
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -203,8 +217,19 @@ class _Walker:
             self.notes.append(
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
+        if len(self.fn_ids) > FREE_GUARD_NODES:
+            self._guard_free([t for _, t in outputs])
         self.alive.clear()
         return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
+
+    def _guard_free(self, outputs: list[torch.Tensor]) -> None:
+        """Let a big walked graph be freed node by node (see deep.release_in_order)."""
+        fns = {self.fn_ids[id(f)]: f for f in self.alive if id(f) in self.fn_ids}
+        data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
+        order = consumers_first(list(fns), data)
+        if not release_in_order(outputs, [fns[i] for i in order]) and not on_deep_stack():
+            self.unguarded = True
+            self.notes.append(_UNGUARDED)
 
     def _view_base(self, base: torch.Tensor) -> str:
         """The node of a view's base tensor, one per base however many views share it."""

@@ -1,0 +1,94 @@
+"""Freeing a big traced graph: no crash on the default stack (issue 12.2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import graphviz_app.tracer as tracer_module
+from graphviz_app import trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FREE_SCRIPT = textwrap.dedent(
+    """
+    import gc, sys, warnings, torch
+    from graphviz_app import trace
+    warnings.simplefilter("error")  # a warning would mean the free is not guarded
+    x = torch.zeros(1, requires_grad=True)
+    y = x
+    for i in range(300_000):
+        y = y * 1.0 if i % 1000 else y + x  # a chain with skip edges to the leaf
+    graph = trace(y, {"x": x}, show_saved=False, show_attrs=False)
+    print("traced", len(graph.nodes), flush=True)
+    del y
+    {finish}
+    print("freed", flush=True)
+    """
+)
+
+
+def _run(finish: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    script = FREE_SCRIPT.replace("{finish}", finish)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("finish", ["gc.collect()", "pass"], ids=["del-then-collect", "del-then-exit"])
+def test_a_300k_chain_traced_on_the_main_thread_frees_without_a_crash(finish: str) -> None:
+    """Before the fix: exit code -11 (SIGSEGV) right after 'traced'."""
+    done = _run(finish)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr[-2000:]}"
+    assert done.stdout.split() == ["traced", "300002", "freed"]
+
+
+def test_the_saved_memory_of_a_guarded_graph_is_returned_at_the_next_collection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    x = torch.zeros(3, requires_grad=True)
+    big = torch.ones(3)
+    big_ref = weakref.ref(big)
+    y = x * big
+    del big
+    for _ in range(20):
+        y = y * 1.0
+    trace(y)
+    del y
+    gc.collect()
+    assert big_ref() is None, "the graph (and the tensor it saved) must be freed"
+
+
+def test_an_unguarded_big_walk_warns_with_the_fix_and_notes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(tracer_module, "release_in_order", lambda *a: False)
+    x = torch.zeros(3, requires_grad=True)
+    y = x
+    for _ in range(20):
+        y = y * 1.0
+    with pytest.warns(RuntimeWarning, match=r"call_with_large_stack") as caught:
+        graph = trace(y)
+    assert caught[0].filename == __file__, "the warning must point at the caller's line"
+    assert any("call_with_large_stack" in n for n in graph.notes)
+
+
+def test_a_small_walk_neither_warns_nor_marks_the_outputs() -> None:
+    x = torch.zeros(3, requires_grad=True)
+    y = (x * 2).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace(y)
+    assert not hasattr(y, "_graphviz_app_release")
