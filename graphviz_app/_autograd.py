@@ -12,12 +12,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["SavedValue", "saved_values", "output_metadata", "FREED"]
+__all__ = ["SavedValue", "saved_values", "output_metadata", "FREED", "MODIFIED"]
 
 _SAVED_PREFIX = "_saved_"
 
 # Marks a saved tensor that backward() has already released.
 FREED = object()
+# Marks a saved tensor modified in place after it was saved (torch refuses to unpack it).
+MODIFIED = object()
 
 SavedValue = tuple[str, Any]
 
@@ -50,17 +52,24 @@ def saved_values(fn: Any) -> list[SavedValue]:
     if _is_custom_function(fn):
         try:
             tensors = fn.saved_tensors
-        except RuntimeError:
-            return [("saved_tensors", FREED)]
+        except RuntimeError as e:
+            return [("saved_tensors", _unreadable(e))]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
     out: list[SavedValue] = []
     for attr in _saved_names(fn):
         try:
             value = getattr(fn, attr)
-        except RuntimeError:  # "Trying to backward through the graph a second time"
-            value = FREED
+        except RuntimeError as e:
+            value = _unreadable(e)
         out.append((attr[len(_SAVED_PREFIX):], _signed(value)))
     return out
+
+
+def _unreadable(error: RuntimeError) -> object:
+    # torch says "...has been modified by an inplace operation..." for a saved
+    # tensor changed in place, and "Trying to backward through the graph a
+    # second time..." for one backward() released.
+    return MODIFIED if "modified by an inplace operation" in str(error) else FREED
 
 
 _INT64_SIGN = 1 << 63

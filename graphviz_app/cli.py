@@ -157,7 +157,7 @@ def _render(args: argparse.Namespace) -> int:
         path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
-    print(f"wrote {path} ({graph.summary()})")
+    print(f"wrote {path} ({graph.summary(saved_traced=not args.no_saved)})")
     return EXIT_OK
 
 

@@ -19,8 +19,18 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    if not t.is_nested:
+        return tuple(t.shape)
+    # A nested tensor's parts differ in size (torch has no plain shape for
+    # it): give the padded shape, as to_padded_tensor() would make it.
+    parts = t.detach().unbind()
+    dims = [max((p.shape[d] for p in parts), default=0) for d in range(t.dim() - 1)]
+    return (len(parts), *dims)
+
+
 def _values(t: torch.Tensor) -> tuple[Scalar, ...] | None:
-    if t.numel() > MAX_VALUES or t.is_sparse or t.device.type == "meta":
+    if t.numel() > MAX_VALUES or t.is_sparse or t.is_nested or t.device.type == "meta":
         return None
     try:
         flat = t.detach().reshape(-1).cpu().tolist()
@@ -48,10 +58,13 @@ class TensorDescriber:
 
     def _storage_id(self, t: torch.Tensor) -> str | None:
         try:
-            ptr = t.untyped_storage().data_ptr()
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
         except (RuntimeError, NotImplementedError):
             return None
-        key = (str(t.device), ptr)
+        # Meta and empty storages all have address 0: tell them apart by the
+        # storage object itself, alive while the walk keeps its tensors.
+        key = (str(t.device), ptr) if ptr else (str(t.device), -storage._cdata)
         if key not in self._storages:
             self._storages[key] = f"s{len(self._storages)}"
         return self._storages[key]
@@ -60,7 +73,7 @@ class TensorDescriber:
         """A full record of `t`, with values when it has at most 16 elements."""
         return TensorInfo(
             name=name,
-            shape=tuple(t.shape),
+            shape=_shape(t),
             dtype=dtype_name(t.dtype),
             device=str(t.device),
             numel=t.numel(),

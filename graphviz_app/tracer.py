@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, output_metadata, saved_values
+from ._autograd import FREED, MODIFIED, output_metadata, saved_values
 from .deep import FREE_GUARD_NODES, consumers_first, on_deep_stack, release_in_order
 from .errors import NoGradFnError, TraceError
-from .model import Edge, EdgeKind, Graph, Node, NodeKind
+from .model import MODIFIED_IN_PLACE, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
 from .tensor_info import TensorDescriber
 
 __all__ = ["trace"]
@@ -39,8 +39,8 @@ def trace(
             of (name, tensor) pairs, so `model.named_parameters()` works.
         show_saved: add a node for each tensor an op saved for backward.
         show_attrs: keep ops' non-tensor attributes (dim, alpha, ...).
-        max_nodes: stop adding op and leaf nodes past this many; the graph
-            is then marked `truncated`.
+        max_nodes: the most nodes of any kind (outputs, ops, leaves, saved
+            tensors) the graph holds; past it the graph is marked `truncated`.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -82,14 +82,24 @@ _UNGUARDED = (
 def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
     found: list[tuple[str, torch.Tensor]] = []
     notes: list[str] = []
+    # id -> path of each container opened: a list that contains itself (or one
+    # shared many times) is opened once, so flattening always ends.
+    opened: dict[int, str] = {}
     stack: list[tuple[str, Any]] = [("output", outputs)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, torch.Tensor):
             found.append((path, value))
+        elif isinstance(value, (Mapping, tuple, list)) and id(value) in opened:
+            notes.append(
+                f"{path} is the same {type(value).__name__} as {opened[id(value)]}: "
+                "its tensors are traced once, under that name"
+            )
         elif isinstance(value, Mapping):
+            opened[id(value)] = path
             stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
         elif isinstance(value, (tuple, list)):
+            opened[id(value)] = path
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
         else:
             notes.append(f"{path} is a {type(value).__name__}, not a tensor: ignored")
@@ -181,10 +191,18 @@ class _Walker:
         self.queue: deque[Any] = deque()
         self.truncated = False
         self.freed = 0
+        self.modified = 0
         self.unguarded = False
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
+
+    def _room(self) -> bool:
+        """Whether one more node fits under max_nodes; marks the graph truncated if not."""
+        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+            self.truncated = True
+            return False
+        return True
 
     def walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
         # Millions of small records would make the cyclic GC rescan them over
@@ -198,10 +216,15 @@ class _Walker:
                 gc.enable()
 
     def _walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
-        for path, t in outputs:
+        for shown, (path, t) in enumerate(outputs):
+            if not self._room():
+                self.notes.append(f"{len(outputs) - shown} output(s) from {path} on are not shown")
+                break
             out_id = self._new_id()
             self.nodes.append(Node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
-            if t._is_view():  # torchviz draws an output's view base too
+            if t.is_nested:
+                self.notes.append(f"{path} is a nested tensor: its shape is shown padded to its largest part")
+            if t._is_view() and self._room():  # torchviz draws an output's view base too
                 self.edges.append(Edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
             fn_id = self._discover(t.grad_fn)
             if fn_id is not None:  # None: cut off by max_nodes
@@ -212,6 +235,12 @@ class _Walker:
             self.notes.append(
                 f"{self.freed} saved tensor(s) were already freed by backward(); "
                 "trace before backward(), or call backward(retain_graph=True), to see them"
+            )
+        if self.modified:
+            self.notes.append(
+                f"{self.modified} saved tensor(s) were modified in place after the op saved them: "
+                "backward() through this graph will fail; use the out-of-place op (x = x.add(1), "
+                "not x.add_(1)) or .clone() before modifying"
             )
         if self.truncated:
             self.notes.append(
@@ -246,8 +275,7 @@ class _Walker:
         known = self.fn_ids.get(id(fn))
         if known is not None:
             return known
-        if self.max_nodes is not None and len(self.fn_ids) >= self.max_nodes:
-            self.truncated = True
+        if not self._room():
             return None
         node_id = self._new_id()
         self.fn_ids[id(fn)] = node_id
@@ -296,19 +324,25 @@ class _Walker:
             self.nodes[index] = dataclasses.replace(self.nodes[index], attrs=tuple(attrs))
 
     def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
+        if not self._room():
+            return
         saved_id = self._new_id()
         if t is FREED:
             self.freed += 1
             info = TensorDescriber.freed(name)
+        elif t is MODIFIED:  # torch refuses to unpack it: nothing is known of it either
+            self.modified += 1
+            info = TensorDescriber.freed(name)
         else:
             info = self.describe.describe(t, name)
-        self.nodes.append(Node(saved_id, NodeKind.SAVED, name, info))
+        state = ((STATE_ATTR, MODIFIED_IN_PLACE),) if t is MODIFIED else ()
+        self.nodes.append(Node(saved_id, NodeKind.SAVED, name, info, state))
         self.edges.append(Edge(saved_id, owner, EdgeKind.SAVED))
 
 
 def _tensors_in(value: Any) -> list[tuple[str, Any]] | None:
-    """The tensors (or FREED marks) in a saved value, or None if it holds none."""
-    if value is FREED or isinstance(value, torch.Tensor):
+    """The tensors (or FREED / MODIFIED marks) in a saved value, or None if it holds none."""
+    if value is FREED or value is MODIFIED or isinstance(value, torch.Tensor):
         return [("", value)]
     if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
         return [(f"[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
