@@ -237,6 +237,19 @@ class Graph:
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
 
+    def __repr__(self) -> str:
+        # The dataclass repr of a ResNet's graph runs to 100,000+ characters.
+        kinds = Counter(n.kind.value for n in self.nodes)
+        parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        extra = (", truncated" if self.truncated else "") + (
+            f", {len(self.notes)} note(s) in .notes" if self.notes else ""
+        )
+        return (
+            f"<Graph: {len(self.nodes)} nodes ({parts or 'none'}), {len(self.edges)} edges{extra}; "
+            '.summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") '
+            "to draw it>"
+        )
+
     def node(self, node_id: str) -> Node:
         """The node with this id. Raises KeyError naming the id if absent."""
         for n in self.nodes:

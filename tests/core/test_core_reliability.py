@@ -156,3 +156,15 @@ def test_summary_splits_memory_per_device() -> None:
     summary = graph.summary()
     assert summary.activation_bytes == (("cpu", 32), ("meta", 16))
     assert "activations held 32 B on cpu + 16 B on meta" in str(summary)
+
+
+def test_graph_repr_is_short_and_says_how_to_see_more() -> None:
+    """Before: the dataclass repr, 110,129 characters for ResNet-18."""
+    torch.manual_seed(0)
+    blocks = [nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()) for _ in range(12)]
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+    graph = trace(model(torch.randn(2, 3, 16, 16)), dict(model.named_parameters()))
+    text = repr(graph)
+    assert len(graph.nodes) > 100 and len(text) < 300 and "\n" not in text
+    assert text.startswith(f"<Graph: {len(graph.nodes)} nodes (")
+    assert ".summary()" in text and "save(graph" in text
