@@ -12,6 +12,8 @@ dropped.
 
 from __future__ import annotations
 
+import gc
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -25,6 +27,7 @@ __all__ = [
     "consumers_first",
     "on_deep_stack",
     "release_in_order",
+    "sweep_released",
 ]
 
 T = TypeVar("T")
@@ -106,18 +109,72 @@ def consumers_first(ids: Iterable[Hashable], edges: Iterable[tuple[Hashable, Has
 
 
 class _Keeper:
-    """Holds walked autograd nodes until the cyclic garbage collector frees it.
+    """Holds walked autograd nodes until the graph's outputs are gone, then drops them in order.
 
-    It refers to itself, so dropping the outputs that carry it frees nothing
-    at once: the collector frees it later, from a shallow stack, and the
-    list then drops its nodes last to first, consumers before producers.
+    It refers to itself, so the death of the outputs that carry it frees
+    nothing at once (a tensor drops its attributes before its grad_fn): a
+    sweep after each garbage collection (or the collector itself) releases
+    it later, from a shallow stack, and the list then drops its nodes last
+    to first, consumers before producers.
     """
 
     __slots__ = ("nodes", "cycle", "__weakref__")
 
     def __init__(self, nodes: list[Any]) -> None:
         self.nodes = nodes
-        self.cycle = self
+        self.cycle: _Keeper | None = self
+
+    def release(self) -> None:
+        nodes, self.nodes, self.cycle = self.nodes, [], None
+        del nodes  # list.__del__ drops items from the end
+
+
+# Keepers whose outputs may still be alive. Swept after every collection, so
+# a big graph's memory comes back soon after its outputs die, not only at
+# the next full collection.
+_kept: list[_Keeper] = []
+
+
+def _holders(keeper: _Keeper) -> int:
+    return sys.getrefcount(keeper)
+
+
+def _unheld_count() -> int:
+    """What `_holders` says of a kept keeper that nothing else holds."""
+    probe = _Keeper([])
+    box = [probe]
+    del probe
+    for keeper in box:
+        return _holders(keeper)
+    raise AssertionError("unreachable")
+
+
+_UNHELD = _unheld_count()
+
+
+def sweep_released() -> int:
+    """Release the kept graphs whose outputs are all gone; return how many were released."""
+    if not _kept:
+        return 0
+    still: list[_Keeper] = []
+    released = 0
+    for keeper in _kept:
+        if _holders(keeper) <= _UNHELD:
+            keeper.release()
+            released += 1
+        else:
+            still.append(keeper)
+        del keeper
+    _kept[:] = still
+    return released
+
+
+def _after_collection(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop" and _kept:
+        sweep_released()
+
+
+gc.callbacks.append(_after_collection)
 
 
 def release_in_order(holders: Sequence[Any], nodes_consumers_first: Sequence[Any]) -> bool:
@@ -127,14 +184,15 @@ def release_in_order(holders: Sequence[Any], nodes_consumers_first: Sequence[Any
     C stack frame per node (a crash past ~100,000 ops). This keeps a Python
     reference to every walked node, carried by each holder (the traced
     output tensors): when the last holder dies, the nodes stay alive until
-    the garbage collector drops them in `nodes_consumers_first` order, so
-    each node's consumers are gone before it and freeing never nests. The
-    graph's memory is thus returned at the next collection (`gc.collect()`
-    forces it) rather than at once. An intermediate tensor of the chain that
-    outlives the outputs still frees its part of the graph recursively.
+    the next garbage collection (of any generation; `gc.collect()` forces
+    it), which drops them in `nodes_consumers_first` order, so each node's
+    consumers are gone before it and freeing never nests. An intermediate
+    tensor of the chain that outlives the outputs still frees its part of
+    the graph recursively.
 
     Returns False if a holder refuses attributes; nothing is kept then.
     """
+    sweep_released()
     # list.__del__ drops items from the end: put the first to free last.
     keeper = _Keeper(list(reversed(nodes_consumers_first)))
     try:
@@ -146,7 +204,7 @@ def release_in_order(holders: Sequence[Any], nodes_consumers_first: Sequence[Any
                 del holder._graphviz_app_release
             except AttributeError:
                 pass
-        keeper.nodes.clear()  # nothing freed yet: the holders still own the graph
-        keeper.cycle = None
+        keeper.release()  # nothing freed yet: the holders still own the graph
         return False
+    _kept.append(keeper)
     return True

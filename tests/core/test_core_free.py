@@ -92,3 +92,26 @@ def test_a_small_walk_neither_warns_nor_marks_the_outputs() -> None:
         warnings.simplefilter("error")
         trace(y)
     assert not hasattr(y, "_graphviz_app_release")
+
+
+def test_a_guarded_graph_is_freed_soon_after_its_output_dies_without_a_full_collection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A training loop tracing every step must not pile graphs up until a full collection."""
+    import weakref
+
+    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    refs = []
+    for _ in range(3):
+        x = torch.zeros(3, requires_grad=True)
+        big = torch.ones(3)
+        refs.append(weakref.ref(big))
+        y = x * big
+        del big
+        for _ in range(20):
+            y = y * 1.0
+        trace(y)
+        del y
+        junk = [[] for _ in range(5000)]  # enough allocations for a young collection
+        del junk
+    assert [r() is None for r in refs] == [True, True, True]
