@@ -76,36 +76,42 @@ def on_deep_stack() -> bool:
     return threading.current_thread().name == DEEP_THREAD_NAME
 
 
-def consumers_first(ids: Iterable[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> list[Hashable]:
-    """`ids` ordered so that every id comes after all ids it feeds (`edges` are (src, dst)).
+def consumers_first(ids: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> list[int]:
+    """Positions in `ids`, ordered so each comes after all the ids it feeds (`edges`: (src, dst)).
 
     Edges naming ids outside `ids` are ignored; ids on a cycle (none in
     autograd) come last, in their given order.
 
     >>> consumers_first(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")])
-    ['c', 'b', 'a']
+    [2, 1, 0]
     """
-    order = list(ids)
-    known = set(order)
-    feeds: dict[Hashable, list[Hashable]] = {i: [] for i in order}
-    consumers = dict.fromkeys(order, 0)
+    # Kahn's algorithm on list positions: this runs on 50,000+ node graphs.
+    position = {k: i for i, k in enumerate(ids)}
+    consumers = [0] * len(ids)
+    feeds: list[list[int] | None] = [None] * len(ids)
     for src, dst in edges:
-        if src in known and dst in known:
-            feeds[dst].append(src)
-            consumers[src] += 1
-    ready = deque(i for i in order if consumers[i] == 0)
-    out: list[Hashable] = []
-    while ready:
-        node = ready.popleft()
-        out.append(node)
-        for src in feeds[node]:
-            consumers[src] -= 1
-            if consumers[src] == 0:
-                ready.append(src)
-    if len(out) < len(order):
-        placed = set(out)
-        out.extend(i for i in order if i not in placed)
-    return out
+        s, d = position.get(src), position.get(dst)
+        if s is None or d is None:
+            continue
+        consumers[s] += 1
+        fed = feeds[d]
+        if fed is None:
+            feeds[d] = [s]
+        else:
+            fed.append(s)
+    order = [i for i, c in enumerate(consumers) if c == 0]
+    k = 0
+    while k < len(order):
+        fed = feeds[order[k]]
+        k += 1
+        for s in fed or ():
+            consumers[s] -= 1
+            if consumers[s] == 0:
+                order.append(s)
+    if len(order) < len(ids):
+        placed = set(order)
+        order.extend(i for i in range(len(ids)) if i not in placed)
+    return order
 
 
 class _Keeper:

@@ -253,9 +253,11 @@ class _Walker:
 
     def _guard_free(self, outputs: list[torch.Tensor]) -> None:
         """Let a big walked graph be freed node by node (see deep.release_in_order)."""
-        fns = {self.fn_ids[id(f)]: f for f in self.alive if id(f) in self.fn_ids}
+        # fn_ids and the fns in self.alive share discovery order (view bases aside).
+        bases = {id(b) for b in self.alive if id(b) not in self.fn_ids} if self.base_ids else set()
+        fns = [f for f in self.alive if id(f) not in bases] if bases else self.alive
         data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
-        order = consumers_first(list(fns), data)
+        order = consumers_first(list(self.fn_ids.values()), data)
         if not release_in_order(outputs, [fns[i] for i in order]) and not on_deep_stack():
             self.unguarded = True
             self.notes.append(_UNGUARDED)
