@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import SchemaError
+from .summary import Summary, human_bytes, summarize
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -164,62 +165,6 @@ class Edge:
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
-    """Counts and memory of a graph, for one-line display.
-
-    `activation_bytes` is the memory the graph itself keeps alive: saved
-    tensors that are not leaf tensors (not parameters, not inputs with
-    requires_grad), counted once per storage, per device. `param_bytes` is
-    the memory of the leaf tensors the graph refers to (mostly parameters,
-    which exist anyway), per device. `saved_traced` is False when the graph
-    was traced with `show_saved=False` (activation memory unknown), None when
-    the graph holds no saved tensor and it is not known whether they were
-    traced. `freed_saved` counts saved tensors already released.
-    """
-
-    nodes: int
-    edges: int
-    nodes_by_kind: tuple[tuple[str, int], ...]
-    edges_by_kind: tuple[tuple[str, int], ...]
-    devices: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    activation_bytes: tuple[tuple[str, int], ...] = ()
-    param_bytes: tuple[tuple[str, int], ...] = ()
-    saved_traced: bool | None = True
-    freed_saved: int = 0
-
-    @property
-    def activations_total(self) -> int:
-        """Bytes held by the graph's saved activations, all devices together."""
-        return sum(b for _, b in self.activation_bytes)
-
-    @property
-    def params_total(self) -> int:
-        return sum(b for _, b in self.param_bytes)
-
-    def __str__(self) -> str:
-        devices = ", ".join(self.devices) or "none"
-        if self.saved_traced is False:
-            held = "not traced (show_saved=False)"
-        elif self.saved_traced is None and not self.activation_bytes:
-            held = "none seen"
-        else:
-            held = _per_device(self.activation_bytes)
-        if self.freed_saved:
-            held += f" ({self.freed_saved} freed by backward)"
-        return (
-            f"{self.nodes} nodes, {self.edges} edges, activations held {held}, "
-            f"parameters referenced {_per_device(self.param_bytes)}, devices: {devices}"
-        )
-
-
-def _per_device(by_device: tuple[tuple[str, int], ...]) -> str:
-    if len(by_device) <= 1:
-        return human_bytes(by_device[0][1] if by_device else 0)
-    return " + ".join(f"{human_bytes(b)} on {d}" for d, b in by_device)
-
-
-@dataclass(frozen=True, slots=True)
 class Graph:
     """An autograd graph: nodes in walk order and the edges between them.
 
@@ -238,7 +183,11 @@ class Graph:
     nonfinite_origin: str | None = None
 
     def __repr__(self) -> str:
-        # The dataclass repr of a ResNet's graph runs to 100,000+ characters.
+        """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
+
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") to draw it>
+        """
         kinds = Counter(n.kind.value for n in self.nodes)
         parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
         extra = (", truncated" if self.truncated else "") + (
@@ -277,53 +226,9 @@ class Graph:
         """Node and edge counts per kind, devices, dtypes, and memory per device.
 
         Pass `saved_traced=False` for a graph traced with `show_saved=False`
-        so its activation memory reads "not traced", not "0 B".
+        so its activation memory reads "not traced", not "0 B" (see `Summary`).
         """
-        devices: set[str] = set()
-        dtypes: set[str] = set()
-        for n in self.nodes:
-            t = n.tensor
-            if t is None or t.freed:  # a freed tensor's device and dtype are "unknown"
-                continue
-            devices.add(t.device)
-            dtypes.add(t.dtype)
-        activations, params, freed = self._memory()
-        if saved_traced is None and activations:
-            saved_traced = True
-        node_kinds = Counter(n.kind.value for n in self.nodes)
-        edge_kinds = Counter(e.kind.value for e in self.edges)
-        return Summary(
-            nodes=len(self.nodes),
-            edges=len(self.edges),
-            nodes_by_kind=tuple(sorted(node_kinds.items())),
-            edges_by_kind=tuple(sorted(edge_kinds.items())),
-            devices=tuple(sorted(devices)),
-            dtypes=tuple(sorted(dtypes)),
-            activation_bytes=activations,
-            param_bytes=params,
-            saved_traced=saved_traced,
-            freed_saved=freed,
-        )
-
-    def _memory(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:
-        """(activation bytes per device, leaf bytes per device, freed saved count)."""
-        # storage key -> (device, bytes); a storage counts once, at its largest view.
-        leaves: dict[str, tuple[str, int]] = {}
-        saved: dict[str, tuple[str, int]] = {}
-        freed = 0
-        for n in self.nodes:
-            t = n.tensor
-            if t is None or n.kind not in (NodeKind.LEAF, NodeKind.SAVED):
-                continue
-            if t.freed:
-                freed += 1
-                continue
-            into = leaves if n.kind is NodeKind.LEAF else saved
-            key = t.storage or n.id
-            into[key] = (t.device, max(into.get(key, ("", 0))[1], t.bytes))
-        # A saved parameter (Linear saves its weight) is no activation memory.
-        held = {k: v for k, v in saved.items() if k not in leaves}
-        return _by_device(held), _by_device(leaves), freed
+        return summarize(self, saved_traced=saved_traced)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `Graph.from_dict` reads it back exactly."""
@@ -383,27 +288,6 @@ class Graph:
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]
-
-
-def _by_device(storages: dict[str, tuple[str, int]]) -> tuple[tuple[str, int], ...]:
-    totals: Counter[str] = Counter()
-    for device, size in storages.values():
-        totals[device] += size
-    return tuple(sorted(totals.items()))
-
-
-def human_bytes(n: int) -> str:
-    """Bytes as people read them.
-
-    >>> human_bytes(12), human_bytes(2048), human_bytes(3 * 1024**3)
-    ('12 B', '2.0 KiB', '3.0 GiB')
-    """
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:

@@ -23,7 +23,7 @@ README = Path(__file__).parents[2] / "README.md"
 # What the README documents as the library: the shortest path, nothing more.
 DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph"]
 
-MODULES = ["model", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd"]
+MODULES = ["model", "summary", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd"]
 
 
 def test_package_exports_what_the_readme_documents() -> None:
