@@ -6,12 +6,14 @@ and freeing such a chain recurses in C++ once per node: a graph of more than
 about 100,000 ops walked from Python then crashes the process with a stack
 overflow when it is freed on a default 8 MiB stack. Building, tracing and
 freeing the graph inside `call_with_large_stack` avoids that, and
-`release_in_order` makes a traced graph free one node at a time wherever it is
-dropped.
+`release_in_order` (which `trace` calls past FREE_GUARD_NODES) makes a walked
+graph free one node at a time wherever and whenever it is dropped.
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import gc
 import sys
 import threading
@@ -25,7 +27,6 @@ __all__ = [
     "FREE_GUARD_NODES",
     "call_with_large_stack",
     "consumers_first",
-    "on_deep_stack",
     "release_in_order",
     "sweep_released",
 ]
@@ -71,11 +72,6 @@ def call_with_large_stack(fn: Callable[..., T], *args: Any, stack_bytes: int = D
     return result[0]
 
 
-def on_deep_stack() -> bool:
-    """Whether this code runs inside `call_with_large_stack`."""
-    return threading.current_thread().name == DEEP_THREAD_NAME
-
-
 def consumers_first(ids: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> list[int]:
     """Positions in `ids`, ordered so each comes after all the ids it feeds (`edges`: (src, dst)).
 
@@ -115,64 +111,54 @@ def consumers_first(ids: Sequence[Hashable], edges: Iterable[tuple[Hashable, Has
 
 
 class _Keeper:
-    """Holds walked autograd nodes until the graph's outputs are gone, then drops them in order.
+    """Python references to walked autograd nodes, to drop consumers first once nothing else holds them.
 
-    It refers to itself, so the death of the outputs that carry it frees
-    nothing at once (a tensor drops its attributes before its grad_fn): a
-    sweep after each garbage collection (or the collector itself) releases
-    it later, from a shallow stack, and the list then drops its nodes last
-    to first, consumers before producers.
+    `nodes` is in reverse consumers-first order (the first to drop last), so
+    even a plain `list.__del__`, which drops items from the end, frees safely.
     """
 
-    __slots__ = ("nodes", "cycle", "__weakref__")
+    __slots__ = ("nodes",)
 
-    def __init__(self, nodes: list[Any]) -> None:
-        self.nodes = nodes
-        self.cycle: _Keeper | None = self
+    def __init__(self, nodes_consumers_first: Sequence[Any]) -> None:
+        self.nodes: list[Any] = list(reversed(nodes_consumers_first))
 
-    def release(self) -> None:
-        nodes, self.nodes, self.cycle = self.nodes, [], None
-        del nodes  # list.__del__ drops items from the end
+    def sweep(self) -> bool:
+        """Drop the nodes nothing else holds, consumers first; True once all are dropped."""
+        nodes = self.nodes
+        if nodes and sys.getrefcount(nodes[-1]) > _UNHELD:
+            return False  # its first consumer is still held: the graph is in use
+        kept: list[Any] = []
+        for i in range(len(nodes) - 1, -1, -1):
+            # A node's Python object counts one more reference while anything
+            # but it holds the node (a tensor, a consumer node, user code):
+            # dropping it then would hand it back to torch's recursive free.
+            if sys.getrefcount(nodes[i]) > _UNHELD:
+                kept.append(nodes[i])
+            nodes[i] = None  # frees it if unheld; its producers stay in the list
+        kept.reverse()
+        self.nodes = kept
+        return not kept
 
 
-# Keepers whose outputs may still be alive. Swept after every collection, so
-# a big graph's memory comes back soon after its outputs die, not only at
-# the next full collection.
+# What sys.getrefcount(nodes[i]) reads for an item only its list holds.
+_UNHELD = 2
+
+# Graphs traced past FREE_GUARD_NODES whose nodes are not all dropped yet,
+# swept after every garbage collection (any generation) and every trace.
 _kept: list[_Keeper] = []
 
 
-def _holders(keeper: _Keeper) -> int:
-    return sys.getrefcount(keeper)
-
-
-def _unheld_count() -> int:
-    """What `_holders` says of a kept keeper that nothing else holds."""
-    probe = _Keeper([])
-    box = [probe]
-    del probe
-    for keeper in box:
-        return _holders(keeper)
-    raise AssertionError("unreachable")
-
-
-_UNHELD = _unheld_count()
-
-
 def sweep_released() -> int:
-    """Release the kept graphs whose outputs are all gone; return how many were released."""
-    if not _kept:
-        return 0
+    """Drop what nothing holds any more of the kept graphs; return how many graphs are done."""
+    done = 0
     still: list[_Keeper] = []
-    released = 0
-    for keeper in _kept:
-        if _holders(keeper) <= _UNHELD:
-            keeper.release()
-            released += 1
+    for keeper in list(_kept):
+        if keeper.sweep():
+            done += 1
         else:
             still.append(keeper)
-        del keeper
-    _kept[:] = still
-    return released
+    _kept[:] = still  # a keeper a racing thread appended meanwhile is swept next time
+    return done
 
 
 def _after_collection(phase: str, info: dict[str, Any]) -> None:
@@ -180,37 +166,29 @@ def _after_collection(phase: str, info: dict[str, Any]) -> None:
         sweep_released()
 
 
+def _keep_forever_at_exit() -> None:
+    # At exit the interpreter frees module globals in an order we do not
+    # control: a keeper freed before the tensors holding its graph would hand
+    # the nodes back to torch's recursive free. The process is ending: leak them.
+    for keeper in _kept:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(keeper))
+
+
 gc.callbacks.append(_after_collection)
+atexit.register(_keep_forever_at_exit)
 
 
-def release_in_order(holders: Sequence[Any], nodes_consumers_first: Sequence[Any]) -> bool:
-    """Make the graph behind `holders` free one node at a time, wherever it is dropped.
+def release_in_order(nodes_consumers_first: Sequence[Any]) -> None:
+    """Make a walked graph free one node at a time once nothing else holds it.
 
     Once Python has walked a grad_fn chain, torch frees it recursively, one
     C stack frame per node (a crash past ~100,000 ops). This keeps a Python
-    reference to every walked node, carried by each holder (the traced
-    output tensors): when the last holder dies, the nodes stay alive until
-    the next garbage collection (of any generation; `gc.collect()` forces
-    it), which drops them in `nodes_consumers_first` order, so each node's
-    consumers are gone before it and freeing never nests. An intermediate
-    tensor of the chain that outlives the outputs still frees its part of
-    the graph recursively.
-
-    Returns False if a holder refuses attributes; nothing is kept then.
+    reference to every walked node: when the graph's outputs die, nothing
+    is freed at once; the sweep after the next garbage collection of any
+    generation (`gc.collect()` forces one) drops the nodes nothing else
+    holds in `nodes_consumers_first` order, so each node's consumers are gone
+    before it and freeing never nests. Nodes still held (a live intermediate
+    tensor) are kept, with their producers, until a later sweep finds them free.
     """
     sweep_released()
-    # list.__del__ drops items from the end: put the first to free last.
-    keeper = _Keeper(list(reversed(nodes_consumers_first)))
-    try:
-        for holder in holders:
-            holder._graphviz_app_release = keeper
-    except (AttributeError, TypeError):
-        for holder in holders:
-            try:
-                del holder._graphviz_app_release
-            except AttributeError:
-                pass
-        keeper.release()  # nothing freed yet: the holders still own the graph
-        return False
-    _kept.append(keeper)
-    return True
+    _kept.append(_Keeper(nodes_consumers_first))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import torch
 
 from ._autograd import FREED, MODIFIED, output_metadata, saved_values
-from .deep import FREE_GUARD_NODES, consumers_first, on_deep_stack, release_in_order
+from .deep import FREE_GUARD_NODES, consumers_first, release_in_order
 from .errors import NoGradFnError, TraceError
 from .model import MODIFIED_IN_PLACE, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
 from .tensor_info import TensorDescriber
@@ -65,18 +64,7 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
-    graph = walker.walk(with_graph)
-    if walker.unguarded:
-        warnings.warn(_UNGUARDED, RuntimeWarning, stacklevel=2)
-    return graph
-
-
-_UNGUARDED = (
-    "trace() walked more than {FREE_GUARD_NODES:,} autograd nodes and could not mark "
-    "the outputs for a safe free: freeing this graph on this thread may crash the "
-    "process (a stack overflow in torch). Build, trace and free it inside "
-    "graphviz_app.deep.call_with_large_stack(...)"
-).replace("{FREE_GUARD_NODES:,}", f"{FREE_GUARD_NODES:,}")
+    return walker.walk(with_graph)
 
 
 def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
@@ -192,7 +180,6 @@ class _Walker:
         self.truncated = False
         self.freed = 0
         self.modified = 0
-        self.unguarded = False
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -247,20 +234,18 @@ class _Walker:
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
         if len(self.fn_ids) > FREE_GUARD_NODES:
-            self._guard_free([t for _, t in outputs])
+            self._guard_free()
         self.alive.clear()
         return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
 
-    def _guard_free(self, outputs: list[torch.Tensor]) -> None:
+    def _guard_free(self) -> None:
         """Let a big walked graph be freed node by node (see deep.release_in_order)."""
         # fn_ids and the fns in self.alive share discovery order (view bases aside).
         bases = {id(b) for b in self.alive if id(b) not in self.fn_ids} if self.base_ids else set()
         fns = [f for f in self.alive if id(f) not in bases] if bases else self.alive
         data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
         order = consumers_first(list(self.fn_ids.values()), data)
-        if not release_in_order(outputs, [fns[i] for i in order]) and not on_deep_stack():
-            self.unguarded = True
-            self.notes.append(_UNGUARDED)
+        release_in_order([fns[i] for i in order])
 
     def _view_base(self, base: torch.Tensor) -> str:
         """The node of a view's base tensor, one per base however many views share it."""
