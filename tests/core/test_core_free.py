@@ -127,3 +127,15 @@ def test_a_guarded_graph_is_freed_soon_after_its_output_dies_without_a_full_coll
         junk = [[] for _ in range(5000)]  # enough allocations for a young collection
         del junk
     assert [r() is None for r in refs] == [True, True, True]
+
+
+def test_outputs_of_a_guarded_trace_save_and_load_as_before(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    for _ in range(20):
+        y = y * 2.0
+    trace(y)
+    assert vars(y) == {}
+    torch.save(y, tmp_path / "y.pt")
+    assert torch.equal(torch.load(tmp_path / "y.pt"), y.detach())  # weights_only=True, torch's default
