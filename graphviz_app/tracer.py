@@ -79,6 +79,8 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
         if isinstance(value, torch.Tensor):
             found.append((path, value))
         elif isinstance(value, (Mapping, tuple, list)) and id(value) in opened:
+            if not value:  # () is one shared object: nothing to say of it
+                continue
             notes.append(
                 f"{path} is the same {type(value).__name__} as {opened[id(value)]}: "
                 "its tensors are traced once, under that name"
