@@ -134,6 +134,8 @@ class _Keeper:
             # dropping it then would hand it back to torch's recursive free.
             if sys.getrefcount(nodes[i]) > _UNHELD:
                 kept.append(nodes[i])
+            else:
+                _kept_ids.discard(id(nodes[i]))
             nodes[i] = None  # frees it if unheld; its producers stay in the list
         kept.reverse()
         self.nodes = kept
@@ -146,19 +148,37 @@ _UNHELD = 2
 # Graphs traced past FREE_GUARD_NODES whose nodes are not all dropped yet,
 # swept after every garbage collection (any generation) and every trace.
 _kept: list[_Keeper] = []
+# id() of every node some keeper holds: a graph traced twice is kept once,
+# else each keeper would see the other's reference and never let go.
+_kept_ids: set[int] = set()
+
+
+# One sweep at a time: a collection can start inside a sweep (or another
+# thread's), and a sweep must not rewrite _kept under a trace adding to it.
+_sweep_lock = threading.Lock()
 
 
 def sweep_released() -> int:
     """Drop what nothing holds any more of the kept graphs; return how many graphs are done."""
-    done = 0
-    still: list[_Keeper] = []
-    for keeper in list(_kept):
-        if keeper.sweep():
-            done += 1
-        else:
-            still.append(keeper)
-    _kept[:] = still  # a keeper a racing thread appended meanwhile is swept next time
-    return done
+    if not _sweep_lock.acquire(blocking=False):
+        return 0  # a sweep is running (maybe the one that started this collection)
+    try:
+        done = 0
+        progress = True
+        while progress and _kept:  # freeing one graph can free the head of another
+            progress = False
+            still: list[_Keeper] = []
+            for keeper in _kept:
+                before = len(keeper.nodes)
+                if keeper.sweep():
+                    done += 1
+                else:
+                    still.append(keeper)
+                progress = progress or len(keeper.nodes) < before
+            _kept[:] = still
+        return done
+    finally:
+        _sweep_lock.release()
 
 
 def _after_collection(phase: str, info: dict[str, Any]) -> None:
@@ -191,4 +211,8 @@ def release_in_order(nodes_consumers_first: Sequence[Any]) -> None:
     tensor) are kept, with their producers, until a later sweep finds them free.
     """
     sweep_released()
-    _kept.append(_Keeper(nodes_consumers_first))
+    with _sweep_lock:
+        fresh = [n for n in nodes_consumers_first if id(n) not in _kept_ids]
+        if fresh:
+            _kept_ids.update(id(n) for n in fresh)
+            _kept.append(_Keeper(fresh))

@@ -139,3 +139,24 @@ def test_outputs_of_a_guarded_trace_save_and_load_as_before(monkeypatch: pytest.
     assert vars(y) == {}
     torch.save(y, tmp_path / "y.pt")
     assert torch.equal(torch.load(tmp_path / "y.pt"), y.detach())  # weights_only=True, torch's default
+
+
+def test_a_graph_traced_twice_is_still_freed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    x = torch.zeros(3, requires_grad=True)
+    big = torch.ones(3)
+    big_ref = weakref.ref(big)
+    y = x * big
+    del big
+    for _ in range(20):
+        y = y * 1.0
+    trace(y)
+    trace(y, show_saved=False)  # a notebook re-runs a cell
+    trace((y * 2).sum())  # a bigger graph around the same nodes
+    del y
+    gc.collect()
+    assert big_ref() is None
+    assert deep._kept == [] and deep._kept_ids == set()
