@@ -22,8 +22,8 @@ class Summary:
     the memory of the leaf tensors the graph refers to (mostly parameters,
     which exist anyway), per device. `saved_traced` is False when the graph
     was traced with `show_saved=False` (activation memory unknown), None when
-    the graph holds no saved tensor and it is not known whether they were
-    traced. `freed_saved` counts saved tensors already released.
+    the graph holds no saved tensor node and the caller did not say whether
+    saved tensors were traced. `freed_saved` counts saved tensors already released.
     """
 
     nodes: int
@@ -44,6 +44,7 @@ class Summary:
 
     @property
     def params_total(self) -> int:
+        """Bytes of the leaf tensors (parameters) the graph refers to, all devices together."""
         return sum(b for _, b in self.param_bytes)
 
     def __str__(self) -> str:
@@ -51,7 +52,7 @@ class Summary:
         if self.saved_traced is False:
             held = "not traced (show_saved=False)"
         elif self.saved_traced is None and not self.activation_bytes:
-            held = "none seen"
+            held = "unknown (no saved tensor traced)"
         else:
             held = _per_device(self.activation_bytes)
         if self.freed_saved:
@@ -79,9 +80,9 @@ def summarize(graph: Graph, *, saved_traced: bool | None = None) -> Summary:
         devices.add(t.device)
         dtypes.add(t.dtype)
     activations, params, freed = _memory(graph)
-    if saved_traced is None and activations:
-        saved_traced = True
     node_kinds = Counter(n.kind.value for n in graph.nodes)
+    if saved_traced is None and (activations or node_kinds["saved"]):
+        saved_traced = True  # saved tensors were traced: these may be parameters or freed
     edge_kinds = Counter(e.kind.value for e in graph.edges)
     return Summary(
         nodes=len(graph.nodes),
@@ -95,6 +96,7 @@ def summarize(graph: Graph, *, saved_traced: bool | None = None) -> Summary:
         saved_traced=saved_traced,
         freed_saved=freed,
     )
+
 
 def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:
     """(activation bytes per device, leaf bytes per device, freed saved count)."""
@@ -115,7 +117,6 @@ def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str,
     # A saved parameter (Linear saves its weight) is no activation memory.
     held = {k: v for k, v in saved.items() if k not in leaves}
     return _by_device(held), _by_device(leaves), freed
-
 
 
 def _by_device(storages: dict[str, tuple[str, int]]) -> tuple[tuple[str, int], ...]:

@@ -131,7 +131,7 @@ def test_summary_says_not_traced_when_saved_tensors_were_hidden() -> None:
     graph = trace(x.exp().sum(), show_saved=False)
     text = str(graph.summary(saved_traced=False))
     assert "activations held not traced (show_saved=False)" in text and "0 B," not in text
-    assert "activations held none seen" in str(graph.summary())
+    assert "activations held unknown (no saved tensor traced)" in str(graph.summary())
     assert "activations held 0 B" in str(trace((x + 1).sum()).summary(saved_traced=True))
 
 
