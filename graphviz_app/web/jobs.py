@@ -68,7 +68,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     checkable = _inputs(program)
     return Analysis(
-        summary=str(graph.summary()),
+        summary=str(graph.summary(saved_traced=options.show_saved)),
         svg=svg,
         dot=dot,
         graph_json=graph.to_json(),

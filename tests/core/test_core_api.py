@@ -23,7 +23,7 @@ README = Path(__file__).parents[2] / "README.md"
 # What the README documents as the library: the shortest path, nothing more.
 DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
 
-MODULES = ["model", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd", "recorder", "model_trace", "param_owners"]
+MODULES = ["model", "summary", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd", "recorder", "model_trace", "param_owners"]
 
 
 def test_package_exports_what_the_readme_documents() -> None:
