@@ -7,6 +7,7 @@ worker); this script only lays the page out.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from functools import partial
 
@@ -14,6 +15,7 @@ import streamlit as st
 
 from graphviz_app.expr import IsolatedRunner
 from graphviz_app.web import present, service, urlstate
+from graphviz_app.web.drawing import Drawn
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
@@ -61,6 +63,12 @@ def png(graph_json: str, rankdir: str) -> bytes:
     return found
 
 
+@st.cache_data(max_entries=64, show_spinner="Drawing the graph…")
+def drawn_view(graph_json: str, rankdir: str, expanded: tuple[str, ...]) -> Drawn | Failure:
+    """The graph with some module boxes opened, laid out once per graph and set of boxes."""
+    return service.draw(runner(), graph_json, rankdir, expanded)
+
+
 # UI state: the submitted program and the widgets' values, seeded from the URL --
 def start_session(devices: tuple[str, ...]) -> None:
     """Seed a new session's UI state from the link it was opened with."""
@@ -77,6 +85,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         check_wrt=state.check.wrt, check_expected=state.check.expected,
+        expanded=state.expanded, expanded_program=state.program,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
 
@@ -167,11 +176,53 @@ def results(result: Analysis | Failure, options: Options) -> None:
     if isinstance(result, Failure):
         show_failure(result, title="Could not draw the graph")
         return
-    graph_viewer(result.svg)
+    graph_pane(result)
     st.caption(present.md(present.analysis_caption(result)))
     downloads(result, options)
     for note in result.notes:
         st.info(present.md(note))
+
+
+def graph_pane(result: Analysis) -> None:
+    """The graph viewer; module boxes open on click and close from the path above the graph."""
+    s = st.session_state
+    if s.get("expanded_program") != s.submitted:  # a new program starts with every box closed
+        s.expanded, s.expanded_program = (), s.submitted
+    drawn = result.drawn
+    if not isinstance(drawn, Drawn):
+        graph_viewer(result.svg)
+        return
+    if s.expanded and drawn.mode == "modules":
+        opened = drawn_view(result.graph_json, s.opt_rankdir, tuple(s.expanded))
+        if isinstance(opened, Failure):
+            show_failure(opened, title="Could not open the module")
+        else:
+            drawn = opened
+    if drawn.mode == "modules":
+        module_path(drawn)
+    clicked = graph_viewer(drawn.svg, details=json.loads(drawn.details))
+    if clicked is not None and clicked not in s.expanded:
+        s.expanded = tuple(sorted({*s.expanded, clicked}))
+        st.rerun()
+    if drawn.note:
+        st.info(present.md(drawn.note))
+
+
+def module_path(drawn: Drawn) -> None:
+    """The opened module boxes, each a button that closes it (and the boxes opened inside it)."""
+    def close(name: str) -> None:
+        s = st.session_state
+        s.expanded = tuple(m for m in s.expanded if m != name and not m.startswith(name + "."))
+
+    shown = [m for m in st.session_state.expanded if m in drawn.expanded]
+    if not shown:
+        st.caption(f"Module view, level {drawn.depth}: click a 3-D box to open it.")
+        return
+    columns = st.columns(len(shown) + 1, vertical_alignment="center")
+    columns[0].caption(f"Module view, level {drawn.depth}; opened:")
+    for column, name in zip(columns[1:], shown):
+        column.button(f"✕ {name}", key=f"close-{name}", help=f"Close {name} into one box again",
+                      on_click=close, args=(name,))
 
 
 def downloads(result: Analysis, options: Options) -> None:
@@ -257,7 +308,8 @@ def current_state(options: Options) -> PageState:
     """What a link to the page as shown must hold."""
     s = st.session_state
     return PageState(program=s.submitted, options=options,
-                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""))
+                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
+                     expanded=tuple(s.get("expanded") or ()))
 
 
 def sync_url(options: Options) -> None:

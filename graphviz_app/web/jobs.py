@@ -43,6 +43,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     from ..expr import ExprError, evaluate
     from ..renderer import export
     from ..tracer import trace
+    from .drawing import draw
 
     start = time.perf_counter()
     try:
@@ -59,7 +60,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
-        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left).decode()
+        drawn = draw(graph, rankdir=options.rankdir, timeout=left)
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
@@ -69,7 +70,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     return Analysis(
         summary=str(graph.summary()),
-        svg=svg,
+        svg=drawn.svg,
         dot=dot,
         graph_json=graph.to_json(),
         node_count=len(graph.nodes),
@@ -81,6 +82,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         leaves=tuple(leaves),
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
+        drawn=drawn,
     )
 
 

@@ -42,6 +42,7 @@ class Analysis:
     leaves: tuple[str, ...]
     notes: tuple[str, ...]
     seconds: float
+    drawn: Any = None  # the viewer's view (web.drawing.Drawn); `svg` is its SVG
 
 
 @dataclass(frozen=True, slots=True)
