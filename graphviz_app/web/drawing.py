@@ -5,13 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import GraphvizAppError, RenderError
+from ..layout import find_engine
 from ..model import Graph
 from ..renderer import export
 from .details import details_json
 from .results import Failure
 from .view import DRAW_BUDGET, plan
 
-__all__ = ["Drawn", "draw", "draw_job"]
+__all__ = ["Drawn", "PURE_ABOVE", "draw", "draw_job"]
+
+# graphviz-pure lays out the page's views faster than dot above this many nodes
+# (benchmarks/bench_view.py: 1.3x at 1,500 and 2,000 nodes, 1.0x at 1,000).
+PURE_ABOVE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +48,9 @@ def draw(
         RenderError: the layout failed or ran past `timeout` seconds.
     """
     view = plan(graph, budget=budget, expanded=expanded)
-    svg = export(view.graph, "svg", rankdir=rankdir, timeout=timeout).decode()
+    big = len(view.graph.nodes) > PURE_ABOVE and find_engine("graphviz-pure") is not None
+    engine = "graphviz-pure" if big else "auto"
+    svg = export(view.graph, "svg", rankdir=rankdir, engine=engine, timeout=timeout).decode()
     return Drawn(
         svg=svg, details=details_json(view.graph), note=view.note, mode=view.mode,
         drawn_nodes=len(view.graph.nodes), total_nodes=view.total or len(graph.nodes),
