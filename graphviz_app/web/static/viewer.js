@@ -105,11 +105,15 @@ function setupMinimap(view, svgText) {
   const k = MINIMAP / Math.max(natural.w, natural.h);
   mini.style.width = natural.w * k + "px";
   mini.style.height = natural.h * k + "px";
-  img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText);
+  if (img.src.startsWith("blob:")) URL.revokeObjectURL(img.src);
+  img.removeAttribute("src");
   const update = () => {
     const over = pane.scrollWidth > pane.clientWidth + 2 || pane.scrollHeight > pane.clientHeight + 2;
     mini.hidden = !over;
     if (!over) return;
+    if (!img.src) {  // drawn only when needed: a second rendering of a big SVG is not free
+      img.src = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
+    }
     const w = pane.scrollWidth, h = pane.scrollHeight;
     const mw = natural.w * k, mh = natural.h * k;
     frame.style.left = (pane.scrollLeft / w) * mw + "px";
