@@ -49,7 +49,9 @@ def _rows(node: Node, saved: list[Node] | tuple[Node, ...], modules: dict[str, M
     rows: list[list[str]] = []
     if node.tensor is not None:
         rows += _tensor_rows(node.tensor)
-    rows += [[f"attribute {k}", v] for k, v in node.attrs]
+    # An op's attrs are its arguments (dim, alpha); a module box's are facts (type, ops, params).
+    prefix = "" if node.kind is NodeKind.MODULE else "attribute "
+    rows += [[f"{prefix}{k}", v] for k, v in node.attrs]
     for s in saved:
         t = s.tensor
         rows.append(["saved", f"{s.name}: " + ("freed by backward" if t is None or t.freed

@@ -137,8 +137,11 @@ def test_details_hold_everything_the_model_knows_about_a_node() -> None:
 
 
 def test_a_module_box_tells_the_viewer_which_module_it_opens() -> None:
-    g = Graph(nodes=(Node("m0", NodeKind.MODULE, "layers.3 (Block)", module="layers.3"),), edges=())
-    assert node_details(g)["m0"]["module"] == "layers.3"
+    g = Graph(nodes=(Node("m0", NodeKind.MODULE, "layers.3 (Block)", attrs=(("ops", "12"),), module="layers.3"),),
+              edges=())
+    d = node_details(g)["m0"]
+    assert d["module"] == "layers.3"
+    assert ["ops", "12"] in d["rows"]  # a box's facts, not "attribute ops"
 
 
 @pytest.mark.parametrize(("raw", "expanded"), [

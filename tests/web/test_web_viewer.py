@@ -91,3 +91,20 @@ def test_clicking_a_node_shows_its_shape_and_dtype(page, server) -> None:  # noq
     assert "shape\n(3,)" in text and "dtype\nfloat32" in text
     assert "attribute exponent" in text
     screenshot(page, "web-view-6-details", focus=page.get_by_test_id("graph-viewer"))
+
+
+def test_the_svg_is_sent_once_not_on_every_rerun(page, server) -> None:  # noqa: ANN001
+    received: list[int] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda frame: received.append(len(frame))))
+    open_graph(page, server, BIG, "&max_nodes=2500")
+    page.get_by_text("Showing the 1,500 nodes").wait_for()
+    first = sum(received)
+    assert first > 1_000_000  # the 1,500-node SVG and its details came once
+    received.clear()
+    editor = page.get_by_test_id("program-editor")
+    editor.click()
+    editor.press("End")
+    editor.press_sequentially("  # a comment")  # each pause reruns the page (live parse check)
+    page.get_by_text("The program parses").wait_for()
+    page.wait_for_timeout(1500)
+    assert 0 < sum(received) < 100_000  # the reruns happened, and the graph was not sent again
