@@ -60,7 +60,7 @@ def _rows(node: Node, saved: list[Node] | tuple[Node, ...], modules: dict[str, M
         info = modules.get(node.module)
         name = node.module or "(the root module)"
         rows.append(["module", name + (f" ({info.type})" if info else "")])
-        if info and info.params:
+        if info and info.params and node.kind is not NodeKind.MODULE:  # a box lists its params in attrs
             rows.append(["module parameters", f"{info.params:,} ({human_bytes(info.param_bytes)})"])
     if node.source:
         rows.append(["source", node.source])

@@ -159,3 +159,34 @@ def test_a_link_names_the_opened_module_boxes(raw: str, expanded: tuple[str, ...
 
 def test_a_link_without_opened_boxes_has_no_expand_parameter() -> None:
     assert "expand" not in to_query(PageState())
+
+
+def test_with_the_model_views_collapse_a_click_opens_one_box_and_a_link_reopens_it() -> None:
+    collapse = pytest.importorskip("graphviz_app.collapse", reason="graphviz_app.collapse (issue 8) is not here yet")
+    g = layered_chain(6)
+    view = plan(g, budget=1500, readable=250)
+    boxes = [n for n in view.graph.nodes if n.kind is NodeKind.MODULE]
+    assert view.mode == "modules" and len(boxes) == 12  # layers.N.attn and layers.N.ff
+    assert {d["module"] for d in node_details(view.graph).values() if "module" in d} == {n.module for n in boxes}
+    opened = plan(g, budget=1500, readable=250, expanded=frozenset({"layers.2.attn"}))
+    assert len(opened.graph.nodes) == len(view.graph.nodes) - 1 + 40
+    state, _ = from_query(to_query(PageState(expanded=opened.expanded)))
+    again = plan(g, budget=1500, readable=250, expanded=frozenset(state.expanded))
+    assert again.graph == opened.graph
+    assert collapse.collapse(g, depth=2) == view.graph
+
+
+def layered_chain(layers: int) -> Graph:
+    """An encoder-shaped chain: each layer's attn and ff are 40 ops each."""
+    nodes, edges, prev = [Node("out", NodeKind.OUTPUT, "out")], [], "out"
+    modules = [ModuleInfo("", "Encoder"), ModuleInfo("layers", "ModuleList")]
+    for i in range(layers):
+        modules.append(ModuleInfo(f"layers.{i}", "Layer"))
+        for sub in ("attn", "ff"):
+            modules.append(ModuleInfo(f"layers.{i}.{sub}", "Linear", params=100, param_bytes=400))
+            for j in range(40):
+                nid = f"n{len(nodes)}"
+                nodes.append(Node(nid, NodeKind.OP, "MmBackward0", module=f"layers.{i}.{sub}"))
+                edges.append(Edge(nid, prev))
+                prev = nid
+    return Graph(nodes=tuple(nodes), edges=tuple(edges), modules=tuple(modules))
