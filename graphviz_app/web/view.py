@@ -75,8 +75,9 @@ def plan(
         f"Showing the {len(part.graph.nodes):,} nodes nearest the output of {total:,}: "
         f"{part.hidden:,} farther back are hidden, because laying out more than {budget:,} "
         "nodes takes too long for the page. To see them, trace less (lower the node limit, "
-        "or run a smaller part of the program), or download the DOT or JSON and lay it out "
-        "with `graphviz-app render`."
+        "or run a smaller part of the program), or download the DOT, which holds the whole "
+        "graph, and lay it out yourself: `dot -Tsvg autograd.dot -o autograd.svg` (minutes "
+        "for big graphs)."
     )
     return View(graph=part.graph, mode="partial", note=note, hidden=part.hidden, total=total)
 
