@@ -198,14 +198,14 @@ def graph_pane(result: Analysis) -> None:
             show_failure(opened, title="Could not open the module")
         else:
             drawn = opened
+    if drawn.note:  # above the graph: what is hidden, before the person looks for it
+        st.info(present.md(drawn.note))
     if drawn.mode == "modules":
         module_path(drawn)
     clicked = graph_viewer(drawn.svg, details=json.loads(drawn.details))
     if clicked is not None and clicked not in s.expanded:
         s.expanded = tuple(sorted({*s.expanded, clicked}))
         st.rerun()
-    if drawn.note:
-        st.info(present.md(drawn.note))
 
 
 def module_path(drawn: Drawn) -> None:
