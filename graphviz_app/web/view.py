@@ -76,7 +76,7 @@ def plan(
         f"{part.hidden:,} farther back are hidden, because laying out more than {budget:,} "
         "nodes takes too long for the page. To see them, trace less (lower the node limit, "
         "or run a smaller part of the program), or download the DOT, which holds the whole "
-        "graph, and lay it out yourself: `dot -Tsvg autograd.dot -o autograd.svg` (minutes "
+        "graph, and lay it out yourself with 'dot -Tsvg autograd.dot -o autograd.svg' (minutes "
         "for big graphs)."
     )
     return View(graph=part.graph, mode="partial", note=note, hidden=part.hidden, total=total)
