@@ -23,3 +23,37 @@ def test_a_10000_op_program_shows_the_part_nearest_the_output_with_a_note_not_a_
     svg = shown_svg(at)
     assert svg is not None and svg.count('class="node"') <= 1501  # the drawn part, and the legend
     assert "SumBackward0" in svg  # the output end is the part shown
+
+
+def test_a_module_box_opened_by_link_shows_its_ops_and_its_close_button_closes_it(monkeypatch) -> None:  # noqa: ANN001
+    """The page's module path with a made graph: the expression language has no nn modules yet."""
+    from dataclasses import replace
+
+    from test_web_view import fake_collapse, layered_chain
+
+    from graphviz_app.web import drawing, service, view
+
+    graph = layered_chain(6)  # 481 nodes; 12 leaf modules of 40 ops each
+    monkeypatch.setattr(view, "_library_collapse", lambda: fake_collapse)
+    real = service.analyze
+
+    def with_modules(runner, program, options):  # noqa: ANN001, ANN202
+        found = real(runner, program, options)
+        return replace(found, graph_json=graph.to_json(), drawn=drawing.draw(graph, rankdir=options.rankdir))
+
+    def draw_here(runner, graph_json, rankdir, expanded):  # noqa: ANN001, ANN202
+        return drawing.draw(graph, rankdir=rankdir, expanded=frozenset(expanded))
+
+    monkeypatch.setattr(service, "analyze", with_modules)
+    monkeypatch.setattr(service, "draw", draw_here)
+    program = "m = torch.ones(2, requires_grad=True)\n(m * 3).sum()  # module path probe"
+    closed = new_app({"program": program})
+    assert "Module view, level 2: click a 3-D box to open it." in page_text(closed)
+    assert shown_svg(closed).count('class="node"') == 13 + 1  # 12 boxes, the output, the legend
+    opened = new_app({"program": program, "expand": "layers.2.attn"})
+    assert not opened.exception and not opened.error
+    assert shown_svg(opened).count('class="node"') == 13 - 1 + 40 + 1
+    assert dict(opened.query_params)["expand"] in ("layers.2.attn", ["layers.2.attn"])
+    opened.button(key="close-layers.2.attn").click().run()
+    assert shown_svg(opened).count('class="node"') == 13 + 1
+    assert "expand" not in dict(opened.query_params)
