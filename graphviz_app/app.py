@@ -7,7 +7,6 @@ worker); this script only lays the page out.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from functools import partial
 
@@ -202,7 +201,7 @@ def graph_pane(result: Analysis) -> None:
         st.info(present.md(drawn.note))
     if drawn.mode == "modules":
         module_path(drawn)
-    clicked = graph_viewer(drawn.svg, details=json.loads(drawn.details))
+    clicked = graph_viewer(drawn.svg, details=drawn.details)
     if clicked is not None and clicked not in s.expanded:
         s.expanded = tuple(sorted({*s.expanded, clicked}))
         st.rerun()

@@ -6,7 +6,6 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import streamlit as st
 
@@ -50,10 +49,11 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
     return EditorEvent(text=text, run=bool(getattr(result, "run", False)))
 
 
-def graph_viewer(svg: str, *, details: dict[str, Any] | None = None, key: str = "graph") -> str | None:
+def graph_viewer(svg: str, *, details: str = "{}", key: str = "graph") -> str | None:
     """Show a Graphviz SVG: zoom, pan, an overview, search, and a details panel per node.
 
-    `details` is `graphviz_app.web.details.node_details` of the drawn graph.
+    `details` is `graphviz_app.web.details.details_json` of the drawn graph
+    (JSON text, parsed in the browser: the server never re-encodes it).
     Returns the module name when a collapsed module box was clicked in this
     run (the page opens it one level), else None.
 
@@ -62,7 +62,7 @@ def graph_viewer(svg: str, *, details: dict[str, Any] | None = None, key: str = 
     """
     digest = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
     result = _component("viewer")(
-        key=key, data={"svg": _strip_prolog(svg), "key": digest, "details": details or {}},
+        key=key, data={"svg": _strip_prolog(svg), "key": digest, "details": details},
         on_open_change=lambda: None,
     )
     opened = getattr(result, "open", None)

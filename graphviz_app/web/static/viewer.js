@@ -24,7 +24,7 @@ function setup(root, data) {
   const pane = root.querySelector(".gv-pane");
   const svg = pane.querySelector("svg");
   if (!svg) return;
-  const details = data.details || {};
+  const details = typeof data.details === "string" ? JSON.parse(data.details) : (data.details || {});
   const box = svg.viewBox.baseVal;
   const natural = { w: box && box.width ? box.width : svg.getBBox().width,
                     h: box && box.height ? box.height : svg.getBBox().height };
