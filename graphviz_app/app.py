@@ -191,12 +191,14 @@ def graph_pane(result: Analysis) -> None:
     if not isinstance(drawn, Drawn):
         graph_viewer(result.svg)
         return
-    if s.expanded and drawn.mode == "modules":
+    if s.expanded and drawn.mode != "modules":
+        s.expanded = ()  # nothing to open in a graph drawn without module boxes
+    if s.expanded:
         opened = drawn_view(result.graph_json, s.opt_rankdir, tuple(s.expanded))
         if isinstance(opened, Failure):
             show_failure(opened, title="Could not open the module")
         else:
-            drawn = opened
+            drawn, s.expanded = opened, opened.expanded  # names of no module are dropped
     if drawn.note:  # above the graph: what is hidden, before the person looks for it
         st.info(present.md(drawn.note))
     if drawn.mode == "modules":

@@ -97,10 +97,15 @@ def _module_view(
             break
     if total <= readable or chosen is None:
         return None  # small enough to draw every op; nothing to expand
+    too_big = ""
     if expanded:
         opened = collapse(graph, depth=chosen, expanded=frozenset(expanded))
         if len(opened.nodes) <= budget:
             drawn = opened
+        else:
+            too_big = (f" Opening {', '.join(sorted(expanded))} would draw {len(opened.nodes):,} nodes, "
+                       f"more than the {budget:,} the page lays out, so it stays closed.")
+            expanded = frozenset()
     if len(drawn.nodes) > budget:
         rolled = collapse(graph, depth=chosen, roll=True)
         if len(rolled.nodes) > budget:
@@ -110,7 +115,7 @@ def _module_view(
     note = (
         f"Modules deeper than level {chosen} are drawn as one box each ({boxes:,} boxes, "
         f"{len(drawn.nodes):,} drawn nodes for {total:,} in the graph). Click a box to open it "
-        "one level; the path above the graph closes it again."
+        "one level; the path above the graph closes it again." + too_big
     )
     known = {m.name for m in graph.modules}
     shown = tuple(sorted(n for n in expanded if n in known))

@@ -110,6 +110,8 @@ def test_an_opened_box_that_would_pass_the_budget_stays_closed() -> None:
     g = layered(6, 400)
     view = plan(g, budget=300, readable=250, expanded=frozenset({"layers.0.ff"}), collapse=fake_collapse)
     assert view.mode == "modules" and len(view.graph.nodes) == 7
+    assert view.expanded == ()
+    assert "Opening layers.0.ff would draw 406 nodes, more than the 300 the page lays out" in view.note
 
 
 def test_details_hold_everything_the_model_knows_about_a_node() -> None:
