@@ -81,8 +81,12 @@ function fitScale(view) {
   return Math.min((pane.clientWidth - 12) / natural.w, (height - 12) / natural.h);
 }
 
+// Without an output node, the last drawn node that is not the legend.
 function lastNode(svg) {
-  const all = svg.querySelectorAll("g.node");
+  const all = [...svg.querySelectorAll("g.node")].filter((g) => {
+    const title = g.querySelector("title");
+    return !title || title.textContent !== "legend";
+  });
   return all.length ? all[all.length - 1] : null;
 }
 
@@ -191,6 +195,7 @@ function setupDetails(view) {
   const aside = root.querySelector(".gv-details");
   const body = aside.querySelector(".gv-details-body");
   root.querySelector(".gv-close").onclick = () => { aside.hidden = true; };
+  root.onkeydown = (event) => { if (event.key === "Escape") aside.hidden = true; };
   pane.addEventListener("click", (event) => {
     if (view.dragged) return;
     const g = event.target.closest && event.target.closest("g.node");
