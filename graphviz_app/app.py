@@ -7,14 +7,19 @@ worker); this script only lays the page out.
 
 from __future__ import annotations
 
+import hashlib
+import uuid
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from functools import partial
+from typing import TypeVar
 
 import streamlit as st
 
-from graphviz_app.expr import IsolatedRunner
-from graphviz_app.web import present, service, urlstate
+from graphviz_app.web import pngplan, present, service, urlstate
+from graphviz_app.web.cache import ResultCache
 from graphviz_app.web.drawing import Drawn
+from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
@@ -26,46 +31,77 @@ RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to
 TOLERANCE_NAMES = ("eps", "atol", "rtol")
 STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
 DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
+T = TypeVar("T")
 
 
 # Shared, cached work ---------------------------------------------------------
 @st.cache_resource(show_spinner="Starting the worker processes…")
-def runner() -> IsolatedRunner:
-    """The worker processes every program runs in, shared by all sessions."""
-    return service.make_runner()
+def runner() -> FairRunner:
+    """The worker processes every program runs in, shared fairly by all sessions."""
+    return FairRunner(service.make_runner())
+
+
+@st.cache_resource(show_spinner=False)
+def results_cache() -> ResultCache:
+    """Results shared by all sessions, bounded by bytes and age.
+
+    Not st.cache_data: that stores whatever the function returns, so one
+    visitor's "all workers are busy" was served to every later visitor of the
+    same link; this one keeps successes and the program's own errors only.
+    """
+    return ResultCache()
+
+
+def my_runner() -> SessionRunner:
+    """This session's share of the workers."""
+    s = st.session_state
+    if "session_key" not in s:
+        s.session_key = uuid.uuid4().hex
+    return runner().for_session(s.session_key)
 
 
 @st.cache_resource(show_spinner=False)
 def available_devices() -> tuple[str, ...]:
     """cpu and each cuda:N the workers' torch sees."""
-    return service.devices(runner())
+    return service.devices(runner().for_session("server"))
 
 
-@st.cache_data(max_entries=256, show_spinner="Running the program…")
+def cached(key: Hashable, spinner: str, compute: Callable[[], T]) -> T:
+    """`compute()` unless the shared cache holds `key`; a spinner while it runs."""
+    cache = results_cache()
+    found = cache.get(key)
+    if found is None:
+        with st.spinner(spinner):
+            found = compute()
+        cache.put(key, found)
+    return found
+
+
 def analyze(program: str, options: Options) -> Analysis | Failure:
     """The program evaluated, traced, drawn and differentiated (cached by program and options)."""
-    return service.analyze(runner(), program, options)
+    return cached(("analysis", program, options), "Running the program…",
+                  lambda: service.analyze(my_runner(), program, options))
 
 
-@st.cache_data(max_entries=256, show_spinner="Checking the gradient…")
 def check_gradient(program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]) -> GradientCheck | Failure:
     """A hand-derived gradient checked (cached by program, options, gradient and tolerances)."""
-    return service.check_gradient(runner(), program, options, check, tolerances)
+    return cached(("check", program, options, check, tolerances), "Checking the gradient…",
+                  lambda: service.check_gradient(my_runner(), program, options, check, tolerances))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def png(graph_json: str, rankdir: str) -> bytes:
-    """The PNG download, drawn when it is asked for."""
-    found = service.png(runner(), graph_json, rankdir)
+def png(graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
+    """The PNG download, drawn when it is asked for (outside any script run)."""
+    key = ("png", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
+    found = results_cache().get_or_run(key, lambda: service.png(session_runner, graph_json, rankdir))
     if isinstance(found, Failure):
         raise RuntimeError(f"could not draw the PNG: {found}")
     return found
 
 
-@st.cache_data(max_entries=64, show_spinner="Drawing the graph…")
 def drawn_view(graph_json: str, rankdir: str, expanded: tuple[str, ...]) -> Drawn | Failure:
     """The graph with some module boxes opened, laid out once per graph and set of boxes."""
-    return service.draw(runner(), graph_json, rankdir, expanded)
+    key = ("view", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir, expanded)
+    return cached(key, "Drawing the graph…", lambda: service.draw(my_runner(), graph_json, rankdir, expanded))
 
 
 # UI state: the submitted program and the widgets' values, seeded from the URL --
@@ -143,8 +179,12 @@ def gallery() -> None:
                               on_click=load_example, args=(ex.key,))
 
 
-def editor() -> bool:
-    """The program editor, its live parse check and Run; True when Run was asked for."""
+def editor() -> tuple[bool, Failure | None]:
+    """The program editor, its live parse check and Run.
+
+    Returns whether Run was asked for, and the problem shown under the editor
+    when the editor holds the submitted program (the results need not repeat it).
+    """
     s = st.session_state
     event = program_editor(s.editor_text, key=f"editor-{s.editor_rev}")
     problem = service.syntax_problem(event.text)
@@ -158,7 +198,7 @@ def editor() -> bool:
     shown = example_for(s.submitted)
     if shown is not None:
         st.info(present.md(shown.blurb))
-    return bool(run)
+    return bool(run), (problem if event.text == s.submitted else None)
 
 
 def show_failure(failure: Failure, *, title: str) -> None:
@@ -168,12 +208,20 @@ def show_failure(failure: Failure, *, title: str) -> None:
         st.code(failure.excerpt, language=None)
     if failure.transient:
         st.caption("This may pass on a less busy moment: press Run to try again.")
+    elif failure.kind == "overtime":
+        st.caption("Make the program smaller (smaller tensors, fewer loop iterations), then Run.")
 
 
-def results(result: Analysis | Failure, options: Options) -> None:
-    """The graph, its summary line, the downloads and the tracer's notes."""
+def results(result: Analysis | Failure, options: Options, *, shown: Failure | None = None) -> None:
+    """The graph, its summary line, the downloads and the tracer's notes.
+
+    `shown` is the problem already shown under the editor: not repeated.
+    """
     if isinstance(result, Failure):
-        show_failure(result, title="Could not draw the graph")
+        if shown is not None and (shown.message, shown.line) == (result.message, result.line):
+            st.caption("No graph: fix the problem shown under the editor, then Run.")
+        else:
+            show_failure(result, title="Could not draw the graph")
         return
     graph_pane(result)
     st.caption(present.md(present.analysis_caption(result)))
@@ -230,12 +278,28 @@ def downloads(result: Analysis, options: Options) -> None:
     """SVG, PNG, DOT and JSON downloads, and a link to this graph."""
     svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
     svg.download_button("SVG", result.svg, "autograd.svg", "image/svg+xml", on_click="ignore")
-    png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir), "autograd.png",
-                            "image/png", on_click="ignore")
+    plan = pngplan.png_plan(result.svg)
+    refusal = pngplan.png_refusal(plan, node_count=result.node_count, time_limit=runner().time_limit)
+    if refusal is None:
+        png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner()),
+                                "autograd.png", "image/png", on_click="ignore")
     dot.download_button("DOT", result.dot, "autograd.dot", "text/vnd.graphviz", on_click="ignore")
     json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",
                              on_click="ignore")
     link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
+    for note in (refusal, pngplan.png_note(plan) if refusal is None else None, too_long_for_link()):
+        if note is not None:
+            st.caption(present.md(note + "."))
+
+
+def too_long_for_link() -> str | None:
+    """Why the link and the address bar leave the program out, or None."""
+    chars = len(st.session_state.submitted)
+    if chars <= urlstate.MAX_URL_PROGRAM_CHARS:
+        return None
+    return (f"This program is too long for a link ({chars:,} characters; a link holds at most "
+            f"{urlstate.MAX_URL_PROGRAM_CHARS:,}): the link and the address bar keep the options only, "
+            "and the program stays on this page. Copy it from the editor to share it")
 
 
 def values(result: Analysis | Failure) -> None:
@@ -305,6 +369,24 @@ def check_result(check: GradientCheck) -> None:
         st.code(check.text, language=None)
 
 
+def link_warnings(options: Options) -> None:
+    """What the link got wrong, while the page still shows what the link opened.
+
+    Not on every rerun of the session: once the person runs another program or
+    changes an option, the warnings are about a page no longer shown. (Not just
+    the first run either: the editor's first report reruns the page at once.)
+    """
+    s = st.session_state
+    if not s.get("url_problems"):
+        return
+    opened = s.setdefault("url_opened", (s.submitted, options))
+    if (s.submitted, options) != opened:
+        s.url_problems = []
+        return
+    for problem in s.url_problems:
+        st.warning(present.md(f"From the link: {problem}."))
+
+
 def current_state(options: Options) -> PageState:
     """What a link to the page as shown must hold."""
     s = st.session_state
@@ -327,18 +409,16 @@ def main() -> None:
     start_session(devices)
     options = sidebar(devices)
     st.title("See, and check, PyTorch's autograd graph")
-    for problem in st.session_state.url_problems:
-        st.warning(present.md(f"From the link: {problem}."))
+    link_warnings(options)
     gallery()
     left, right = st.columns([5, 6], gap="large")
     with left:
-        run = editor()
+        _, problem = editor()
+    # Transient failures (busy, time-out, a killed worker) are never cached, so
+    # pressing Run again, or the next visitor, runs the program again.
     result = analyze(st.session_state.submitted, options)
-    if run and isinstance(result, Failure):  # Run again: retry instead of the cached failure
-        analyze.clear(st.session_state.submitted, options)
-        result = analyze(st.session_state.submitted, options)
     with right:
-        results(result, options)
+        results(result, options, shown=problem)
     with left:
         values(result)
     st.divider()

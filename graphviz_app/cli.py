@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from .cli_script import script_graph
 from .errors import DotNotFoundError, GraphvizAppError, RenderError
 from .expr.compose import Composed, compose
 from .expr.errors import ExprError
@@ -34,6 +35,7 @@ _EXAMPLES = """\
 examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
+  graphviz-app render model.py:build -o model.svg --depth 2 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
   graphviz-app serve --port 8501
@@ -69,8 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
-        description="Draw the autograd graph of SCRIPT.py:FUNCTION (a function taking no arguments "
-        "and returning the output tensor(s)) or of an expression.",
+        description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
+        "takes no arguments and returns the output tensor(s); or (output, model.named_parameters()) "
+        "to name the parameters; or a model and its inputs (model, x) or (model, (x, y)), run under "
+        "record() so modules can be drawn. Notes on the graph go to stderr.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
@@ -78,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
     render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
+    render.add_argument("--depth", type=int, metavar="N",
+                        help="draw every module deeper than N as one box (0: the root's children; needs a "
+                        "graph recorded with its modules, e.g. a function returning (model, inputs))")
+    render.add_argument("--roll", action="store_true",
+                        help="fold consecutive identical sibling modules into one box marked ×k")
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
                         "missing or above 2,000 nodes)")
@@ -152,26 +161,33 @@ def _render(args: argparse.Namespace) -> int:
 
     # The tensors are made, traced and freed on a big-stack thread: freeing a
     # graph of 100k+ ops that Python has walked recurses deeply in torch.
-    graph = call_with_large_stack(_trace_target, args)
+    from .collapse import NO_MODULES_NOTE, collapse
+
+    traced = call_with_large_stack(_trace_target, args)
+    graph = collapse(traced, depth=args.depth, roll=args.roll)
+    for note in graph.notes:  # truncation, skipped outputs, no module information, ...
+        hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+        print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
-    print(f"wrote {path} ({graph.summary()})")
+    drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
+    print(f"wrote {path} ({traced.summary()}{drawn})")
     return EXIT_OK
 
 
 def _trace_target(args: argparse.Namespace) -> Graph:
     script = _SCRIPT.match(args.target or "")
+    options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes}
     if script and not (args.var or args.program):
-        outputs, params = _run_script(Path(script["path"]), script["func"], args.target), None
-    else:
-        composed = _compose(args)
-        evaluation = _evaluate(composed, args)
-        outputs, params = evaluation.output, evaluation.variables
+        result = _run_script(Path(script["path"]), script["func"], args.target)
+        return script_graph(result, args.target, **options)
+    composed = _compose(args)
+    evaluation = _evaluate(composed, args)
     from . import trace
 
-    return trace(outputs, params, show_saved=not args.no_saved, max_nodes=args.max_nodes)
+    return trace(evaluation.output, evaluation.variables, **options)
 
 
 def _check_suffix(output: str) -> None:
@@ -228,12 +244,9 @@ def _run_script(path: Path, name: str, target: str) -> Any:
     if not callable(func):
         raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")
     try:
-        result = func()
+        return func()
     except BaseException as e:  # noqa: BLE001
         raise _Fail(f"{target} raised {_exception_line(e, path)}") from e
-    if not _has_tensor(result):
-        raise _Fail(f"{target} returned {type(result).__name__}, not tensors: return the output tensor(s), e.g. return loss")
-    return result
 
 
 def _exception_line(e: BaseException, path: Path) -> str:
@@ -246,22 +259,6 @@ def _exception_line(e: BaseException, path: Path) -> str:
             where = f" (line {frames[-1].lineno} of {path.name})"
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}{': ' + text if text else ''}{where}"
-
-
-def _has_tensor(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return False  # the script never loaded torch, so it made no tensor
-    stack, seen = [value], 0
-    while stack and seen < 10_000:
-        item, seen = stack.pop(), seen + 1
-        if isinstance(item, torch.Tensor):
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return False
 
 
 def _check(args: argparse.Namespace) -> int:

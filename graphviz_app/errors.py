@@ -10,6 +10,7 @@ __all__ = [
     "DotNotFoundError",
     "UnsupportedFormatError",
     "SchemaError",
+    "CollapseError",
 ]
 
 
@@ -39,3 +40,7 @@ class UnsupportedFormatError(RenderError, ValueError):
 
 class SchemaError(GraphvizAppError, ValueError):
     """A JSON document is not a graph of a schema version we can read."""
+
+
+class CollapseError(GraphvizAppError, ValueError):
+    """The options of a module view (`depth`, `expanded`) are not ones it can draw."""

@@ -7,9 +7,11 @@ and for graphs above BIG_GRAPH_NODES nodes, where it lays out 1.6-2.8x faster.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sysconfig
+import warnings
 from pathlib import Path
 
 from .errors import DotNotFoundError, RenderError
@@ -86,4 +88,9 @@ def lay_out(
     if done.returncode != 0:
         detail = done.stderr.decode(errors="replace").strip()
         raise RenderError(f"{chosen} failed to lay out the graph: {detail or f'exit code {done.returncode}'}")
+    # cairo draws at most 32,767 pixels a side; dot shrinks bigger bitmaps and only says so on stderr.
+    scaled = re.search(rb"Scaling by ([0-9.]+) to fit", done.stderr)
+    if scaled:
+        warnings.warn(f"the {fmt.upper()} was shrunk to {float(scaled[1]):.0%} of full size: {chosen} draws "
+                      "bitmaps of at most 32,767 pixels a side; save .svg for a full-size picture", stacklevel=3)
     return done.stdout

@@ -6,9 +6,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SchemaError
+
+if TYPE_CHECKING:
+    from .module_summary import ModuleSummary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -242,6 +245,12 @@ class Graph:
             dtypes=tuple(sorted(dtypes)),
             saved_bytes=sum(storages.values()),
         )
+
+    def module_summary(self) -> ModuleSummary:
+        """One row per module (ops, saved bytes, params), in `named_modules()` order; prints as a table."""
+        from .module_summary import module_summary  # an analysis on top of the model, loaded on use
+
+        return module_summary(self)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `Graph.from_dict` reads it back exactly."""

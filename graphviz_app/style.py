@@ -107,6 +107,13 @@ def node_label(node: Node, *, max_attr_chars: int = 50) -> str:
     if node.kind is NodeKind.OP:
         lines = [node.name]
         lines += [_truncate(f"{k}: {v}", max_attr_chars) for k, v in node.attrs]
+    elif node.kind is NodeKind.MODULE:
+        # The title already names the type and, for a numbered run, the modules.
+        lines = [node.name] + [
+            _truncate(f"{k}: {v}", max_attr_chars)
+            for k, v in node.attrs
+            if k != "type" and not (k == "stands for" and node.name.startswith(v + ":"))
+        ]
     elif t is None:
         lines = [node.name]
     elif t.freed:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,7 @@ __all__ = [
     "error_heatmap",
     "pairs_of",
     "analysis_caption",
+    "nonfinite_mark",
     "md",
 ]
 
@@ -62,10 +65,24 @@ class Verdict:
     detail: str
 
 
+_NONFINITE = re.compile(r"(?<![\w.])(-?inf|nan)(?![\w.])")
+
+
+def nonfinite_mark(text: str) -> str:
+    """A warning naming the NaN/Inf values numpy printed in `text`, or "" when there are none.
+
+    >>> nonfinite_mark("[1.0000,    nan, -inf]")
+    '⚠ NaN, -Inf: '
+    """
+    found = {m.group(1) for m in _NONFINITE.finditer(text)}
+    names = [name for key, name in (("nan", "NaN"), ("inf", "Inf"), ("-inf", "-Inf")) if key in found]
+    return "⚠ " + ", ".join(names) + ": " if names else ""
+
+
 def values_table(values: tuple[TensorValue, ...]) -> pd.DataFrame:
-    """One row per tensor: name, shape, dtype, device, values (on one line)."""
+    """One row per tensor: name, shape, dtype, device, values (on one line), NaN/Inf marked."""
     return pd.DataFrame(
-        [(v.name, v.shape, v.dtype, v.device, " ".join(v.text.split())) for v in values],
+        [(v.name, v.shape, v.dtype, v.device, nonfinite_mark(v.text) + " ".join(v.text.split())) for v in values],
         columns=["tensor", "shape", "dtype", "device", "values"],
     )
 
@@ -141,12 +158,22 @@ def element_table(pair: dict[str, Any], *, wrt: str, has_expected: bool) -> pd.D
 
 
 def highlight_failures(table: pd.DataFrame) -> Any:
-    """A pandas Styler that paints failing rows red (st.dataframe shows it)."""
+    """A pandas Styler that paints failing rows red and writes NaN/Inf as "⚠ NaN" (st.dataframe shows it)."""
     def paint(row: pd.Series) -> list[str]:
         style = "background-color: #ffd7d7; color: #8a0000" if row["failed"] else ""
         return [style] * len(row)
 
-    return table.style.apply(paint, axis=1).format(precision=6, na_rep="-")
+    numbers = [c for c in table.columns if c not in ("element", "failed")]
+    return table.style.apply(paint, axis=1).format(_number, subset=numbers)
+
+
+def _number(value: Any) -> str:
+    """Six decimals; a non-finite value marked so it cannot pass for a number."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "⚠ NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "⚠ Inf" if value > 0 else "⚠ -Inf"
+    return f"{value:.6f}"
 
 
 def error_grid(pair: dict[str, Any], *, wrt: str) -> pd.DataFrame | None:

@@ -7,9 +7,10 @@ from typing import Any
 
 __all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "TRANSIENT_KINDS"]
 
-# Failures that may pass on a second try (a busy machine, a killed worker):
-# the page retries these when Run is pressed again instead of serving them from cache.
-TRANSIENT_KINDS = frozenset({"time", "crash", "busy"})
+# Failures that may pass on a second try (a busy machine, a killed worker, a
+# time-out beside other programs): the page offers Run again for these. A
+# time-out with the machine to itself (`overtime`) would stop at the same point.
+TRANSIENT_KINDS = frozenset({"time", "crash", "busy", "cancelled"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,9 @@ class Failure:
 
     `kind` is the expression language's error kind (syntax, refused, name,
     limit, torch, device, shape, dtype, memory, time, crash, input) or
-    `trace`, `render`, `check`; `line`/`col` point into the program when known.
+    `trace`, `render`, `check`, `internal`, or the page's scheduling kinds
+    `busy`, `cancelled` and `overtime` (a time-out with the machine to itself);
+    `line`/`col` point into the program when known.
     """
 
     message: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..expr import ExprError, IsolatedRunner, validate
 from . import jobs
@@ -14,6 +14,7 @@ from .results import Analysis, Failure, GradientCheck
 from .urlstate import CheckInput, Options
 
 __all__ = [
+    "JobRunner",
     "TIME_LIMIT_S",
     "MEMORY_LIMIT_BYTES",
     "make_runner",
@@ -33,6 +34,15 @@ _PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracer", "graphviz_a
             "gradcheck.checker", "graphviz_app.web.jobs")
 
 
+class JobRunner(Protocol):
+    """What runs the page's jobs: an `IsolatedRunner`, or one session's share of a `FairRunner`."""
+
+    @property
+    def time_limit(self) -> float: ...
+
+    def run(self, job: Callable[..., Any], *args: Any) -> Any: ...
+
+
 def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = TIME_LIMIT_S) -> IsolatedRunner:
     """The pool of warm worker processes the page's jobs run in.
 
@@ -47,19 +57,19 @@ def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = T
     )
 
 
-def devices(runner: IsolatedRunner) -> tuple[str, ...]:
+def devices(runner: JobRunner) -> tuple[str, ...]:
     """cpu and each cuda:N the worker's torch sees (the server never loads torch)."""
     found = _call(runner, jobs.devices_job)
     return ("cpu",) if isinstance(found, Failure) else found
 
 
-def analyze(runner: IsolatedRunner, program: str, options: Options) -> Analysis | Failure:
+def analyze(runner: JobRunner, program: str, options: Options) -> Analysis | Failure:
     """Evaluate, trace, draw and differentiate `program` under `options`."""
     return _call(runner, jobs.analysis_job, program, options, _budget(runner))
 
 
 def check_gradient(
-    runner: IsolatedRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances
+    runner: JobRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances
 ) -> GradientCheck | Failure:
     """Check the hand-derived gradient in `check` against autograd and finite differences."""
     if not check.wrt:
@@ -69,12 +79,12 @@ def check_gradient(
     return _call(runner, jobs.check_job, program, options, check.wrt, check.expected, tolerances)
 
 
-def png(runner: IsolatedRunner, graph_json: str, rankdir: str) -> bytes | Failure:
+def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
     """The graph as PNG, laid out on demand in the worker."""
     return _call(runner, jobs.png_job, graph_json, rankdir, _budget(runner))
 
 
-def draw(runner: IsolatedRunner, graph_json: str, rankdir: str, expanded: tuple[str, ...]) -> Drawn | Failure:
+def draw(runner: JobRunner, graph_json: str, rankdir: str, expanded: tuple[str, ...]) -> Drawn | Failure:
     """The graph's view with the `expanded` module boxes opened, laid out in the worker."""
     return _call(runner, draw_job, graph_json, rankdir, expanded, _budget(runner))
 
@@ -91,13 +101,13 @@ def syntax_problem(program: str) -> Failure | None:
     return None
 
 
-def _budget(runner: IsolatedRunner) -> float:
+def _budget(runner: JobRunner) -> float:
     """The seconds a job may plan for: a margin under the runner's hard limit, so
     the job stops its own `dot` before the worker is killed with `dot` still running."""
     return max(1.0, runner.time_limit * 0.85 - 0.5)
 
 
-def _call(runner: IsolatedRunner, job: Callable[..., Any], *args: Any) -> Any:
+def _call(runner: JobRunner, job: Callable[..., Any], *args: Any) -> Any:
     """Run `job` in the worker; the runner's and the job's errors become Failures."""
     try:
         return runner.run(job, *args)

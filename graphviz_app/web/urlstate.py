@@ -92,6 +92,13 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
     )
     check = CheckInput(wrt=get.text("wrt", ""), expected=get.text("grad", ""))
     program = get.text("program", SEED_PROGRAM) if "program" in params else SEED_PROGRAM
+    if "program" not in params and "program_chars" in params:
+        # A link made from a program too long for links (see to_query): say why the seed shows.
+        chars = get.text("program_chars", "?")
+        problems.append(
+            f"the program ({chars} characters) was too long for a link (at most {MAX_URL_PROGRAM_CHARS:,}), "
+            "so the link left it out and the seed example is shown: ask for the program as a file"
+        )
     expanded = _expanded(get.text("expand", ""))
     return PageState(program=program, options=options, check=check, expanded=expanded), problems
 
@@ -100,12 +107,15 @@ def to_query(state: PageState) -> dict[str, str]:
     """The query parameters that reproduce `state` (the inverse of `from_query`).
 
     The program is left out when it is too long for a URL (see
-    `MAX_URL_PROGRAM_CHARS`); the check is left out when there is none.
+    `MAX_URL_PROGRAM_CHARS`), and `program_chars` says so to whoever opens
+    the link; the check is left out when there is none.
     """
     o = state.options
     query: dict[str, str] = {}
     if len(state.program) <= MAX_URL_PROGRAM_CHARS:
         query["program"] = state.program
+    else:
+        query["program_chars"] = str(len(state.program))
     query.update(
         device=o.device,
         dtype=o.dtype,

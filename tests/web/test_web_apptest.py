@@ -75,7 +75,10 @@ def test_a_syntax_error_shows_while_typing_then_after_run_and_the_page_recovers(
     assert any("Will not run" in e and "line 2" in e for e in shown(at, "error"))
     at.button(key="run").click().run()
     assert not at.exception
-    assert any("Could not draw the graph" in e and "syntax error" in e for e in shown(at, "error"))
+    errors = shown(at, "error")
+    assert len(errors) == 1, errors  # said once, under the editor, not again in the graph pane
+    assert "Will not run" in errors[0] and "syntax error" in errors[0]
+    assert any("fix the problem shown under the editor" in c for c in shown(at, "caption"))
     assert shown_svg(at) is None
     type_program(at, "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()")
     at.button(key="run").click().run()

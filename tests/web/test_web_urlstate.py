@@ -89,6 +89,13 @@ def test_a_program_too_long_for_a_link_is_left_out_but_options_stay() -> None:
     assert "program" not in query
     assert query["dtype"] == "float64"
     assert len(urlencode(query)) < 1000
+    assert query["program_chars"] == str(len(long_program))
+    state, problems = from_query(query)  # whoever opens that link is told why the seed shows
+    assert state.program == SEED_PROGRAM and state.options.dtype == "float64"
+    assert problems == [
+        f"the program ({len(long_program)} characters) was too long for a link (at most 4,000), "
+        "so the link left it out and the seed example is shown: ask for the program as a file"
+    ]
 
 
 def test_no_check_means_no_check_parameters() -> None:

@@ -1,0 +1,107 @@
+"""Web fairness under load: how long valid programs wait while 8 sessions send runaway programs.
+
+Runs the page's jobs (`service.analyze`) in one worker pool set up like the
+page's (`service.make_runner`: 2 warm workers, at most 4), first as main did
+(every session calls the pool directly: the peer), then through `FairRunner`
+(ours), under the same load: 8 sessions each resubmitting a runaway program as
+soon as its last one ends, and 4 sessions each sending a small valid program
+every second. Reports p50/p95 latency of the valid programs, how many were
+refused "busy", and the ratio. In-process (no network); stops by itself.
+
+Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from collections.abc import Callable
+
+from graphviz_app.web import service
+from graphviz_app.web.fairness import FairRunner
+from graphviz_app.web.results import Failure
+from graphviz_app.web.urlstate import Options
+
+# One op of 27 billion steps under the memory budget: it holds its worker until the kill.
+RUNAWAY = "torch.manual_seed({k})\na = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
+VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
+RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
+
+
+def load(get_runner: Callable[[str], service.JobRunner], seconds: float) -> tuple[list[float], int, int]:
+    """Latencies of valid programs that succeeded, valid programs refused busy, other failures."""
+    stop = time.monotonic() + seconds
+    latencies: list[float] = []
+    counts = {"busy": 0, "other": 0}
+    lock = threading.Lock()
+
+    def runaway(name: str) -> None:
+        k = 0
+        while time.monotonic() < stop:
+            k += 1
+            service.analyze(get_runner(name), RUNAWAY.format(k=k), Options())
+
+    def valid(name: str) -> None:
+        k = 0
+        while time.monotonic() < stop:
+            k += 1
+            t0 = time.perf_counter()
+            found = service.analyze(get_runner(name), VALID.format(k=int(name[1:]) * 10_000 + k), Options())
+            took = time.perf_counter() - t0
+            with lock:
+                if not isinstance(found, Failure):
+                    latencies.append(took)
+                else:
+                    counts["busy" if found.kind == "busy" else "other"] += 1
+            time.sleep(1.0)
+
+    threads = [threading.Thread(target=runaway, args=(f"r{i}",)) for i in range(RUNAWAY_SESSIONS)]
+    threads += [threading.Thread(target=valid, args=(f"v{i}",)) for i in range(VALID_SESSIONS)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    return latencies, counts["busy"], counts["other"]
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(name: str, latencies: list[float], busy: int, other: int) -> tuple[float, float]:
+    p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
+    total = len(latencies) + busy + other
+    print(f"{name:<28} valid sent {total:3d}  ok {len(latencies):3d}  busy {busy:3d} ({busy / max(total, 1):.0%})"
+          f"  other failures {other:2d}  p50 {p50:6.2f} s  p95 {p95:6.2f} s"
+          f"  mean {statistics.fmean(latencies) if latencies else float('nan'):6.2f} s")
+    return p50, p95
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="load per arm (then in-flight jobs finish)")
+    parser.add_argument("--time-limit", type=float, default=service.TIME_LIMIT_S)
+    args = parser.parse_args()
+    print(f"{RUNAWAY_SESSIONS} runaway sessions, {VALID_SESSIONS} valid sessions (one program a second), "
+          f"{args.seconds:g} s per arm, worker time limit {args.time_limit:g} s")
+    results = {}
+    for name in ("main: pool called directly", "ours: FairRunner"):
+        with service.make_runner(time_limit=args.time_limit) as pool:
+            pool.warm_up()
+            if name.startswith("main"):
+                results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds))
+            else:
+                fair = FairRunner(pool)
+                results[name] = report(name, *load(fair.for_session, args.seconds))
+    (m50, m95), (o50, o95) = results.values()
+    print(f"ratio main/ours: p50 {m50 / o50:.1f}x, p95 {m95 / o95:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

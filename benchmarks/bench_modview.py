@@ -1,0 +1,101 @@
+"""Model view: SVG of a 100-layer TransformerEncoder at depth 2 with roll, against the flat 2-layer model.
+
+Run: .venv/bin/python benchmarks/bench_modview.py [--layers 100] [--repeat 3] [--no-roll] [--flat]
+
+The issue's goal: drawing the 100-layer encoder at `depth=2, roll=True` takes
+no more than 3x the time of drawing the flat 2-layer encoder. Both graphs are
+traced once with `trace_model` (input requiring grad, as if it came from an
+embedding, so every layer has the same inside and all 100 roll); the timed step is
+`export(graph, "svg", ...)`: collapse, DOT text and the layout by `dot` (engine
+"auto"), best of `--repeat`, alternating which goes first. `--no-roll` also times
+depth 2 without roll (about 900 nodes), `--flat` the flat 100-layer graph (over a
+minute). Without `trace_model` (the recorder not merged) the script says so and
+uses the hand-built encoder graph of tests/model_view instead. Not a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from graphviz_app.collapse import collapse
+from graphviz_app.model import Graph
+from graphviz_app.renderer import export
+
+
+def encoder_graph(layers: int) -> tuple[Graph, float, str]:
+    """The traced graph of an encoder, the seconds trace_model took, and where it came from."""
+    try:
+        from graphviz_app.model_trace import trace_model
+    except ImportError:
+        sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "model_view"))
+        from mv_graphs import encoder_graph as hand_built
+
+        return hand_built(layers), 0.0, "hand-built (no trace_model here)"
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32)
+    encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+    x = torch.randn(5, 3, 16, requires_grad=True)
+    start = time.perf_counter()
+    graph = trace_model(encoder, x)
+    return graph, time.perf_counter() - start, "trace_model(nn.TransformerEncoder)"
+
+
+def _best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    best = dict.fromkeys(fns, float("inf"))
+    names = list(fns)
+    for i in range(repeat):
+        for name in names if i % 2 == 0 else reversed(names):  # alternate who runs first
+            start = time.perf_counter()
+            fns[name]()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-roll", action="store_true", help="also time depth 2 without roll")
+    parser.add_argument("--flat", action="store_true", help="also time the flat 100-layer graph once")
+    args = parser.parse_args()
+    print(f"Python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    small, small_s, source = encoder_graph(2)
+    big, big_s, _ = encoder_graph(args.layers)
+    print(f"graphs: {source}; 2 layers {len(small.nodes)} nodes (trace {small_s:.2f} s), "
+          f"{args.layers} layers {len(big.nodes)} nodes (trace {big_s:.2f} s)")
+    shown = collapse(big, depth=2, roll=True)
+    print(f"depth 2 + roll draws {len(shown.nodes)} nodes: "
+          + ", ".join(n.name for n in shown.nodes if n.kind.value == "module"))
+    fns: dict[str, Callable[[], Any]] = {
+        "flat 2 layers": lambda: export(small, "svg"),
+        f"{args.layers} layers, depth 2, roll": lambda: export(big, "svg", depth=2, roll=True),
+        f"{args.layers} layers, collapse only": lambda: collapse(big, depth=2, roll=True),
+    }
+    if args.no_roll:
+        fns[f"{args.layers} layers, depth 2"] = lambda: export(big, "svg", depth=2)
+    best = _best(fns, args.repeat)
+    base = best["flat 2 layers"]
+    print(f"\n| drawing (export to SVG, layout by dot) | best of {args.repeat}, s | / flat 2 layers |")
+    print("|---|---|---|")
+    for name, seconds in best.items():
+        print(f"| {name} | {seconds:.3f} | {seconds / base:.2f}x |")
+    if args.flat:
+        start = time.perf_counter()
+        export(big, "svg")
+        seconds = time.perf_counter() - start
+        print(f"| {args.layers} layers flat (once) | {seconds:.1f} | {seconds / base:.0f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Share the worker pool fairly between the page's sessions: one job each, runaways last.
+
+The isolated runner hands a free worker to whichever caller wakes first, so a
+few sessions sending runaway programs (each holding a worker until its time
+limit) starve everyone else. `FairRunner` sits in front of it:
+
+- each session runs at most `per_session` jobs at once; a newer job from a
+  session replaces its older job that is still waiting (the older one is
+  answered "cancelled" at once);
+- a session whose job ran past the time limit in the last `suspect_s` seconds
+  is a suspect, and so is any job repeating one that did (the same job function
+  and first argument: a runaway link opened by many visitors, or in new tabs):
+  suspects go last and hold at most `suspect_slots` workers, so the other
+  workers stay free for everyone else;
+- a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
+  then is answered "busy" instead of waiting out a runaway.
+
+A time-out is re-labelled by what the machine was doing: `overtime` when the
+job had the pool to itself (it will time out again: not worth a retry), `time`
+when others were running beside it (it may pass at a quieter moment).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from ..expr import ExprError, IsolatedRunner
+from .results import Failure
+
+__all__ = ["FairRunner", "SessionRunner"]
+
+
+@dataclass(eq=False, slots=True)
+class _Ticket:
+    session: str
+    seq: int
+    suspect: bool
+    cancelled: bool = False
+    peak: int = 0  # most jobs running at once while this one ran
+
+
+class FairRunner:
+    """An `IsolatedRunner` shared fairly between sessions; thread-safe.
+
+    Args:
+        runner: The pool the jobs run in.
+        slots: Jobs running at once (default: the runner's `max_workers`).
+        per_session: Jobs one session may run at once.
+        max_wait_s: Seconds a job waits for a worker before it is answered "busy".
+        suspect_s: Seconds a session stays a suspect after a time-out.
+        suspect_slots: Workers suspects may hold at once (default: half the slots).
+        suspect_wait_s: Seconds a suspect's job waits for a worker.
+    """
+
+    def __init__(
+        self, runner: IsolatedRunner, *, slots: int | None = None, per_session: int = 1,
+        max_wait_s: float = 10.0, suspect_s: float = 60.0, suspect_slots: int | None = None,
+        suspect_wait_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.runner = runner
+        self.slots = slots or runner.max_workers
+        self.per_session, self.max_wait_s = per_session, max_wait_s
+        self.suspect_s, self.suspect_wait_s = suspect_s, suspect_wait_s
+        self.suspect_slots = suspect_slots or max(1, self.slots // 2)
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._waiting: list[_Ticket] = []
+        self._running: list[_Ticket] = []
+        self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
+
+    @property
+    def time_limit(self) -> float:
+        """The runner's time limit per job, in seconds."""
+        return self.runner.time_limit
+
+    def for_session(self, session: str) -> SessionRunner:
+        """A runner whose jobs count as `session`'s."""
+        return SessionRunner(self, session)
+
+    def run(self, session: str, job: Callable[..., Any], *args: Any) -> Any:
+        """Run ``job(*args)`` for `session` when its turn comes; see `IsolatedRunner.run`.
+
+        Raises:
+            ExprError: ``kind="busy"`` (no worker within the wait), ``"cancelled"`` (a
+                newer job of the session replaced it), ``"overtime"``/``"time"`` (time
+                limit, alone or beside others), or whatever the runner raises.
+        """
+        key = _job_key(job, args)
+        ticket = self._admit(session, key)
+        try:
+            result = self.runner.run(job, *args)
+        except ExprError as e:
+            if e.kind != "time":
+                raise
+            self._mark_suspect(session, key)
+            raise _relabel_time_out(e, ticket.peak) from e
+        else:
+            if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
+                self._mark_suspect(session, key)
+                found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak)
+                return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
+                               excerpt=result.excerpt)
+            return result
+        finally:
+            with self._cond:
+                self._running.remove(ticket)
+                self._cond.notify_all()
+
+    # internals ------------------------------------------------------------
+    def _mark_suspect(self, session: str, key: Hashable) -> None:
+        with self._cond:
+            self._timed_out[session] = self._timed_out[key] = self._clock()
+
+    def _admit(self, session: str, key: Hashable = None) -> _Ticket:
+        with self._cond:
+            suspect = self._is_suspect(session) or (key is not None and self._is_suspect(key))
+            ticket = _Ticket(session, next(self._seq), suspect)
+            for older in self._waiting:
+                if older.session == session:
+                    older.cancelled = True  # the person asked for something newer
+            self._waiting.append(ticket)
+            self._cond.notify_all()
+            deadline = self._clock() + (self.suspect_wait_s if ticket.suspect else self.max_wait_s)
+            while True:
+                if ticket.cancelled:
+                    self._waiting.remove(ticket)
+                    raise ExprError("a newer run from the same page replaced this one before it started",
+                                    kind="cancelled")
+                if self._next() is ticket:
+                    break
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    self._waiting.remove(ticket)
+                    self._cond.notify_all()
+                    raise ExprError(self._busy_message(ticket), kind="busy")
+                self._cond.wait(min(remaining, 0.5))
+            self._waiting.remove(ticket)
+            self._running.append(ticket)
+            for running in self._running:
+                running.peak = max(running.peak, len(self._running))
+            self._cond.notify_all()
+            return ticket
+
+    def _next(self) -> _Ticket | None:
+        """The waiting ticket that may start now: non-suspects first, then the session
+        with the fewest running jobs, then the oldest."""
+        if len(self._running) >= self.slots:
+            return None
+        per_session: dict[str, int] = {}
+        for t in self._running:
+            per_session[t.session] = per_session.get(t.session, 0) + 1
+        suspects = sum(t.suspect for t in self._running)
+        eligible = [
+            t for t in self._waiting
+            if not t.cancelled and per_session.get(t.session, 0) < self.per_session
+            and (not t.suspect or suspects < self.suspect_slots)
+        ]
+        if not eligible:
+            return None
+        return min(eligible, key=lambda t: (t.suspect, per_session.get(t.session, 0), t.seq))
+
+    def _is_suspect(self, who: Hashable) -> bool:
+        now = self._clock()
+        for key in [k for k, when in self._timed_out.items() if now - when > self.suspect_s]:
+            del self._timed_out[key]
+        return who in self._timed_out
+
+    def _busy_message(self, ticket: _Ticket) -> str:
+        wait = self.suspect_wait_s if ticket.suspect else self.max_wait_s
+        text = (f"all {self.slots} workers are busy with other people's programs (waited {wait:g} s): "
+                "press Run to try again in a moment")
+        if ticket.suspect:
+            text += ("; this program, or your last one, ran past the time limit in the last "
+                     f"{self.suspect_s:g} s, so while the machine is busy it waits behind everyone "
+                     "else's: make it smaller")
+        return text
+
+
+class SessionRunner:
+    """One session's view of a `FairRunner`: what `service` calls `runner`."""
+
+    def __init__(self, fair: FairRunner, session: str) -> None:
+        self.fair, self.session = fair, session
+
+    @property
+    def time_limit(self) -> float:
+        """The runner's time limit per job, in seconds."""
+        return self.fair.time_limit
+
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        """Run ``job(*args)`` as this session's job."""
+        return self.fair.run(self.session, job, *args)
+
+
+def _job_key(job: Callable[..., Any], args: tuple[Any, ...]) -> Hashable:
+    """The same job again: its function and first argument (the program, for the page's jobs)."""
+    first = args[0] if args and isinstance(args[0], str) else None
+    return None if first is None else ("job", getattr(job, "__qualname__", repr(job)), hash(first))
+
+
+def _relabel_time_out(e: ExprError, peak: int) -> ExprError:
+    if peak <= 1:
+        return ExprError(
+            f"{e.message}. It had the machine to itself, so it would stop at the same point "
+            "again: a retry will not help", kind="overtime")
+    return ExprError(
+        f"{e.message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
+        "may pass at a quieter moment", kind="time")

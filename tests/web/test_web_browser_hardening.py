@@ -1,0 +1,37 @@
+"""What a person sees in Chromium: link warnings that stay readable, an honest time-out."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+from web_support import screenshot
+
+pytestmark = pytest.mark.browser
+
+OTHER = "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()"
+RUNAWAY = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()  # alone"
+
+
+def graph_node(page, name: str):  # noqa: ANN001, ANN201
+    return page.get_by_test_id("graph-viewer").locator("svg g.node text", has_text=name).first
+
+
+def test_a_bad_link_parameter_stays_in_view_until_an_option_changes(page, server) -> None:  # noqa: ANN001
+    page.goto(f"{server.url}/?program={quote(OTHER)}&dtype=float8")
+    graph_node(page, "MulBackward0").wait_for()
+    page.wait_for_timeout(3000)  # the editor's first report of its text has rerun the page by now
+    warning = page.locator("[data-testid='stAlertContentWarning']", has_text="ignored ?dtype=float8")
+    assert warning.count() == 1 and warning.is_visible()
+    screenshot(page, "web-hardening-link-warning")
+    page.get_by_text("Show op attributes").click()
+    warning.wait_for(state="detached")
+
+
+def test_a_runaway_program_alone_is_told_to_shrink_not_to_try_again(page, server) -> None:  # noqa: ANN001
+    page.goto(f"{server.url}/?program={quote(RUNAWAY)}")
+    alert = page.locator("[data-testid='stAlertContentError']", has_text="a retry will not help")
+    alert.wait_for(timeout=90_000)
+    page.get_by_text("Make the program smaller").wait_for()
+    assert page.get_by_text("press Run to try again").count() == 0
+    screenshot(page, "web-hardening-overtime")

@@ -1,0 +1,172 @@
+"""Sharing the workers: one session's runaway programs do not starve the others."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from graphviz_app.expr import ExprError
+from graphviz_app.web import service
+from graphviz_app.web.fairness import FairRunner
+from graphviz_app.web.results import Failure
+
+
+class FakePool:
+    """Stands in for IsolatedRunner: runs the job in the calling thread."""
+
+    def __init__(self, max_workers: int = 4, time_limit: float = 15.0) -> None:
+        self.max_workers, self.time_limit = max_workers, time_limit
+
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        return job(*args)
+
+
+def runaway(release: threading.Event) -> str:
+    """A program that runs until its time limit (here: until the test releases it)."""
+    release.wait(10)
+    raise ExprError("the job ran longer than its time limit of 15 s and was stopped", kind="time")
+
+
+def quick() -> str:
+    return "<svg/>"
+
+
+def blocked_until(release: threading.Event) -> str:
+    release.wait(10)
+    return "done"
+
+
+def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def target() -> None:
+        try:
+            out.append(fn())
+        except ExprError as e:
+            out.append(e)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, out
+
+
+def wait_running(fair: FairRunner, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while len(fair._running) < n and time.monotonic() < deadline:  # noqa: SLF001 - test probe
+        time.sleep(0.01)
+    assert len(fair._running) == n  # noqa: SLF001
+
+
+def test_a_session_runs_one_job_at_a_time_and_others_are_not_held_up() -> None:
+    fair = FairRunner(FakePool(), max_wait_s=0.3)
+    release = threading.Event()
+    first, _ = in_thread(lambda: fair.run("alice", blocked_until, release))
+    wait_running(fair, 1)
+    with pytest.raises(ExprError, match="workers are busy") as caught:
+        fair.run("alice", quick)  # her second job waits for her first, then gives up
+    assert caught.value.kind == "busy"
+    assert fair.run("bob", quick) == "<svg/>"  # bob is not held up by alice
+    release.set()
+    first.join(5)
+
+
+def test_a_newer_job_from_the_same_session_replaces_its_waiting_older_one() -> None:
+    fair = FairRunner(FakePool(), max_wait_s=5)
+    release = threading.Event()
+    running, _ = in_thread(lambda: fair.run("alice", blocked_until, release))
+    wait_running(fair, 1)
+    older, older_out = in_thread(lambda: fair.run("alice", quick))
+    time.sleep(0.2)
+    newer, newer_out = in_thread(lambda: fair.run("alice", quick))
+    older.join(5)
+    assert isinstance(older_out[0], ExprError) and older_out[0].kind == "cancelled"
+    assert "newer run from the same page replaced" in older_out[0].message
+    release.set()
+    newer.join(5)
+    assert newer_out == ["<svg/>"]
+    running.join(5)
+
+
+def test_after_a_time_out_a_sessions_jobs_hold_at_most_half_the_workers() -> None:
+    fair = FairRunner(FakePool(max_workers=4), max_wait_s=5, suspect_wait_s=0.3)
+    release = threading.Event()
+    release.set()
+    for who in ("r1", "r2", "r3", "r4"):  # four runaway sessions: each times out once
+        with pytest.raises(ExprError, match="time limit"):
+            fair.run(who, runaway, release)
+    hold = threading.Event()
+    threads = [in_thread(lambda who=who: fair.run(who, runaway, hold))[0] for who in ("r1", "r2", "r3", "r4")]
+    time.sleep(0.6)
+    assert len(fair._running) == 2  # noqa: SLF001 - two suspects run, two were told the pool is busy
+    for _ in range(2):  # a newcomer finds a free worker at once, twice over
+        assert fair.run("newcomer", quick) == "<svg/>"
+    hold.set()
+    for t in threads:
+        t.join(5)
+
+
+def test_a_suspects_busy_message_says_why_it_waits_behind_others() -> None:
+    fair = FairRunner(FakePool(max_workers=2), suspect_wait_s=0.2, max_wait_s=0.2)
+    release = threading.Event()
+    release.set()
+    with pytest.raises(ExprError):
+        fair.run("r1", runaway, release)
+    hold = threading.Event()
+    others = [in_thread(lambda who=who: fair.run(who, blocked_until, hold))[0] for who in ("a", "b")]
+    wait_running(fair, 2)
+    with pytest.raises(ExprError, match="your last one, ran past the time limit in the last 60 s.*make it smaller"):
+        fair.run("r1", quick)
+    hold.set()
+    for t in others:
+        t.join(5)
+
+
+def test_a_time_out_alone_is_not_worth_a_retry_but_one_beside_others_is() -> None:
+    fair = FairRunner(FakePool())
+    release = threading.Event()
+    release.set()
+    alone = service._call(fair.for_session("a"), runaway, release)  # noqa: SLF001
+    assert isinstance(alone, Failure) and alone.kind == "overtime" and not alone.transient
+    assert "had the machine to itself" in alone.message and "a retry will not help" in alone.message
+    hold = threading.Event()
+    other, _ = in_thread(lambda: fair.run("b", blocked_until, hold))
+    wait_running(fair, 1)
+    beside = service._call(fair.for_session("a"), runaway, release)  # noqa: SLF001
+    assert isinstance(beside, Failure) and beside.kind == "time" and beside.transient
+    assert "1 other program ran beside it, so it may pass at a quieter moment" in beside.message
+    hold.set()
+    other.join(5)
+
+
+def evaluator_time_out() -> Failure:
+    return Failure("the program ran longer than 10 s (Limits.max_seconds)", kind="time", line=3)
+
+
+def test_the_evaluators_own_time_out_also_makes_a_suspect_and_is_relabelled() -> None:
+    fair = FairRunner(FakePool())
+    found = fair.run("a", evaluator_time_out)
+    assert found.kind == "overtime" and found.line == 3 and "a retry will not help" in found.message
+    assert fair._is_suspect("a") and not fair._is_suspect("b")  # noqa: SLF001
+
+
+def runaway_program(program: str, release: threading.Event) -> str:
+    return runaway(release)
+
+
+def test_a_program_that_timed_out_is_a_suspect_for_every_session_that_sends_it() -> None:
+    from graphviz_app.web.fairness import _job_key
+
+    fair = FairRunner(FakePool())
+    release = threading.Event()
+    release.set()
+    program = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
+    with pytest.raises(ExprError, match="time limit"):
+        fair.run("first visitor", runaway_program, program, release)
+    same, other = _job_key(runaway_program, (program,)), _job_key(runaway_program, ("x = 1",))
+    assert fair._admit("new tab", same).suspect  # noqa: SLF001 - a new tab, the same runaway link
+    fair._running.clear()  # noqa: SLF001 - the probe above took a slot
+    assert not fair._admit("new tab", other).suspect  # noqa: SLF001
