@@ -26,15 +26,14 @@ def test_a_10000_op_program_shows_the_part_nearest_the_output_with_a_note_not_a_
 
 
 def test_a_module_box_opened_by_link_shows_its_ops_and_its_close_button_closes_it(monkeypatch) -> None:  # noqa: ANN001
-    """The page's module path with a made graph: the expression language has no nn modules yet."""
+    """The page's module path with a made graph (the expression language has no nn modules yet), real collapse."""
     from dataclasses import replace
 
-    from test_web_view import fake_collapse, layered_chain
+    from test_web_view import layered_chain
 
-    from graphviz_app.web import drawing, service, view
+    from graphviz_app.web import drawing, service
 
     graph = layered_chain(6)  # 481 nodes; 12 leaf modules of 40 ops each
-    monkeypatch.setattr(view, "_library_collapse", lambda: fake_collapse)
     real = service.analyze
 
     def with_modules(runner, program, options):  # noqa: ANN001, ANN202
