@@ -107,10 +107,12 @@ def _module_view(
                        f"more than the {budget:,} the page lays out, so it stays closed.")
             expanded = frozenset()
     if len(drawn.nodes) > budget:
-        rolled = collapse(graph, depth=chosen, roll=True)
-        if len(rolled.nodes) > budget:
-            return None  # even the top level is too big: the nearest part instead
-        drawn = rolled
+        drawn = collapse(graph, depth=chosen, roll=True)
+    if len(drawn.nodes) > budget:  # ops outside any module: the boxes nearest the output
+        part = nearest(drawn, limit=budget)
+        drawn = part.graph
+        too_big += (f" Only the {budget:,} drawn nodes nearest the output are shown: {part.hidden:,} "
+                    "farther back are hidden, because the page lays out at most that many.")
     boxes = sum(1 for n in drawn.nodes if n.kind is NodeKind.MODULE)
     note = (
         f"Modules deeper than level {chosen} are drawn as one box each ({boxes:,} boxes, "

@@ -77,7 +77,9 @@ def fake_collapse(graph: Graph, *, depth: int | None = None, roll: bool = False,
             boxes.setdefault(name, Node(f"m_{name}", NodeKind.MODULE, name, module=name))
         else:
             keep.append(n)
-    return Graph(nodes=(*keep, *boxes.values()), edges=(), modules=graph.modules)
+    ids = {n.id for n in keep}
+    edges = tuple(e for e in graph.edges if e.src in ids and e.dst in ids)  # box edges left out
+    return Graph(nodes=(*keep, *boxes.values()), edges=edges, modules=graph.modules)
 
 
 def layered(layers: int, ops: int) -> Graph:
@@ -99,6 +101,15 @@ def test_a_graph_with_modules_opens_at_the_deepest_readable_level_and_a_click_op
     opened = plan(g, budget=1500, readable=250, expanded=frozenset({"layers.0.ff"}), collapse=fake_collapse)
     assert len(opened.graph.nodes) == 7 - 1 + 100
     assert opened.expanded == ("layers.0.ff",)
+
+
+def test_a_module_view_still_over_the_budget_shows_the_part_nearest_the_output() -> None:
+    g = layered(2, 10)
+    loose = tuple(Node(f"r{i}", NodeKind.OP, "AddBackward0", module="") for i in range(400))  # the root's own ops
+    g = Graph(nodes=g.nodes + loose, edges=tuple(Edge(n.id, "out") for n in loose), modules=g.modules)
+    view = plan(g, budget=300, readable=250, collapse=fake_collapse)
+    assert view.mode == "modules" and len(view.graph.nodes) == 300
+    assert "Only the 300 drawn nodes nearest the output are shown" in view.note
 
 
 def test_a_small_graph_with_modules_is_drawn_whole() -> None:
