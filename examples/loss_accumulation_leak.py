@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from graphviz_app import save, trace
+from graphviz_app.repeats import find_repeats
 
 
 def train(steps: int, *, use_item: bool) -> list[str]:
@@ -42,9 +43,12 @@ def main(out: Path, steps: int) -> None:
         print(f"{step:>4}  {a:<28}  {b}")
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
-    total = sum(model(torch.randn(4, 3)).pow(2).mean() for _ in range(3))
+    total = sum(model(torch.randn(4, 3)).pow(2).mean() for _ in range(steps))
+    graph = trace(total, model.named_parameters())
+    # Read from the graph alone, not from this program's text.
+    print(f"from the graph: {find_repeats(graph) or 'no repeated block'}")
     out.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {save(trace(total, model.named_parameters()), out / 'loss_accumulation_leak.svg')}")
+    print(f"wrote {save(graph, out / 'loss_accumulation_leak.svg')}")
 
 
 if __name__ == "__main__":

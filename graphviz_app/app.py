@@ -119,7 +119,8 @@ def start_session(devices: tuple[str, ...]) -> None:
         submitted=state.program, editor_text=state.program, editor_rev=0,
         url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
-        check_wrt=state.check.wrt, check_expected=state.check.expected,
+        opt_gradients=o.show_gradients,
+        check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         expanded=state.expanded, expanded_program=state.program,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
@@ -161,13 +162,15 @@ def sidebar(devices: tuple[str, ...]) -> Options:
         saved = st.checkbox("Show saved tensors", key="opt_saved",
                             help="The tensors each op keeps for its backward.")
         attrs = st.checkbox("Show op attributes", key="opt_attrs", help="dim, alpha, exponent, …")
+        gradients = st.checkbox("Show gradients", key="opt_gradients",
+                                help="Replay backward: colour edges by gradient size and mark where NaN/Inf first appears.")
         rankdir = st.selectbox("Layout direction", urlstate.RANKDIRS, key="opt_rankdir",
                                format_func=RANKDIR_LABELS.__getitem__)
         low, high = urlstate.MAX_NODES_RANGE
         max_nodes = st.number_input("Node limit", low, high, step=100, key="opt_max_nodes",
                                     help="Tracing stops past this many nodes; the graph is marked truncated.")
     return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
-                   rankdir=rankdir, max_nodes=int(max_nodes))
+                   rankdir=rankdir, max_nodes=int(max_nodes), show_gradients=gradients)
 
 
 def gallery() -> None:
@@ -223,6 +226,7 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
         else:
             show_failure(result, title="Could not draw the graph")
         return
+    gradient_origin(result)
     graph_pane(result)
     st.caption(present.md(present.analysis_caption(result)))
     downloads(result, options)
@@ -274,6 +278,12 @@ def module_path(drawn: Drawn) -> None:
                       on_click=close, args=(name,))
 
 
+def gradient_origin(result: Analysis) -> None:
+    """Where NaN/Inf first appears in backward: the op and the program line."""
+    if result.gradient_origin:
+        st.warning(present.md(result.gradient_origin), icon="⚠️")
+
+
 def downloads(result: Analysis, options: Options) -> None:
     """SVG, PNG, DOT and JSON downloads, and a link to this graph."""
     svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
@@ -323,6 +333,10 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
         return
     s = st.session_state
     if s.check_wrt not in result.leaves:
+        if s.check_wrt and s.check_wrt == s.get("link_wrt"):
+            link_problem(f"ignored ?wrt={s.check_wrt}: the program has no leaf tensor named "
+                         f"{s.check_wrt} that requires grad; checking {result.leaves[0]} instead "
+                         f"(choose one of {', '.join(result.leaves)} under 'With respect to')")
         s.check_wrt = result.leaves[0]
         s.pop("w_check_wrt", None)
     wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
@@ -385,6 +399,14 @@ def link_warnings(options: Options) -> None:
         return
     for problem in s.url_problems:
         st.warning(present.md(f"From the link: {problem}."))
+
+
+def link_problem(problem: str) -> None:
+    """A problem with the link found while drawing: shown here, and kept with the others."""
+    s = st.session_state
+    s.link_wrt = None  # reported once; the person's own choices are never "from the link"
+    s.setdefault("url_problems", []).append(problem)
+    st.warning(present.md(f"From the link: {problem}."))
 
 
 def current_state(options: Options) -> PageState:

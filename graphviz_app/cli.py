@@ -29,6 +29,10 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3
 
+# The layout's time limit: without one, a graph that `dot` or graphviz-pure
+# cannot finish (a 1,000-step chain on a large stack) leaves the CLI waiting.
+LAYOUT_SECONDS = 300.0
+
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 
 _EXAMPLES = """\
@@ -87,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "graph recorded with its modules, e.g. a function returning (model, inputs))")
     render.add_argument("--roll", action="store_true",
                         help="fold consecutive identical sibling modules into one box marked ×k")
+    render.add_argument("--gradients", action="store_true",
+                        help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
                         "missing or above 2,000 nodes)")
@@ -169,17 +175,27 @@ def _render(args: argparse.Namespace) -> int:
         hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine)
+        color_by = "gradient" if args.gradients else "device"
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
+                    timeout=LAYOUT_SECONDS)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
     print(f"wrote {path} ({traced.summary()}{drawn})")
+    if args.gradients:
+        _print_gradients(graph)
     return EXIT_OK
+
+
+def _print_gradients(graph: Graph) -> None:
+    from .gradient_report import gradient_summary
+
+    print(gradient_summary(graph))  # the NaN origin, if any, is among the notes on stderr
 
 
 def _trace_target(args: argparse.Namespace) -> Graph:
     script = _SCRIPT.match(args.target or "")
-    options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes}
+    options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes, "gradients": args.gradients}
     if script and not (args.var or args.program):
         result = _run_script(Path(script["path"]), script["func"], args.target)
         return script_graph(result, args.target, **options)

@@ -19,13 +19,15 @@ _FORMS = (
 )
 
 
-def script_graph(result: Any, target: str, *, show_saved: bool = True, max_nodes: int | None = None) -> Graph:
+def script_graph(
+    result: Any, target: str, *, show_saved: bool = True, max_nodes: int | None = None, gradients: bool = False,
+) -> Graph:
     """Trace what the person's function returned.
 
     Args:
         result: the function's return value.
         target: "SCRIPT.py:FUNCTION", for messages.
-        show_saved, max_nodes: as for `trace()`.
+        show_saved, max_nodes, gradients: as for `trace()`.
 
     Raises:
         TraceError: the value is none of the forms, saying which ones work.
@@ -35,7 +37,7 @@ def script_graph(result: Any, target: str, *, show_saved: bool = True, max_nodes
     found = type(result).__name__
     if torch is None:
         raise TraceError(f"{target} returned {found}, not tensors: {_FORMS}")
-    options: dict[str, Any] = {"show_saved": show_saved, "max_nodes": max_nodes}
+    options: dict[str, Any] = {"show_saved": show_saved, "max_nodes": max_nodes, "gradients": gradients}
     if isinstance(result, torch.nn.Module):
         raise TraceError(f"{target} returned a model without inputs: return the model and its inputs, "
                          "e.g. return model, x (or model, (x, y))")

@@ -6,6 +6,7 @@ __all__ = [
     "GraphvizAppError",
     "TraceError",
     "NoGradFnError",
+    "GradientError",
     "RenderError",
     "DotNotFoundError",
     "UnsupportedFormatError",
@@ -24,6 +25,10 @@ class TraceError(GraphvizAppError, ValueError):
 
 class NoGradFnError(TraceError):
     """An output tensor has no autograd graph behind it."""
+
+
+class GradientError(TraceError):
+    """Backward cannot be replayed over a traced graph to measure its gradients."""
 
 
 class RenderError(GraphvizAppError, RuntimeError):

@@ -7,8 +7,10 @@ and for graphs above BIG_GRAPH_NODES nodes, where it lays out 1.6-2.8x faster.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sysconfig
 import warnings
@@ -77,7 +79,9 @@ def lay_out(
         )
     command = [exe, f"-T{fmt}"] if chosen == "dot" else [exe, "-Kdot", f"-T{fmt}"]
     try:
-        done = subprocess.run(command, input=source.encode(), capture_output=True, timeout=timeout)
+        # RUST_BACKTRACE=0: a graphviz-pure panic prints its message, not a backtrace.
+        env = {**os.environ, "RUST_BACKTRACE": "0"}
+        done = subprocess.run(command, input=source.encode(), capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         raise RenderError(
             f"laying out {node_count} nodes with {chosen} took over {timeout:g} s; draw fewer "
@@ -86,11 +90,33 @@ def lay_out(
     except OSError as e:
         raise RenderError(f"cannot run {chosen} ({exe}): {e.strerror or e}") from e
     if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip()
-        raise RenderError(f"{chosen} failed to lay out the graph: {detail or f'exit code {done.returncode}'}")
+        raise RenderError(_failure_message(chosen, done.returncode, done.stderr, node_count))
     # cairo draws at most 32,767 pixels a side; dot shrinks bigger bitmaps and only says so on stderr.
     scaled = re.search(rb"Scaling by ([0-9.]+) to fit", done.stderr)
     if scaled:
         warnings.warn(f"the {fmt.upper()} was shrunk to {float(scaled[1]):.0%} of full size: {chosen} draws "
                       "bitmaps of at most 32,767 pixels a side; save .svg for a full-size picture", stacklevel=3)
     return done.stdout
+
+
+_PANIC_NEW = re.compile(r"panicked at [^\n]*:\n(?P<msg>[^\n]+)")  # Rust >= 1.73: message on the next line
+_PANIC_OLD = re.compile(r"panicked at '(?P<msg>.*?)', ")
+
+
+def _failure_message(chosen: str, code: int, stderr: bytes, node_count: int) -> str:
+    """One line for people: no Rust backtraces, and what to do after a crash."""
+    text = stderr.decode(errors="replace").strip()
+    other = "graphviz-pure" if chosen == "dot" else "dot"
+    advice = (f"draw fewer nodes (--max-nodes / max_nodes), try engine {other!r}, "
+              "or save .dot / .json instead")
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        why = (" (Graphviz's dot overflows its stack on long chains of operations)"
+               if chosen == "dot" and -code == signal.SIGSEGV else "")
+        return f"{chosen} crashed ({name}) laying out {node_count} nodes{why}: {advice}"
+    panic = _PANIC_NEW.search(text) or _PANIC_OLD.search(text)
+    if panic is not None:
+        return f"{chosen} crashed laying out {node_count} nodes ({panic['msg'].strip()}): {advice}"
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("note:", "stack backtrace:", "  "))]
+    detail = "; ".join(lines[:3]) if lines else f"exit code {code}"
+    return f"{chosen} failed to lay out the graph: {detail}"

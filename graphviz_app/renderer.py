@@ -11,6 +11,7 @@ from graphviz.quoting import attr_list, quote, quote_edge
 from .cluster import clustered
 from .collapse import collapse
 from .errors import RenderError, UnsupportedFormatError
+from .gradient_style import GradientOverlay
 from .layout import lay_out
 from .model import Graph, NodeKind
 from .style import (
@@ -23,10 +24,11 @@ from .style import (
     node_label,
 )
 
-__all__ = ["FORMATS", "RANKDIRS", "render", "export", "save"]
+__all__ = ["FORMATS", "RANKDIRS", "COLOR_BY", "render", "export", "save"]
 
 FORMATS = ("svg", "png", "pdf", "dot", "json")
 RANKDIRS = ("TB", "BT", "LR", "RL")
+COLOR_BY = ("device", "gradient")
 
 def render(
     graph: Graph,
@@ -38,6 +40,7 @@ def render(
     roll: bool = False,
     expanded: frozenset[str] = frozenset(),
     clusters: bool = True,
+    color_by: str = "device",
 ) -> graphviz.Digraph:
     """Lay out nothing yet: build the Graphviz description of `graph`.
 
@@ -49,17 +52,25 @@ def render(
         depth, roll, expanded: draw modules as boxes, see `collapse.collapse`.
         clusters: frame each module's nodes in a cluster labelled `name: Type`
             (graphs traced with module information only).
+        color_by: "device" (fill by device) or "gradient": edges coloured and
+            widened by log10 of the gradient norm, NaN/Inf nodes in red, the
+            NaN origin marked, small gradients written out, a summary line.
+            Needs a graph traced with `gradients=True`.
 
     Returns:
         A `graphviz.Digraph`; `.source` is DOT text, `.pipe("svg")` lays it out.
 
     Raises:
-        RenderError: `rankdir` is not one Graphviz knows.
+        RenderError: `rankdir` is not one Graphviz knows, or `color_by` is
+            "gradient" and the graph has no gradients.
         CollapseError: `depth` or `expanded` is malformed.
     """
     if rankdir not in RANKDIRS:
         raise RenderError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
+    if color_by not in COLOR_BY:
+        raise RenderError(f"color_by must be one of {', '.join(COLOR_BY)}, got {color_by!r}")
     graph = collapse(graph, depth=depth, roll=roll, expanded=expanded)
+    grad = GradientOverlay(graph) if color_by == "gradient" else None
     dot = graphviz.Digraph(
         name="autograd",
         graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "12"},
@@ -80,18 +91,24 @@ def render(
             if key[2]:
                 style.update(CROSS_DEVICE_STYLE)
             attrs = node_attrs[key] = attr_list(kwargs=style)[2:]  # 'k=v ...]'
-        label = quote(graphviz.nohtml(node_label(node, max_attr_chars=max_attr_chars)))
-        lines.append(f"\t{quote(node.id)} [label={label} {attrs}\n")
+        text, extra = node_label(node, max_attr_chars=max_attr_chars), ""
+        if grad is not None:
+            text, extra = grad.node(node, text)
+        label = quote(graphviz.nohtml(text))
+        lines.append(f"\t{quote(node.id)} [label={label} {extra}{attrs}\n")
     dot.body.extend(clustered(graph, lines) if clusters else lines)
     edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
-        dot.body.append(f"\t{quote_edge(edge.src)} -> {quote_edge(edge.dst)}{edge_text[edge.kind]}\n")
+        text = (grad.edge_attrs(edge) if grad is not None else None) or edge_text[edge.kind]
+        dot.body.append(f"\t{quote_edge(edge.src)} -> {quote_edge(edge.dst)}{text}\n")
     if legend and graph.nodes:
-        _add_legend(dot, graph, bool(cross))
+        _add_legend(dot, graph, bool(cross), grad.legend_rows() if grad is not None else [])
+    if grad is not None:
+        dot.graph_attr.update(grad.graph_attrs())
     return dot
 
 
-def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool) -> None:
+def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: list[str]) -> None:
     kinds = [k for k in NodeKind if any(n.kind is k for n in graph.nodes)]
     devices = sorted({n.device for n in graph.nodes if n.device and n.device != "unknown"})
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
@@ -105,6 +122,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool) -> None:
             f'<TR><TD><FONT COLOR="{CROSS_DEVICE_STYLE["color"]}">red border</FONT></TD>'
             "<TD>op whose inputs are on another device</TD></TR>"
         )
+    rows += extra
     table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows)
     dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -27,6 +28,8 @@ def trace(
     show_saved: bool = True,
     show_attrs: bool = True,
     max_nodes: int | None = None,
+    gradients: bool = False,
+    grad_outputs: Any = None,
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -39,6 +42,12 @@ def trace(
         show_attrs: keep ops' non-tensor attributes (dim, alpha, ...).
         max_nodes: stop adding op and leaf nodes past this many; the graph
             is then marked `truncated`.
+        gradients: replay backward once (hooks, `torch.autograd.grad`,
+            `retain_graph=True`; `.grad` fields untouched) and put gradient
+            statistics on every node and data edge, and the op where NaN/Inf
+            first appears in `Graph.nonfinite_origin`.
+        grad_outputs: with `gradients`, the gradients of the outputs, in the
+            same nesting as `outputs`; default all ones.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -46,6 +55,8 @@ def trace(
     Raises:
         NoGradFnError: an output has no grad_fn; the message says why.
         TraceError: `outputs` holds no tensor, or `params` is malformed.
+        GradientError: with `gradients`, backward cannot be replayed (saved
+            tensors freed, graph cut by `max_nodes`, bad `grad_outputs`).
 
     >>> import torch
     >>> x = torch.arange(3., requires_grad=True)
@@ -63,6 +74,11 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
+    if gradients:
+        from . import gradflow  # the replay is its own module; plain traces skip it
+
+        given = _flatten_outputs(grad_outputs)[0] if grad_outputs is not None else None
+        walker.finish = functools.partial(gradflow.replay, outputs=with_graph, grad_outputs=given)
     return walker.walk(with_graph)
 
 
@@ -168,6 +184,8 @@ class _Walker:
         self.queue: deque[Any] = deque()
         self.truncated = False
         self.freed = 0
+        # Called with the graph and the walked fns by node id while they are alive.
+        self.finish: Callable[[Graph, dict[str, Any]], Graph] | None = None
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -203,8 +221,12 @@ class _Walker:
             self.notes.append(
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
             )
+        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
+        if self.finish is not None:
+            fns = {self.fn_ids[id(o)]: o for o in self.alive if id(o) in self.fn_ids}
+            graph = self.finish(graph, fns)
         self.alive.clear()
-        return Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated)
+        return graph
 
     def _view_base(self, base: torch.Tensor) -> str:
         """The node of a view's base tensor, one per base however many views share it."""

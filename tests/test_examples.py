@@ -56,3 +56,4 @@ def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path) -> No
     leaking = [int(row[1]) for row in rows]
     assert leaking == sorted(leaking) and leaking[0] < leaking[-1]
     assert all("0 nodes (a plain float)" in line for line in out.splitlines() if line.strip()[:1].isdigit())
+    assert "from the graph: this graph repeats the same 4-op block 3 times over the same parameters" in out

@@ -96,3 +96,42 @@ def test_a_slow_layout_stops_at_the_timeout(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(RenderError, match=r"laying out 2 nodes with dot took over 0.5 s; draw fewer nodes"):
         export(_graph(), "svg", engine="dot", timeout=0.5)
+
+
+_PANIC = """thread 'main' panicked at src/rank.rs:212:9:
+index out of bounds: the len is 3 but the index is 7
+stack backtrace:
+   0: rust_begin_unwind
+   1: core::panicking::panic_fmt
+note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.
+"""
+
+
+def _fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> None:
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    exe.write_text("#!/bin/sh\n/bin/cat > /dev/null\n" + body)
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_a_crashed_dot_is_explained_with_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_engine(tmp_path, monkeypatch, "dot", "kill -SEGV $$\n")
+    with pytest.raises(RenderError, match=r"^dot crashed \(SIGSEGV\) laying out 2 nodes \(Graphviz's dot overflows "
+                       r"its stack on long chains of operations\): draw fewer nodes \(--max-nodes / max_nodes\), "
+                       r"try engine 'graphviz-pure'"):
+        lay_out("digraph {}", "svg", engine="dot", node_count=2)
+
+
+def test_a_graphviz_pure_panic_gives_its_message_without_the_backtrace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_engine(tmp_path, monkeypatch, "graphviz-pure",
+                 f"[ \"$RUST_BACKTRACE\" = 0 ] || echo backtrace-was-on >&2\n/bin/cat >&2 <<'X'\n{_PANIC}X\nexit 101\n")
+    with pytest.raises(RenderError) as info:
+        lay_out("digraph {}", "svg", engine="graphviz-pure", node_count=5)
+    message = str(info.value)
+    assert message.startswith("graphviz-pure crashed laying out 5 nodes (index out of bounds: the len is 3 but the "
+                              "index is 7): draw fewer nodes")
+    assert "rust_begin_unwind" not in message and "backtrace" not in message and "\n" not in message

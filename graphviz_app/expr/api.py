@@ -128,8 +128,10 @@ def expected_function(
     def expected_fn(*tensors: torch.Tensor) -> Any:
         run = prepared.rerun(tensors)
         run.run()
+        # Checked like any program (its own budget of the same limits): unlike the
+        # re-runs of the already checked program, it has never run before.
         out = Interpreter(hand, limits=limits, device=prepared.device, dtype=prepared.dtype,
-                          env=run.env, checked=False).run().output
+                          env=run.env).run().output
         grads = out if isinstance(out, tuple) else (out,)
         if len(grads) != len(wrt):
             raise hand.error(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from .guards import (
     meta_run,
     tensors_in,
 )
+from .costs import operation_cost
+from .intdiv import INT_DIVISIONS, check_integer_division, division_operands
 from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain
 
@@ -37,6 +40,7 @@ __all__ = [
 ]
 
 _MAX_CHUNKS = 10_000
+_MAX_DIMS = 64
 _PLAIN = (torch.Tensor, float, complex, str, bool, torch.dtype, torch.device)
 
 
@@ -96,6 +100,10 @@ def call_function(
         return _manual_seed(values, kwargs)
     if ns.path == "torch" and name == "chunk":
         _check_chunks(values[1:2], kwargs, what)
+    if ns.path == "torch" and name in INT_DIVISIONS:
+        _check_division(name, values, kwargs, what)
+    if ns.path in ("torch", "F", "torch.nn.functional"):
+        _check_not_in_place(fn, name, values, kwargs, what)
     if growth == "ctor":
         kwargs = _constructor_defaults(fn, name, values, kwargs, defaults, what)
     return _run(fn, growth, what, args, kwargs, defaults.budget)
@@ -119,6 +127,8 @@ def call_method(
         check_device("cuda" if index is None else f"cuda:{index}" if isinstance(index, int) else index)
     if name == "chunk":
         _check_chunks(values[:1], kwargs, f"{label}.chunk(...)")
+    if name in INT_DIVISIONS:
+        _check_division(name, [tensor, *values], kwargs, f"{label}.{name}(...)")
     method = getattr(tensor, name)  # name is from the fixed allow-list
     return _run(method, TENSOR_METHODS[name], f"{label}.{name}(...)", [base, *args], kwargs,
                 defaults.budget, bound=True)
@@ -128,12 +138,29 @@ def call_builtin(name: str, args: Sequence[Operand], kwargs: dict[str, Any]) -> 
     """int(), float(), len(), abs(), min(), max(), round(), bool()."""
     what = f"{name}(...)"
     fn = getattr(builtins, name)  # name is from the fixed allow-list
+    if name in ("min", "max") and len(args) == 1 and isinstance(args[0][1], torch.Tensor):
+        _check_iteration(name, args[0])
     try:
         result = fn(*(v for _, v in args), **kwargs)
     except Exception as e:  # noqa: BLE001 - translated for people
         message, kind = explain(e, what, args)
         raise Refused(message, kind) from e
     return admit(result, what)
+
+
+_MAX_ITERATED_ROWS = 10_000
+
+
+def _check_iteration(name: str, operand: Operand) -> None:
+    # Python iterates a tensor by unbinding it: one tensor object per row,
+    # all alive at once (10**7 rows take GBs), outside the tensor budget.
+    label, tensor = operand
+    rows = tensor.shape[0] if tensor.dim() else 0
+    if rows > _MAX_ITERATED_ROWS:
+        raise Refused(
+            f"{name}({label}) walks the tensor's {rows:,} rows one by one as Python objects (at most "
+            f"{_MAX_ITERATED_ROWS:,}): use {label}.{name}() or torch.{name}({label}) instead",
+        )
 
 
 def admit(value: Any, what: str) -> Any:
@@ -144,6 +171,11 @@ def admit(value: Any, what: str) -> Any:
         seen += 1
         if seen > MAX_SEQUENCE:
             raise Refused(f"{what} gives more than {MAX_SEQUENCE:,} items in nested lists", kind="limit")
+        if isinstance(item, torch.Tensor) and item.dim() > _MAX_DIMS:
+            raise Refused(
+                f"{what} gives a tensor of {item.dim()} dimensions; at most {_MAX_DIMS} are supported "
+                "(the gradient checker and the page's value tables stop there): reshape it to fewer "
+                "dimensions", kind="shape")
         if item is None or isinstance(item, _PLAIN):
             continue
         if type(item) is int:
@@ -169,6 +201,40 @@ def _check_chunks(counts: Sequence[Any], kwargs: dict[str, Any], what: str) -> N
     count = counts[0] if counts else kwargs.get("chunks")
     if isinstance(count, int) and count > _MAX_CHUNKS:
         raise Refused(f"{what} asks for {count:,} pieces; at most {_MAX_CHUNKS:,}")
+
+
+def _check_not_in_place(fn: Callable[..., Any], name: str, values: Sequence[Any],
+                        kwargs: dict[str, Any], what: str) -> None:
+    """Refuse the argument combinations that make torch/F functions write into tensors.
+
+    The validator refuses `inplace=` by keyword; these get there positionally
+    or through options whose side effect is an in-place update.
+    """
+    try:
+        bound = inspect.signature(fn).bind_partial(*values, **kwargs).arguments
+    except (TypeError, ValueError):
+        return  # torch refuses the call itself, with its own message
+    running = bound.get("running_mean") is not None or bound.get("running_var") is not None
+    stats_fix = "pass running_mean=None and running_var=None to normalize with the batch's own statistics"
+    if bound.get("inplace"):
+        why, fix = "its inplace argument is True", "leave inplace at its default, False"
+    elif bound.get("out") is not None:  # torch.norm, torch.tensordot, F.normalize take it by position
+        why, fix = "its out argument writes the result into an existing tensor", "assign the result instead"
+    elif name == "embedding" and bound.get("max_norm") is not None:
+        why, fix = "max_norm renormalizes rows of the weight in place", "leave max_norm at its default, None"
+    elif name == "batch_norm" and bound.get("training") and running:
+        why, fix = "training=True updates running_mean and running_var in place", stats_fix
+    elif name == "instance_norm" and bound.get("use_input_stats", True) and running:
+        why, fix = "use_input_stats=True updates running_mean and running_var in place", stats_fix
+    else:
+        return
+    raise Refused(f"{what} would change a tensor in place ({why}); programs never change tensors "
+                  f"in place, so the drawn graph stays whole: {fix}", kind="refused")
+
+
+def _check_division(name: str, values: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:
+    dividend, divisor = division_operands(values, kwargs)
+    check_integer_division(name, dividend, divisor, rounding_mode=kwargs.get("rounding_mode"), what=what)
 
 
 def _manual_seed(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
@@ -213,10 +279,12 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
         numel = op_numel(name, values, kwargs)
         if numel is not None:
             budget.before(what, numel, numel * size)
-            return
-        out = meta_run(fn, tuple(values), kwargs)
-        for t in tensors_in(out):
-            budget.before(what, t.numel(), t.numel() * t.element_size())
+        else:
+            outs = list(tensors_in(meta_run(fn, tuple(values), kwargs)))
+            for t in outs:
+                budget.before(what, t.numel(), t.numel() * t.element_size())
+            numel = max((t.numel() for t in outs), default=None)
+        budget.costly(what, operation_cost(name, values, kwargs, numel), size)
 
 
 def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand],

@@ -14,10 +14,12 @@ import torch
 from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VALUE_ATTRIBUTES
 from .calls import Defaults, Namespace, admit, precheck, call_builtin, call_function, call_method, namespace_attribute
 from .errors import ExprError
-from .guards import Budget, Refused, check_sequence_length, int_operation_fits, tensors_in
+from .intdiv import check_integer_division
+from .guards import Budget, Refused, SequenceSizes, check_sequence_length, int_operation_fits, tensors_in
 from .limits import Limits
 from .program import Program
 from .translate import Operand, explain
+from .validator import range_length
 
 __all__ = ["Evaluation", "Interpreter"]
 
@@ -78,6 +80,7 @@ class Interpreter:
         self.defaults = Defaults(device, dtype, Budget(limits) if checked else None)
         self.deadline = time.perf_counter() + limits.max_seconds
         self.iterations = 0
+        self.sizes = SequenceSizes()
 
     def run(self) -> Evaluation:
         """Run the program; raises ExprError for anything refused or failing."""
@@ -152,18 +155,17 @@ class Interpreter:
         bounds = [self._value(a) for a in call.args]
         if not all(type(b) is int for b in bounds):
             raise self.program.error(call, "range() needs whole numbers, e.g. range(10) or range(int(n))", kind="input")
-        try:
-            steps = range(*bounds)
-        except ValueError as e:
-            raise self.program.error(call, f"range(...) is invalid: {e}", kind="input") from e
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.program.error(call, "range(...) is invalid: its step must not be zero", kind="input")
+        count = range_length(*bounds)
         limit = self.limits.max_loop_iterations
-        if self.iterations + len(steps) > limit:
+        if self.iterations + count > limit:
             raise self.program.error(
-                call, f"the loops would run {self.iterations + len(steps):,} iterations in all; the "
+                call, f"the loops would run {self.iterations + count:,} iterations in all; the "
                 f"limit is {limit:,} (Limits.max_loop_iterations)", kind="limit",
             )
-        self.iterations += len(steps)
-        for i in steps:
+        self.iterations += count
+        for i in range(*bounds):
             self.env[stmt.target.id] = i
             for inner in stmt.body:
                 self._statement(inner)
@@ -190,10 +192,19 @@ class Interpreter:
         return self.env[name]
 
     def _e_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
-        return tuple(self._value(e) for e in node.elts)
+        return self._sized(node, tuple(self._value(e) for e in node.elts))
 
     def _e_List(self, node: ast.List) -> list[Any]:
-        return [self._value(e) for e in node.elts]
+        return self._sized(node, [self._value(e) for e in node.elts])
+
+    def _sized(self, node: ast.AST, value: Any) -> Any:
+        # Literals can nest earlier lists without copying them ([a, a]): size them here,
+        # before comparing, converting or indexing walks every item.
+        try:
+            self.sizes.check(value, f"the list {self._label(node)}")
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
+        return value
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [None if p is None else self._value(p) for p in (node.lower, node.upper, node.step)]
@@ -237,6 +248,10 @@ class Interpreter:
             raise self.program.error(node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit")
         if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
             self._check_sequence_op(node, what, symbol, a, b)
+        try:
+            check_integer_division(symbol, a, b, what=what)
+        except Refused as e:
+            raise self.program.error(node, e.message, kind=e.kind) from e
         if symbol == "@":
             return self._apply(node, what, fn, [left, right], growth="meta", name="matmul")
         return self._apply(node, what, fn, [left, right], growth="broadcast")

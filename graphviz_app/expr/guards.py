@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..model import human_bytes
+from .costs import Cost
 from .limits import Limits
 from .shapes import nested_numel
 from .translate import cuda_unavailable_message
@@ -18,6 +19,8 @@ __all__ = [
     "Refused",
     "Budget",
     "MAX_SEQUENCE",
+    "MAX_NESTING",
+    "SequenceSizes",
     "check_int",
     "int_operation_fits",
     "check_sequence_length",
@@ -28,6 +31,7 @@ __all__ = [
 ]
 
 MAX_SEQUENCE = 100_000  # the longest Python list or tuple a program may build
+MAX_NESTING = 32  # the deepest nesting of lists (torch tensors have at most 64 dimensions)
 _INT_BITS = 63
 _DEVICE = re.compile(r"^(cpu|cuda)(:(\d+))?$")
 
@@ -74,6 +78,20 @@ class Budget:
                 f"{self.limits.max_total_bytes:,} bytes in all (Limits.max_total_bytes)"
             )
 
+    def costly(self, what: str, cost: Cost | None, itemsize: int) -> None:
+        """Refuse an operation whose temporaries or multiply-adds break the limits."""
+        if cost is None:
+            return
+        if cost.temporary:
+            self.before(f"{what} (for a temporary result on the way)", cost.temporary, cost.temporary * itemsize)
+        limit = self.limits.max_multiply_adds
+        if cost.multiply_adds > limit:
+            raise Refused(
+                f"{what} would take about {cost.multiply_adds:,} multiply-adds; the limit is {limit:,} "
+                "per operation (Limits.max_multiply_adds), as one operation cannot be stopped once "
+                "started: use smaller tensors"
+            )
+
     def lists(self, what: str, values: Iterable[Any]) -> None:
         """Refuse nested-list arguments that torch would expand into huge tensors."""
         for v in values:
@@ -91,6 +109,54 @@ class Budget:
             nbytes = t.numel() * t.element_size()
             self.before(what, t.numel(), nbytes)
             self.used += nbytes
+
+
+class SequenceSizes:
+    """How many items nested lists hold when expanded, shared sublists counted each time.
+
+    ``a = [a, a]`` sixty times builds 2**60 items from 120 list objects;
+    comparing, printing or converting it walks every one. Sizes are
+    memoized per list object (kept alive here, so ids stay unique), so each
+    new literal costs only its own length.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Any, int, int]] = {}
+
+    def measure(self, value: Any) -> tuple[int, int]:
+        """(items when expanded, nesting depth) of a list or tuple; (0, 0) otherwise."""
+        if not isinstance(value, (list, tuple)):
+            return 0, 0
+        stack: list[tuple[Any, bool]] = [(value, False)]
+        while stack:  # iterative post-order: lists built in loops nest deeply
+            seq, ready = stack.pop()
+            if id(seq) in self._memo:
+                continue
+            children = [c for c in seq if isinstance(c, (list, tuple))]
+            if not ready:
+                stack.append((seq, True))
+                stack.extend((c, False) for c in children if id(c) not in self._memo)
+                continue
+            items, depth = len(seq), 0
+            for c in children:
+                _, c_items, c_depth = self._memo[id(c)]
+                items, depth = min(items + c_items, 2**62), max(depth, c_depth)
+            self._memo[id(seq)] = (seq, items, depth + 1)
+        _, items, depth = self._memo[id(value)]
+        return items, depth
+
+    def check(self, value: Any, what: str) -> None:
+        """Refuse a list that expands past MAX_SEQUENCE items or nests past MAX_NESTING."""
+        items, depth = self.measure(value)
+        if items > MAX_SEQUENCE:
+            raise Refused(
+                f"{what} would hold {items:,} items once its inner lists are counted each time they "
+                f"appear; lists are for small literal data (at most {MAX_SEQUENCE:,} items): "
+                "use torch.zeros/ones/arange for large tensors"
+            )
+        if depth > MAX_NESTING:
+            raise Refused(f"{what} nests lists {depth} levels deep; the limit is {MAX_NESTING} "
+                          "(tensors are built from lists at most a few levels deep)")
 
 
 def check_int(value: Any, what: str) -> Any:

@@ -66,5 +66,6 @@ The expression language
   class, lambda, while, with, comprehensions, f-strings, names starting with _,
   anything not listed above (torch.load, open, getattr, os, numpy, ...).
   Limits: {_L.max_source_chars:,} characters, {_L.max_tensor_elements:,} elements per tensor,
-  {_L.max_total_bytes:,} bytes of tensors in all, {_L.max_loop_iterations:,} loop iterations.
+  {_L.max_total_bytes:,} bytes of tensors in all, {_L.max_loop_iterations:,} loop iterations,
+  {_L.max_multiply_adds:,} multiply-adds per matmul, einsum or convolution.
 """

@@ -309,7 +309,11 @@ def _death_message(worker: _Worker) -> str:
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
         why = " (usually the machine ran out of memory)" if -code == signal.SIGKILL else ""
-        return f"the worker process was killed by {name}{why} while running the job"
+        crash = -code in (signal.SIGFPE, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL)
+        fix = (": torch crashed inside the job (a bug or an unguarded operation); the job was "
+               "stopped and a fresh worker replaces this one, so change the program and run it again"
+               if crash else "")
+        return f"the worker process was killed by {name}{why} while running the job{fix}"
     return f"the worker process exited (code {code}) while running the job"
 
 

@@ -21,6 +21,9 @@ class Limits:
             tensors added up (views of an existing tensor are free).
         max_loop_iterations: Most ``for`` iterations, all loops together
             (one ``range(N)`` may not exceed it either).
+        max_multiply_adds: Most multiply-adds in one matmul, einsum or
+            convolution (estimated from shapes before it runs): one operation
+            cannot be stopped once started, so this bounds its time.
         max_seconds: Wall time in-process, checked between operations. The
             isolated worker adds a hard limit that also stops one long operation.
 
@@ -34,6 +37,7 @@ class Limits:
     max_tensor_elements: int = 10_000_000
     max_total_bytes: int = 100_000_000
     max_loop_iterations: int = 1_000
+    max_multiply_adds: int = 20_000_000_000
     max_seconds: float = 10.0
 
     def __post_init__(self) -> None:

@@ -45,7 +45,8 @@ def explain(exc: BaseException, what: str, operands: Sequence[Operand] = ()) -> 
     """
     text = str(exc)
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    if isinstance(exc, torch.OutOfMemoryError) or "CUDA out of memory" in text:
+    on_gpu = any(marker in text for marker in ("CUDA", "GPU", "cuda"))
+    if (isinstance(exc, torch.OutOfMemoryError) and on_gpu) or "CUDA out of memory" in text:
         return _oom(text, what), "memory"
     if any(marker in text for marker in _CUDA_MISSING):
         return cuda_unavailable_message("cuda"), "device"
@@ -60,7 +61,9 @@ def explain(exc: BaseException, what: str, operands: Sequence[Operand] = ()) -> 
     if "floating point and complex dtype can require gradients" in text:
         return _int_requires_grad(what), "dtype"
     m = _CPU_ALLOC.search(text)
-    if m or isinstance(exc, MemoryError):
+    # torch.OutOfMemoryError is raised for the CPU too (and under a memory
+    # limit): only a message naming CUDA or a GPU is about the GPU.
+    if m or isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
         asked = f" ({human_bytes(int(m.group(1)))})" if m else ""
         return f"{what} ran out of memory asking for more than the machine gives{asked}: use smaller tensors", "memory"
     if isinstance(exc, ZeroDivisionError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,9 +21,20 @@ from .limits import Limits
 from .program import Program
 from .syntax import ALLOWED_NODES, REFUSED_NODES
 
-__all__ = ["parse", "validate"]
+__all__ = ["parse", "validate", "range_length"]
 
 _INT64_MAX = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def range_length(start: int, stop: int | None = None, step: int = 1) -> int:
+    """len(range(...)) without OverflowError for lengths beyond 64 bits (step != 0)."""
+    if stop is None:
+        start, stop = 0, start
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
 def validate(source: str, *, limits: Limits = Limits()) -> None:
     """Parse and check a program without running any of it.
 
@@ -64,11 +76,33 @@ def parse(source: str, *, limits: Limits = Limits(), known: Iterable[str] = ()) 
         )
     if not source.strip():
         raise ExprError("the program is empty: write an expression such as ((x+2)**2+3).mean()", kind="syntax")
+    _check_text(source)
     tree = _parse_syntax(source)
+    if not tree.body:
+        raise ExprError(
+            "the program has only comments: add an expression to show on its last line, "
+            "e.g. ((x+2)**2+3).mean()", kind="syntax",
+        )
     draft = Program(source, tree, (), frozenset())
     _check_tree(tree, draft, limits)
     defined, inputs = _Scope(draft, known).run(tree)
     return Program(source, tree, defined, inputs)
+
+
+def _check_text(source: str) -> None:
+    """Refuse text that is not valid Unicode (the parser would fail obscurely)."""
+    found = _SURROGATE.search(source)
+    if found is None:
+        return
+    before = source[: found.start()]
+    line = before.count("\n") + 1
+    col = found.start() - (before.rfind("\n") + 1) + 1
+    text = source.split("\n")[line - 1]
+    raise ExprError(
+        f"the program contains a lone surrogate character (U+{ord(found.group()):04X}), which is not "
+        "valid Unicode text, in a string or comment: delete it or type the character you meant",
+        line=line, col=col, kind="syntax", source_line=_SURROGATE.sub("\ufffd", text),
+    )
 
 
 def _parse_syntax(source: str) -> ast.Module:
@@ -300,9 +334,10 @@ def _check_for(node: ast.For, program: Program, limits: Limits) -> None:
         raise program.error(it, "a loop must be `for i in range(N):` (or range(start, stop[, step]))")
     if all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args):
         args = [a.value for a in it.args]  # type: ignore[attr-defined]
-        if (len(args) < 3 or args[2] != 0) and len(range(*args)) > limits.max_loop_iterations:
+        steps = range_length(*args) if len(args) < 3 or args[2] != 0 else 0
+        if steps > limits.max_loop_iterations:
             raise program.error(
-                it, f"the loop runs {len(range(*args)):,} times; the limit is "
+                it, f"the loop runs {steps:,} times; the limit is "
                 f"{limits.max_loop_iterations:,} iterations (Limits.max_loop_iterations)", kind="limit",
             )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -48,6 +49,7 @@ def worker_main(conn: Connection, threads: int) -> None:
 def run_job(job: Callable[..., Any], args: tuple[Any, ...], memory_limit: int | None) -> tuple[Any, ...]:
     """Run one job; ("ok", result), ("memory", text) or ("error", exception, traceback)."""
     _set_memory_limit(memory_limit)
+    _fresh_random_state()
     try:
         return ("ok", job(*args))
     except MemoryError as e:
@@ -58,6 +60,14 @@ def run_job(job: Callable[..., Any], args: tuple[Any, ...], memory_limit: int | 
         return ("error", _portable(e), traceback.format_exc())
     finally:
         _set_memory_limit(None)
+
+
+def _fresh_random_state() -> None:
+    # Workers serve many visitors: one job's torch.manual_seed must not fix the
+    # next job's random numbers, so every job starts from a fresh random seed.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:

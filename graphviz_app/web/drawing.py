@@ -40,9 +40,11 @@ class Drawn:
 
 def draw(
     graph: Graph, *, rankdir: str = "TB", expanded: frozenset[str] = frozenset(),
-    budget: int = DRAW_BUDGET, timeout: float | None = None,
+    budget: int = DRAW_BUDGET, timeout: float | None = None, color_by: str = "device",
 ) -> Drawn:
     """Plan the view of `graph` (see `view.plan`), lay it out to SVG, describe its nodes.
+
+    `color_by` is the renderer's: "device", or "gradient" for a graph traced with gradients.
 
     Raises:
         RenderError: the layout failed or ran past `timeout` seconds.
@@ -50,7 +52,7 @@ def draw(
     view = plan(graph, budget=budget, expanded=expanded)
     big = len(view.graph.nodes) > PURE_ABOVE and find_engine("graphviz-pure") is not None
     engine = "graphviz-pure" if big else "auto"
-    svg = export(view.graph, "svg", rankdir=rankdir, engine=engine, timeout=timeout).decode()
+    svg = export(view.graph, "svg", rankdir=rankdir, engine=engine, timeout=timeout, color_by=color_by).decode()
     return Drawn(
         svg=svg, details=details_json(view.graph), note=view.note, mode=view.mode,
         drawn_nodes=len(view.graph.nodes), total_nodes=view.total or len(graph.nodes),
@@ -60,9 +62,12 @@ def draw(
 
 def draw_job(graph_json: str, rankdir: str, expanded: tuple[str, ...], time_budget: float = 60.0) -> Drawn | Failure:
     """`draw` in the worker, for a module opened or closed after the program ran."""
+    from .gradients import color_by
+
     try:
-        return draw(Graph.from_json(graph_json), rankdir=rankdir, expanded=frozenset(expanded),
-                    timeout=time_budget)
+        graph = Graph.from_json(graph_json)
+        return draw(graph, rankdir=rankdir, expanded=frozenset(expanded), timeout=time_budget,
+                    color_by=color_by(graph))
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:

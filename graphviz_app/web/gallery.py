@@ -83,7 +83,8 @@ EXAMPLES: tuple[Example, ...] = (
         title="loss accumulated without .item()",
         blurb=(
             "total = total + loss keeps every step's graph alive, so it grows with each step; "
-            "total + loss.item() would keep only a number."
+            "total + loss.item() would keep only a number. The page counts, from the graph alone, "
+            "how many forward passes it holds and the memory they keep saved."
         ),
         program=(
             "w = torch.ones(3, requires_grad=True)\n"
@@ -96,6 +97,40 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         wrt="w",
         hint="2 * (14*w - 6) / 3",
+    ),
+    Example(
+        key="nan",
+        title="a NaN in backward",
+        blurb=(
+            "torch.where(x > 0, torch.log(x), 0) is finite in the forward, but at x = 0 backward "
+            "multiplies log's derivative 1/0 = inf by where's 0 and makes NaN. With 'Show "
+            "gradients' on, the page names the op and the line; the fix is in the forward: "
+            "torch.log(torch.where(x > 0, x, 1))."
+        ),
+        program=(
+            "x = torch.tensor([0., 1., 2.], requires_grad=True)\n"
+            "y = torch.where(x > 0, torch.log(x), 0)\n"
+            "y.sum()\n"
+        ),
+        wrt="x",
+        hint="torch.where(x > 0, 1 / x, 0)",
+    ),
+    Example(
+        key="vanishing",
+        title="vanishing gradients",
+        blurb=(
+            "Twenty sigmoids in a row: each one multiplies the gradient by at most 0.25, so x.grad "
+            "is about 1e-13. With 'Show gradients' on, the edges fade from the output down the stack."
+        ),
+        program=(
+            "x = torch.linspace(-2., 2., 5, requires_grad=True)\n"
+            "h = x\n"
+            "for layer in range(20):\n"
+            "    h = torch.sigmoid(h)\n"
+            "h.sum()\n"
+        ),
+        wrt="x",
+        hint="torch.zeros_like(x)",
     ),
     Example(
         key="custom",

@@ -39,34 +39,32 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     `time_budget` is the seconds the whole job may take; the layout gets
     what evaluation and tracing left of it.
     """
-    import torch
-
-    from ..expr import ExprError, evaluate
+    from ..expr import ExprError
     from ..renderer import export
-    from ..tracer import trace
+    from . import gradients
     from .drawing import draw
 
     start = time.perf_counter()
     try:
-        ev = evaluate(program, device=options.device, dtype=getattr(torch, options.dtype))
+        ev, lines = gradients.evaluate(program, options)
     except ExprError as e:
         return _failure(e)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     try:
-        graph = trace(
-            ev.output, ev.variables, show_saved=options.show_saved,
-            show_attrs=options.show_attrs, max_nodes=options.max_nodes,
-        )
-        dot = export(graph, "dot", rankdir=options.rankdir).decode()
+        graph, grad_notes = gradients.trace_graph(ev, options)
+        color_by = gradients.color_by(graph)
+        dot = export(graph, "dot", rankdir=options.rankdir, color_by=color_by).decode()
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
-        drawn = draw(graph, rankdir=options.rankdir, timeout=left)
+        drawn = draw(graph, rankdir=options.rankdir, timeout=left, color_by=color_by)
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    notes = list(graph.notes)
+    origin = gradients.origin_statement(graph, ev, lines, program)
+    notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
+    notes += gradients.page_notes(graph)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     checkable = _inputs(program)
@@ -86,6 +84,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         leaves=tuple(n for n in leaves if n in checkable),
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
+        gradient_origin=origin,
         drawn=drawn,
     )
 
@@ -94,10 +93,11 @@ def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes |
     """Lay the graph out again as PNG (on demand: it costs a second layout)."""
     from ..model import Graph
     from ..renderer import export
+    from .gradients import color_by
 
     graph = Graph.from_json(graph_json)
     try:
-        return export(graph, "png", rankdir=rankdir, timeout=time_budget)
+        return export(graph, "png", rankdir=rankdir, timeout=time_budget, color_by=color_by(graph))
     except RenderError as e:
         if not isinstance(e.__cause__, subprocess.TimeoutExpired):
             return Failure(str(e), kind="render")

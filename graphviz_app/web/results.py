@@ -31,6 +31,7 @@ class Analysis:
     `svg`, `dot` and `graph_json` are the drawn graph; `outputs` the value of
     the program's last line; `grads` each leaf's `.grad` after backward (in
     definition order); `leaves` the names a gradient can be checked against.
+    `gradient_origin` says where NaN/Inf first appears in backward.
     """
 
     summary: str
@@ -43,6 +44,7 @@ class Analysis:
     leaves: tuple[str, ...]
     notes: tuple[str, ...]
     seconds: float
+    gradient_origin: str | None = None  # where NaN/Inf first appears in backward, and its line
     drawn: Any = None  # the viewer's view (web.drawing.Drawn); `svg` is its SVG
 
 

@@ -44,6 +44,7 @@ class Options:
     show_attrs: bool = True
     rankdir: str = "TB"
     max_nodes: int = 1000
+    show_gradients: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
         show_attrs=get.flag("attrs", default.show_attrs),
         rankdir=get.choice("rankdir", RANKDIRS, default.rankdir, upper=True),
         max_nodes=get.integer("max_nodes", MAX_NODES_RANGE, default.max_nodes),
+        show_gradients=get.flag("gradients", default.show_gradients),
     )
     check = CheckInput(wrt=get.text("wrt", ""), expected=get.text("grad", ""))
     program = get.text("program", SEED_PROGRAM) if "program" in params else SEED_PROGRAM
@@ -123,6 +125,7 @@ def to_query(state: PageState) -> dict[str, str]:
         attrs="1" if o.show_attrs else "0",
         rankdir=o.rankdir,
         max_nodes=str(o.max_nodes),
+        gradients="1" if o.show_gradients else "0",
     )
     if state.check.expected:
         query.update(wrt=state.check.wrt, grad=state.check.expected)

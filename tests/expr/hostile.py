@@ -173,7 +173,7 @@ _HAND: list[tuple[str, str]] = [
     ("torch.arange(0, float('inf'))", r"would create a tensor of unbounded size"),
     ("F.pad(torch.ones(1), (10**9, 0))", r"1,000,000,001 elements"),
     ("torch.tensor([[0]*10**4]*10**4)", r"nested lists|100,000,000 elements"),
-    ("a = [1]\nfor i in range(999):\n    a = [a, a]\ntorch.tensor(a)", r"unbounded size"),
+    ("a = [1]\nfor i in range(999):\n    a = [a, a]\ntorch.tensor(a)", r"the list \[a, a\] would hold [\d,]+ items once its inner lists are counted"),
     ("[0]*10**9", r"list of 1,000,000,000 items"),
     ("l = [1]\nfor i in range(100):\n    l = l + l\ntorch.ones(1)", r"list of 131,072 items"),
     ("y = torch.ones(10**7)\nz = y * 2\nz * 2", r"bytes in all"),

@@ -98,3 +98,17 @@ def test_unexpected_errors_are_one_line_unless_traceback_is_asked(monkeypatch: p
     assert code == 3 and err.strip() == "graphviz-app render: error: unexpected KeyError: 'surprise' (run with --traceback for details)"
     with pytest.raises(KeyError, match="surprise"):
         cli.main(["--traceback", "render", *SEED, "-o", "x.svg"])
+
+
+def test_render_lays_out_under_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # A layout that never finishes (dot on a 1,000-step chain with a large stack) used to leave the CLI waiting.
+    slow = tmp_path / "bin" / "dot"
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nexec /bin/sleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", str(slow.parent))
+    monkeypatch.setattr(cli, "LAYOUT_SECONDS", 0.5)
+    code, _, err = _main(["render", *SEED, "-o", str(tmp_path / "x.svg"), "--engine", "dot"], capsys)
+    assert code == 3
+    assert re.search(r"laying out \d+ nodes with dot took over 0.5 s; draw fewer nodes", err)

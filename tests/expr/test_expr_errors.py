@@ -144,6 +144,25 @@ def test_cuda_out_of_memory_says_how_much_was_asked_and_free(monkeypatch: pytest
     assert "CUDA ran out of memory in torch.ones(...): it asked for 20.00 GiB and 3.50 GiB was free on GPU 0" in err.message
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+        "to allocate 40000000000 bytes. Error code 12 (Cannot allocate memory)",
+        "out of memory",
+    ],
+)
+def test_cpu_out_of_memory_is_not_reported_as_cuda(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    def ones(*args: object, **kwargs: object) -> None:
+        raise torch.OutOfMemoryError(text)
+
+    monkeypatch.setattr(torch, "ones", ones)
+    err = _error("torch.ones(5000, 1000)")
+    assert err.kind == "memory"
+    assert "CUDA" not in err.message and "GPU" not in err.message
+    assert err.message.startswith("torch.ones(...) ran out of memory asking for more than the machine gives")
+
+
 def test_other_torch_failures_name_the_call_and_torchs_reason() -> None:
     err = _error("x = torch.ones(2, 3)\nx.reshape(4)")
     assert err.kind == "torch" and err.line == 2

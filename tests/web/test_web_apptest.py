@@ -40,6 +40,7 @@ def test_the_address_bar_holds_the_program_and_options(seed_page) -> None:  # no
     assert query["program"] == [SEED_PROGRAM] or query["program"] == SEED_PROGRAM
     assert {k: (v[0] if isinstance(v, list) else v) for k, v in query.items() if k != "program"} == {
         "device": "cpu", "dtype": "float32", "saved": "1", "attrs": "1", "rankdir": "TB", "max_nodes": "1000",
+        "gradients": "1",
     }
 
 

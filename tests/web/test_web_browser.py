@@ -15,7 +15,8 @@ pytestmark = pytest.mark.browser
 SEED = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()"
 OTHER = "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()"
 SEED_GRAD = "[1.3333, 2.0000, 2.6667]"
-RUNAWAY = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
+# Ops of ~3 s each, in a loop: one op of ~30 s is now refused before it runs (Limits.max_multiply_adds).
+RUNAWAY = "a = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
 
 
 def graph_node(page, name: str):  # noqa: ANN001, ANN201

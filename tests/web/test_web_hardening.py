@@ -113,3 +113,12 @@ def test_a_big_graph_says_why_there_is_no_png_or_that_it_is_shrunk(
     at = new_app({"program": f"p = torch.ones(2, requires_grad=True)\np.sum()  # png probe {size}"})
     assert ("PNG" in [b.label for b in at.download_button]) is png_offered
     assert any(words in c for c in shown(at, "caption")), shown(at, "caption")
+
+
+def test_a_link_naming_no_such_variable_to_check_says_so() -> None:
+    at = new_app({"program": "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()", "wrt": "zzz"})
+    assert not at.exception
+    assert any("ignored ?wrt=zzz" in w and "checking x instead" in w for w in shown(at, "warning"))
+    assert at.selectbox(key="w_check_wrt").value == "x"
+    at.run()  # the editor's first report reruns the page: the warning stays while the page is the link's
+    assert any("ignored ?wrt=zzz" in w for w in shown(at, "warning"))

@@ -131,7 +131,7 @@ def test_a_wrong_custom_backward_is_blamed_not_the_person() -> None:
 def test_every_gallery_hint_is_a_checkable_gradient(ex) -> None:  # noqa: ANN001
     check = check_job(ex.program, Options(), ex.wrt, ex.hint, TOL)
     assert isinstance(check, GradientCheck), str(check)
-    assert check.passed is (ex.key != "custom")
+    assert check.passed is (ex.key not in ("custom", "nan"))  # autograd is wrong (custom) or NaN at 0
 
 
 def test_a_matrix_jacobian_gets_a_heatmap_and_a_vector_does_not() -> None:

@@ -13,7 +13,8 @@ from graphviz_app.web import service
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options
 
-RUNAWAY = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"  # one op of ~30 s, within the limits on size
+# Ops of ~3 s each, in a loop: one op of ~30 s is now refused before it runs (Limits.max_multiply_adds).
+RUNAWAY = "a = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
 TOL = (1e-6, 1e-5, 1e-3)
 
 
