@@ -15,12 +15,16 @@ export default function (component) {
   root._open = (name) => setTriggerValue("open", name);
   if (root.dataset.svgKey !== data.key) {
     root.dataset.svgKey = data.key;
-    root.querySelector(".gv-pane").innerHTML = data.svg;
-    setup(root, data);
+    const pane = root.querySelector(".gv-pane");
+    root.querySelector(".gv-details").hidden = true;
+    // Measured before the new SVG is in: sizing it needs no layout of a big SVG.
+    const width = pane.clientWidth;
+    pane.innerHTML = data.svg;
+    setup(root, data, width);
   }
 }
 
-function setup(root, data) {
+function setup(root, data, width) {
   const pane = root.querySelector(".gv-pane");
   const svg = pane.querySelector("svg");
   if (!svg) return;
@@ -33,10 +37,16 @@ function setup(root, data) {
     const title = g.querySelector("title");
     if (title) nodes[title.textContent] = g;
   }
-  const view = { root, pane, svg, natural, nodes, details, scale: 1 };
+  const view = { root, pane, svg, natural, nodes, details, scale: 1, width };
   const tall = () => natural.h * READABLE > window.innerHeight * 0.7;
   pane.classList.toggle("gv-tall", tall());
-  const minimap = setupMinimap(view, data.svg);
+  const update = setupMinimap(view, data.svg);
+  let pending = false;
+  const minimap = () => {  // once per frame, after the browser has laid the SVG out anyway
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; update(); });
+  };
   view.apply = (next, cx, cy) => {
     const old = view.scale;
     view.scale = Math.min(MAX_SCALE, Math.max(Math.min(fitScale(view), READABLE) * 0.5, next));
@@ -49,7 +59,10 @@ function setup(root, data) {
     }
     minimap();
   };
-  const fit = () => view.apply(Math.min(1, fitScale(view)));
+  const fit = () => {
+    view.width = pane.clientWidth;  // the details panel may have taken some
+    view.apply(Math.min(1, fitScale(view)));
+  };
   const toOutput = () => {
     view.apply(Math.max(Math.min(1, fitScale(view)), Math.min(1, READABLE)));
     const ends = Object.keys(details).filter((id) => details[id].output && nodes[id]);
@@ -74,11 +87,11 @@ function setup(root, data) {
   toOutput();
 }
 
-// The scale at which the whole graph fits the pane in both dimensions.
+// The scale at which the whole graph fits the pane in both dimensions
+// (a tall pane is 70vh high; its width is measured when the graph arrives and on Fit).
 function fitScale(view) {
-  const { pane, natural } = view;
-  const height = pane.classList.contains("gv-tall") ? pane.clientHeight : window.innerHeight * 0.7;
-  return Math.min((pane.clientWidth - 12) / natural.w, (height - 12) / natural.h);
+  const { natural } = view;
+  return Math.min((view.width - 12) / natural.w, (window.innerHeight * 0.7 - 12) / natural.h);
 }
 
 // Without an output node, the last drawn node that is not the legend.
