@@ -42,6 +42,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     from ..expr import ExprError
     from ..renderer import export
     from . import gradients
+    from .drawing import draw
 
     start = time.perf_counter()
     try:
@@ -56,7 +57,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
-        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left, color_by=color_by).decode()
+        drawn = draw(graph, rankdir=options.rankdir, timeout=left, color_by=color_by)
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
@@ -69,7 +70,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     checkable = _inputs(program)
     return Analysis(
         summary=str(graph.summary(saved_traced=options.show_saved)),
-        svg=svg,
+        svg=drawn.svg,
         dot=dot,
         graph_json=graph.to_json(),
         node_count=len(graph.nodes),
@@ -84,6 +85,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
         gradient_origin=origin,
+        drawn=drawn,
     )
 
 

@@ -45,6 +45,7 @@ class Analysis:
     notes: tuple[str, ...]
     seconds: float
     gradient_origin: str | None = None  # where NaN/Inf first appears in backward, and its line
+    drawn: Any = None  # the viewer's view (web.drawing.Drawn); `svg` is its SVG
 
 
 @dataclass(frozen=True, slots=True)
