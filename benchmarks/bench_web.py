@@ -36,6 +36,14 @@ for i in range(182):
     W = (torch.randn(16, 16) * 0.25).requires_grad_()
     h = h + torch.tanh(F.layer_norm(h @ W, (16,)))
 h.sum()"""
+# 1,000 iterations of 10 ops: 10,000 ops; 7,500 nodes traced at max_nodes=5000, of which
+# the page lays out the 1,500 nearest the output (graphviz_app/web/view.py).
+FLAT_10K = """h = torch.ones(3, requires_grad=True) * {k}
+for i in range(1000):
+    h = ((((h * 1.0001 + 1e-4) * 1.0001 + 1e-4) * 1.0001 + 1e-4) * 1.0001 + 1e-4) * 1.0001 + 1e-4
+h.sum()"""
+RUN_TO_GRAPH = {"seed program": SEED, "2,000-node graph": BIG, "10,000-op flat program (partial view)": FLAT_10K}
+PROGRAM_KEYS = dict(zip(("seed", "big", "flat"), RUN_TO_GRAPH))
 LOAD = [  # (program, what shows it worked): one of five is hostile
     (SEED, None),
     ("torch.manual_seed({k})\nx = torch.randn(4, 3)\nW1 = torch.randn(3, 8, requires_grad=True)\n"
@@ -114,13 +122,13 @@ async def job_seconds(page, old: str) -> tuple[float, str]:  # noqa: ANN001
     raise TimeoutError("the summary line did not change")
 
 
-async def run_to_graph(browser, base: str, runs: int) -> dict[str, list[float]]:
-    names = ("seed program", "2,000-node graph")
+async def run_to_graph(browser, base: str, runs: int, names: tuple[str, ...]) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {n: [] for n in names} | {f"{n} (job)": [] for n in names}
-    page = await open_page(browser, base + "?max_nodes=2500")
+    page = await open_page(browser, base + "?max_nodes=5000")
     caption = ""
     for k in range(runs + 1):  # the first of each is a warm-up and not counted
-        for name, template in zip(names, (SEED, BIG)):
+        for name in names:
+            template = RUN_TO_GRAPH[name]
             seconds = await run_program(page, template.format(k=k + 100), None)
             job, caption = await job_seconds(page, caption)
             if k:
@@ -154,7 +162,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(runs: int, pages: int) -> dict[str, object]:
+async def main(runs: int, pages: int, names: tuple[str, ...]) -> dict[str, object]:
     from playwright.async_api import async_playwright
 
     port = free_port()
@@ -163,9 +171,9 @@ async def main(runs: int, pages: int) -> dict[str, object]:
     try:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            times = await run_to_graph(browser, base, runs)
+            times = await run_to_graph(browser, base, runs, names)
             start = time.perf_counter()
-            latencies, errors = await load(browser, base, pages)
+            latencies, errors = await load(browser, base, pages) if pages else ([0.0], [])
             wall = time.perf_counter() - start
             await browser.close()
         up = server.poll() is None and healthy(port)
@@ -198,12 +206,14 @@ def report(result: dict[str, object]) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per program (default 7)")
-    parser.add_argument("--pages", type=int, default=10, help="pages at once in the load test (default 10)")
+    parser.add_argument("--pages", type=int, default=10, help="pages at once in the load test (default 10; 0 skips it)")
+    parser.add_argument("--programs", nargs="+", choices=tuple(PROGRAM_KEYS), default=list(PROGRAM_KEYS),
+                        help="which run-to-graph programs to time (default all)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)")
-    outcome = asyncio.run(main(args.runs, args.pages))
+    outcome = asyncio.run(main(args.runs, args.pages, tuple(PROGRAM_KEYS[k] for k in args.programs)))
     report(outcome)
     if args.json:
         args.json.write_text(json.dumps(outcome, indent=1))

@@ -28,7 +28,7 @@ def train(steps: int, *, use_item: bool) -> list[str]:
         total_loss += loss.item() if use_item else loss
         if isinstance(total_loss, torch.Tensor):
             summary = trace(total_loss).summary()
-            sizes.append(f"{summary.nodes} nodes, {summary.saved_bytes} B saved")
+            sizes.append(f"{summary.nodes} nodes, {summary.activations_total} B of activations held")
         else:
             sizes.append("0 nodes (a plain float)")
     return sizes

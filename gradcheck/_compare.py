@@ -73,6 +73,7 @@ class _Tally:
     ratio_usable: dict[str, bool] = field(default_factory=dict)
     error: list[torch.Tensor] = field(default_factory=list)
     mask: list[torch.Tensor] = field(default_factory=list)
+    nonfinite: dict[str, int] = field(default_factory=dict)  # side key -> NaN/Inf elements
 
 
 def compare_pair(data: PairData, *, detail_limit: int) -> PairReport:
@@ -136,6 +137,14 @@ def _block(
     detail_limit: int,
 ) -> None:
     failed = error = violation = None
+    # A NaN or Inf on any side is a failure of its own: |a - b| <= tol is no
+    # test there (inf - inf is NaN, and a NaN reference makes tol NaN).
+    for name, v in values.items():
+        bad = ~torch.isfinite(v)
+        count = int(bad.sum())
+        if count:
+            tally.nonfinite[name] = tally.nonfinite.get(name, 0) + count
+            failed = bad if failed is None else failed.logical_or_(bad)
     for side in tally.sides:
         left, right = values[side.left], values[side.right]
         diff = torch.sub(left, right).abs_().nan_to_num_(nan=math.inf, posinf=math.inf)
@@ -144,7 +153,7 @@ def _block(
         over = diff / tol
         if data.atol == 0:  # 0/0 is no violation
             over.nan_to_num_(nan=0.0, posinf=math.inf)
-        side_failed = diff > tol
+        side_failed = ~(diff <= tol) | ~torch.isfinite(left) | ~torch.isfinite(right)
         side.failed += int(side_failed.sum())
         side.max_abs = max(side.max_abs, float(diff.max()))
         side.max_rel = max(
@@ -207,7 +216,10 @@ def _pair_report(
     comparisons = tuple(
         Comparison(s.name, s.failed == 0, s.max_abs, s.max_rel, s.failed) for s in tally.sides
     )
-    blame = _blame(tally) if tally.failed else Blame.NONE
+    if tally.nonfinite:
+        blame = Blame.NONFINITE
+    else:
+        blame = _blame(tally) if tally.failed else Blame.NONE
     worst = tuple(_element(values, shape, k, data, tally) for k in _ranked(tally))
     failed_at = torch.cat(tally.failed_at)[:detail_limit].tolist() if tally.failed_at else []
     e = values.get("e")
@@ -238,7 +250,15 @@ def _pair_report(
         if (small and tally.mask)
         else (() if small else None),
         constant_ratio=_constant_ratio(tally, blame),
+        nonfinite=tuple((_SIDE_NAMES[k], n) for k, n in sorted(tally.nonfinite.items(), key=_side_order)),
     )
+
+
+_SIDE_NAMES = {"a": "autograd", "n": "numerical", "e": "expected"}
+
+
+def _side_order(item: tuple[str, int]) -> int:
+    return "ane".index(item[0])
 
 
 def _listed(t: torch.Tensor) -> tuple[float, ...]:

@@ -14,6 +14,7 @@ _VERDICT = {
     Blame.AUTOGRAD: "FAIL: autograd (backward) likely wrong",
     Blame.NUMERICAL: "FAIL: finite differences unreliable here",
     Blame.UNCLEAR: "FAIL: all three sides disagree",
+    Blame.NONFINITE: "FAIL: NaN/Inf values",
 }
 
 # For each blame: which two sides the ratio column divides, and their display names.
@@ -146,6 +147,8 @@ def _explain(report: Report, pair: PairReport) -> str:
         )
     if pair.blame == Blame.NUMERICAL:
         return _explain_numerical(report, pair)
+    if pair.blame == Blame.NONFINITE:
+        return _explain_nonfinite(report, pair)
     return (
         "all three sides disagree with each other: fix the side you trust least first, or "
         "check at another point (a kink or too coarse a precision can mislead finite differences)."
@@ -169,6 +172,19 @@ def _explain_numerical(report: Report, pair: PairReport) -> str:
         "autograd and your expected gradient agree, but finite differences do not: the function "
         "may not be smooth here, or eps may be too large or too small for it."
     )
+
+
+def _explain_nonfinite(report: Report, pair: PairReport) -> str:
+    where = ", ".join(f"{_NAMES[side]} at {n} element(s)" for side, n in pair.nonfinite)
+    numerical_only = [side for side, _ in pair.nonfinite] == ["numerical"]
+    fix = (
+        "finite differences went through a NaN/Inf input (see the notes), or x +- eps "
+        f"overflowed or left the function's domain: lower eps (now {report.eps:g})"
+        if numerical_only
+        else "the function or its gradient is not finite at this point (NaN inputs, log(0), "
+        "0/0, overflow): check at a point where it is finite"
+    )
+    return f"NaN or Inf values from {where}: nothing can be compared there; {fix}."
 
 
 def _element_table(report: Report, pair: PairReport) -> list[str]:

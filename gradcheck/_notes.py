@@ -28,12 +28,15 @@ def precision_notes(
     eps: float,
     atol: float,
     rtol: float,
+    requested_dtype: torch.dtype | None = None,
 ) -> list[str]:
     """What the dtypes mean for this check: the copies made, and error floors above tolerance.
 
     Args:
         floor: the finite differences' rounding error, unit roundoff x max|f| / eps.
         max_input: the largest |x| among the differentiated inputs.
+        requested_dtype: the dtype asked for; when it differs from `numerical_dtype`,
+            fn computes in its own dtype and asking for float64 again would not help.
     """
     notes = []
     ag_label, num_label = dtype_label(autograd_dtypes), dtype_label([numerical_dtype])
@@ -48,7 +51,8 @@ def precision_notes(
         notes.append(
             f"eps={eps:g} is below the spacing of {num_label} numbers near |x| = {max_input:g} "
             f"(about {roundoff * max_input:.2g}): x + eps rounds back to x, so finite "
-            f"differences see no change and read 0. Use dtype=torch.float64, or eps >= "
+            f"differences see no change and read 0. "
+            f"{_higher_precision(numerical_dtype, requested_dtype)}, or use eps >= "
             f"{roundoff * max_input:.2g}."
         )
     elif floor > atol:
@@ -56,7 +60,7 @@ def precision_notes(
             f"precision floor: finite differences in {num_label} with eps={eps:g} carry rounding "
             f"errors up to about {roundoff:.2g} x max|f| / eps = {floor:.2g} per element, above "
             f"atol={atol:g}; disagreements of that size are rounding, not a wrong gradient. "
-            f"Run with dtype=torch.float64 (the default), or raise eps towards {best:.1g} "
+            f"{_higher_precision(numerical_dtype, requested_dtype)}, or raise eps towards {best:.1g} "
             f"(the cube root of {num_label}'s unit roundoff, the best step for central "
             "differences)."
         )
@@ -69,3 +73,15 @@ def precision_notes(
                 "rounding. Pass float32/float64 inputs to check the formula itself."
             )
     return notes
+
+
+def _higher_precision(numerical: torch.dtype, requested: torch.dtype | None) -> str:
+    if requested is not None and requested != numerical:
+        # fn refused the requested dtype: it holds tensors of its own dtype.
+        return (
+            "Give fn's own tensors (weights, constants) as inputs or convert them "
+            "(module.double()) so it computes in float64"
+        )
+    if numerical == torch.float64:
+        return "Use a larger eps"
+    return "Run with dtype=torch.float64 (the default)"

@@ -156,7 +156,8 @@ def build_report(
 ) -> Report:
     opts = state.opts
     num_dtype = state.num_args[state.diff[0]].dtype
-    scale = max((float(y.abs().max()) for y in base if y.numel()), default=0.0)
+    # NaN/Inf outputs fail on their own; the rounding floor is that of the finite values.
+    scale = max((float(y.abs().nan_to_num(0.0, 0.0, 0.0).max()) for y in base if y.numel()), default=0.0)
     floor = rounding_floor(num_dtype, scale, opts.eps)
     notes = state.notes + precision_notes(
         autograd_dtypes=[state.args[i].dtype for i in state.diff],
@@ -166,6 +167,7 @@ def build_report(
         eps=opts.eps,
         atol=opts.atol,
         rtol=opts.rtol,
+        requested_dtype=opts.dtype,
     )
     pairs = [_floor_blame(p, floor, opts.atol) for p in pairs]
     stats = state.stats or ChunkStats(chunk_size=1, item_bytes=0)
@@ -202,7 +204,7 @@ def _max_input(state: RunState) -> float:
 
 def _floor_blame(pair: PairReport, floor: float, atol: float) -> PairReport:
     """A failure no bigger than the finite differences' rounding floor is theirs to explain."""
-    if pair.passed or floor <= atol or pair.max_abs_error > 10 * floor:
+    if pair.passed or pair.blame == Blame.NONFINITE or floor <= atol or pair.max_abs_error > 10 * floor:
         return pair
     return replace(pair, blame=Blame.NUMERICAL, constant_ratio=None)
 

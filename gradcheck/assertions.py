@@ -35,6 +35,7 @@ def assert_gradients(
         >>> x = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
         >>> _ = assert_gradients(lambda x: (x**2).sum(), x, expected=lambda x: 2 * x)
     """
+    __tracebackhide__ = True  # pytest shows the report, not this function's source
     if "raise_exception" in options:
         raise TypeError(
             "assert_gradients always raises on failure (an AssertionError); "

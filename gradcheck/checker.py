@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import torch
 
 from ._autograd import AutogradResult, autograd_jacobian, first_line
+from ._cast import cast_function
 from ._chunks import OutOfMemory, plan_chunk, run_chunked
 from ._compare import PairData, compare_pair
 from ._devices import resolve_device, same_device_error
@@ -131,6 +131,7 @@ def run_check(
     device = resolve_device(opts.device, args)
     budget = resolve_budget(opts.memory_budget, device)
     state = RunState(fn, args, differentiated_indices(args), device, opts, Clock(), budget, fn)
+    state.notes += _nonfinite_inputs(args)
     try:
         return _run(state, expected)
     except OutOfMemory as oom:
@@ -140,6 +141,19 @@ def run_check(
         if translated is None:
             raise
         raise translated from e
+
+
+def _nonfinite_inputs(args: Sequence[Any]) -> list[str]:
+    notes = []
+    for k, x in enumerate(args):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            bad = int((~torch.isfinite(x.detach())).sum())
+            if bad:
+                notes.append(
+                    f"input {k} holds {bad} NaN/Inf value(s): gradients through them are not "
+                    "finite and cannot be checked; check at finite inputs."
+                )
+    return notes
 
 
 def _run(state: RunState, expected: Any) -> CheckOutcome:
@@ -158,6 +172,7 @@ def _run(state: RunState, expected: Any) -> CheckOutcome:
             state.notes += ag.notes
             state.retries = ag.stats.retries
     base = _numerical_base(state)
+    opts = state.opts  # the step and tolerances may have been chosen for fn's own dtype
     with state.clock("expected"):
         wanted = _expected(state, expected)
     if opts.fast:
@@ -236,44 +251,74 @@ def _full_pair(
 def _numerical_base(state: RunState) -> list[torch.Tensor]:
     """Makes the finite-difference copies and fn's outputs there, falling back to own dtypes.
 
-    An nn.Module whose parameters are in another dtype is copied and cast. Any other
-    function holding float32 tensors of its own fails on float64 copies (matmul refuses
-    mixed dtypes) though it works on the user's tensors: then the finite differences run
-    in the inputs' own dtype, and a note says so.
+    The float tensors and modules fn holds (itself an nn.Module, its closure, the
+    globals it names) are cast on copies too, so fn computes in the check's dtype.
+    When fn still fails on cast copies (it mixes dtypes deeper down), the finite
+    differences run in the inputs' own dtype, with a step and tolerances chosen
+    for that dtype unless given, and a note says so.
     """
     dtype = state.opts.dtype
     state.num_args = numerical_copies(state.args, state.device, dtype)
-    state.num_fn = _cast_module(state, dtype)
+    cast = cast_function(state.fn, dtype)
+    state.num_fn = cast.fn
     try:
         outs = call_outputs(state.num_fn, state.num_args)
     except Exception as e:
         own = [x.dtype for x in state.args if isinstance(x, torch.Tensor) and x.is_floating_point()]
         if isinstance(e, GradcheckError) or dtype is None or all(d == dtype for d in own):
             raise
-        state.num_args, state.num_fn = numerical_copies(state.args, state.device, None), state.fn
-        outs = call_outputs(state.fn, state.num_args)
-        state.notes.append(
-            f"finite differences could not run in {dtype_label([dtype])}: fn failed on cast copies "
-            f"({first_line(e)}), so they ran in the inputs' own dtype. fn probably holds tensors "
-            "of its own dtype (weights, constants): convert them too (e.g. module.double()) or "
-            "pass them as inputs, for a more precise check."
-        )
+        return _own_dtype_base(state, e)
+    note = cast.note(dtype) if dtype is not None else None
+    if note:
+        state.notes.append(note)
     return [outs[o].detach() for o in state.checked]
 
 
-def _cast_module(state: RunState, dtype: torch.dtype | None) -> Callable[..., Any]:
-    """fn itself, or for an nn.Module with floating tensors of another dtype, a cast copy."""
-    fn = state.fn
-    if dtype is None or not isinstance(fn, torch.nn.Module):
-        return fn
-    held = [t.dtype for t in [*fn.parameters(), *fn.buffers()] if t.is_floating_point()]
-    if all(d == dtype for d in held):
-        return fn
+def _own_dtype_base(state: RunState, failure: Exception) -> list[torch.Tensor]:
+    """Finite differences in the inputs' own dtype, for a fn that mixes dtypes."""
+    state.num_args, state.num_fn = numerical_copies(state.args, state.device, None), state.fn
+    outs = call_outputs(state.fn, state.num_args)
+    base = [outs[o].detach() for o in state.checked]
+    computes_in = state.num_args[state.diff[0]].dtype
+    wanted = dtype_label([state.opts.dtype]) if state.opts.dtype is not None else "another dtype"
     state.notes.append(
-        f"fn is an nn.Module with {dtype_label(held)} parameters: finite differences ran on a "
-        f"{dtype_label([dtype])} copy of it (the module itself is untouched)."
+        f"fn computes in {dtype_label([computes_in])}: it failed on {wanted} copies of the "
+        f"inputs ({first_line(failure)}), so finite differences ran in the inputs' own dtype. "
+        f"{_adapt_to(state, computes_in, base)}For a stricter check, give fn's own tensors "
+        "(weights, constants) as inputs, or convert them (module.double())."
     )
-    return copy.deepcopy(fn).to(dtype)
+    return base
+
+
+_DEFAULT_STEPS = (CheckOptions().eps, CheckOptions().atol, CheckOptions().rtol)
+
+
+def _adapt_to(state: RunState, dtype: torch.dtype, base: list[torch.Tensor]) -> str:
+    """Chooses eps, atol and rtol for finite differences in `dtype`, unless the user set them."""
+    opts = state.opts
+    roundoff = torch.finfo(dtype).eps
+    x_scale = max(
+        (float(state.num_args[i].abs().max()) for i in state.diff if state.num_args[i].numel()),
+        default=0.0,
+    )
+    f_scale = max(
+        (float(y.abs().nan_to_num(0.0, 0.0, 0.0).max()) for y in base if y.numel()), default=0.0
+    )
+    # Central differences err by about eps^2 |f'''| + roundoff |f| / eps: the cube
+    # root of the roundoff balances the two, leaving about roundoff^(2/3) |f|.
+    eps = roundoff ** (1 / 3) * max(1.0, x_scale)
+    atol = max(opts.atol, 50 * roundoff ** (2 / 3) * max(1.0, f_scale))
+    rtol = max(opts.rtol, 100 * roundoff ** (2 / 3))
+    if (opts.eps, opts.atol, opts.rtol) != _DEFAULT_STEPS:
+        return (
+            f"You set eps/atol/rtol; for {dtype_label([dtype])} about eps={eps:.2g}, "
+            f"atol={atol:.2g}, rtol={rtol:.2g} suit. "
+        )
+    state.opts = replace(opts, eps=eps, atol=atol, rtol=rtol)
+    return (
+        f"The step and tolerances were chosen for {dtype_label([dtype])}: eps={eps:.2g}, "
+        f"atol={atol:.2g}, rtol={rtol:.2g} (pass eps, atol, rtol to set them). "
+    )
 
 
 def _expected(state: RunState, expected: Any) -> dict[Pair, torch.Tensor]:
@@ -281,7 +326,11 @@ def _expected(state: RunState, expected: Any) -> dict[Pair, torch.Tensor]:
         return {}
     value = expected
     if callable(expected):
-        value = expected(*[x.clone() if isinstance(x, torch.Tensor) else x for x in state.num_args])
+        # expected gets the inputs in the dtype finite differences ran in and,
+        # like fn, copies of its own float tensors in that dtype.
+        num_dtype = state.num_args[state.diff[0]].dtype
+        hand = cast_function(expected, num_dtype).fn
+        value = hand(*[x.clone() if isinstance(x, torch.Tensor) else x for x in state.num_args])
         state.expected_dtype = dtype_label(state.num_args[i].dtype for i in state.diff)
     else:
         state.expected_dtype = "as given"

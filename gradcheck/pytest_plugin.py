@@ -38,6 +38,7 @@ class GradientChecker:
     def __call__(
         self, fn: Callable[..., Any], inputs: Any, *, expected: Any = None, **options: Any
     ) -> Report:
+        __tracebackhide__ = True  # a failing test shows the report, not the plugin's source
         from .assertions import assert_gradients
 
         return assert_gradients(fn, inputs, expected=expected, **{**self.defaults, **options})

@@ -33,6 +33,7 @@ class Blame:
     AUTOGRAD = "autograd"  # the backward disagrees with finite differences (and expected)
     NUMERICAL = "numerical"  # finite differences disagree: a kink, or too little precision
     UNCLEAR = "unclear"  # all three sides disagree with each other
+    NONFINITE = "nonfinite"  # a side gives NaN or Inf: nothing can be compared there
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ class PairReport:
     all there is. `failed` lists flat indices of failing elements (at most
     `detail_limit` of them; `failed_count` is the true count). `error` is, per
     element, the largest absolute difference between any two sides.
+    `nonfinite` counts NaN/Inf elements per side ("autograd", "numerical",
+    "expected"); any makes the pair fail with blame `Blame.NONFINITE`.
     """
 
     output_index: int
@@ -101,6 +104,15 @@ class PairReport:
     error: tuple[float, ...] | None
     failed_mask: tuple[bool, ...] | None
     constant_ratio: float | None = None
+    nonfinite: tuple[tuple[str, int], ...] = ()
+
+    def __repr__(self) -> str:
+        verdict = "passed" if self.passed else f"FAILED at {self.failed_count} element(s), blame {self.blame}"
+        return (
+            f"<PairReport output {self.output_index}, input {self.input_index}: {verdict}, "
+            f"{self.numel} elements, max abs error {self.max_abs_error:.2g}; .worst_elements, "
+            ".autograd, .numerical for the values>"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +219,22 @@ class Report:
         from ._format import format_report
 
         return format_report(self)
+
+    def __repr__(self) -> str:
+        # A notebook shows this for a report left as a cell's last value: keep it
+        # one line that says what it is and how to see the rest.
+        if self.memory.out_of_memory:
+            verdict = "did not finish (out of memory)"
+        elif self.passed:
+            verdict = "passed"
+        else:
+            verdict = f"FAILED ({len(self.failed_pairs)} of {len(self.pairs)} pairs disagree)"
+        worst = max((p.max_abs_error for p in self.pairs), default=0.0)
+        return (
+            f"<gradcheck Report: {verdict}, {len(self.pairs)} (output, input) pair(s), "
+            f"max abs error {worst:.2g}, on {self.device}; print(report) for the table, "
+            "report.pairs for the numbers, report.to_dict() for JSON>"
+        )
 
 
 def to_plain(value: Any) -> Any:

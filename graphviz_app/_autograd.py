@@ -19,6 +19,7 @@ __all__ = [
     "output_metadata",
     "is_custom_function",
     "FREED",
+    "MODIFIED",
     "MODULE_KEY",
     "MODULE_TYPE_KEY",
     "SOURCE_KEY",
@@ -32,6 +33,8 @@ _SAVED_PREFIX = "_saved_"
 
 # Marks a saved tensor that backward() has already released.
 FREED = object()
+# Marks a saved tensor modified in place after it was saved (torch refuses to unpack it).
+MODIFIED = object()
 
 SavedValue = tuple[str, Any]
 
@@ -71,20 +74,27 @@ def saved_values(fn: Any) -> list[SavedValue]:
     if spec is None:
         try:
             tensors = fn.saved_tensors
-        except RuntimeError:
-            return [("saved_tensors", FREED)]
+        except RuntimeError as e:
+            return [("saved_tensors", _unreadable(e))]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
     out: list[SavedValue] = []
     for attr, name in spec:
         try:
             value = getattr(fn, attr)
-        except RuntimeError:  # "Trying to backward through the graph a second time"
-            value = FREED
+        except RuntimeError as e:  # freed by backward(), or modified in place since
+            value = _unreadable(e)
         kind = type(value)
         if (kind is int and value >= _INT64_SIGN) or kind is tuple:  # all _signed can change
             value = _signed(value)
         out.append((name, value))
     return out
+
+
+def _unreadable(error: RuntimeError) -> object:
+    # torch says "...has been modified by an inplace operation..." for a saved
+    # tensor changed in place, and "Trying to backward through the graph a
+    # second time..." for one backward() released.
+    return MODIFIED if "modified by an inplace operation" in str(error) else FREED
 
 
 _INT64_SIGN = 1 << 63

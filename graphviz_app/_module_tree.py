@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from .model import EdgeKind, Graph, Node, NodeKind
 
-__all__ = ["node_modules", "ancestors", "module_depth", "module_names", "module_types", "saved_bytes"]
+__all__ = ["node_modules", "ancestors", "module_depth", "module_names", "module_types", "saved_bytes", "leaf_storages"]
 
 
 def node_modules(graph: Graph) -> dict[str, str | None]:
@@ -65,12 +65,22 @@ def module_types(graph: Graph) -> dict[str, str]:
     return {m.name: m.type for m in graph.modules}
 
 
-def saved_bytes(nodes: Iterable[Node]) -> int:
-    """Bytes of the live saved tensors among `nodes`, each storage counted once."""
+def leaf_storages(graph: Graph) -> frozenset[str]:
+    """The storages of the graph's leaf tensors (parameters, inputs that require grad)."""
+    return frozenset(n.tensor.storage for n in graph.nodes
+                     if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage)
+
+
+def saved_bytes(nodes: Iterable[Node], *, skip: frozenset[str] = frozenset()) -> int:
+    """Bytes of the live saved tensors among `nodes`, each storage counted once.
+
+    Storages in `skip` do not count: with `leaf_storages(graph)` this is the
+    activation memory the graph holds, not the weights it saves (they exist anyway).
+    """
     storages: dict[str, int] = {}
     for n in nodes:
         t = n.tensor
-        if n.kind is NodeKind.SAVED and t is not None and not t.freed:
+        if n.kind is NodeKind.SAVED and t is not None and not t.freed and t.storage not in skip:
             key = t.storage or n.id
             storages[key] = max(storages.get(key, 0), t.bytes)
     return sum(storages.values())

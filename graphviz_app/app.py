@@ -18,6 +18,7 @@ import streamlit as st
 
 from graphviz_app.web import pngplan, present, service, urlstate
 from graphviz_app.web.cache import ResultCache
+from graphviz_app.web.drawing import Drawn
 from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
@@ -97,6 +98,13 @@ def png(graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
     return found
 
 
+def drawn_view(graph_json: str, rankdir: str, expanded: tuple[str, ...], depth: int, roll: bool) -> Drawn | Failure:
+    """The graph with some module boxes opened, laid out once per graph and set of boxes."""
+    key = ("view", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir, expanded, depth, roll)
+    return cached(key, "Drawing the graph…", lambda: service.draw(
+        my_runner(), graph_json, rankdir, expanded, depth=depth or None, roll=roll))
+
+
 # UI state: the submitted program and the widgets' values, seeded from the URL --
 def start_session(devices: tuple[str, ...]) -> None:
     """Seed a new session's UI state from the link it was opened with."""
@@ -114,6 +122,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
+        expanded=state.expanded, expanded_program=state.program,
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
     )
 
@@ -164,7 +173,8 @@ def sidebar(devices: tuple[str, ...]) -> Options:
         low, high = urlstate.MODULE_DEPTH_RANGE
         depth = st.number_input("Module depth", low, high, step=1, key="opt_depth",
                                 help="For programs with nn modules: modules deeper than this are drawn as one "
-                                     "box (1: each module variable is a box); 0 opens every module.")
+                                     "box (1: each module variable is a box); 0 lets the page pick the deepest "
+                                     "level that stays readable.")
         roll = st.checkbox("Roll repeats", key="opt_roll",
                            help="Fold consecutive identical modules (layers.0–5) into one box marked ×k.")
     return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
@@ -226,7 +236,7 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
             show_failure(result, title="Could not draw the graph")
         return
     gradient_origin(result)
-    graph_viewer(result.svg)
+    graph_pane(result)
     st.caption(present.md(present.analysis_caption(result)))
     downloads(result, options)
     for note in result.notes:
@@ -238,12 +248,56 @@ def module_table(result: Analysis) -> None:
     """Per module: ops, the bytes its saved tensors hold for backward, parameters."""
     if not result.modules:
         return
-    st.markdown("**Modules** (ops and saved tensors include those of submodules)")
+    st.markdown("**Modules** (ops and activations, the saved tensors beyond parameters, include those of submodules)")
     table = present.module_table(result.modules)
     if len(result.modules) <= STATIC_TABLE_ROWS:
         st.table(table, hide_index=True)
     else:
         st.dataframe(table, hide_index=True)
+
+
+def graph_pane(result: Analysis) -> None:
+    """The graph viewer; module boxes open on click and close from the path above the graph."""
+    s = st.session_state
+    if s.get("expanded_program") != s.submitted:  # a new program starts with every box closed
+        s.expanded, s.expanded_program = (), s.submitted
+    drawn = result.drawn
+    if not isinstance(drawn, Drawn):
+        graph_viewer(result.svg)
+        return
+    if s.expanded and drawn.mode != "modules":
+        s.expanded = ()  # nothing to open in a graph drawn without module boxes
+    if s.expanded:
+        opened = drawn_view(result.graph_json, s.opt_rankdir, tuple(s.expanded), int(s.opt_depth), bool(s.opt_roll))
+        if isinstance(opened, Failure):
+            show_failure(opened, title="Could not open the module")
+        else:
+            drawn, s.expanded = opened, opened.expanded  # names of no module are dropped
+    if drawn.note:  # above the graph: what is hidden, before the person looks for it
+        st.info(present.md(drawn.note))
+    if drawn.mode == "modules":
+        module_path(drawn)
+    clicked = graph_viewer(drawn.svg, details=drawn.details)
+    if clicked is not None and clicked not in s.expanded:
+        s.expanded = tuple(sorted({*s.expanded, clicked}))
+        st.rerun()
+
+
+def module_path(drawn: Drawn) -> None:
+    """The opened module boxes, each a button that closes it (and the boxes opened inside it)."""
+    def close(name: str) -> None:
+        s = st.session_state
+        s.expanded = tuple(m for m in s.expanded if m != name and not m.startswith(name + "."))
+
+    shown = [m for m in st.session_state.expanded if m in drawn.expanded]
+    if not shown:
+        st.caption(f"Module view, level {drawn.depth}: click a 3-D box to open it.")
+        return
+    columns = st.columns(len(shown) + 1, vertical_alignment="center")
+    columns[0].caption(f"Module view, level {drawn.depth}; opened:")
+    for column, name in zip(columns[1:], shown):
+        column.button(f"✕ {name}", key=f"close-{name}", help=f"Close {name} into one box again",
+                      on_click=close, args=(name,))
 
 
 def gradient_origin(result: Analysis) -> None:
@@ -381,7 +435,8 @@ def current_state(options: Options) -> PageState:
     """What a link to the page as shown must hold."""
     s = st.session_state
     return PageState(program=s.submitted, options=options,
-                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""))
+                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
+                     expanded=tuple(s.get("expanded") or ()))
 
 
 def sync_url(options: Options) -> None:

@@ -184,7 +184,7 @@ def _render(args: argparse.Namespace) -> int:
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
-    print(f"wrote {path} ({traced.summary()}{drawn})")
+    print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
     if args.gradients:
         _print_gradients(graph)
     return EXIT_OK

@@ -62,13 +62,8 @@ def _inputs(rest: Any, target: str) -> tuple[Any, ...]:
 
 
 def _trace_model(model: Any, inputs: tuple[Any, ...], target: str, options: dict[str, Any]) -> Graph:
-    try:
-        from .model_trace import trace_model  # the recorder: runs the forward under record(model)
-    except ImportError as e:
-        raise TraceError(
-            f"{target} returned a model and inputs, but this graphviz-app has no trace_model(); "
-            "return the model's output instead, e.g. return model(x)"
-        ) from e
+    from .model_trace import trace_model  # runs the forward under record(model)
+
     try:
         return trace_model(model, *inputs, **options)
     except TraceError:

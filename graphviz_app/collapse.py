@@ -6,7 +6,15 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 
-from ._module_tree import ancestors, module_depth, module_names, module_types, node_modules, saved_bytes
+from ._module_tree import (
+    ancestors,
+    leaf_storages,
+    module_depth,
+    module_names,
+    module_types,
+    node_modules,
+    saved_bytes,
+)
 from .errors import CollapseError
 from .model import Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
 
@@ -101,6 +109,7 @@ class _Tree:
         self.base: dict[str, int] | None = None
         # Traced with show_saved=False: no saved tensor anywhere, so "0 B" would be untrue.
         self.saved_traced = any(n.kind is NodeKind.SAVED for n in graph.nodes)
+        self.weights = leaf_storages(graph)  # saved weights are no activation memory
         self.out_edges: dict[str, list[Edge]] = {}
         for e in graph.edges:
             self.out_edges.setdefault(e.src, []).append(e)
@@ -264,7 +273,7 @@ def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node
     param_bytes = sum(tree.params.get(m, (0, 0))[1] for m in unit)
     attrs += [
         ("ops", f"{sum(1 for n in members if n.kind is NodeKind.OP):,}"),
-        ("saved", human_bytes(saved_bytes(members)) if tree.saved_traced else "not traced"),
+        ("activations", human_bytes(saved_bytes(members, skip=tree.weights)) if tree.saved_traced else "not traced"),
         ("params", f"{params:,} ({human_bytes(param_bytes)})"),
     ]
     return Node(box_id, NodeKind.MODULE, title, attrs=tuple(attrs), module=unit[0])

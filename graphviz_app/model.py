@@ -9,6 +9,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .errors import SchemaError
+from .summary import Summary, human_bytes, summarize
 
 if TYPE_CHECKING:
     from .module_summary import ModuleSummary
@@ -25,6 +26,8 @@ __all__ = [
     "Graph",
     "Summary",
     "human_bytes",
+    "STATE_ATTR",
+    "MODIFIED_IN_PLACE",
 ]
 
 SCHEMA_VERSION = 2
@@ -32,6 +35,11 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
 
 Scalar = float | int | bool | str
+
+# A saved node whose tensor torch would not hand out (TensorInfo.freed) says
+# why in attrs, as (STATE_ATTR, reason); without it backward() freed it.
+STATE_ATTR = "state"
+MODIFIED_IN_PLACE = "modified in place"
 
 
 class NodeKind(str, Enum):
@@ -160,26 +168,6 @@ class Edge:
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
-    """Counts and totals of a graph, for one-line display."""
-
-    nodes: int
-    edges: int
-    nodes_by_kind: tuple[tuple[str, int], ...]
-    edges_by_kind: tuple[tuple[str, int], ...]
-    devices: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    saved_bytes: int
-
-    def __str__(self) -> str:
-        devices = ", ".join(self.devices) or "none"
-        return (
-            f"{self.nodes} nodes, {self.edges} edges, "
-            f"saved tensors {human_bytes(self.saved_bytes)}, devices: {devices}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class Graph:
     """An autograd graph: nodes in walk order and the edges between them.
 
@@ -196,6 +184,23 @@ class Graph:
     truncated: bool = False
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
+
+    def __repr__(self) -> str:
+        """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
+
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") to draw it>
+        """
+        kinds = Counter(n.kind.value for n in self.nodes)
+        parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        extra = (", truncated" if self.truncated else "") + (
+            f", {len(self.notes)} note(s) in .notes" if self.notes else ""
+        )
+        return (
+            f"<Graph: {len(self.nodes)} nodes ({parts or 'none'}), {len(self.edges)} edges{extra}; "
+            '.summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") '
+            "to draw it>"
+        )
 
     def node(self, node_id: str) -> Node:
         """The node with this id. Raises KeyError naming the id if absent."""
@@ -220,31 +225,13 @@ class Graph:
                 found.add(dst.id)
         return frozenset(found)
 
-    def summary(self) -> Summary:
-        """Node and edge counts per kind, devices and dtypes, saved bytes."""
-        devices: set[str] = set()
-        dtypes: set[str] = set()
-        storages: dict[str, int] = {}
-        for n in self.nodes:
-            t = n.tensor
-            if t is None or t.freed:  # a freed tensor's device and dtype are "unknown"
-                continue
-            devices.add(t.device)
-            dtypes.add(t.dtype)
-            if n.kind is NodeKind.SAVED and not t.freed:
-                key = t.storage or n.id
-                storages[key] = max(storages.get(key, 0), t.bytes)
-        node_kinds = Counter(n.kind.value for n in self.nodes)
-        edge_kinds = Counter(e.kind.value for e in self.edges)
-        return Summary(
-            nodes=len(self.nodes),
-            edges=len(self.edges),
-            nodes_by_kind=tuple(sorted(node_kinds.items())),
-            edges_by_kind=tuple(sorted(edge_kinds.items())),
-            devices=tuple(sorted(devices)),
-            dtypes=tuple(sorted(dtypes)),
-            saved_bytes=sum(storages.values()),
-        )
+    def summary(self, *, saved_traced: bool | None = None) -> Summary:
+        """Node and edge counts per kind, devices, dtypes, and memory per device.
+
+        Pass `saved_traced=False` for a graph traced with `show_saved=False`
+        so its activation memory reads "not traced", not "0 B" (see `Summary`).
+        """
+        return summarize(self, saved_traced=saved_traced)
 
     def module_summary(self) -> ModuleSummary:
         """One row per module (ops, saved bytes, params), in `named_modules()` order; prints as a table."""
@@ -310,20 +297,6 @@ class Graph:
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]
-
-
-def human_bytes(n: int) -> str:
-    """Bytes as people read them.
-
-    >>> human_bytes(12), human_bytes(2048), human_bytes(3 * 1024**3)
-    ('12 B', '2.0 KiB', '3.0 GiB')
-    """
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:

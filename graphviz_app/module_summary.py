@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ._module_tree import ancestors, module_names, module_types, node_modules, saved_bytes
+from ._module_tree import ancestors, leaf_storages, module_names, module_types, node_modules, saved_bytes
 from .model import Graph, Node, NodeKind, human_bytes
 
 __all__ = ["ModuleRow", "ModuleSummary", "module_summary"]
@@ -13,12 +13,16 @@ __all__ = ["ModuleRow", "ModuleSummary", "module_summary"]
 
 @dataclass(frozen=True, slots=True)
 class ModuleRow:
-    """One module: its ops and saved tensors include those of its submodules, as its params do."""
+    """One module: its ops and activations include those of its submodules, as its params do.
+
+    `activation_bytes` is what the module's saved tensors hold beyond its
+    parameters: a weight an op saves for backward is counted under params.
+    """
 
     module: str
     type: str
     ops: int
-    saved_bytes: int
+    activation_bytes: int
     params: int
     param_bytes: int
 
@@ -39,13 +43,13 @@ class ModuleSummary:
     def __str__(self) -> str:
         if not self.rows:
             return "no module information: trace inside `with record(model):`, or use trace_model(model, *inputs)"
-        header = ("module", "type", "ops", "saved", "params", "param bytes")
+        header = ("module", "type", "ops", "activations", "params", "param bytes")
         table = [header] + [
             (
                 r.module or "(root)",
                 r.type or "?",
                 f"{r.ops:,}",
-                human_bytes(r.saved_bytes) if self.saved_traced else "not traced",
+                human_bytes(r.activation_bytes) if self.saved_traced else "not traced",
                 f"{r.params:,}",
                 human_bytes(r.param_bytes),
             )
@@ -82,13 +86,14 @@ def module_summary(graph: Graph) -> ModuleSummary:
         for a in ancestors(own):  # a node counts towards every module around it
             members[a].append(n)
     types = module_types(graph)
+    weights = leaf_storages(graph)
     params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
     rows = tuple(
         ModuleRow(
             module=name,
             type=types.get(name, ""),
             ops=sum(1 for n in members[name] if n.kind is NodeKind.OP),
-            saved_bytes=saved_bytes(members[name]),
+            activation_bytes=saved_bytes(members[name], skip=weights),
             params=params.get(name, (0, 0))[0],
             param_bytes=params.get(name, (0, 0))[1],
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import EdgeKind, Node, NodeKind, TensorInfo, human_bytes
+from .model import STATE_ATTR, EdgeKind, Node, NodeKind, TensorInfo, human_bytes
 
 __all__ = [
     "KIND_STYLE",
@@ -117,7 +117,8 @@ def node_label(node: Node, *, max_attr_chars: int = 50) -> str:
     elif t is None:
         lines = [node.name]
     elif t.freed:
-        lines = [node.name, "(freed by backward)"]
+        state = dict(node.attrs).get(STATE_ATTR)
+        lines = [node.name, f"({state})" if state else "(freed by backward)"]
     else:
         lines = [node.name] if node.name else []
         lines.append(_describe(t))

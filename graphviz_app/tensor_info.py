@@ -20,9 +20,19 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    if not t.is_nested:
+        return tuple(t.shape)
+    # A nested tensor's parts differ in size (torch has no plain shape for
+    # it): give the padded shape, as to_padded_tensor() would make it.
+    parts = t.detach().unbind()
+    dims = [max((p.shape[d] for p in parts), default=0) for d in range(t.dim() - 1)]
+    return (len(parts), *dims)
+
+
 def _small_values(t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[Scalar, ...] | None:
     """The values of `t`, known to have at most MAX_VALUES elements."""
-    if device.type == "meta" or t.is_sparse:
+    if device.type == "meta" or t.is_sparse or t.is_nested:
         return None
     try:
         flat = _flat_list(t)
@@ -106,15 +116,19 @@ class TensorDescriber:
             known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size())
         numel = t.numel()
         try:
-            key = (device, t.untyped_storage().data_ptr())
+            untyped = t.untyped_storage()
+            ptr = untyped.data_ptr()
         except (RuntimeError, NotImplementedError):
             storage = None
         else:
+            # Meta and empty storages all have address 0: tell them apart by the
+            # storage object itself, alive while the walk keeps its tensors.
+            key = (device, ptr) if ptr else (device, -untyped._cdata)
             storage = self._storages.get(key)
             if storage is None:
                 storage = self._storages[key] = f"s{len(self._storages)}"
         return (
-            tuple(t.shape), known[0], device, numel, numel * known[1], t.requires_grad,
+            tuple(t.shape) if not t.is_nested else _shape(t), known[0], device, numel, numel * known[1], t.requires_grad,
             _small_values(t, dev, dtype) if numel <= MAX_VALUES else None, storage,
         )
 

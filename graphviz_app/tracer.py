@@ -11,10 +11,11 @@ from typing import Any
 
 import torch
 
-from ._autograd import FREED, is_custom_function, output_metadata, recorded_tags, saved_values
+from ._autograd import FREED, MODIFIED, is_custom_function, output_metadata, recorded_tags, saved_values
 from ._records import new_edge, new_node
+from .deep import FREE_GUARD_NODES, consumers_first, release_in_order
 from .errors import NoGradFnError, TraceError
-from .model import Edge, EdgeKind, Graph, Node, NodeKind
+from .model import MODIFIED_IN_PLACE, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
 from .param_owners import NamedParams, first_names, model_params, module_infos, owner_module
 from .tensor_info import TensorDescriber
 
@@ -45,8 +46,8 @@ def trace(
             each leaf in the module that owns it, and fills `Graph.modules`.
         show_saved: add a node for each tensor an op saved for backward.
         show_attrs: keep ops' non-tensor attributes (dim, alpha, ...).
-        max_nodes: stop adding op and leaf nodes past this many; the graph
-            is then marked `truncated`.
+        max_nodes: the most nodes of any kind (outputs, ops, leaves, saved
+            tensors) the graph holds; past it the graph is marked `truncated`.
         gradients: replay backward once (hooks, `torch.autograd.grad`,
             `retain_graph=True`; `.grad` fields untouched) and put gradient
             statistics on every node and data edge, and the op where NaN/Inf
@@ -100,14 +101,26 @@ def trace(
 def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
     found: list[tuple[str, torch.Tensor]] = []
     notes: list[str] = []
+    # id -> path of each container opened: a list that contains itself (or one
+    # shared many times) is opened once, so flattening always ends.
+    opened: dict[int, str] = {}
     stack: list[tuple[str, Any]] = [("output", outputs)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, torch.Tensor):
             found.append((path, value))
+        elif isinstance(value, (Mapping, tuple, list)) and id(value) in opened:
+            if not value:  # () is one shared object: nothing to say of it
+                continue
+            notes.append(
+                f"{path} is the same {type(value).__name__} as {opened[id(value)]}: "
+                "its tensors are traced once, under that name"
+            )
         elif isinstance(value, Mapping):
+            opened[id(value)] = path
             stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
         elif isinstance(value, (tuple, list)):
+            opened[id(value)] = path
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
         else:
             notes.append(f"{path} is a {type(value).__name__}, not a tensor: ignored")
@@ -209,6 +222,7 @@ class _Walker:
         self.queue: deque[tuple[Any, str, int]] = deque()
         self.truncated = False
         self.freed = 0
+        self.modified = 0
         # Called with the graph and the walked fns by node id while they are alive.
         self.finish: Callable[[Graph, dict[str, Any]], Graph] | None = None
         # Set by trace() for an nn.Module as params: leaves then belong to
@@ -220,6 +234,13 @@ class _Walker:
 
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
+
+    def _room(self) -> bool:
+        """Whether one more node fits under max_nodes; marks the graph truncated if not."""
+        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+            self.truncated = True
+            return False
+        return True
 
     def walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
         # Millions of small records would make the cyclic GC rescan them over
@@ -233,10 +254,15 @@ class _Walker:
                 gc.enable()
 
     def _walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
-        for path, t in outputs:
+        for shown, (path, t) in enumerate(outputs):
+            if not self._room():
+                self.notes.append(f"{len(outputs) - shown} output(s) from {path} on are not shown")
+                break
             out_id = self._new_id()
             self.nodes.append(new_node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
-            if t._is_view():  # torchviz draws an output's view base too
+            if t.is_nested:
+                self.notes.append(f"{path} is a nested tensor: its shape is shown padded to its largest part")
+            if t._is_view() and self._room():  # torchviz draws an output's view base too
                 self.edges.append(new_edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
             fn_id = self._discover(t.grad_fn)
             if fn_id is not None:  # None: cut off by max_nodes
@@ -247,6 +273,12 @@ class _Walker:
                 f"{self.freed} saved tensor(s) were already freed by backward(); "
                 "trace before backward(), or call backward(retain_graph=True), to see them"
             )
+        if self.modified:
+            self.notes.append(
+                f"{self.modified} saved tensor(s) were modified in place after the op saved them: "
+                "backward() through this graph will fail; use the out-of-place op (x = x.add(1), "
+                "not x.add_(1)) or .clone() before modifying"
+            )
         if self.truncated:
             self.notes.append(
                 f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
@@ -255,8 +287,17 @@ class _Walker:
         graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)  # type: ignore[arg-type]
         if self.finish is not None:
             graph = self.finish(graph, self.fn_by_node_id())
+        if len(self.fn_ids) > FREE_GUARD_NODES:
+            self._guard_free()
         self.alive.clear()
         return graph
+
+    def _guard_free(self) -> None:
+        """Let a big walked graph be freed node by node (see deep.release_in_order)."""
+        # fn_ids' node ids and self.fns share discovery order.
+        data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
+        order = consumers_first(list(self.fn_ids.values()), data)
+        release_in_order([self.fns[i] for i in order])
 
     def fn_by_node_id(self) -> dict[str, Any]:
         """After the walk: each op and leaf node's autograd node, by node id.
@@ -310,8 +351,7 @@ class _Walker:
         known = self.fn_ids.get(id(fn))
         if known is not None:
             return known
-        if self.max_nodes is not None and len(self.fn_ids) >= self.max_nodes:
-            self.truncated = True
+        if not self._room():
             return None
         index = len(self.nodes)
         node_id = self.fn_ids[id(fn)] = f"n{index}"
@@ -354,12 +394,13 @@ class _Walker:
         attrs: list[tuple[str, str]] = []
         for name, value in saved_values(fn):
             if isinstance(value, torch.Tensor):
-                if self.show_saved:  # _add_saved_tensor, inlined: most saved values are tensors
+                # _add_saved_tensor, inlined: most saved values are tensors
+                if self.show_saved and (self.max_nodes is None or self._room()):
                     nodes = self.nodes
                     saved_id = f"n{len(nodes)}"
                     nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
                     self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
-            elif value is FREED:
+            elif value is FREED or value is MODIFIED:
                 if self.show_saved:
                     self._add_saved_tensor(node_id, name, value)
             elif isinstance(value, (tuple, list)):
@@ -375,11 +416,17 @@ class _Walker:
         return tuple(attrs)
 
     def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
+        if not self._room():
+            return
         saved_id = self._new_id()
         if t is FREED:
             self.freed += 1
             info = TensorDescriber.freed(name)
+        elif t is MODIFIED:  # torch refuses to unpack it: nothing is known of it either
+            self.modified += 1
+            info = TensorDescriber.freed(name)
         else:
             info = self.describe.describe(t, name)
-        self.nodes.append(new_node(saved_id, NodeKind.SAVED, name, info))
+        state = ((STATE_ATTR, MODIFIED_IN_PLACE),) if t is MODIFIED else ()
+        self.nodes.append(new_node(saved_id, NodeKind.SAVED, name, info, state))
         self.edges.append(new_edge(saved_id, owner, EdgeKind.SAVED))

@@ -10,7 +10,7 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["graphviz_app.model", "graphviz_app.style", "graphviz_app.tracer", "graphviz_app.deep",
+    ["graphviz_app.model", "graphviz_app.summary", "graphviz_app.style", "graphviz_app.tracer", "graphviz_app.deep",
      "graphviz_app.recorder", "graphviz_app.model_trace", "graphviz_app.param_owners"],
 )
 def test_docstring_examples_hold(module: str) -> None:

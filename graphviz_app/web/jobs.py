@@ -42,6 +42,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     from ..expr import ExprError
     from ..renderer import export
     from . import gradients
+    from .drawing import draw
 
     start = time.perf_counter()
     try:
@@ -50,27 +51,27 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         return _failure(e)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     try:
-        traced, grad_notes = gradients.trace_graph(ev, options)
-        color_by = gradients.color_by(traced)
-        graph = _drawn(traced, options)
+        graph, grad_notes = gradients.trace_graph(ev, options)
+        color_by = gradients.color_by(graph)
         dot = export(graph, "dot", rankdir=options.rankdir, color_by=color_by).decode()
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
-        svg = export(graph, "svg", rankdir=options.rankdir, timeout=left, color_by=color_by).decode()
+        drawn = draw(graph, rankdir=options.rankdir, timeout=left, color_by=color_by,
+                     depth=options.module_depth or None, roll=options.roll)
     except RenderError as e:
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    origin = gradients.origin_statement(traced, ev, lines, program)
+    origin = gradients.origin_statement(graph, ev, lines, program)
     notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
-    notes += gradients.page_notes(traced)
+    notes += gradients.page_notes(graph)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     checkable = _inputs(program)
     return Analysis(
-        summary=str(graph.summary()),
-        svg=svg,
+        summary=str(graph.summary(saved_traced=options.show_saved)),
+        svg=drawn.svg,
         dot=dot,
         graph_json=graph.to_json(),
         node_count=len(graph.nodes),
@@ -85,17 +86,9 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
         gradient_origin=origin,
-        modules=module_rows(traced),
+        drawn=drawn,
+        modules=module_rows(graph),
     )
-
-
-def _drawn(graph: Any, options: Options) -> Any:
-    """The graph as drawn: modules deeper than the sidebar's depth as boxes, repeats rolled."""
-    if not graph.modules or (options.module_depth == 0 and not options.roll):
-        return graph
-    from ..collapse import collapse
-
-    return collapse(graph, depth=options.module_depth or None, roll=options.roll)
 
 
 def module_rows(graph: Any) -> tuple[tuple[str, str, str, str, str, str], ...]:
@@ -104,7 +97,7 @@ def module_rows(graph: Any) -> tuple[tuple[str, str, str, str, str, str], ...]:
 
     summary = graph.module_summary()
     return tuple((r.module or "(program)", r.type or "?", f"{r.ops:,}",
-                  human_bytes(r.saved_bytes) if summary.saved_traced else "not traced",
+                  human_bytes(r.activation_bytes) if summary.saved_traced else "not traced",
                   f"{r.params:,}", human_bytes(r.param_bytes)) for r in summary)
 
 

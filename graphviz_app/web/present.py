@@ -90,7 +90,7 @@ def values_table(values: tuple[TensorValue, ...]) -> pd.DataFrame:
 
 def module_table(rows: tuple[tuple[str, ...], ...]) -> pd.DataFrame:
     """The module summary: one row per module, in `named_modules()` order."""
-    return pd.DataFrame(list(rows), columns=["module", "type", "ops", "saved", "params", "param bytes"])
+    return pd.DataFrame(list(rows), columns=["module", "type", "ops", "activations", "params", "param bytes"])
 
 
 def pairs_of(check: GradientCheck) -> list[dict[str, Any]]:

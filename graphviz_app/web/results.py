@@ -32,7 +32,7 @@ class Analysis:
     the program's last line; `grads` each leaf's `.grad` after backward (in
     definition order); `leaves` the names a gradient can be checked against.
     `gradient_origin` says where NaN/Inf first appears in backward;
-    `modules` the module summary rows (module, type, ops, saved, params,
+    `modules` the module summary rows (module, type, ops, activations, params,
     param bytes) as text, empty for a program without nn modules.
     """
 
@@ -47,6 +47,7 @@ class Analysis:
     notes: tuple[str, ...]
     seconds: float
     gradient_origin: str | None = None  # where NaN/Inf first appears in backward, and its line
+    drawn: Any = None  # the viewer's view (web.drawing.Drawn); `svg` is its SVG
     modules: tuple[tuple[str, str, str, str, str, str], ...] = ()
 
 

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from ..expr import ExprError, IsolatedRunner, validate
 from . import jobs
+from .drawing import Drawn, draw_job
 from .jobs import Tolerances
 from .results import Analysis, Failure, GradientCheck
 from .urlstate import CheckInput, Options
@@ -21,6 +22,7 @@ __all__ = [
     "analyze",
     "check_gradient",
     "png",
+    "draw",
     "syntax_problem",
 ]
 
@@ -80,6 +82,12 @@ def check_gradient(
 def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
     """The graph as PNG, laid out on demand in the worker."""
     return _call(runner, jobs.png_job, graph_json, rankdir, _budget(runner))
+
+
+def draw(runner: JobRunner, graph_json: str, rankdir: str, expanded: tuple[str, ...], *,
+         depth: int | None = None, roll: bool = False) -> Drawn | Failure:
+    """The graph's view with the `expanded` module boxes opened, laid out in the worker."""
+    return _call(runner, draw_job, graph_json, rankdir, expanded, _budget(runner), depth, roll)
 
 
 def syntax_problem(program: str) -> Failure | None:

@@ -25,7 +25,7 @@ __all__ = [
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 RANKDIRS = ("TB", "LR", "BT", "RL")
 MAX_NODES_RANGE = (10, 5000)
-MODULE_DEPTH_RANGE = (0, 20)  # 0: every module open; N: modules deeper than N drawn as one box
+MODULE_DEPTH_RANGE = (0, 20)  # 0: the page picks the level; N: modules deeper than N drawn as one box
 # The page is fetched with the query in the request line; HTTP servers refuse
 # request lines past about 16 KiB, and URL-encoding can triple a program.
 MAX_URL_PROGRAM_CHARS = 4000
@@ -66,6 +66,7 @@ class PageState:
     program: str = SEED_PROGRAM
     options: Options = field(default_factory=Options)
     check: CheckInput = field(default_factory=CheckInput)
+    expanded: tuple[str, ...] = ()  # module boxes opened in the graph (sorted)
 
 
 def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[str]]:
@@ -106,7 +107,8 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
             f"the program ({chars} characters) was too long for a link (at most {MAX_URL_PROGRAM_CHARS:,}), "
             "so the link left it out and the seed example is shown: ask for the program as a file"
         )
-    return PageState(program=program, options=options, check=check), problems
+    expanded = _expanded(get.text("expand", ""))
+    return PageState(program=program, options=options, check=check, expanded=expanded), problems
 
 
 def to_query(state: PageState) -> dict[str, str]:
@@ -135,7 +137,18 @@ def to_query(state: PageState) -> dict[str, str]:
     )
     if state.check.expected:
         query.update(wrt=state.check.wrt, grad=state.check.expected)
+    if state.expanded:
+        query["expand"] = ",".join(state.expanded)
     return query
+
+
+def _expanded(raw: str) -> tuple[str, ...]:
+    """`?expand=layers.0,layers.1`: the module boxes opened, sorted, without repeats.
+
+    >>> _expanded("layers.1, layers.0,,layers.1")
+    ('layers.0', 'layers.1')
+    """
+    return tuple(sorted({name.strip() for name in raw.split(",") if name.strip()}))
 
 
 def share_query(state: PageState) -> str:

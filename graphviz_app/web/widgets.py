@@ -49,14 +49,24 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
     return EditorEvent(text=text, run=bool(getattr(result, "run", False)))
 
 
-def graph_viewer(svg: str, *, key: str = "graph") -> None:
-    """Show a Graphviz SVG with zoom buttons, Ctrl+wheel zoom and drag to pan.
+def graph_viewer(svg: str, *, details: str = "{}", key: str = "graph") -> str | None:
+    """Show a Graphviz SVG: zoom, pan, an overview, search, and a details panel per node.
+
+    `details` is `graphviz_app.web.details.details_json` of the drawn graph
+    (JSON text, parsed in the browser: the server never re-encodes it).
+    Returns the module name when a collapsed module box was clicked in this
+    run (the page opens it one level), else None.
 
     The SVG is trusted: Graphviz writes it from the traced model and
-    escapes every label.
+    escapes every label; the details are shown as text, never as HTML.
     """
     digest = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
-    _component("viewer")(key=key, data={"svg": _strip_prolog(svg), "key": digest})
+    result = _component("viewer")(
+        key=key, data={"svg": _strip_prolog(svg), "key": digest, "details": details},
+        on_open_change=lambda: None,
+    )
+    opened = getattr(result, "open", None)
+    return opened if isinstance(opened, str) else None
 
 
 def _strip_prolog(svg: str) -> str:

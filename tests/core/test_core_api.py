@@ -23,7 +23,7 @@ README = Path(__file__).parents[2] / "README.md"
 # What the README documents as the library: the shortest path, nothing more.
 DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
 
-MODULES = ["model", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd", "recorder", "model_trace", "param_owners"]
+MODULES = ["model", "summary", "tracer", "renderer", "style", "compat", "deep", "errors", "tensor_info", "_autograd", "recorder", "model_trace", "param_owners"]
 
 
 def test_package_exports_what_the_readme_documents() -> None:
@@ -157,3 +157,19 @@ def test_readme_signatures_match_the_code(name: str) -> None:
     if not section.strip():
         pytest.skip("README.md's library section is not written yet")
     assert f"`{_signature_text(getattr(graphviz_app, name))}" in section
+
+
+def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", _readme_section("quickstart"), re.S)
+    assert len(blocks) >= 2, "README.md's quickstart lost its real-model example"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md quickstart", "exec"), namespace)  # noqa: S102
+    exec(compile(blocks[1], "README.md quickstart, real model", "exec"), namespace)  # noqa: S102
+    printed = capsys.readouterr().out
+    assert "layers.0–11: TransformerEncoderLayer ×12" in (tmp_path / "encoder.svg").read_text(encoding="utf-8")
+    assert "legend" in (tmp_path / "grads.svg").read_text(encoding="utf-8")
+    assert "activations" in printed and "layers.11.self_attn" in printed
+    graph = namespace["graph"]
+    assert all(n.grad is not None for n in graph.nodes if n.kind.value == "op")  # type: ignore[attr-defined]

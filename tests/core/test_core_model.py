@@ -96,35 +96,38 @@ def _seed() -> Any:
 
 
 SUMMARIES = [
-    ("x*x saves x twice, counted once", _xx, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2}, ("float32",), 12),
-    ("x*y saves two storages", _xy, 7, 6, {"leaf": 2, "op": 2, "output": 1, "saved": 2}, ("float32",), 24),
-    ("exp saves its result", _exp64, 5, 4, {"leaf": 1, "op": 2, "output": 1, "saved": 1}, ("float64",), 32),
-    ("seed example", _seed, 7, 6, {"leaf": 1, "op": 4, "output": 1, "saved": 1}, ("float32",), 12),
-    ("freed by backward", _after_backward, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2}, ("float32",), 0),
+    ("x*x saves the leaf x: no activation", _xx, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2}, ("float32",), 0, 12),
+    ("x*y saves two leaves", _xy, 7, 6, {"leaf": 2, "op": 2, "output": 1, "saved": 2}, ("float32",), 0, 24),
+    ("exp saves its result", _exp64, 5, 4, {"leaf": 1, "op": 2, "output": 1, "saved": 1}, ("float64",), 32, 32),
+    ("seed example", _seed, 7, 6, {"leaf": 1, "op": 4, "output": 1, "saved": 1}, ("float32",), 12, 12),
+    ("freed by backward", _after_backward, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2}, ("float32",), 0, 12),
 ]
 
 
 @pytest.mark.parametrize(
-    ("make", "nodes", "edges", "by_kind", "dtypes", "saved_bytes"),
+    ("make", "nodes", "edges", "by_kind", "dtypes", "activations", "params"),
     [s[1:] for s in SUMMARIES],
     ids=[s[0] for s in SUMMARIES],
 )
 def test_summary_of_known_graphs(
-    make: Any, nodes: int, edges: int, by_kind: dict[str, int], dtypes: tuple[str, ...], saved_bytes: int
+    make: Any, nodes: int, edges: int, by_kind: dict[str, int], dtypes: tuple[str, ...],
+    activations: int, params: int,
 ) -> None:
     summary = trace(make()).summary()
     assert (summary.nodes, summary.edges) == (nodes, edges)
     assert dict(summary.nodes_by_kind) == by_kind
     assert summary.devices == ("cpu",) and summary.dtypes == dtypes
-    assert summary.saved_bytes == saved_bytes
+    assert (summary.activations_total, summary.params_total) == (activations, params)
 
 
 def test_summary_reads_as_one_line() -> None:
-    summary = trace(_xx()).summary()
-    assert str(summary) == "6 nodes, 6 edges, saved tensors 12 B, devices: cpu"
-    assert summary.edges_by_kind == (("data", 4), ("saved", 2))
-    empty = Summary(0, 0, (), (), (), (), 0)
-    assert str(empty) == "0 nodes, 0 edges, saved tensors 0 B, devices: none"
+    summary = trace(_exp64()).summary()
+    assert str(summary) == (
+        "5 nodes, 4 edges, activations held 32 B, parameters referenced 32 B, devices: cpu"
+    )
+    assert summary.edges_by_kind == (("data", 3), ("saved", 1))
+    empty = Summary(0, 0, (), (), (), ())
+    assert str(empty) == "0 nodes, 0 edges, activations held 0 B, parameters referenced 0 B, devices: none"
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,7 @@ PAIR_KEYS = {
     "error",
     "failed_mask",
     "constant_ratio",
+    "nonfinite",
 }
 ELEMENT_KEYS = {"index", "autograd", "numerical", "expected", "abs_error", "rel_error", "failed"}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +41,6 @@ def number():
     return 3
 """
 EXPR = ["((x+2)**2+3).mean()", "--var", "x=torch.arange(3., requires_grad=True)"]
-HAS_TRACE_MODEL = importlib.util.find_spec("graphviz_app.model_trace") is not None
 
 COMMANDS: dict[str, list[str]] = {
     "max_nodes": ["render", *EXPR, "-o", "cut.json", "--max-nodes", "2"],
@@ -112,7 +110,6 @@ def test_a_tuple_of_outputs_is_still_two_outputs(runs: dict, work: Path) -> None
     assert [n.name for n in _graph(work, "two.json").of_kind(NodeKind.OUTPUT)] == ["output[0]", "output[1]"]
 
 
-@pytest.mark.skipif(not HAS_TRACE_MODEL, reason="trace_model (the recorder) is not in this checkout")
 def test_a_model_and_inputs_are_traced_with_their_modules(runs: dict, work: Path) -> None:
     run = runs["model_and_inputs"]
     assert run.returncode == 0, run.stderr
@@ -120,13 +117,6 @@ def test_a_model_and_inputs_are_traced_with_their_modules(runs: dict, work: Path
     assert [m.type for m in graph.modules][:2] == ["Sequential", "Linear"]
     boxes = [n.name for n in graph.of_kind(NodeKind.MODULE)]
     assert boxes == ["4: Linear", "3: ReLU", "2: Linear", "1: ReLU", "0: Linear"]
-
-
-@pytest.mark.skipif(HAS_TRACE_MODEL, reason="trace_model is here: the model form works")
-def test_a_model_and_inputs_without_the_recorder_say_what_to_return_instead(runs: dict) -> None:
-    run = runs["model_and_inputs"]
-    assert run.returncode == 2
-    assert "has no trace_model(); return the model's output instead, e.g. return model(x)" in run.stderr
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_a_box_names_its_module_and_carries_its_facts() -> None:
     assert box.name == "layers.0: TransformerEncoderLayer"
     assert facts["type"] == "TransformerEncoderLayer"
     assert facts["ops"] == str(len(LAYER_PARTS))
-    assert facts["saved"] == f"{32 * len(LAYER_PARTS)} B"  # one (2, 4) float32 saved input per op
+    assert facts["activations"] == f"{32 * len(LAYER_PARTS)} B"  # one (2, 4) float32 saved input per op
     assert facts["params"] == "140 (560 B)"
 
 
@@ -58,7 +58,7 @@ def test_saved_tensors_sharing_a_storage_count_once_in_a_box() -> None:
     )
     edges = (Edge("n1", "n0", EdgeKind.SAVED), Edge("n2", "n0", EdgeKind.SAVED), Edge("n3", "n0", EdgeKind.SAVED))
     box = collapse(Graph(nodes, edges), depth=0).nodes[0]
-    assert dict(box.attrs)["saved"] == f"{32 + 256} B"
+    assert dict(box.attrs)["activations"] == f"{32 + 256} B"
 
 
 def test_edges_crossing_a_border_are_kept_once_and_inside_edges_dropped() -> None:
@@ -137,4 +137,4 @@ def test_bad_options_say_what_was_expected(options: dict, message: str) -> None:
 def test_a_box_of_a_graph_traced_without_saved_tensors_says_not_traced_not_0_bytes() -> None:
     box = collapse(encoder_graph(1, saved=False), depth=1).nodes[2]
     assert box.module == "layers.0"
-    assert dict(box.attrs)["saved"] == "not traced"
+    assert dict(box.attrs)["activations"] == "not traced"

@@ -1,15 +1,14 @@
-"""Collapse and roll on real models traced with trace_model (needs the recorder)."""
+"""Collapse and roll on real models traced with trace_model."""
 
 from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("graphviz_app.model_trace", reason="trace_model (the recorder) is not in this checkout")
-torch = pytest.importorskip("torch")
+import torch
 
-from graphviz_app.collapse import collapse  # noqa: E402
-from graphviz_app.model import NodeKind  # noqa: E402
-from graphviz_app.model_trace import trace_model  # noqa: E402
+from graphviz_app.collapse import collapse
+from graphviz_app.model import NodeKind
+from graphviz_app.model_trace import trace_model
 
 
 def _encoder_graph(layers: int):  # noqa: ANN202

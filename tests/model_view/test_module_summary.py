@@ -30,14 +30,14 @@ def test_saved_bytes_count_each_storage_once_and_skip_freed_tensors() -> None:
     )
     edges = tuple(Edge(s, d, EdgeKind.SAVED) for s, d in [("n1", "n0"), ("n2", "n0"), ("n4", "n3"), ("n5", "n3")])
     rows = {r.module: r for r in module_summary(Graph(nodes, edges))}
-    assert (rows["a"].saved_bytes, rows["b"].saved_bytes) == (32, 32)
-    assert rows[""].saved_bytes == 32  # shared between a and b: counted once for the parent
+    assert (rows["a"].activation_bytes, rows["b"].activation_bytes) == (32, 32)
+    assert rows[""].activation_bytes == 32  # shared between a and b: counted once for the parent
 
 
 def test_the_table_prints_one_line_per_module_with_readable_numbers() -> None:
     text = str(encoder_graph(100).module_summary())
     lines = text.splitlines()
-    assert lines[0].split() == ["module", "type", "ops", "saved", "params", "param", "bytes"]
+    assert lines[0].split() == ["module", "type", "ops", "activations", "params", "param", "bytes"]
     assert lines[1].split() == ["(root)", "TransformerEncoder", "1,101", "34.4", "KiB", "14,000", "54.7", "KiB"]
     assert len(lines) == 1 + len(encoder_graph(100).modules)
 
@@ -60,3 +60,17 @@ def test_saved_memory_of_a_graph_traced_without_saved_tensors_reads_not_traced()
     graph = encoder_graph(1, saved=False)
     assert str(graph.module_summary()).splitlines()[1].split()[3:5] == ["not", "traced"]
     assert not graph.module_summary().saved_traced
+
+
+def test_a_weight_saved_for_backward_is_a_parameter_not_an_activation() -> None:
+    """nn.Linear saves its input and its weight: only the input is memory the graph adds (issue 12.8)."""
+    import torch
+    from torch import nn
+
+    from graphviz_app import trace_model
+
+    model = nn.Sequential(nn.Linear(4, 8))
+    graph = trace_model(model, torch.ones(2, 4))
+    row = next(r for r in module_summary(graph) if r.module == "0")
+    assert row.param_bytes == (4 * 8 + 8) * 4
+    assert row.activation_bytes == 2 * 4 * 4  # the (2, 4) input; the weight counts under params

@@ -103,9 +103,9 @@ def test_trace_model_forwards_trace_options() -> None:
     model = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 1))
     x = torch.randn(2, 3)
     assert not trace_model(model, x, show_saved=False).of_kind(NodeKind.SAVED)
-    small = trace_model(model, x, max_nodes=2)
-    assert small.truncated  # max_nodes counts op and leaf nodes
-    assert len(small.of_kind(NodeKind.OP)) + len(small.of_kind(NodeKind.LEAF)) == 2
+    small = trace_model(model, x, max_nodes=3)
+    assert small.truncated  # max_nodes counts every node: the output and two ops here
+    assert len(small.nodes) == 3 and len(small.of_kind(NodeKind.OUTPUT)) == 1
 
 
 def test_trace_model_runs_with_grad_even_under_no_grad() -> None:

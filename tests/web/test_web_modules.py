@@ -39,8 +39,9 @@ def test_depth_and_roll_fold_the_six_encoder_layers_into_one_box() -> None:
     flat = analysis_job(program, Options())
     rolled = analysis_job(program, Options(module_depth=3, roll=True))
     assert isinstance(flat, Analysis) and isinstance(rolled, Analysis)
-    assert rolled.node_count < flat.node_count / 10
+    assert rolled.drawn.depth == 3 and rolled.drawn.drawn_nodes < rolled.node_count / 10
     assert "enc.layers.0–5: TransformerEncoderLayer ×6" in rolled.svg
+    assert "×6" not in flat.svg
     assert flat.modules == rolled.modules  # the table describes the model, however it is drawn
 
 
@@ -90,3 +91,13 @@ def test_the_seed_page_shows_no_module_table() -> None:
     at = new_app()
     assert module_table(at) == {}
     assert not any("Modules" in m for m in shown(at, "markdown"))
+
+
+def test_a_box_opened_on_click_keeps_the_sidebar_depth_and_roll() -> None:
+    from graphviz_app.web.drawing import draw_job
+
+    result = analysis_job(example("transformer").program, Options(module_depth=1))
+    assert isinstance(result, Analysis) and result.drawn.depth == 1
+    opened = draw_job(result.graph_json, "TB", ("enc",), 60.0, 1, False)
+    assert opened.depth == 1 and opened.expanded == ("enc",)
+    assert "enc.layers: ModuleList" in opened.svg
