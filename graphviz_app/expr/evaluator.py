@@ -117,7 +117,8 @@ class Interpreter:
         with self.recording:
             evaluation = self._run_body()
         self.recording.refresh(self.env)
-        return Evaluation(evaluation.output, evaluation.variables, self.recording.root)
+        root = self.recording.root
+        return Evaluation(evaluation.output, evaluation.variables, root if root._modules else None)
 
     def _run_body(self) -> Evaluation:
         body = self.program.tree.body

@@ -38,7 +38,12 @@ def uses_modules(tree: ast.Module) -> bool:
 
 def roots(env: Mapping[str, Any]) -> dict[str, torch.nn.Module]:
     """Module variables, those inside no other one first, so `seq.0` wins over a variable `lin`."""
-    held = {name: v.module for name, v in env.items() if isinstance(v, ProgramModule)}
+    held: dict[str, torch.nn.Module] = {}
+    for name, value in env.items():
+        if isinstance(value, ProgramModule):
+            held[name] = value.module
+        elif isinstance(value, (list, tuple)):  # layers = [nn.Linear(4, 4), ...]: layers.0, layers.1
+            held.update((f"{name}.{i}", v.module) for i, v in enumerate(value) if isinstance(v, ProgramModule))
     inner: set[int] = set()
     for module in held.values():
         inner.update(id(m) for m in module.modules() if m is not module)

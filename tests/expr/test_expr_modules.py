@@ -300,3 +300,16 @@ def test_a_call_torch_cannot_size_on_meta_is_stopped_by_a_guard_at_the_limit(mon
     assert ok.output.grad_fn is not None
     err = refused("l = nn.Linear(2000, 2000)\nx = torch.ones(2000, 2000)\nfor i in range(10):\n    x = l(x)\nx.sum()")
     assert err.line == 4 and "(on the way)" in err.message and "Limits.max_total_bytes" in err.message
+
+
+def test_modules_in_a_plain_list_are_named_by_the_list_and_their_index() -> None:
+    ev, graph = traced("layers = [nn.Linear(2, 2), nn.Linear(2, 2)]\nh = torch.ones(1, 2)\n"
+                       "for i in range(2):\n    h = layers[i](h)\nh.sum()")
+    assert {n.module for n in graph.of_kind(NodeKind.OP) if n.module} == {"layers.0", "layers.1"}
+    assert {n.name for n in graph.of_kind(NodeKind.LEAF)} >= {"layers.0.weight", "layers.1.bias"}
+
+
+def test_a_program_using_only_nn_functional_has_no_model() -> None:
+    ev, graph = traced("x = torch.ones(3, requires_grad=True)\nnn.functional.relu(x).sum()")
+    assert ev.model is None and not graph.modules
+    assert [n.name for n in graph.of_kind(NodeKind.LEAF)] == ["x"]
