@@ -124,3 +124,41 @@ def test_the_svg_is_sent_once_not_on_every_rerun(page, server) -> None:  # noqa:
     page.get_by_text("The program parses").wait_for()
     page.wait_for_timeout(1500)
     assert 0 < sum(received) < 100_000  # the reruns happened, and the graph was not sent again
+
+
+def drawn_nodes(page) -> list[str]:  # noqa: ANN001
+    """The labels' first lines of the nodes drawn in the graph pane."""
+    nodes = page.get_by_test_id("graph-pane").locator("svg g.node")
+    return [nodes.nth(i).locator("text").first.text_content() or "" for i in range(nodes.count())]
+
+
+def test_a_module_box_opens_on_click_closes_again_and_a_link_reproduces_it(page, server) -> None:  # noqa: ANN001
+    """The gallery's 6-layer transformer encoder: open a 3-D box, close it, share the opened view."""
+    from graphviz_app.web.gallery import example
+
+    name = "enc.layers.5.self_attn"
+    open_graph(page, server, example("transformer").program)
+    pane = page.get_by_test_id("graph-pane")
+    box = pane.locator("svg g.node", has_text=f"{name}: MultiheadAttention").first
+    box.wait_for()
+    before = drawn_nodes(page)
+    box.click()
+    close = page.get_by_role("button", name=f"✕ {name}")
+    close.wait_for()
+    page.wait_for_url(f"**expand={name}**")
+    box.wait_for(state="detached")  # the box is open: its ops are drawn instead
+    opened = drawn_nodes(page)
+    assert len(opened) > len(before) + 20  # MultiheadAttention makes dozens of backward ops
+    screenshot(page, "web-view-7-module-opened", focus=page.get_by_test_id("graph-viewer"))
+    link = page.url
+
+    close.click()
+    box.wait_for()
+    assert "expand=" not in page.url
+    assert sorted(drawn_nodes(page)) == sorted(before)
+
+    page.goto(link)  # whoever opens the link sees the module opened
+    close.wait_for()
+    pane.locator("svg g.node").first.wait_for()
+    assert box.count() == 0
+    assert sorted(drawn_nodes(page)) == sorted(opened)
