@@ -24,7 +24,7 @@ __all__ = [
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 RANKDIRS = ("TB", "LR", "BT", "RL")
-MAX_NODES_RANGE = (10, 5000)
+MAX_NODES_RANGE = (10, 20_000)  # the page draws at most 1,500 of them (web/view.py)
 MODULE_DEPTH_RANGE = (0, 20)  # 0: the page picks the level; N: modules deeper than N drawn as one box
 # The page is fetched with the query in the request line; HTTP servers refuse
 # request lines past about 16 KiB, and URL-encoding can triple a program.
