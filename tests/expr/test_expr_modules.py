@@ -184,8 +184,10 @@ def test_a_module_call_with_too_many_multiply_adds_is_refused() -> None:
     assert "multiply-adds" in err.message and "Limits.max_multiply_adds" in err.message
 
 
-def test_validate_accepts_module_programs_without_torch_work() -> None:
-    validate("enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2)\nenc(torch.ones(3, 1, 8)).sum()")
+def test_validate_accepts_module_programs_and_refuses_module_internals_as_you_type() -> None:
+    assert validate("enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2)\nenc(torch.ones(3, 1, 8)).sum()") is None
+    with pytest.raises(ExprError, match=r"line 2, col 1: lin.register_forward_hook is not on the allow-list"):
+        validate("lin = nn.Linear(2, 2)\nlin.register_forward_hook(lin)")
 
 
 # Module names and program lines in the traced graph --------------------------------
