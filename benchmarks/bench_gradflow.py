@@ -55,12 +55,14 @@ def _clear(params: dict[str, torch.Tensor]) -> None:
 
 def _time(build: Build, run: Callable[[torch.Tensor, dict[str, torch.Tensor]], Any], *, anomaly: bool = False) -> float:
     if anomaly:
-        with warnings.catch_warnings(), torch.autograd.detect_anomaly():
-            warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled"
-            y, params = build()
-            start = time.process_time()
-            run(y, params)
-            elapsed = time.process_time() - start
+        with warnings.catch_warnings():
+            # detect_anomaly() warns "Anomaly Detection has been enabled" when it is made.
+            warnings.simplefilter("ignore")
+            with torch.autograd.detect_anomaly():
+                y, params = build()
+                start = time.process_time()
+                run(y, params)
+                elapsed = time.process_time() - start
     else:
         y, params = build()
         start = time.process_time()
