@@ -9,8 +9,7 @@ embedding, so every layer has the same inside and all 100 roll); the timed step 
 `export(graph, "svg", ...)`: collapse, DOT text and the layout by `dot` (engine
 "auto"), best of `--repeat`, alternating which goes first. `--no-roll` also times
 depth 2 without roll (about 900 nodes), `--flat` the flat 100-layer graph (over a
-minute). Without `trace_model` (the recorder not merged) the script says so and
-uses the hand-built encoder graph of tests/model_view instead. Not a pass/fail test.
+minute). Not a pass/fail test.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,13 +31,8 @@ from graphviz_app.renderer import export
 
 def encoder_graph(layers: int) -> tuple[Graph, float, str]:
     """The traced graph of an encoder, the seconds trace_model took, and where it came from."""
-    try:
-        from graphviz_app.model_trace import trace_model
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "model_view"))
-        from mv_graphs import encoder_graph as hand_built
+    from graphviz_app.model_trace import trace_model
 
-        return hand_built(layers), 0.0, "hand-built (no trace_model here)"
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32)
     encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
