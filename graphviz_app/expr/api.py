@@ -24,7 +24,7 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.
 
 def evaluate(
     source: str, *, limits: Limits = Limits(), device: str | None = None,
-    dtype: torch.dtype | str | None = None,
+    dtype: torch.dtype | str | None = None, source_lines: bool = False,
 ) -> Evaluation:
     """Check and run a program; return its output and its named tensors.
 
@@ -36,6 +36,9 @@ def evaluate(
             ``"cuda:N"``, ``"auto"`` (cuda when available) or None (torch's default).
         dtype: Floating dtype for constructors that name none and would
             make a floating tensor (``torch.float64`` or ``"float64"``, ...).
+        source_lines: Write ``program:N`` as the source of every autograd node
+            line N made (a traced graph's `Node.source`); programs that call
+            nn modules always get it.
 
     Returns:
         An `Evaluation`: ``.output`` (tensor or tuple of tensors) and
@@ -52,7 +55,8 @@ def evaluate(
     ['x']
     """
     program = parse(source, limits=limits)
-    return Interpreter(program, limits=limits, device=resolve_device(device), dtype=resolve_dtype(dtype)).run()
+    return Interpreter(program, limits=limits, device=resolve_device(device), dtype=resolve_dtype(dtype),
+                       source_lines=source_lines).run()
 
 
 def to_function(

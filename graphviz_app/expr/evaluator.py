@@ -22,7 +22,7 @@ from .translate import Operand, explain
 from .validator import range_length
 from . import modules
 from .modules import ProgramModule
-from .recording import ProgramRecording, uses_modules
+from .recording import ProgramRecording, program_lines, uses_modules
 
 __all__ = ["Evaluation", "Interpreter"]
 
@@ -84,7 +84,7 @@ class Interpreter:
     def __init__(
         self, program: Program, *, limits: Limits, device: str | None, dtype: torch.dtype | None,
         replace: Mapping[str, Any] | None = None, checked: bool = True,
-        env: Mapping[str, Any] | None = None,
+        env: Mapping[str, Any] | None = None, source_lines: bool = False,
     ) -> None:
         self.program = program
         self.limits = limits
@@ -97,6 +97,8 @@ class Interpreter:
         self.line = 0
         # Only a first, checked run records (re-runs may be under vmap).
         self.recording = ProgramRecording(lambda: self.line) if checked and uses_modules(program.tree) else None
+        # A program with modules gets its lines from the recording already.
+        self.source_lines = source_lines and checked and self.recording is None
 
     def run(self) -> Evaluation:
         """Run the program; raises ExprError for anything refused or failing."""
@@ -113,6 +115,9 @@ class Interpreter:
 
     def _run(self) -> Evaluation:
         if self.recording is None:
+            if self.source_lines:
+                with program_lines(lambda: self.line):
+                    return self._run_body()
             return self._run_body()
         with self.recording:
             evaluation = self._run_body()

@@ -13,7 +13,7 @@ from .._autograd import SOURCE_KEY, next_sequence_nr
 from ..recorder import Recording, record
 from .modules import ProgramModule
 
-__all__ = ["Program", "uses_modules", "ProgramRecording"]
+__all__ = ["Program", "uses_modules", "ProgramRecording", "program_lines"]
 
 _LINE_KEY = "graphviz_app.program_line"
 _ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
@@ -68,7 +68,7 @@ class ProgramRecording:
     def __enter__(self) -> ProgramRecording:
         self._recording = record(self.root).__enter__()
         try:
-            self._mode = _LineMode(next_sequence_nr(), self._line)
+            self._mode = _LineMode(next_sequence_nr(), self._line)  # as program_lines()
             self._mode.__enter__()
         except BaseException:
             self._recording.__exit__(None, None, None)
@@ -96,6 +96,11 @@ class ProgramRecording:
         self.root._modules.update(found)
         if self._recording is not None:
             self._recording.names = {id(m): name for name, m in self.root.named_modules()}
+
+
+def program_lines(line: Callable[[], int]) -> TorchFunctionMode:
+    """A mode writing `program:N` (N from `line()`) as the source of every node the program makes."""
+    return _LineMode(next_sequence_nr(), line)
 
 
 class _LineMode(TorchFunctionMode):

@@ -6,28 +6,26 @@ imported inside the functions, so the server never loads it.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ..errors import GradientError
 from ..gradient_report import gradient_summary
-from ..model import Graph
+from ..model import EdgeKind, Graph
 from ..repeats import find_repeats
-from .lines import LineMap, evaluate_with_lines, line_of
 from .urlstate import Options
 
 __all__ = ["evaluate", "trace_graph", "color_by", "origin_statement", "page_notes"]
 
 
-def evaluate(program: str, options: Options) -> tuple[Any, LineMap | None]:
-    """The program evaluated; with gradients shown, also which line made each op."""
+def evaluate(program: str, options: Options) -> Any:
+    """The program evaluated; with gradients shown, each op's source is its program line."""
     import torch
 
-    dtype = getattr(torch, options.dtype)
-    if options.show_gradients:
-        return evaluate_with_lines(program, device=options.device, dtype=dtype)
-    from ..expr import evaluate as plain
+    from ..expr import evaluate as run
 
-    return plain(program, device=options.device, dtype=dtype), None
+    return run(program, device=options.device, dtype=getattr(torch, options.dtype),
+               source_lines=options.show_gradients)
 
 
 def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
@@ -48,17 +46,39 @@ def color_by(graph: Graph) -> str:
     return "gradient" if any(n.grad is not None for n in graph.nodes) else "device"
 
 
-def origin_statement(graph: Graph, ev: Any, lines: LineMap | None, program: str) -> str | None:
+def origin_statement(graph: Graph, program: str) -> str | None:
     """Where NaN/Inf first appears in backward: the op, and the program line that made it."""
     if graph.nonfinite_origin is None:
         return None
     note = next((n for n in graph.notes if "first appears in backward" in n), "")
-    outputs = list(ev.output) if isinstance(ev.output, tuple) else [ev.output]
-    line = line_of(graph, graph.nonfinite_origin, outputs, lines) if lines is not None else None
+    line = _program_line(graph, graph.nonfinite_origin)
     if line is None:
         return note
     text = program.splitlines()[line - 1].strip() if 0 < line <= len(program.splitlines()) else ""
     return f"{note}. It was made on line {line} of the program: `{text}`"
+
+
+def _program_line(graph: Graph, node_id: str) -> int | None:
+    """The program line (`Node.source` "program:N") of a node, or of the nearest consumer that has one.
+
+    Ops a library call makes without a torch call of their own (a custom
+    Function's internals) take the line of the op that consumes them.
+    """
+    consumers: dict[str, list[str]] = {}
+    for e in graph.edges:
+        if e.kind is EdgeKind.DATA:
+            consumers.setdefault(e.src, []).append(e.dst)
+    by_id = {n.id: n for n in graph.nodes}
+    queue, seen = deque([node_id]), {node_id}
+    while queue:
+        node = by_id[queue.popleft()]
+        if node.source is not None and node.source.startswith("program:"):
+            return int(node.source.partition(":")[2])
+        for dst in consumers.get(node.id, ()):
+            if dst not in seen:
+                seen.add(dst)
+                queue.append(dst)
+    return None
 
 
 def page_notes(graph: Graph) -> list[str]:

@@ -46,7 +46,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
 
     start = time.perf_counter()
     try:
-        ev, lines = gradients.evaluate(program, options)
+        ev = gradients.evaluate(program, options)
     except ExprError as e:
         return _failure(e)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
@@ -63,7 +63,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
         return Failure(str(e), kind="render")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    origin = gradients.origin_statement(graph, ev, lines, program)
+    origin = gradients.origin_statement(graph, program)
     notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
     notes += gradients.page_notes(graph)
     notes += _backward(outputs)

@@ -11,7 +11,7 @@ import pytest
 PURE = ["gradient_report", "gradient_style", "repeats", "renderer"]
 
 
-@pytest.mark.parametrize("module", [*PURE, "gradflow", "web.gradients", "web.lines"])
+@pytest.mark.parametrize("module", [*PURE, "gradflow", "web.gradients"])
 def test_every_module_lists_only_names_it_has(module: str) -> None:
     mod = importlib.import_module(f"graphviz_app.{module}")
     assert mod.__all__ and [n for n in mod.__all__ if not hasattr(mod, n)] == []
