@@ -165,13 +165,16 @@ def next_sequence_nr() -> int:
     return probe.grad_fn._sequence_nr() + 1
 
 
-def tag_untagged(fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]]) -> None:
+def tag_untagged(
+    fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]], *, seen_key: str = SOURCE_KEY
+) -> None:
     """Tag `fn` and every node behind it not yet seen by the recorder.
 
-    The walk stops at nodes already tagged, at leaves (AccumulateGrad, whose
-    sequence number is the maximum) and at nodes numbered below `first`, so a
-    tensor computed before recording began is never claimed. `tags(n)` gives
-    what to write on a node numbered `n`.
+    The walk stops at nodes already tagged (holding `seen_key`), at leaves
+    (AccumulateGrad, whose sequence number is the maximum) and at nodes
+    numbered below `first`, so a tensor computed before recording began is
+    never claimed. `tags(n)` gives what to write on a node numbered `n`; it
+    must include `seen_key`.
     """
     todo = [fn]
     while todo:
@@ -179,7 +182,7 @@ def tag_untagged(fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]]) 
         if type(node) is _ACCUMULATE_GRAD:
             continue
         meta = node.metadata
-        if SOURCE_KEY in meta:
+        if seen_key in meta:
             continue
         seq = node._sequence_nr()
         if seq < first:

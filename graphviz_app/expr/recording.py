@@ -9,14 +9,13 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .._autograd import SOURCE_KEY, next_sequence_nr
+from .._autograd import SOURCE_KEY, next_sequence_nr, tag_untagged
 from ..recorder import Recording, record
 from .modules import ProgramModule
 
 __all__ = ["Program", "uses_modules", "ProgramRecording", "program_lines"]
 
 _LINE_KEY = "graphviz_app.program_line"
-_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
 
 
 class Program(torch.nn.Module):
@@ -63,12 +62,12 @@ class ProgramRecording:
         self._line = line
         self._bound: tuple[tuple[str, int], ...] = ()
         self._recording: Recording | None = None
-        self._mode: _LineMode | None = None
+        self._mode: TorchFunctionMode | None = None
 
     def __enter__(self) -> ProgramRecording:
         self._recording = record(self.root).__enter__()
         try:
-            self._mode = _LineMode(next_sequence_nr(), self._line)  # as program_lines()
+            self._mode = program_lines(self._line)
             self._mode.__enter__()
         except BaseException:
             self._recording.__exit__(None, None, None)
@@ -121,15 +120,7 @@ class _LineMode(TorchFunctionMode):
         return result
 
     def _stamp(self, fn: Any) -> None:
-        source = f"program:{self.line()}"
-        todo = [fn]
-        while todo:  # iterative; stops at nodes already stamped or made before the program
-            node = todo.pop()
-            if type(node) is _ACCUMULATE_GRAD:
-                continue
-            meta = node.metadata
-            if _LINE_KEY in meta or node._sequence_nr() < self.first:
-                continue
-            meta[_LINE_KEY] = True
-            meta[SOURCE_KEY] = source
-            todo.extend(child for child, _ in node.next_functions if child is not None)
+        # The recorder's walk, with its own mark: record() has already written
+        # torch's line as the source of these nodes, and the program line replaces it.
+        tag = {_LINE_KEY: True, SOURCE_KEY: f"program:{self.line()}"}
+        tag_untagged(fn, self.first, lambda _seq: tag, seen_key=_LINE_KEY)
