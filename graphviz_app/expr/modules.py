@@ -10,12 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import FlopCounterMode
-
 from ..model import human_bytes
 from .allowlist import MODULE_ATTRIBUTES, NN_MODULES
 from .guards import Budget, Refused, check_device
+from .meta_cost import CallCost, size_once, to_meta
 
 __all__ = [
     "ProgramModule",
@@ -85,6 +83,7 @@ def construct(what: str, name: str, args: Sequence[_Operand], kwargs: dict[str, 
         kwargs = _layer_defaults(cls, name, values, kwargs, defaults, what)
     calls, nesting = _size(what, kind, cls, values, kwargs, held)
     meta = _build(what, cls, kind, values, kwargs, meta=True)
+    size_once(meta)  # copies of it (nn.TransformerEncoder's layers) are sized once per call
     if kind in ("layer", "plain"):
         calls = sum(1 for _ in meta.modules())
     _check_not_in_place(what, name, meta)
@@ -201,39 +200,6 @@ def _charge_parameters(what: str, tensors: list[torch.Tensor], budget: Budget) -
     budget.used += total
 
 
-class _Sizes(TorchDispatchMode):
-    """Counts what every op of a forward makes: the largest tensor and all bytes.
-
-    With `budget`, it stops a real forward as soon as the count breaks the
-    limits (for a call torch could not size on meta first).
-    """
-
-    def __init__(self, budget: Budget | None = None, what: str = "") -> None:
-        super().__init__()
-        self.largest = 0
-        self.nbytes = 0
-        self.budget = budget
-        self.what = what
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-                self.nbytes += t.numel() * t.element_size()
-                if self.budget is not None:
-                    self.budget.before(f"{self.what} (on the way)", t.numel(), self.nbytes)
-        return out
-
-
-def _to_meta(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return torch.empty_like(value, device="meta")
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_meta(v) for v in value) if type(value) in (list, tuple) else value
-    return value
-
-
 def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs: dict[str, Any],
                 budget: Budget | None) -> Any:
     """`label(*args, **kwargs)`: its forward sized on `meta` first, then run for real."""
@@ -245,7 +211,7 @@ def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs:
     try:
         if sized:
             return pm.module(*values, **kwargs)
-        with _Sizes(budget, what) as guard:
+        with CallCost(budget, what) as guard:
             result = pm.module(*values, **kwargs)
         budget.used += guard.nbytes  # type: ignore[union-attr]
         return result
@@ -260,16 +226,16 @@ def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs:
 
 def _precheck_call(what: str, pm: ProgramModule, values: list[Any], kwargs: dict[str, Any], budget: Budget) -> bool:
     """Refuse a call whose forward breaks the limits on meta; False if meta could not run it."""
-    sizes, flops = _Sizes(), FlopCounterMode(display=False)
+    sizes = CallCost()
     try:
-        with torch.no_grad(), flops, sizes:
-            pm.meta(*[_to_meta(v) for v in values], **{k: _to_meta(v) for k, v in kwargs.items()})
+        with torch.no_grad(), sizes:
+            pm.meta(*[to_meta(v) for v in values], **{k: to_meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - the real call raises it with the program's values
         return False  # run for real under a guard that stops at the limits
     if sizes.largest > budget.limits.max_tensor_elements:
         budget.before(f"{what} (a tensor on the way)", sizes.largest, 0)
     budget.before(f"{what} (every tensor its forward keeps for backward)", 0, sizes.nbytes)
-    multiply_adds = flops.get_total_flops() // 2
+    multiply_adds = sizes.flops // 2
     limit = budget.limits.max_multiply_adds
     if multiply_adds > limit:
         raise Refused(

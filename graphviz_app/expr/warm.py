@@ -19,6 +19,11 @@ _PROGRAMS = (
     "x = torch.ones(3)\nF.pad(x, (1, 0)).sum() + F.one_hot(torch.arange(3), 3).sum() + x.diag().sum() + x[[0, 1]].sum()",
     "x = torch.ones(3)\ntorch.cdist(x[None], x[None]).sum() + F.interpolate(x.reshape(1, 1, 3), scale_factor=2.0).sum()",
     "x = torch.ones(3, requires_grad=True)\n(F.softmax(x, dim=0) * custom.square(x)).sum() + F.mse_loss(x, x * 0)",
+    # nn modules: built and sized on meta, then run (the gallery's CNN, encoder and LSTM kinds)
+    "net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Conv2d(2, 1, 1))\n"
+    "enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True), 1)\n"
+    "lstm = nn.LSTM(4, 2)\n"
+    "net(torch.ones(1, 1, 4, 4)).sum() + enc(torch.ones(1, 2, 4)).sum() + lstm(torch.ones(2, 1, 4))[0].sum()",
 )
 
 

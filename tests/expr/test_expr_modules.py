@@ -297,7 +297,7 @@ def test_a_call_torch_cannot_size_on_meta_is_stopped_by_a_guard_at_the_limit(mon
     def no_meta(value):  # noqa: ANN001, ANN202
         raise RuntimeError("no meta kernel")
 
-    monkeypatch.setattr(modules, "_to_meta", no_meta)
+    monkeypatch.setattr(modules, "to_meta", no_meta)
     ok = evaluate("l = nn.Linear(3, 2)\nl(torch.ones(4, 3, requires_grad=True)).sum()")
     assert ok.output.grad_fn is not None
     err = refused("l = nn.Linear(2000, 2000)\nx = torch.ones(2000, 2000)\nfor i in range(10):\n    x = l(x)\nx.sum()")
