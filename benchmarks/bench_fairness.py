@@ -8,7 +8,12 @@ soon as its last one ends, and 4 sessions each sending a small valid program
 every second. Reports p50/p95 latency of the valid programs, how many were
 refused "busy", and the ratio. In-process (no network); stops by itself.
 
-Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15]
+`--impatient S`: the runaway sessions do not wait for their last program; each
+presses Run on a new runaway every S seconds, as a person who gives up on a
+slow program does (the page starts a new run at once; the old one is left to
+the runner).
+
+Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15] [--impatient 2]
 """
 
 from __future__ import annotations
@@ -30,18 +35,28 @@ VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 
 
-def load(get_runner: Callable[[str], service.JobRunner], seconds: float) -> tuple[list[float], int, int]:
+def load(get_runner: Callable[[str], service.JobRunner], seconds: float,
+         impatient: float | None = None) -> tuple[list[float], int, int]:
     """Latencies of valid programs that succeeded, valid programs refused busy, other failures."""
     stop = time.monotonic() + seconds
     latencies: list[float] = []
     counts = {"busy": 0, "other": 0}
     lock = threading.Lock()
+    presses: list[threading.Thread] = []
 
     def runaway(name: str) -> None:
         k = 0
         while time.monotonic() < stop:
             k += 1
-            service.analyze(get_runner(name), RUNAWAY.format(k=k), Options())
+            program = RUNAWAY.format(k=k)
+            if impatient is None:
+                service.analyze(get_runner(name), program, Options())
+                continue
+            press = threading.Thread(target=service.analyze, args=(get_runner(name), program, Options()))
+            press.start()
+            with lock:
+                presses.append(press)
+            time.sleep(impatient)
 
     def valid(name: str) -> None:
         k = 0
@@ -62,7 +77,7 @@ def load(get_runner: Callable[[str], service.JobRunner], seconds: float) -> tupl
     for t in threads:
         t.start()
         time.sleep(0.05)
-    for t in threads:
+    for t in threads + presses:
         t.join()
     return latencies, counts["busy"], counts["other"]
 
@@ -87,18 +102,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="load per arm (then in-flight jobs finish)")
     parser.add_argument("--time-limit", type=float, default=service.TIME_LIMIT_S)
+    parser.add_argument("--impatient", type=float, default=None, metavar="S",
+                        help="runaway sessions press Run on a new runaway every S seconds without waiting")
     args = parser.parse_args()
-    print(f"{RUNAWAY_SESSIONS} runaway sessions, {VALID_SESSIONS} valid sessions (one program a second), "
+    how = f"a new one every {args.impatient:g} s" if args.impatient else "the next when the last ends"
+    print(f"{RUNAWAY_SESSIONS} runaway sessions ({how}), {VALID_SESSIONS} valid sessions (one program a second), "
           f"{args.seconds:g} s per arm, worker time limit {args.time_limit:g} s")
     results = {}
     for name in ("main: pool called directly", "ours: FairRunner"):
         with service.make_runner(time_limit=args.time_limit) as pool:
             pool.warm_up()
             if name.startswith("main"):
-                results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds))
+                results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds, args.impatient))
             else:
                 fair = FairRunner(pool)
-                results[name] = report(name, *load(fair.for_session, args.seconds))
+                results[name] = report(name, *load(fair.for_session, args.seconds, args.impatient))
     (m50, m95), (o50, o95) = results.values()
     print(f"ratio main/ours: p50 {m50 / o50:.1f}x, p95 {m95 / o95:.1f}x")
 

@@ -15,6 +15,7 @@ from functools import partial
 from typing import TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from graphviz_app.web import pngplan, present, service, urlstate
 from graphviz_app.web.cache import ResultCache
@@ -52,12 +53,24 @@ def results_cache() -> ResultCache:
     return ResultCache()
 
 
-def my_runner() -> SessionRunner:
-    """This session's share of the workers."""
+def my_runner(*, interruptible: bool = True) -> SessionRunner:
+    """This session's share of the workers.
+
+    `interruptible`: a newer press of Run ends the wait for the running job at
+    once (Streamlit raises its rerun exception at the next session-state read,
+    `newer_run_point`); the job goes on, so the next run takes it up if the
+    program is the same, and stops it when the program changed.
+    """
     s = st.session_state
     if "session_key" not in s:
         s.session_key = uuid.uuid4().hex
-    return runner().for_session(s.session_key)
+    return runner().for_session(s.session_key, on_wait=newer_run_point if interruptible else None)
+
+
+def newer_run_point() -> None:
+    """Read the session state: where Streamlit ends this run when the person asked for a newer one."""
+    if get_script_run_ctx(suppress_warning=True) is not None:  # not from a download's thread
+        _ = "session_key" in st.session_state
 
 
 @st.cache_resource(show_spinner=False)
@@ -313,7 +326,7 @@ def downloads(result: Analysis, options: Options) -> None:
     plan = pngplan.png_plan(result.svg)
     refusal = pngplan.png_refusal(plan, node_count=result.node_count, time_limit=runner().time_limit)
     if refusal is None:
-        png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner()),
+        png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner(interruptible=False)),
                                 "autograd.png", "image/png", on_click="ignore")
     dot.download_button("DOT", result.dot, "autograd.dot", "text/vnd.graphviz", on_click="ignore")
     json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",

@@ -94,7 +94,7 @@ class IsolatedRunner:
 
     # public -------------------------------------------------------------
     def run(self, job: Callable[..., Any], *args: Any, time_limit: float | None = None,
-            memory_limit: int | None = None) -> Any:
+            memory_limit: int | None = None, cancel: threading.Event | None = None) -> Any:
         """Run ``job(*args)`` in a worker and return its result.
 
         Args:
@@ -102,11 +102,14 @@ class IsolatedRunner:
             *args: Its picklable arguments.
             time_limit: Seconds before the job is killed (default: the runner's).
             memory_limit: Bytes the job may allocate (default: the runner's).
+            cancel: Set it (from any thread) to stop the job: its worker is
+                killed and replaced, as at the time limit.
 
         Raises:
             ExprError: time limit (``kind="time"``), memory limit (``"memory"``),
                 the worker died (``"crash"``), all workers busy (``"busy"``),
-                or a job that cannot be pickled (``"input"``).
+                stopped through `cancel` (``"cancelled"``), or a job that
+                cannot be pickled (``"input"``).
             Exception: whatever the job raised, re-raised here.
         """
         limit = self.time_limit if time_limit is None else time_limit
@@ -125,7 +128,7 @@ class IsolatedRunner:
                 raise ExprError(
                     f"the job and its arguments must be picklable (a top-level function of an "
                     f"importable module): {type(e).__name__}: {e}", kind="input") from e
-            return self._collect(worker, limit)
+            return self._collect(worker, limit, cancel)
         raise AssertionError("unreachable")
 
     def warm_up(self) -> None:
@@ -165,13 +168,16 @@ class IsolatedRunner:
         self.close()
 
     # internals ------------------------------------------------------------
-    def _collect(self, worker: _Worker, limit: float) -> Any:
+    def _collect(self, worker: _Worker, limit: float, cancel: threading.Event | None) -> Any:
         try:
-            ready = worker.conn.poll(limit)
+            ready = _wait_for_answer(worker.conn, limit, cancel)
             message = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._retire(worker)
             raise ExprError(_death_message(worker), kind="crash") from None
+        except _Cancelled:
+            self._retire(worker)
+            raise ExprError("the job was stopped before it finished, as asked", kind="cancelled") from None
         if not ready:
             self._retire(worker)
             raise ExprError(
@@ -265,6 +271,28 @@ class IsolatedRunner:
             _stop(worker)
             raise ExprError(_death_message(worker), kind="crash") from e
         return worker
+
+
+class _Cancelled(Exception):
+    """The caller set the job's cancel event."""
+
+
+_CANCEL_POLL_S = 0.05  # how soon a cancelled job's worker is killed
+
+
+def _wait_for_answer(conn: Connection, limit: float, cancel: threading.Event | None) -> bool:
+    """True when the worker answered within `limit` seconds; raises _Cancelled when `cancel` is set first."""
+    if cancel is None:
+        return conn.poll(limit)
+    deadline = time.monotonic() + limit
+    while True:
+        left = deadline - time.monotonic()
+        if conn.poll(max(0.0, min(left, _CANCEL_POLL_S))):
+            return True
+        if cancel.is_set():
+            raise _Cancelled
+        if left <= _CANCEL_POLL_S:
+            return conn.poll(0)
 
 
 def _stop(worker: _Worker) -> None:

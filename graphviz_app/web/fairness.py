@@ -6,7 +6,12 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 
 - each session runs at most `per_session` jobs at once; a newer job from a
   session replaces its older job that is still waiting (the older one is
-  answered "cancelled" at once);
+  answered "cancelled" at once), and stops its running job of the same kind
+  (the same job function: a new program replaces the one still running);
+- a session that waits through `SessionRunner` with an `on_wait` check (the
+  page: a newer click of Run interrupts the wait) leaves its job running when
+  the check raises, and a later wait for the same job takes it up again
+  instead of starting it over;
 - a session whose job ran past the time limit in the last `suspect_s` seconds
   is a suspect, and so is any job repeating one that did (the same job function
   and first argument: a runaway link opened by many visitors, or in new tabs):
@@ -22,11 +27,15 @@ when others were running beside it (it may pass at a quieter moment).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import pickle
 import threading
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..expr import ExprError, IsolatedRunner
@@ -40,8 +49,11 @@ class _Ticket:
     session: str
     seq: int
     suspect: bool
+    kind: str = ""  # the job function: a newer job of the same kind stops this one
+    digest: str = ""  # the function and its arguments: `start` takes up the same job again
     cancelled: bool = False
     peak: int = 0  # most jobs running at once while this one ran
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 class FairRunner:
@@ -73,15 +85,40 @@ class FairRunner:
         self._waiting: list[_Ticket] = []
         self._running: list[_Ticket] = []
         self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
+        self._detached: dict[tuple[str, str], Future[Any]] = {}  # (session, job digest) -> its running job
 
     @property
     def time_limit(self) -> float:
         """The runner's time limit per job, in seconds."""
         return self.runner.time_limit
 
-    def for_session(self, session: str) -> SessionRunner:
-        """A runner whose jobs count as `session`'s."""
-        return SessionRunner(self, session)
+    def for_session(self, session: str, *, on_wait: Callable[[], None] | None = None) -> SessionRunner:
+        """A runner whose jobs count as `session`'s; see `SessionRunner`."""
+        return SessionRunner(self, session, on_wait=on_wait)
+
+    def start(self, session: str, job: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``run(session, job, *args)`` on a thread of its own; the same job of the session
+        still running is taken up again instead of started twice."""
+        key = (session, _digest(job, args))
+        with self._cond:
+            running = self._detached.get(key)
+            if running is not None:
+                return running
+            future: Future[Any] = Future()
+            self._detached[key] = future
+
+        def target() -> None:
+            try:
+                future.set_result(self._run(session, job, args, key[1]))
+            except BaseException as e:  # noqa: BLE001 - handed to whoever waits for it
+                future.set_exception(e)
+            finally:
+                with self._cond:
+                    if self._detached.get(key) is future:
+                        del self._detached[key]
+
+        threading.Thread(target=target, name="graphviz-app-session-job", daemon=True).start()
+        return future
 
     def run(self, session: str, job: Callable[..., Any], *args: Any) -> Any:
         """Run ``job(*args)`` for `session` when its turn comes; see `IsolatedRunner.run`.
@@ -91,11 +128,18 @@ class FairRunner:
                 newer job of the session replaced it), ``"overtime"``/``"time"`` (time
                 limit, alone or beside others), or whatever the runner raises.
         """
+        return self._run(session, job, args, _digest(job, args))
+
+    # internals ------------------------------------------------------------
+    def _run(self, session: str, job: Callable[..., Any], args: tuple[Any, ...], digest: str) -> Any:
         key = _job_key(job, args)
-        ticket = self._admit(session, key)
+        ticket = self._admit(session, key, kind=_kind(job), digest=digest)
         try:
-            result = self.runner.run(job, *args)
+            result = self.runner.run(job, *args, cancel=ticket.stop)
         except ExprError as e:
+            if e.kind == "cancelled":
+                raise ExprError("a newer run from the same page replaced this one while it ran, "
+                                "so it was stopped", kind="cancelled") from e
             if e.kind != "time":
                 raise
             self._mark_suspect(session, key)
@@ -112,18 +156,22 @@ class FairRunner:
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
-    # internals ------------------------------------------------------------
     def _mark_suspect(self, session: str, key: Hashable) -> None:
         with self._cond:
             self._timed_out[session] = self._timed_out[key] = self._clock()
 
-    def _admit(self, session: str, key: Hashable = None) -> _Ticket:
+    def _admit(self, session: str, key: Hashable = None, *, kind: str = "", digest: str = "") -> _Ticket:
         with self._cond:
             suspect = self._is_suspect(session) or (key is not None and self._is_suspect(key))
-            ticket = _Ticket(session, next(self._seq), suspect)
+            ticket = _Ticket(session, next(self._seq), suspect, kind, digest)
             for older in self._waiting:
                 if older.session == session:
                     older.cancelled = True  # the person asked for something newer
+                    self._detached.pop((session, older.digest), None)  # not to be taken up again
+            for older in self._running:
+                if older.session == session and older.kind == kind:
+                    older.stop.set()  # its worker is killed and the slot comes free
+                    self._detached.pop((session, older.digest), None)
             self._waiting.append(ticket)
             self._cond.notify_all()
             deadline = self._clock() + (self.suspect_wait_s if ticket.suspect else self.max_wait_s)
@@ -183,10 +231,22 @@ class FairRunner:
 
 
 class SessionRunner:
-    """One session's view of a `FairRunner`: what `service` calls `runner`."""
+    """One session's view of a `FairRunner`: what `service` calls `runner`.
 
-    def __init__(self, fair: FairRunner, session: str) -> None:
-        self.fair, self.session = fair, session
+    Args:
+        fair: The shared runner.
+        session: Whose jobs these are.
+        on_wait: Called every `WAIT_CHECK_S` while a job runs. When it raises
+            (the page: Streamlit's rerun exception, when the person pressed Run
+            again), the exception is passed on and the job keeps running: the
+            next run of the same job waits for it, a different job of the same
+            kind stops it. Without it, `run` simply waits.
+    """
+
+    WAIT_CHECK_S = 0.1
+
+    def __init__(self, fair: FairRunner, session: str, *, on_wait: Callable[[], None] | None = None) -> None:
+        self.fair, self.session, self.on_wait = fair, session, on_wait
 
     @property
     def time_limit(self) -> float:
@@ -195,7 +255,29 @@ class SessionRunner:
 
     def run(self, job: Callable[..., Any], *args: Any) -> Any:
         """Run ``job(*args)`` as this session's job."""
-        return self.fair.run(self.session, job, *args)
+        if self.on_wait is None:
+            return self.fair.run(self.session, job, *args)
+        future = self.fair.start(self.session, job, *args)
+        while True:
+            try:
+                return future.result(timeout=self.WAIT_CHECK_S)
+            except FutureTimeout:
+                self.on_wait()
+
+
+def _kind(job: Callable[..., Any]) -> str:
+    return f"{getattr(job, '__module__', '')}.{getattr(job, '__qualname__', repr(job))}"
+
+
+_unique = itertools.count()
+
+
+def _digest(job: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The same job again: its function and all its arguments."""
+    try:
+        return _kind(job) + ":" + hashlib.sha256(pickle.dumps(args)).hexdigest()
+    except Exception:  # noqa: BLE001 - the runner explains unpicklable arguments; never taken up again
+        return f"{_kind(job)}:unpicklable:{next(_unique)}"
 
 
 def _job_key(job: Callable[..., Any], args: tuple[Any, ...]) -> Hashable:

@@ -57,6 +57,25 @@ def test_runaway_job_is_stopped_at_its_time_limit_and_the_pool_recovers(runner: 
     assert _seed_ok(runner)
 
 
+def test_a_cancelled_job_is_stopped_at_once_and_the_pool_recovers(runner: IsolatedRunner) -> None:
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    start = time.monotonic()
+    with pytest.raises(ExprError, match="the job was stopped before it finished, as asked") as info:
+        runner.run(time.sleep, 60, cancel=cancel)
+    assert info.value.kind == "cancelled"
+    assert time.monotonic() - start < 5  # not the 20 s time limit
+    assert _seed_ok(runner)
+
+
+def test_a_job_that_finishes_is_not_affected_by_a_cancel_event(runner: IsolatedRunner) -> None:
+    cancel = threading.Event()
+    assert runner.run(evaluate_job, SEED_PROGRAM, cancel=cancel)["output"][0]["values"] == [pytest.approx(SEED_VALUE)]
+    with pytest.raises(ExprError, match=r"time limit of 0.3 s") as info:
+        runner.run(time.sleep, 60, time_limit=0.3, cancel=cancel)  # the time limit still holds
+    assert info.value.kind == "time"
+
+
 @pytest.mark.parametrize(
     ("job", "args", "message"),
     [

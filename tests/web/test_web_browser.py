@@ -164,6 +164,7 @@ def test_a_shared_link_shows_the_same_graph(page, server, browser) -> None:  # n
     try:
         other.goto(link)
         graph_node(other, "ReluBackward0").wait_for()
+        other.get_by_text("W1.grad").first.wait_for()  # the tables are drawn after the graph
         assert node_names(other) == names
         assert other.get_by_text("nodes,").first.inner_text().split(" · ")[0] == summary.split(" · ")[0]
         tables = other.locator("[data-testid='stTable']").all_inner_texts()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from web_support import screenshot
+from web_support import Server, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -36,3 +38,30 @@ def test_a_runaway_program_alone_is_told_to_shrink_not_to_try_again(page, server
     page.get_by_text("Make the program smaller").wait_for()
     assert page.get_by_text("press Run to try again").count() == 0
     screenshot(page, "web-hardening-overtime")
+
+
+@pytest.fixture(scope="module")
+def patient_server() -> Iterator[Server]:
+    """A server whose time limit (60 s) is far longer than the test waits."""
+    srv = Server(time_limit_s=60)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_pressing_run_on_a_new_program_stops_the_running_one(page, patient_server) -> None:  # noqa: ANN001
+    page.goto(f"{patient_server.url}/?program={quote(RUNAWAY)}")
+    page.get_by_text("Running the program").wait_for()
+    start = time.monotonic()
+    editor = page.get_by_test_id("program-editor")
+    editor.click()
+    editor.press("Control+a")
+    editor.press("Delete")
+    editor.press_sequentially(OTHER)
+    page.get_by_role("button", name="Run", exact=True).click()
+    # Without the stop, the new program would wait for the runaway's 60 s time limit.
+    graph_node(page, "MulBackward0").wait_for(timeout=40_000)
+    assert time.monotonic() - start < 40
+    assert page.get_by_text("all 4 workers are busy").count() == 0
+    screenshot(page, "web-hardening-replaced-run")

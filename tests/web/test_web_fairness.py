@@ -21,8 +21,27 @@ class FakePool:
     def __init__(self, max_workers: int = 4, time_limit: float = 15.0) -> None:
         self.max_workers, self.time_limit = max_workers, time_limit
 
-    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None) -> Any:
         return job(*args)
+
+
+class StoppablePool(FakePool):
+    """Like FakePool, but a set cancel event stops the job, as the worker's kill does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[str] = []
+
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None) -> Any:
+        self.started.append(job.__name__)
+        out: list[Any] = []
+        worker = threading.Thread(target=lambda: out.append(job(*args)), daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.02)
+            if cancel is not None and cancel.is_set():
+                raise ExprError("the job was stopped before it finished, as asked", kind="cancelled")
+        return out[0]
 
 
 def runaway(release: threading.Event) -> str:
@@ -170,3 +189,106 @@ def test_a_program_that_timed_out_is_a_suspect_for_every_session_that_sends_it()
     assert fair._admit("new tab", same).suspect  # noqa: SLF001 - a new tab, the same runaway link
     fair._running.clear()  # noqa: SLF001 - the probe above took a slot
     assert not fair._admit("new tab", other).suspect  # noqa: SLF001
+
+
+def slow_program(release: threading.Event, name: str) -> str:
+    release.wait(10)
+    return name
+
+
+def test_a_newer_job_of_the_same_kind_stops_the_sessions_running_one() -> None:
+    fair = FairRunner(StoppablePool(), max_wait_s=5)
+    never = threading.Event()
+    older, older_out = in_thread(lambda: fair.run("alice", slow_program, never, "old"))
+    wait_running(fair, 1)
+    start = time.monotonic()
+    release = threading.Event()
+    release.set()
+    assert fair.run("alice", slow_program, release, "new") == "new"
+    assert time.monotonic() - start < 3  # it did not wait for the old one's 10 s
+    older.join(5)
+    assert isinstance(older_out[0], ExprError) and older_out[0].kind == "cancelled"
+    assert "replaced this one while it ran" in older_out[0].message
+
+
+def test_a_job_of_another_kind_or_session_leaves_the_running_one_alone() -> None:
+    fair = FairRunner(StoppablePool(), max_wait_s=0.3)
+    release, open_gate = threading.Event(), threading.Event()
+    open_gate.set()
+    older, older_out = in_thread(lambda: fair.run("alice", slow_program, release, "old"))
+    wait_running(fair, 1)
+    assert fair.run("bob", slow_program, open_gate, "bob's") == "bob's"
+    with pytest.raises(ExprError, match="workers are busy"):
+        fair.run("alice", quick)  # another kind: it waits its turn instead
+    release.set()
+    older.join(5)
+    assert older_out == ["old"]
+
+
+GATES: dict[str, threading.Event] = {}
+
+
+def gated(name: str) -> str:
+    """A job that runs until the test opens its gate (picklable arguments, as the page's)."""
+    GATES.setdefault(name, threading.Event()).wait(10)
+    return name
+
+
+class Rerun(BaseException):
+    """Stands in for Streamlit's RerunException, raised where the page checks for a newer run."""
+
+
+def interrupting() -> Callable[[], None]:
+    def on_wait() -> None:
+        raise Rerun
+
+    return on_wait
+
+
+def test_an_interrupted_wait_leaves_the_job_running_and_the_next_wait_takes_it_up() -> None:
+    pool = StoppablePool()
+    fair = FairRunner(pool, max_wait_s=5)
+    with pytest.raises(Rerun):
+        fair.for_session("alice", on_wait=interrupting()).run(gated, "same-1")
+    threading.Timer(0.3, lambda: GATES["same-1"].set()).start()
+    again = fair.for_session("alice", on_wait=lambda: None).run(gated, "same-1")
+    assert again == "same-1"
+    assert pool.started == ["gated"]  # taken up, not started over
+    assert not fair._detached  # noqa: SLF001 - nothing left behind
+
+
+def test_a_new_program_after_an_interrupted_wait_stops_the_old_job() -> None:
+    pool = StoppablePool()
+    fair = FairRunner(pool, max_wait_s=5)
+    with pytest.raises(Rerun):
+        fair.for_session("alice", on_wait=interrupting()).run(gated, "old-2")
+    GATES.setdefault("new-2", threading.Event()).set()
+    start = time.monotonic()
+    assert fair.for_session("alice", on_wait=lambda: None).run(gated, "new-2") == "new-2"
+    assert time.monotonic() - start < 3  # old-2's gate never opened: it was stopped
+    assert pool.started == ["gated", "gated"]
+    deadline = time.monotonic() + 3
+    while fair._detached and time.monotonic() < deadline:  # noqa: SLF001 - the old job's thread ends
+        time.sleep(0.02)
+    assert not fair._detached  # noqa: SLF001
+
+
+def test_without_a_wait_check_a_session_runner_waits_in_the_calling_thread() -> None:
+    fair = FairRunner(FakePool())
+    assert fair.for_session("alice").run(quick) == "<svg/>"
+    assert not fair._detached  # noqa: SLF001
+
+
+def test_a_stopped_job_is_started_anew_when_asked_for_again_not_taken_up() -> None:
+    pool = StoppablePool()
+    fair = FairRunner(pool, max_wait_s=5)
+    with pytest.raises(Rerun):
+        fair.for_session("alice", on_wait=interrupting()).run(gated, "a-3")
+    with pytest.raises(Rerun):
+        fair.for_session("alice", on_wait=interrupting()).run(gated, "b-3")  # stops a-3
+    deadline = time.monotonic() + 3
+    while len(fair._detached) > 1 and time.monotonic() < deadline:  # noqa: SLF001 - a-3 let go
+        time.sleep(0.02)
+    GATES.setdefault("a-3", threading.Event()).set()
+    assert fair.for_session("alice", on_wait=lambda: None).run(gated, "a-3") == "a-3"
+    assert pool.started == ["gated", "gated", "gated"]  # a-3, b-3, and a-3 again
