@@ -29,8 +29,10 @@ from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import Options
 
-# One op of 27 billion steps under the memory budget: it holds its worker until the kill.
-RUNAWAY = "torch.manual_seed({k})\na = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
+# Ops of ~3 s each in a loop: each passes the multiply-add limit (one op of 27 billion
+# steps is now refused before it runs), the loop holds its worker until the language's
+# 10 s limit or the worker's time limit stops it.
+RUNAWAY = "torch.manual_seed({k})\na = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
 VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 

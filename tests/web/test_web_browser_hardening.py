@@ -50,12 +50,18 @@ def patient_server() -> Iterator[Server]:
         srv.stop()
 
 
-def test_pressing_run_on_a_new_program_stops_the_running_one(page, patient_server) -> None:  # noqa: ANN001
-    page.goto(f"{patient_server.url}/?program={quote(RUNAWAY)}")
+def editor_while_running(page, server: Server, program: str):  # noqa: ANN001, ANN201
+    """Open a link to `program`; once it runs, the editor, focused."""
+    page.goto(f"{server.url}/?program={quote(program)}")
     page.get_by_text("Running the program").wait_for()
-    start = time.monotonic()
     editor = page.get_by_test_id("program-editor")
     editor.click()
+    return editor
+
+
+def test_pressing_run_on_a_new_program_stops_the_running_one(page, patient_server) -> None:  # noqa: ANN001
+    editor = editor_while_running(page, patient_server, RUNAWAY)
+    start = time.monotonic()
     editor.press("Control+a")
     editor.press("Delete")
     editor.press_sequentially(OTHER)
@@ -65,3 +71,26 @@ def test_pressing_run_on_a_new_program_stops_the_running_one(page, patient_serve
     assert time.monotonic() - start < 40
     assert page.get_by_text("all 4 workers are busy").count() == 0
     screenshot(page, "web-hardening-replaced-run")
+
+
+# Four ops of ~1.5 s each: long enough to type into the editor while it runs, well
+# within the language's own 10 s limit.
+SLOW = ("w = torch.ones(1, requires_grad=True)\na = torch.randn(400, 10000)\n"
+        "for i in range(4):\n    b = torch.cdist(a, a, p=1).sum() * w\nb")
+
+
+def test_typing_while_a_program_runs_does_not_start_it_again(page, patient_server) -> None:  # noqa: ANN001
+    editor = editor_while_running(page, patient_server, SLOW)
+    start = time.monotonic()
+    editor.press("End")
+    for ch in "  # typing":  # each pause lets the editor rerun the page
+        editor.press_sequentially(ch)
+        page.wait_for_timeout(250)
+    typing = time.monotonic() - start
+    caption = page.locator("[data-testid='stCaptionContainer']", has_text="nodes,").first
+    caption.wait_for(timeout=50_000)
+    shown_after = time.monotonic() - start
+    job = float(caption.inner_text().rsplit("· ", 1)[1].removesuffix(" ms")) / 1e3
+    assert job > typing, "the program finished before the typing ended: make SLOW slower"
+    # Started again after the last keystroke, it would show no sooner than typing + job.
+    assert shown_after < job + typing / 2
