@@ -328,7 +328,8 @@ def downloads(result: Analysis, options: Options) -> None:
     if refusal is None:
         png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner(interruptible=False)),
                                 "autograd.png", "image/png", on_click="ignore")
-    dot.download_button("DOT", result.dot, "autograd.dot", "text/vnd.graphviz", on_click="ignore")
+    dot.download_button("DOT", partial(service.dot, result.graph_json, options.rankdir), "autograd.dot",
+                        "text/vnd.graphviz", on_click="ignore")
     json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",
                              on_click="ignore")
     link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")

@@ -40,7 +40,6 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     what evaluation and tracing left of it.
     """
     from ..expr import ExprError
-    from ..renderer import export
     from . import gradients
     from .drawing import draw
 
@@ -53,7 +52,6 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     try:
         graph, grad_notes = gradients.trace_graph(ev, options)
         color_by = gradients.color_by(graph)
-        dot = export(graph, "dot", rankdir=options.rankdir, color_by=color_by).decode()
         # The layout gets what evaluation and tracing left of the budget; it is
         # stopped at its deadline (the worker's kill would leave dot running).
         left = max(time_budget - (time.perf_counter() - start), 1.0)
@@ -72,7 +70,6 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     return Analysis(
         summary=str(graph.summary(saved_traced=options.show_saved)),
         svg=drawn.svg,
-        dot=dot,
         graph_json=graph.to_json(),
         node_count=len(graph.nodes),
         outputs=tuple(

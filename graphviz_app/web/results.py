@@ -28,7 +28,8 @@ class TensorValue:
 class Analysis:
     """One program evaluated, traced, drawn and differentiated.
 
-    `svg`, `dot` and `graph_json` are the drawn graph; `outputs` the value of
+    `svg` and `graph_json` are the drawn graph (the DOT download is made from
+    the JSON when asked for: `service.dot`); `outputs` the value of
     the program's last line; `grads` each leaf's `.grad` after backward (in
     definition order); `leaves` the names a gradient can be checked against.
     `gradient_origin` says where NaN/Inf first appears in backward;
@@ -38,7 +39,6 @@ class Analysis:
 
     summary: str
     svg: str
-    dot: str
     graph_json: str
     node_count: int
     outputs: tuple[TensorValue, ...]

@@ -93,7 +93,7 @@ def test_a_program_too_long_for_a_link_says_so_and_stays_on_the_page() -> None:
 def fake_analysis(width_pt: int, height_pt: int, nodes: int) -> Analysis:
     svg = f'<svg width="{width_pt}pt" height="{height_pt}pt" viewBox="0 0 10 10"><g/></svg>'
     value = TensorValue("output", "()", "float32", "cpu", "1.0000")
-    return Analysis(summary=f"{nodes} nodes", svg=svg, dot="digraph {}", graph_json="{}", node_count=nodes,
+    return Analysis(summary=f"{nodes} nodes", svg=svg, graph_json="{}", node_count=nodes,
                     outputs=(value,), grads=(), leaves=(), notes=(), seconds=0.1)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphviz_app.model import Graph
-from graphviz_app.web import present
+from graphviz_app.web import present, service
 from graphviz_app.web.gallery import EXAMPLES, example
 from graphviz_app.web.jobs import analysis_job, check_job, png_job
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
@@ -20,7 +20,7 @@ def test_the_seed_program_gives_the_hand_derived_gradient() -> None:
     assert [(g.name, g.text) for g in result.grads] == [("x.grad", "[1.3333, 2.0000, 2.6667]")]
     assert result.outputs[0].text == "12.6667"
     assert "MeanBackward0" in result.svg and result.svg.lstrip().startswith("<?xml")
-    assert "MeanBackward0" in result.dot
+    assert "MeanBackward0" in service.dot(result.graph_json, "TB")
     assert result.summary.startswith("7 nodes, 6 edges")
     assert Graph.from_json(result.graph_json).summary().nodes == result.node_count == 7
     assert result.leaves == ("x",)
@@ -30,9 +30,10 @@ def test_options_reach_the_drawing() -> None:
     lean = analysis_job(SEED_PROGRAM, Options(show_saved=False, show_attrs=False, rankdir="LR"))
     full = analysis_job(SEED_PROGRAM, Options())
     assert isinstance(lean, Analysis) and isinstance(full, Analysis)
-    assert "rankdir=LR" in lean.dot
+    lean_dot, full_dot = service.dot(lean.graph_json, "LR"), service.dot(full.graph_json, "TB")
+    assert "rankdir=LR" in lean_dot
     assert lean.node_count < full.node_count  # no saved-tensor node
-    assert "exponent" in full.dot and "exponent" not in lean.dot
+    assert "exponent" in full_dot and "exponent" not in lean_dot
 
 
 def test_dtype_and_device_options_are_the_constructors_defaults() -> None:
@@ -172,7 +173,7 @@ def test_on_a_gpu_the_device_list_and_the_moved_tensor_show_both_devices() -> No
     assert result.summary.endswith("devices: cpu, cuda:0")
     devices = {g.name: g.device for g in result.grads}
     assert devices == {"w.grad": "cuda:0", "x.grad": "cpu"}
-    copy = next(line for line in result.dot.splitlines() if "ToCopyBackward0" in line)
+    copy = next(line for line in service.dot(result.graph_json, "TB").splitlines() if "ToCopyBackward0" in line)
     assert "#e03131" in copy  # the op crossing devices is drawn in red
     check = check_job(example("devices").program, Options(device="cuda:0"), "w", "x_moved", TOL)
     assert isinstance(check, GradientCheck) and check.passed
