@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
 from ..model import human_bytes
 from .allowlist import MODULE_ATTRIBUTES, NN_MODULES
 from .guards import Budget, Refused, check_device
