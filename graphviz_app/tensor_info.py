@@ -83,7 +83,9 @@ class TensorDescriber:
 
     def __init__(self) -> None:
         self._storages: dict[tuple[str, int], str] = {}
-        self._meta_cache: dict[tuple[Any, ...], TensorInfo] = {}
+        # (shape, dtype, device) -> the record from_metadata made of it; a
+        # walker reads it first to skip the call for the common case.
+        self.meta_records: dict[tuple[Any, ...], TensorInfo] = {}
         self._devices: dict[torch.device, str] = {}
         self._dtypes: dict[torch.dtype, tuple[str, int]] = {}
         # id(leaf) -> (leaf, its record's fields but the name); holding the
@@ -137,7 +139,7 @@ class TensorDescriber:
     ) -> TensorInfo:
         """A record of a forward result known only by its metadata."""
         key = (shape, dtype, device)
-        info = self._meta_cache.get(key)
+        info = self.meta_records.get(key)
         if info is None:
             numel = 1
             for s in shape:
@@ -145,7 +147,7 @@ class TensorDescriber:
             info = new_tensor_info(
                 None, shape, dtype_name(dtype), str(device), numel, numel * dtype.itemsize, True
             )
-            self._meta_cache[key] = info
+            self.meta_records[key] = info
         return info
 
     @staticmethod

@@ -1,0 +1,320 @@
+"""The tracer's walk: grad_fn.next_functions breadth first, into Nodes and Edges."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ._autograd import (
+    FREED, MODIFIED, NodeType, node_type, output_metadata, recorded_tags, saved_values, tags_written,
+)
+from ._records import new_edge, new_node
+from .deep import FREE_GUARD_NODES, consumers_first, release_in_order
+from .model import MODIFIED_IN_PLACE, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
+from .param_owners import NamedParams, module_infos, owner_module
+from .tensor_info import TensorDescriber
+
+__all__ = ["Walker"]
+
+
+def _attr_text(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        # Recurse only into nested sequences: most attributes are flat (stride, padding).
+        inner = ", ".join([_attr_text(v) if isinstance(v, (tuple, list)) else str(v) for v in value])
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return str(value)
+
+
+class Walker:
+    """Breadth-first walk over grad_fn.next_functions, ids in walk order.
+
+    An op node's id is taken when the op is discovered and its Node is built
+    once, when it is visited and its attributes are known (`_visit_all`).
+    `fns` lists the walked autograd nodes in discovery order and `fn_ids`
+    maps id(fn) to node id: together they give each node id's fn.
+    """
+
+    def __init__(
+        self,
+        param_names: dict[int, tuple[str, torch.Tensor]],
+        show_saved: bool,
+        show_attrs: bool,
+        max_nodes: int | None,
+        notes: list[str],
+    ) -> None:
+        self.param_names = param_names
+        self.show_saved = show_saved
+        self.show_attrs = show_attrs
+        self.max_nodes = max_nodes
+        self.notes = notes
+        self.describe = TensorDescriber()
+        # `nodes[i]` is node `n{i}`; an op's slot holds None until it is visited.
+        self.nodes: list[Node | None] = []
+        self.edges: list[Edge] = []
+        # id(fn) -> node id; `self.fns` keeps each fn alive so ids stay unique.
+        self.fn_ids: dict[int, str] = {}
+        self.fns: list[Any] = []
+        self.base_ids: dict[int, str] = {}
+        self.alive: list[Any] = []
+        # (fn, node id, index in nodes) of ops discovered and not yet visited.
+        self.queue: deque[tuple[Any, str, int]] = deque()
+        self.truncated = False
+        self.freed = 0
+        self.modified = 0
+        # Node class -> what node_type() says of it, looked up once per class.
+        self.types: dict[type, NodeType] = {}
+        # Equal attrs tuples are shared: a chain's million AddBackward0 hold one (("alpha", "1"),).
+        self.attrs_seen: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+        # Whether discovery order is consumers first (every data edge goes
+        # from a later-discovered fn to an earlier one): then freeing in that
+        # order is safe and the guard needs no sort (true of every chain).
+        self.consumers_first = True
+        # Past this many walked fns the graph is guarded (see `_guard_free`).
+        self.guard_nodes = FREE_GUARD_NODES
+        # Called with the graph and the walked fns by node id while they are alive.
+        self.finish: Callable[[Graph, dict[str, Any]], Graph] | None = None
+        # Set by trace() for an nn.Module as params: leaves then belong to
+        # the module owning them; module name -> class name, as recorded.
+        self.model: torch.nn.Module | None = None
+        self.model_params: NamedParams | None = None
+        self.model_ids: set[int] = set()  # ids of the model's own parameters among the named leaves
+        self.modules_seen: dict[str, str] = {}
+
+    def _new_id(self) -> str:
+        return f"n{len(self.nodes)}"
+
+    def _room(self) -> bool:
+        """Whether one more node fits under max_nodes; marks the graph truncated if not."""
+        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+            self.truncated = True
+            return False
+        return True
+
+    def walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
+        # Millions of small records would make the cyclic GC rescan them over
+        # and over (quadratic time); none of them can form a cycle.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._walk(outputs)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
+        for shown, (path, t) in enumerate(outputs):
+            if not self._room():
+                self.notes.append(f"{len(outputs) - shown} output(s) from {path} on are not shown")
+                break
+            out_id = self._new_id()
+            self.nodes.append(new_node(out_id, NodeKind.OUTPUT, path, self.describe.describe(t, path)))
+            if t.is_nested:
+                self.notes.append(f"{path} is a nested tensor: its shape is shown padded to its largest part")
+            if t._is_view() and self._room():  # torchviz draws an output's view base too
+                self.edges.append(new_edge(self._view_base(t._base), out_id, EdgeKind.VIEW))
+            fn_id = self._discover(t.grad_fn)
+            if fn_id is not None:  # None: cut off by max_nodes
+                self.edges.append(new_edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
+        self._visit_all()
+        self._add_notes()
+        modules = module_infos(self.model, self.modules_seen, self.model_params)
+        graph = Graph(tuple(self.nodes), tuple(self.edges), tuple(self.notes), self.truncated, modules)  # type: ignore[arg-type]
+        if self.finish is not None:
+            graph = self.finish(graph, self.fn_by_node_id())
+        if len(self.fn_ids) > self.guard_nodes:
+            self._guard_free()
+        self.alive.clear()
+        return graph
+
+    def _add_notes(self) -> None:
+        if self.freed:
+            self.notes.append(
+                f"{self.freed} saved tensor(s) were already freed by backward(); "
+                "trace before backward(), or call backward(retain_graph=True), to see them"
+            )
+        if self.modified:
+            self.notes.append(
+                f"{self.modified} saved tensor(s) were modified in place after the op saved them: "
+                "backward() through this graph will fail; use the out-of-place op (x = x.add(1), "
+                "not x.add_(1)) or .clone() before modifying"
+            )
+        if self.truncated:
+            self.notes.append(
+                f"stopped at max_nodes={self.max_nodes}: ops further from the output are not shown"
+            )
+
+    def _guard_free(self) -> None:
+        """Let a big walked graph be freed node by node (see deep.release_in_order)."""
+        if self.consumers_first:
+            release_in_order(self.fns)
+            return
+        # fn_ids' node ids and self.fns share discovery order.
+        data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
+        order = consumers_first(list(self.fn_ids.values()), data)
+        release_in_order([self.fns[i] for i in order])
+
+    def fn_by_node_id(self) -> dict[str, Any]:
+        """After the walk: each op and leaf node's autograd node, by node id.
+
+        `fns` stays filled after `walk()` so a step after it (`finish`, the
+        backward replay) can find the fns; the walker is dropped when trace() returns.
+        """
+        return {self.fn_ids[id(fn)]: fn for fn in self.fns}
+
+    def _visit_all(self) -> None:
+        """Visit queued ops: build each op's node, then discover its inputs.
+
+        The hottest loop of tracing: one pass per op, with the walker's
+        attributes and methods bound to locals, and an op's node, its output
+        record and its input edges built inline (each call or attribute
+        lookup here is paid a million times on a million-op graph).
+        """
+        queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
+        popleft, add_edge, known_id, attrs_seen = queue.popleft, edges.append, fn_ids.get, self.attrs_seen.setdefault
+        discover, add_saved, op_tags = self._discover_new, self._add_saved, self._op_tags
+        meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
+        read_saved = self.show_saved or self.show_attrs
+        tagged = tags_written()
+        op, data = NodeKind.OP, EdgeKind.DATA
+        in_order = True
+        while queue:
+            fn, node_id, index = popleft()
+            cls = type(fn)
+            name, saves, _, _ = types.get(cls) or self._node_type(cls)
+            attrs: tuple[tuple[str, str], ...] = ()
+            if read_saved and saves:
+                attrs = add_saved(node_id, fn)
+                if attrs:
+                    attrs = attrs_seen(attrs, attrs)
+            leaf = nodes[index]
+            if leaf is None:
+                meta = output_metadata(fn)
+                info = (meta_seen(meta) or meta_info(*meta)) if meta else None
+                module, source = op_tags(fn) if tagged else (None, None)
+                nodes[index] = new_node(node_id, op, name, info, attrs, module, source)
+            elif attrs:  # a custom Function drawn as a leaf (see _discover_new)
+                nodes[index] = dataclasses.replace(leaf, attrs=attrs)
+            slot = -1
+            for child, output_nr in fn.next_functions:
+                slot += 1
+                if child is None:
+                    continue
+                child_id = known_id(id(child))
+                if child_id is None:
+                    child_id = discover(child)
+                    if child_id is None:  # cut off by max_nodes
+                        continue
+                elif in_order and int(child_id[1:]) < index:
+                    in_order = False  # a producer found before one of its consumers
+                add_edge(new_edge(child_id, node_id, data, output_nr, slot))
+        self.consumers_first = in_order
+
+    def _node_type(self, cls: type) -> NodeType:
+        found = self.types[cls] = node_type(cls)
+        return found
+
+    def _op_tags(self, fn: Any) -> tuple[str | None, str | None]:
+        """(module, source) that `record()` wrote on op `fn`; notes the module as seen."""
+        module, module_type, source = recorded_tags(fn)
+        if module is not None:
+            self.modules_seen.setdefault(module, module_type or "")
+        return module, source
+
+    def _view_base(self, base: torch.Tensor) -> str:
+        """The node of a view's base tensor, one per base however many views share it."""
+        known = self.base_ids.get(id(base))
+        if known is None:
+            known = self.base_ids[id(base)] = self._new_id()
+            self.alive.append(base)
+            self.nodes.append(
+                new_node(known, NodeKind.VIEW_BASE, "view base", self.describe.describe(base, None))
+            )
+        return known
+
+    def _discover(self, fn: Any) -> str | None:
+        return self.fn_ids.get(id(fn)) or self._discover_new(fn)
+
+    def _discover_new(self, fn: Any) -> str | None:
+        """Give a fn not seen before its node id; None past max_nodes."""
+        nodes = self.nodes
+        index = len(nodes)
+        if self.max_nodes is not None and index >= self.max_nodes:
+            self.truncated = True
+            return None
+        node_id = self.fn_ids[id(fn)] = f"n{index}"
+        self.fns.append(fn)
+        cls = type(fn)
+        _, _, custom, holds_variable = self.types.get(cls) or self._node_type(cls)
+        variable = getattr(fn, "variable", None) if holds_variable else None
+        if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf
+            nodes.append(self._leaf_node(node_id, variable))
+            # torch's AccumulateGrad saves nothing and has no inputs; a custom
+            # Function whose ctx has a `variable` tensor is drawn as a leaf
+            # but may have both, so it is still visited.
+            if custom:
+                self.queue.append((fn, node_id, index))
+        else:
+            nodes.append(None)  # built by _visit_all once its attributes are read
+            self.queue.append((fn, node_id, index))
+        return node_id
+
+    def _leaf_node(self, node_id: str, variable: torch.Tensor) -> Node:
+        named = self.param_names.get(id(variable))
+        name = named[0] if named else None
+        owner = None
+        if name is not None and self.model is not None and id(variable) in self.model_ids:
+            owner = owner_module(name)
+            self.modules_seen.setdefault(owner, "")
+        info = self.describe.describe(variable, name)
+        return new_node(node_id, NodeKind.LEAF, name or "", info, module=owner)
+
+    def _add_saved(self, node_id: str, fn: Any) -> tuple[tuple[str, str], ...]:
+        """Add a node per saved tensor (show_saved); return the attributes (show_attrs)."""
+        attrs: list[tuple[str, str]] = []
+        for name, value in saved_values(fn):
+            kind = type(value)
+            if kind is int or kind is float or kind is bool or kind is str or value is None:
+                if self.show_attrs:  # the most common attributes first (alpha, dim, ...)
+                    attrs.append((name, str(value)))
+            elif isinstance(value, torch.Tensor):
+                # _add_saved_tensor, inlined: most saved values are tensors
+                if self.show_saved and (self.max_nodes is None or self._room()):
+                    nodes = self.nodes
+                    saved_id = f"n{len(nodes)}"
+                    nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
+                    self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
+            elif value is FREED or value is MODIFIED:
+                if self.show_saved:
+                    self._add_saved_tensor(node_id, name, value)
+            elif isinstance(value, (tuple, list)):
+                tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+                if not tensors:
+                    if self.show_attrs:
+                        attrs.append((name, _attr_text(value)))
+                elif self.show_saved:
+                    for i, v in tensors:
+                        self._add_saved_tensor(node_id, f"{name}[{i}]", v)
+            elif self.show_attrs:
+                attrs.append((name, str(value)))
+        return tuple(attrs)
+
+    def _add_saved_tensor(self, owner: str, name: str, t: Any) -> None:
+        if not self._room():
+            return
+        saved_id = self._new_id()
+        if t is FREED:
+            self.freed += 1
+            info = TensorDescriber.freed(name)
+        elif t is MODIFIED:  # torch refuses to unpack it: nothing is known of it either
+            self.modified += 1
+            info = TensorDescriber.freed(name)
+        else:
+            info = self.describe.describe(t, name)
+        state = ((STATE_ATTR, MODIFIED_IN_PLACE),) if t is MODIFIED else ()
+        self.nodes.append(new_node(saved_id, NodeKind.SAVED, name, info, state))
+        self.edges.append(new_edge(saved_id, owner, EdgeKind.SAVED))
