@@ -171,21 +171,23 @@ class Walker:
 
         The hottest loop of tracing: one pass per op, with the walker's
         attributes and methods bound to locals, and an op's node, its output
-        record and its input edges built inline (each call or attribute
-        lookup here is paid a million times on a million-op graph).
+        record, its input edges and the discovery of a plain op input inline
+        (each call or attribute lookup here is paid a million times on a
+        million-op graph); leaves go through `_discover_new`.
         """
         queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
-        popleft, add_edge, known_id, attrs_seen = queue.popleft, edges.append, fn_ids.get, self.attrs_seen.setdefault
+        popleft, enqueue, add_node, add_edge, add_fn = queue.popleft, queue.append, nodes.append, edges.append, self.fns.append
+        known_id, attrs_seen, node_type = fn_ids.get, self.attrs_seen.setdefault, self._node_type
         discover, add_saved, op_tags = self._discover_new, self._add_saved, self._op_tags
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
-        read_saved = self.show_saved or self.show_attrs
+        read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
         tagged = tags_written()
         op, data = NodeKind.OP, EdgeKind.DATA
         in_order = True
         while queue:
             fn, node_id, index = popleft()
             cls = type(fn)
-            name, saves, _, _ = types.get(cls) or self._node_type(cls)
+            name, saves, _, _ = types.get(cls) or node_type(cls)
             attrs: tuple[tuple[str, str], ...] = ()
             if read_saved and saves:
                 attrs = add_saved(node_id, fn)
@@ -204,13 +206,24 @@ class Walker:
                 slot += 1
                 if child is None:
                     continue
-                child_id = known_id(id(child))
-                if child_id is None:
+                key = id(child)
+                child_id = known_id(key)
+                if child_id is not None:
+                    if in_order and int(child_id[1:]) < index:
+                        in_order = False  # a producer found before one of its consumers
+                elif (types.get(type(child)) or node_type(type(child)))[3]:  # may be a leaf
                     child_id = discover(child)
                     if child_id is None:  # cut off by max_nodes
                         continue
-                elif in_order and int(child_id[1:]) < index:
-                    in_order = False  # a producer found before one of its consumers
+                else:  # _discover_new for an op, inlined
+                    child_index = len(nodes)
+                    if max_nodes is not None and child_index >= max_nodes:
+                        self.truncated = True
+                        continue
+                    child_id = fn_ids[key] = f"n{child_index}"
+                    add_fn(child)
+                    add_node(None)
+                    enqueue((child, child_id, child_index))
                 add_edge(new_edge(child_id, node_id, data, output_nr, slot))
         self.consumers_first = in_order
 
