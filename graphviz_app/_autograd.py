@@ -8,6 +8,7 @@ module is the only one to change.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -67,20 +68,36 @@ def is_custom_function(fn: Any) -> bool:
 
 # What a walker needs to know of a node's class before touching the node:
 # its name (torchviz's type(fn).__name__; fn.name() spells some C++ nodes
-# "torch::autograd::CopySlices"), whether `saved_values` can find anything
-# (most chain ops save one scalar or nothing), whether it is a custom
-# Function, and whether it can hold a leaf's `variable` (AccumulateGrad, or a
-# custom Function whose ctx has one): getattr(fn, "variable", None) on any
+# "torch::autograd::CopySlices"), how many values `saved_values` reads (most
+# chain ops save one scalar or nothing; 1 for a custom Function, whose count
+# is known only per node), whether it is a custom
+# Function, whether it can hold a leaf's `variable` (AccumulateGrad, or a
+# custom Function whose ctx has one: getattr(fn, "variable", None) on any
 # other node raises and swallows an AttributeError, which costs more than the
-# rest of discovering it.
-NodeType = tuple[str, bool, bool, bool]
+# rest of discovering it), and `scalars` (below).
+NodeType = tuple[str, int, bool, bool, "Callable[[Any], Any] | None"]
 
 
 def node_type(cls: type) -> NodeType:
-    """(name, saves anything, is a custom Function, may hold `variable`) of a node class."""
+    """(name, values saved, is a custom Function, may hold `variable`, scalars) of a node class.
+
+    `scalars`, for a class that saves no tensor, reads its raw saved values in
+    one C call, in `saved_values` order: the value itself when it saves one,
+    else a tuple. torch keeps a saved tensor as a SavedVariable, which also
+    shows as `_raw_saved_<name>`; a class with none saves plain values only
+    (alpha, dim, sizes), so one call can read them all. The values are raw:
+    `saved_values` is the reading that fixes int64 signs and freed tensors.
+    """
     spec = _spec_by_type[cls] if cls in _spec_by_type else _spec(cls)
     custom = spec is None
-    return cls.__name__, custom or bool(spec), custom, custom or hasattr(cls, "variable")
+    scalars = None
+    if spec and not any(a.startswith(_RAW_PREFIX) for a in dir(cls)):
+        scalars = operator.attrgetter(*(attr for attr, _ in spec))
+    saves = 1 if spec is None else len(spec)
+    return cls.__name__, saves, custom, custom or hasattr(cls, "variable"), scalars
+
+
+_RAW_PREFIX = "_raw_saved_"
 
 
 def saved_values(fn: Any) -> list[SavedValue]:

@@ -22,6 +22,17 @@ from .tensor_info import TensorDescriber
 __all__ = ["Walker"]
 
 
+# Saved values whose equality means equal text (1 == 1.0 == True, 0.0 == -0.0 do not).
+_PLAIN = frozenset({int, bool, str, type(None)})
+
+
+def _ints(values: tuple[Any, ...]) -> bool:
+    for v in values:
+        if type(v) is not int:
+            return False
+    return True
+
+
 def _attr_text(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         # Recurse only into nested sequences: most attributes are flat (stride, padding).
@@ -70,6 +81,10 @@ class Walker:
         self.types: dict[type, NodeType] = {}
         # Equal attrs tuples are shared: a chain's million AddBackward0 hold one (("alpha", "1"),).
         self.attrs_seen: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+        # A tuple of ints -> its attribute text.
+        self.int_texts: dict[tuple[int, ...], str] = {}
+        # (class, raw saved values, their types) -> attrs, for classes saving plain values only.
+        self.plain_seen: dict[tuple[Any, ...], tuple[tuple[str, str], ...]] = {}
         # Whether discovery order is consumers first (every data edge goes
         # from a later-discovered fn to an earlier one): then freeing in that
         # order is safe and the guard needs no sort (true of every chain).
@@ -178,7 +193,7 @@ class Walker:
         queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
         popleft, enqueue, add_node, add_edge, add_fn = queue.popleft, queue.append, nodes.append, edges.append, self.fns.append
         known_id, attrs_seen, node_type = fn_ids.get, self.attrs_seen.setdefault, self._node_type
-        discover, add_saved, op_tags = self._discover_new, self._add_saved, self._op_tags
+        discover, add_saved, plain_attrs, op_tags = self._discover_new, self._add_saved, self._plain_attrs, self._op_tags
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
         read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
         tagged = tags_written()
@@ -187,12 +202,15 @@ class Walker:
         while queue:
             fn, node_id, index = popleft()
             cls = type(fn)
-            name, saves, _, _ = types.get(cls) or node_type(cls)
+            name, saves, _, _, scalars = types.get(cls) or node_type(cls)
             attrs: tuple[tuple[str, str], ...] = ()
             if read_saved and saves:
-                attrs = add_saved(node_id, fn)
-                if attrs:
-                    attrs = attrs_seen(attrs, attrs)
+                if scalars is not None:
+                    attrs = plain_attrs(node_id, fn, scalars(fn), saves > 1)
+                else:
+                    attrs = add_saved(node_id, fn)
+                    if attrs:
+                        attrs = attrs_seen(attrs, attrs)
             leaf = nodes[index]
             if leaf is None:
                 meta = output_metadata(fn)
@@ -262,7 +280,7 @@ class Walker:
         node_id = self.fn_ids[id(fn)] = f"n{index}"
         self.fns.append(fn)
         cls = type(fn)
-        _, _, custom, holds_variable = self.types.get(cls) or self._node_type(cls)
+        _, _, custom, holds_variable, _ = self.types.get(cls) or self._node_type(cls)
         variable = getattr(fn, "variable", None) if holds_variable else None
         if isinstance(variable, torch.Tensor):  # AccumulateGrad: a leaf
             nodes.append(self._leaf_node(node_id, variable))
@@ -286,6 +304,31 @@ class Walker:
         info = self.describe.describe(variable, name)
         return new_node(node_id, NodeKind.LEAF, name or "", info, module=owner)
 
+    def _plain_attrs(self, node_id: str, fn: Any, raw: Any, several: bool) -> tuple[tuple[str, str], ...]:
+        """The attributes of an op whose class saves no tensor, from its raw saved values.
+
+        Ops of a class with equal plain values (ints, bools, strings, None,
+        tuples of ints) have equal attributes: each such set is turned into
+        text once per walk. Other values (floats: 0.0 == -0.0) take `_add_saved`.
+        """
+        cls = type(fn)
+        if several:  # raw is a tuple of the values
+            kinds = tuple(map(type, raw))
+            plain = all(k in _PLAIN or (k is tuple and _ints(v)) for k, v in zip(kinds, raw))
+        else:
+            kinds = type(raw)
+            plain = kinds in _PLAIN or (kinds is tuple and _ints(raw))
+        if plain:
+            key = (cls, raw, kinds)
+            attrs = self.plain_seen.get(key)
+            if attrs is not None:
+                return attrs
+        attrs = self._add_saved(node_id, fn)
+        attrs = self.attrs_seen.setdefault(attrs, attrs)
+        if plain:
+            self.plain_seen[key] = attrs
+        return attrs
+
     def _add_saved(self, node_id: str, fn: Any) -> tuple[tuple[str, str], ...]:
         """Add a node per saved tensor (show_saved); return the attributes (show_attrs)."""
         attrs: list[tuple[str, str]] = []
@@ -304,6 +347,12 @@ class Walker:
             elif value is FREED or value is MODIFIED:
                 if self.show_saved:
                     self._add_saved_tensor(node_id, name, value)
+            elif kind is tuple and _ints(value):  # sizes, strides, dims: each text made once per walk
+                if self.show_attrs:
+                    text = self.int_texts.get(value)
+                    if text is None:
+                        text = self.int_texts[value] = _attr_text(value)
+                    attrs.append((name, text))
             elif isinstance(value, (tuple, list)):
                 tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
                 if not tensors:
