@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before d793d01] [--million]
      .venv/bin/python benchmarks/bench_trace_speed.py --profile chain|resnet|gpt
+     .venv/bin/python benchmarks/bench_trace_speed.py --budget   # per-op cost of each read and record
 
 For each graph (a 100k-op `y = y + 1` chain, a 100k-op chain mixing `* 1.5`,
 `sin` and `+ 1`, a ResNet-50-shaped model and a 12-layer GPT-style stack, all
@@ -222,6 +223,73 @@ def million(n: int) -> None:
     print("| {:,} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(n, *call_with_large_stack(work)))
 
 
+def budget(n: int = 100_000, repeat: int = 5) -> None:
+    """Per-op cost of each thing trace() does on an n-op y+1 chain, each timed alone over all its ops.
+
+    The fns are collected first, so each line is the cost of that read or
+    record alone (memory effects of a real walk included only in part).
+    """
+    from collections import deque as _deque
+
+    from graphviz_app import trace
+    from graphviz_app._records import new_edge, new_node
+    from graphviz_app.model import EdgeKind, NodeKind
+
+    y, params = add_chain(n)
+    fns = []
+    fn = y.grad_fn
+    while fn is not None and fn.next_functions:
+        fns.append(fn)
+        fn = fn.next_functions[0][0]
+    op, data = NodeKind.OP, EdgeKind.DATA
+
+    def each(body: Callable[[Any], Any]) -> Callable[[], None]:
+        def run() -> None:
+            for f in fns:
+                body(f)
+        return run
+
+    def records() -> None:  # kept, as the walk keeps them
+        kept = []
+        for _ in fns:
+            kept.append(new_node("n1", op, "AddBackward0", None, ()))
+            kept.append(new_edge("n1", "n2", data, 0, 0))
+
+    def ids() -> None:
+        table: dict[int, str] = {}
+        queue: _deque[Any] = _deque()
+        for i, f in enumerate(fns):
+            table[id(f)] = f"n{i}"
+            queue.append((f, i))
+            queue.popleft()
+
+    def metadata(f: Any) -> Any:
+        m = f._input_metadata[0]
+        return tuple(m.shape), m.dtype, m.device
+
+    def children(f: Any) -> None:
+        for _child, _nr in f.next_functions:
+            pass
+
+    rows = [
+        ("bare walk (next_functions, seen set, deque, _saved_*)", lambda: bare_walk(y)),
+        ("trace(), defaults", lambda: trace(y, params)),
+        ("trace(), show_saved/show_attrs off", lambda: trace(y, params, show_saved=False, show_attrs=False)),
+        ("  a Python call per op (the floor of each line below)", each(lambda f: None)),
+        ("  fn.next_functions, iterated", each(children)),
+        ("  fn._saved_alpha", each(lambda f: f._saved_alpha)),
+        ("  fn._input_metadata[0]: tuple(shape), dtype, device", each(metadata)),
+        ("  fn.metadata (read only after record())", each(lambda f: f.metadata)),
+        ("  one Node and one Edge, kept (no call per op)", records),
+        ("  node id text, id(fn) -> id dict, deque in/out (no call per op)", ids),
+    ]
+    gc.disable()  # as during a walk: the records would set off collections
+    print(f"\n{n:,}-op y+1 chain, best of {repeat}, CPU ns per op:\n\n| what | ns/op |\n|---|---|")
+    for label, run in rows:
+        print(f"| {label} | {_best(run, repeat) / len(fns) * 1e9:.0f} |", flush=True)
+    gc.enable()
+
+
 def profile(name: str) -> None:
     from graphviz_app import trace
 
@@ -244,12 +312,16 @@ def main() -> None:
     parser.add_argument("--million", action="store_true")
     parser.add_argument("--million-child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--profile", choices=["chain", "resnet", "gpt"])
+    parser.add_argument("--budget", action="store_true", help="per-op cost of each read and record on the y+1 chain")
     args = parser.parse_args()
     if args.million_child:
         million(args.million_child)
         return
     if args.profile:
         call_with_large_stack(profile, args.profile)
+        return
+    if args.budget:
+        call_with_large_stack(budget, 100_000, args.repeat)
         return
 
     before = load_before(args.before) if args.before else None

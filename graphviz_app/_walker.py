@@ -81,6 +81,8 @@ class Walker:
         self.types: dict[type, NodeType] = {}
         # Equal attrs tuples are shared: a chain's million AddBackward0 hold one (("alpha", "1"),).
         self.attrs_seen: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+        # Node classes that can never be a leaf (no `variable`): discovered inline.
+        self.op_classes: set[type] = set()
         # A tuple of ints -> its attribute text.
         self.int_texts: dict[tuple[int, ...], str] = {}
         # (class, raw saved values, their types) -> attrs, for classes saving plain values only.
@@ -192,7 +194,8 @@ class Walker:
         """
         queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
         popleft, enqueue, add_node, add_edge, add_fn = queue.popleft, queue.append, nodes.append, edges.append, self.fns.append
-        known_id, attrs_seen, node_type = fn_ids.get, self.attrs_seen.setdefault, self._node_type
+        known_id, attrs_seen, node_type, plain_get = fn_ids.get, self.attrs_seen.setdefault, self._node_type, self.plain_seen.get
+        op_classes = self.op_classes
         discover, add_saved, plain_attrs, op_tags = self._discover_new, self._add_saved, self._plain_attrs, self._op_tags
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
         read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
@@ -206,7 +209,11 @@ class Walker:
             attrs: tuple[tuple[str, str], ...] = ()
             if read_saved and saves:
                 if scalars is not None:
-                    attrs = plain_attrs(node_id, fn, scalars(fn), saves > 1)
+                    raw = scalars(fn)
+                    kind = type(raw)
+                    # One plain saved value (a chain's alpha): plain_attrs' lookup, inlined.
+                    if saves != 1 or kind not in _PLAIN or (attrs := plain_get((cls, raw, kind))) is None:
+                        attrs = plain_attrs(node_id, fn, raw, saves > 1)
                 else:
                     attrs = add_saved(node_id, fn)
                     if attrs:
@@ -229,7 +236,7 @@ class Walker:
                 if child_id is not None:
                     if in_order and int(child_id[1:]) < index:
                         in_order = False  # a producer found before one of its consumers
-                elif (types.get(type(child)) or node_type(type(child)))[3]:  # may be a leaf
+                elif type(child) not in op_classes and self._may_be_leaf(type(child)):
                     child_id = discover(child)
                     if child_id is None:  # cut off by max_nodes
                         continue
@@ -247,7 +254,12 @@ class Walker:
 
     def _node_type(self, cls: type) -> NodeType:
         found = self.types[cls] = node_type(cls)
+        if not found[3]:
+            self.op_classes.add(cls)
         return found
+
+    def _may_be_leaf(self, cls: type) -> bool:
+        return (self.types.get(cls) or self._node_type(cls))[3]
 
     def _op_tags(self, fn: Any) -> tuple[str | None, str | None]:
         """(module, source) that `record()` wrote on op `fn`; notes the module as seen."""

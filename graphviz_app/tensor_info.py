@@ -41,7 +41,9 @@ def _small_values(t: torch.Tensor, is_complex: bool, is_float: bool) -> tuple[Sc
     if is_float:
         # nan/inf as text: JSON has no such numbers, and nan != nan would make
         # a graph differ from its own JSON round trip.
-        if all(map(math.isfinite, flat)):
+        # A nan or inf anywhere makes the sum nan or inf: one C call covers
+        # the common all-finite case (an overflowing sum just takes the scan).
+        if math.isfinite(sum(flat)) or all(map(math.isfinite, flat)):
             return tuple(flat)
         return tuple(v if math.isfinite(v) else str(v) for v in flat)
     return tuple(flat)
