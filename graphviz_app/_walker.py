@@ -22,6 +22,8 @@ from .tensor_info import TensorDescriber
 __all__ = ["Walker"]
 
 
+# Saved values whose text is str(value): the most common attributes.
+_SCALARS = frozenset({int, float, bool, str, type(None)})
 # Saved values whose equality means equal text (1 == 1.0 == True, 0.0 == -0.0 do not).
 _PLAIN = frozenset({int, bool, str, type(None)})
 
@@ -47,7 +49,7 @@ class Walker:
     An op node's id is taken when the op is discovered and its Node is built
     once, when it is visited and its attributes are known (`_visit_all`).
     `fns` lists the walked autograd nodes in discovery order and `fn_ids`
-    maps id(fn) to node id: together they give each node id's fn.
+    maps each fn to its node id: together they give each node id's fn.
     """
 
     def __init__(
@@ -67,8 +69,9 @@ class Walker:
         # `nodes[i]` is node `n{i}`; an op's slot holds None until it is visited.
         self.nodes: list[Node | None] = []
         self.edges: list[Edge] = []
-        # id(fn) -> node id; `self.fns` keeps each fn alive so ids stay unique.
-        self.fn_ids: dict[int, str] = {}
+        # fn -> node id (autograd nodes hash and compare by identity, so the
+        # fn itself is the key: no id() per lookup); `self.fns` lists them.
+        self.fn_ids: dict[Any, str] = {}
         self.fns: list[Any] = []
         self.base_ids: dict[int, str] = {}
         self.alive: list[Any] = []
@@ -181,7 +184,7 @@ class Walker:
         `fns` stays filled after `walk()` so a step after it (`finish`, the
         backward replay) can find the fns; the walker is dropped when trace() returns.
         """
-        return {self.fn_ids[id(fn)]: fn for fn in self.fns}
+        return {self.fn_ids[fn]: fn for fn in self.fns}
 
     def _visit_all(self) -> None:
         """Visit queued ops: build each op's node, then discover its inputs.
@@ -231,8 +234,7 @@ class Walker:
                 slot += 1
                 if child is None:
                     continue
-                key = id(child)
-                child_id = known_id(key)
+                child_id = known_id(child)
                 if child_id is not None:
                     if in_order and int(child_id[1:]) < index:
                         in_order = False  # a producer found before one of its consumers
@@ -245,7 +247,7 @@ class Walker:
                     if max_nodes is not None and child_index >= max_nodes:
                         self.truncated = True
                         continue
-                    child_id = fn_ids[key] = f"n{child_index}"
+                    child_id = fn_ids[child] = f"n{child_index}"
                     add_fn(child)
                     add_node(None)
                     enqueue((child, child_id, child_index))
@@ -280,7 +282,7 @@ class Walker:
         return known
 
     def _discover(self, fn: Any) -> str | None:
-        return self.fn_ids.get(id(fn)) or self._discover_new(fn)
+        return self.fn_ids.get(fn) or self._discover_new(fn)
 
     def _discover_new(self, fn: Any) -> str | None:
         """Give a fn not seen before its node id; None past max_nodes."""
@@ -289,7 +291,7 @@ class Walker:
         if self.max_nodes is not None and index >= self.max_nodes:
             self.truncated = True
             return None
-        node_id = self.fn_ids[id(fn)] = f"n{index}"
+        node_id = self.fn_ids[fn] = f"n{index}"
         self.fns.append(fn)
         cls = type(fn)
         _, _, custom, holds_variable, _ = self.types.get(cls) or self._node_type(cls)
@@ -344,23 +346,23 @@ class Walker:
     def _add_saved(self, node_id: str, fn: Any) -> tuple[tuple[str, str], ...]:
         """Add a node per saved tensor (show_saved); return the attributes (show_attrs)."""
         attrs: list[tuple[str, str]] = []
+        show_saved, show_attrs, nodes = self.show_saved, self.show_attrs, self.nodes
         for name, value in saved_values(fn):
             kind = type(value)
-            if kind is int or kind is float or kind is bool or kind is str or value is None:
-                if self.show_attrs:  # the most common attributes first (alpha, dim, ...)
+            if kind in _SCALARS:
+                if show_attrs:  # the most common attributes first (alpha, dim, eps, ...)
                     attrs.append((name, str(value)))
             elif isinstance(value, torch.Tensor):
                 # _add_saved_tensor, inlined: most saved values are tensors
-                if self.show_saved and (self.max_nodes is None or self._room()):
-                    nodes = self.nodes
+                if show_saved and (self.max_nodes is None or self._room()):
                     saved_id = f"n{len(nodes)}"
                     nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
                     self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
             elif value is FREED or value is MODIFIED:
-                if self.show_saved:
+                if show_saved:
                     self._add_saved_tensor(node_id, name, value)
             elif kind is tuple and _ints(value):  # sizes, strides, dims: each text made once per walk
-                if self.show_attrs:
+                if show_attrs:
                     text = self.int_texts.get(value)
                     if text is None:
                         text = self.int_texts[value] = _attr_text(value)
@@ -368,12 +370,12 @@ class Walker:
             elif isinstance(value, (tuple, list)):
                 tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
                 if not tensors:
-                    if self.show_attrs:
+                    if show_attrs:
                         attrs.append((name, _attr_text(value)))
-                elif self.show_saved:
+                elif show_saved:
                     for i, v in tensors:
                         self._add_saved_tensor(node_id, f"{name}[{i}]", v)
-            elif self.show_attrs:
+            elif show_attrs:
                 attrs.append((name, str(value)))
         return tuple(attrs)
 
