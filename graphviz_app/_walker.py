@@ -94,6 +94,12 @@ class Walker:
         # from a later-discovered fn to an earlier one): then freeing in that
         # order is safe and the guard needs no sort (true of every chain).
         self.consumers_first = True
+        # Whether that holds only once leaves (AccumulateGrad, which feed ops
+        # and are fed by none) move to the end: a weight shared by many ops
+        # (an RNN's, across time steps) is found by the first of them.
+        self.leaves_last = False
+        # Node classes that are leaves (AccumulateGrad): no inputs, never visited.
+        self.sink_classes: set[type] = set()
         # Past this many walked fns the graph is guarded (see `_guard_free`).
         self.guard_nodes = FREE_GUARD_NODES
         # Called with the graph and the walked fns by node id while they are alive.
@@ -171,7 +177,11 @@ class Walker:
     def _guard_free(self) -> None:
         """Let a big walked graph be freed node by node (see deep.release_in_order)."""
         if self.consumers_first:
-            release_in_order(self.fns)
+            fns = self.fns
+            if self.leaves_last:
+                sinks = self.sink_classes
+                fns = [fn for fn in fns if type(fn) not in sinks] + [fn for fn in fns if type(fn) in sinks]
+            release_in_order(fns)
             return
         # fn_ids' node ids and self.fns share discovery order.
         data = ((e.src, e.dst) for e in self.edges if e.kind is EdgeKind.DATA)
@@ -236,8 +246,11 @@ class Walker:
                     continue
                 child_id = known_id(child)
                 if child_id is not None:
-                    if in_order and int(child_id[1:]) < index:
-                        in_order = False  # a producer found before one of its consumers
+                    if in_order and int(child_id[1:]) < index:  # a producer found before one of its consumers
+                        if type(child) in self.sink_classes:
+                            self.leaves_last = True
+                        else:
+                            in_order = False
                 elif type(child) not in op_classes and self._may_be_leaf(type(child)):
                     child_id = discover(child)
                     if child_id is None:  # cut off by max_nodes
@@ -256,8 +269,11 @@ class Walker:
 
     def _node_type(self, cls: type) -> NodeType:
         found = self.types[cls] = node_type(cls)
-        if not found[3]:
+        _, _, custom, holds_variable, _ = found
+        if not holds_variable:
             self.op_classes.add(cls)
+        elif not custom:  # torch's AccumulateGrad: a leaf, with no inputs
+            self.sink_classes.add(cls)
         return found
 
     def _may_be_leaf(self, cls: type) -> bool:
