@@ -70,12 +70,12 @@ def is_custom_function(fn: Any) -> bool:
 # its name (torchviz's type(fn).__name__; fn.name() spells some C++ nodes
 # "torch::autograd::CopySlices"), how many values `saved_values` reads (most
 # chain ops save one scalar or nothing; 1 for a custom Function, whose count
-# is known only per node), whether it is a custom
-# Function, whether it can hold a leaf's `variable` (AccumulateGrad, or a
-# custom Function whose ctx has one: getattr(fn, "variable", None) on any
-# other node raises and swallows an AttributeError, which costs more than the
-# rest of discovering it), and `scalars` (below).
-NodeType = tuple[str, int, bool, bool, "Callable[[Any], Any] | None"]
+# is known only per node), whether it is a custom Function, whether it can
+# hold a leaf's `variable` (AccumulateGrad, or a custom Function whose ctx has
+# one: getattr(fn, "variable", None) on any other node raises and swallows an
+# AttributeError, which costs more than the rest of discovering it), and
+# `scalars` (below).
+NodeType = tuple[str, int, bool, bool, Callable[[Any], Any] | None]
 
 
 def node_type(cls: type) -> NodeType:

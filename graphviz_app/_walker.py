@@ -24,8 +24,12 @@ __all__ = ["Walker"]
 
 # Saved values whose text is str(value): the most common attributes.
 _SCALARS = frozenset({int, float, bool, str, type(None)})
-# Saved values whose equality means equal text (1 == 1.0 == True, 0.0 == -0.0 do not).
+# Saved value types whose equal values have equal text once the type is part
+# of the key (1 == True); floats are out, as 0.0 == -0.0.
 _PLAIN = frozenset({int, bool, str, type(None)})
+
+
+_NOT_READ = object()
 
 
 def _ints(values: tuple[Any, ...]) -> bool:
@@ -221,8 +225,11 @@ class Walker:
             name, saves, _, _, scalars = types.get(cls) or node_type(cls)
             attrs: tuple[tuple[str, str], ...] = ()
             if read_saved and saves:
-                if scalars is not None:
-                    raw = scalars(fn)
+                try:
+                    raw = scalars(fn) if scalars is not None else _NOT_READ
+                except (RuntimeError, AttributeError):  # never seen: saved_values says what it is
+                    raw = _NOT_READ
+                if raw is not _NOT_READ:
                     kind = type(raw)
                     # One plain saved value (a chain's alpha): plain_attrs' lookup, inlined.
                     if saves != 1 or kind not in _PLAIN or (attrs := plain_get((cls, raw, kind))) is None:
