@@ -227,6 +227,56 @@ def million(n: int) -> None:
     print("| {:,} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(n, *call_with_large_stack(work)))
 
 
+def stripped_walk(y: torch.Tensor) -> list[Any]:
+    """The y+1 chain's records made by the least loop that makes them: no options, checks or guard.
+
+    One Node with its output record and attrs per op, one Edge per input, ids
+    in walk order: what trace() makes of the chain, as a floor for a Python walker.
+    """
+    import operator
+
+    from graphviz_app._autograd import output_metadata
+    from graphviz_app._records import new_edge, new_node
+    from graphviz_app.model import EdgeKind, NodeKind
+
+    fn_ids: dict[Any, str] = {}
+    nodes: list[Any] = [None, None]
+    edges: list[Any] = []
+    fns: list[Any] = []
+    queue = deque([(y.grad_fn, "n1", 1)])
+    alpha = operator.attrgetter("_saved_alpha")
+    attrs_seen: dict[Any, Any] = {}
+    infos: dict[Any, Any] = {}
+    op, data = NodeKind.OP, EdgeKind.DATA
+    while queue:
+        fn, node_id, index = queue.popleft()
+        cls = type(fn)
+        raw = alpha(fn)
+        attrs = attrs_seen.get((cls, raw, type(raw)))
+        if attrs is None:
+            attrs = attrs_seen[(cls, raw, type(raw))] = (("alpha", str(raw)),)
+        meta = output_metadata(fn)
+        info = infos.get(meta)
+        if info is None:
+            info = infos[meta] = object()
+        nodes[index] = new_node(node_id, op, cls.__name__, info, attrs, None, None)
+        slot = -1
+        for child, output_nr in fn.next_functions:
+            slot += 1
+            if child is None:
+                continue
+            child_id = fn_ids.get(child)
+            if child_id is None:
+                child_index = len(nodes)
+                child_id = fn_ids[child] = f"n{child_index}"
+                fns.append(child)
+                nodes.append(None)
+                if type(child).__name__ != "AccumulateGrad":
+                    queue.append((child, child_id, child_index))
+            edges.append(new_edge(child_id, node_id, data, output_nr, slot))
+    return nodes
+
+
 def budget(n: int = 100_000, repeat: int = 5) -> None:
     """Per-op cost of each thing trace() does on an n-op y+1 chain, each timed alone over all its ops.
 
@@ -279,6 +329,7 @@ def budget(n: int = 100_000, repeat: int = 5) -> None:
         ("bare walk (next_functions, seen set, deque, _saved_*)", lambda: bare_walk(y)),
         ("trace(), defaults", lambda: trace(y, params)),
         ("trace(), show_saved/show_attrs off", lambda: trace(y, params, show_saved=False, show_attrs=False)),
+        ("stripped loop making the same records (no options, checks or free guard)", lambda: stripped_walk(y)),
         ("  a Python call per op (the floor of each line below)", each(lambda f: None)),
         ("  fn.next_functions, iterated", each(children)),
         ("  fn._saved_alpha", each(lambda f: f._saved_alpha)),
@@ -287,7 +338,7 @@ def budget(n: int = 100_000, repeat: int = 5) -> None:
         ("  one Node and one Edge, kept (no call per op)", records),
         ("  node id text, id(fn) -> id dict, deque in/out (no call per op)", ids),
     ]
-    gc.disable()  # as during a walk: the records would set off collections
+    gc.disable()  # as during a walk (trace() turns it off itself): the records would set off collections
     print(f"\n{n:,}-op y+1 chain, best of {repeat}, CPU ns per op:\n\n| what | ns/op |\n|---|---|")
     for label, run in rows:
         print(f"| {label} | {_best(run, repeat) / len(fns) * 1e9:.0f} |", flush=True)
