@@ -1,6 +1,6 @@
 """trace() against a bare walk that reads the same saved values, before and after (issue 11).
 
-Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before a88a08a] [--million]
+Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before a88a08a] [--million] [--first]
      .venv/bin/python benchmarks/bench_trace_speed.py --profile chain|resnet|gpt
      .venv/bin/python benchmarks/bench_trace_speed.py --budget   # per-op cost of each read and record
 
@@ -12,17 +12,21 @@ on a shared machine mostly measures the other processes):
 
 - bare: an iterative walk over `grad_fn.next_functions` (deque + seen set)
   that reads every `_saved_*` attribute of every node (the attribute names
-  looked up once per node type): the floor any tracer pays;
+  looked up once per node type), with the cyclic GC off as in trace(): the
+  floor any tracer pays;
 - ours: `trace(y, params)` with its defaults, and with show_saved and
   show_attrs off;
 - before: the same calls on the tracer of git revision `--before`, unpacked
   with `git archive` into a temporary package, when given.
 
-The figure is ours / bare (the issue's goal: at most 3x). `--million` then
-traces a 1,000,000-op chain in a fresh subprocess on the big-stack thread and
-reports its time, the bare walk's, the peak RSS of that process and the size
-of the JSON. `--budget` times each torch read and record trace() makes per op
-of the 100k y+1 chain on its own. Nothing here is a pass/fail test.
+The figure is ours / bare (the issue's goal: at most 3x). With `--first`
+each walk is the first of a graph just built (it makes every autograd
+node's Python object); otherwise all walk one graph again and again.
+`--million` then traces a 1,000,000-op chain in a fresh subprocess on the
+big-stack thread and reports its time, the young collection after it, the
+bare walk's time, the peak RSS of that process and the size of the JSON.
+`--budget` times each torch read and record trace() makes per op of the 100k
+y+1 chain on its own. Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
