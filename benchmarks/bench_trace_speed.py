@@ -1,7 +1,8 @@
 """trace() against a bare walk that reads the same saved values, before and after (issue 11).
 
-Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before d793d01] [--million]
+Run: .venv/bin/python benchmarks/bench_trace_speed.py [--repeat 5] [--before a88a08a] [--million] [--first]
      .venv/bin/python benchmarks/bench_trace_speed.py --profile chain|resnet|gpt
+     .venv/bin/python benchmarks/bench_trace_speed.py --budget   # per-op cost of each read and record
 
 For each graph (a 100k-op `y = y + 1` chain, a 100k-op chain mixing `* 1.5`,
 `sin` and `+ 1`, a ResNet-50-shaped model and a 12-layer GPT-style stack, all
@@ -11,16 +12,21 @@ on a shared machine mostly measures the other processes):
 
 - bare: an iterative walk over `grad_fn.next_functions` (deque + seen set)
   that reads every `_saved_*` attribute of every node (the attribute names
-  looked up once per node type): the floor any tracer pays;
+  looked up once per node type), with the cyclic GC off as in trace(): the
+  floor any tracer pays;
 - ours: `trace(y, params)` with its defaults, and with show_saved and
   show_attrs off;
 - before: the same calls on the tracer of git revision `--before`, unpacked
   with `git archive` into a temporary package, when given.
 
-The figure is ours / bare (the issue's goal: at most 3x). `--million` then
-traces a 1,000,000-op chain in a fresh subprocess on the big-stack thread and
-reports its time, the peak RSS of that process and the size of the JSON.
-Nothing here is a pass/fail test.
+The figure is ours / bare (the issue's goal: at most 3x). With `--first`
+each walk is the first of a graph just built (it makes every autograd
+node's Python object); otherwise all walk one graph again and again.
+`--million` then traces a 1,000,000-op chain in a fresh subprocess on the
+big-stack thread and reports its time, the young collection after it, the
+bare walk's time, the peak RSS of that process and the size of the JSON.
+`--budget` times each torch read and record trace() makes per op of the 100k
+y+1 chain on its own. Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
@@ -133,7 +139,21 @@ _saved_names: dict[type, list[str]] = {}
 
 
 def bare_walk(y: torch.Tensor) -> int:
-    """Visit every node once, reading next_functions and every _saved_* attribute."""
+    """Visit every node once, reading next_functions and every _saved_* attribute.
+
+    With the cyclic GC off, as trace() walks: a first walk makes a Python
+    object per autograd node, which would otherwise set off collections.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _bare_walk(y)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _bare_walk(y: torch.Tensor) -> int:
     seen = {y.grad_fn}
     queue = deque([y.grad_fn])
     sink = []
@@ -180,24 +200,31 @@ def _best(fn: Callable[[], Any], repeat: int) -> float:
     return best
 
 
-def measure(name: str, repeat: int, before: Any) -> dict[str, Any]:
+def measure(name: str, repeat: int, before: Any, first: bool = False) -> dict[str, Any]:
+    """Best CPU time of each walk of graph `name`; with `first`, each on a graph just built.
+
+    Walking a graph from Python the first time makes the Python object of
+    every autograd node (kept by the node afterwards), which later walks reuse.
+    """
     from graphviz_app import trace
 
-    y, params = GRAPHS[name]()
-    nodes = bare_walk(y)
-    runs: dict[str, Callable[[], Any]] = {
-        "bare": lambda: bare_walk(y),
-        "ours": lambda: trace(y, params),
-        "ours_off": lambda: trace(y, params, show_saved=False, show_attrs=False),
+    calls: dict[str, Callable[[torch.Tensor, Any], Any]] = {
+        "bare": lambda y, p: bare_walk(y),
+        "ours": lambda y, p: trace(y, p),
+        "ours_off": lambda y, p: trace(y, p, show_saved=False, show_attrs=False),
     }
     if before is not None:
-        runs["before"] = lambda: before(y, params)
-        runs["before_off"] = lambda: before(y, params, show_saved=False, show_attrs=False)
-    best = {k: float("inf") for k in runs}
-    order = list(runs)
+        calls["before"] = lambda y, p: before(y, p)
+        calls["before_off"] = lambda y, p: before(y, p, show_saved=False, show_attrs=False)
+    y, params = GRAPHS[name]()
+    nodes = bare_walk(y)  # with `first`, the runs walk graphs of their own
+    best = {k: float("inf") for k in calls}
+    order = list(calls)
     for i in range(repeat):  # alternate the order: the machine is shared
         for k in order if i % 2 == 0 else order[::-1]:
-            best[k] = min(best[k], _best(runs[k], 1))
+            if first:
+                y, params = GRAPHS[name]()
+            best[k] = min(best[k], _best(lambda: calls[k](y, params), 1))
     return {"nodes": nodes, **best}
 
 
@@ -214,12 +241,141 @@ def million(n: int) -> None:
         gc.collect()
         t0, c0 = time.perf_counter(), time.thread_time()
         graph = trace(y, params)
-        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        cpu = time.thread_time() - c0
+        wall = time.perf_counter() - t0
+        # The GC was off during the walk: the first young collection after it
+        # goes over every record made, whoever allocates next. No container
+        # was made since (it would have started that collection).
+        c0 = time.thread_time()
+        gc.collect(0)
+        young = time.thread_time() - c0
         traced = rss_mib()
         size = len(graph.to_json())
-        return wall, cpu, built, traced, rss_mib(), size / 1e6
+        with_json = rss_mib()
+        c0 = time.thread_time()
+        bare_walk(y)  # last: its seen set would count in the peak RSS
+        return wall, cpu, young, time.thread_time() - c0, built, traced, with_json, size / 1e6
 
-    print("| {:,} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(n, *call_with_large_stack(work)))
+    print("| {:,} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(
+        n, *call_with_large_stack(work)))
+
+
+def stripped_walk(y: torch.Tensor) -> list[Any]:
+    """The y+1 chain's records made by the least loop that makes them: no options, checks or guard.
+
+    One Node with its output record and attrs per op, one Edge per input, ids
+    in walk order: what trace() makes of the chain, as a floor for a Python walker.
+    """
+    import operator
+
+    from graphviz_app._autograd import output_metadata
+    from graphviz_app._records import new_edge, new_node
+    from graphviz_app.model import EdgeKind, NodeKind
+
+    fn_ids: dict[Any, str] = {}
+    nodes: list[Any] = [None, None]
+    edges: list[Any] = []
+    fns: list[Any] = []
+    queue = deque([(y.grad_fn, "n1", 1)])
+    alpha = operator.attrgetter("_saved_alpha")
+    attrs_seen: dict[Any, Any] = {}
+    infos: dict[Any, Any] = {}
+    op, data = NodeKind.OP, EdgeKind.DATA
+    while queue:
+        fn, node_id, index = queue.popleft()
+        cls = type(fn)
+        raw = alpha(fn)
+        attrs = attrs_seen.get((cls, raw, type(raw)))
+        if attrs is None:
+            attrs = attrs_seen[(cls, raw, type(raw))] = (("alpha", str(raw)),)
+        meta = output_metadata(fn)
+        info = infos.get(meta)
+        if info is None:
+            info = infos[meta] = object()
+        nodes[index] = new_node(node_id, op, cls.__name__, info, attrs, None, None)
+        slot = -1
+        for child, output_nr in fn.next_functions:
+            slot += 1
+            if child is None:
+                continue
+            child_id = fn_ids.get(child)
+            if child_id is None:
+                child_index = len(nodes)
+                child_id = fn_ids[child] = f"n{child_index}"
+                fns.append(child)
+                nodes.append(None)
+                if type(child).__name__ != "AccumulateGrad":
+                    queue.append((child, child_id, child_index))
+            edges.append(new_edge(child_id, node_id, data, output_nr, slot))
+    return nodes
+
+
+def budget(n: int = 100_000, repeat: int = 5) -> None:
+    """Per-op cost of each thing trace() does on an n-op y+1 chain, each timed alone over all its ops.
+
+    The fns are collected first, so each line is the cost of that read or
+    record alone (memory effects of a real walk included only in part).
+    """
+    from collections import deque as _deque
+
+    from graphviz_app import trace
+    from graphviz_app._records import new_edge, new_node
+    from graphviz_app.model import EdgeKind, NodeKind
+
+    y, params = add_chain(n)
+    fns = []
+    fn = y.grad_fn
+    while fn is not None and fn.next_functions:
+        fns.append(fn)
+        fn = fn.next_functions[0][0]
+    op, data = NodeKind.OP, EdgeKind.DATA
+
+    def each(body: Callable[[Any], Any]) -> Callable[[], None]:
+        def run() -> None:
+            for f in fns:
+                body(f)
+        return run
+
+    def records() -> None:  # kept, as the walk keeps them
+        kept = []
+        for _ in fns:
+            kept.append(new_node("n1", op, "AddBackward0", None, ()))
+            kept.append(new_edge("n1", "n2", data, 0, 0))
+
+    def ids() -> None:
+        table: dict[int, str] = {}
+        queue: _deque[Any] = _deque()
+        for i, f in enumerate(fns):
+            table[id(f)] = f"n{i}"
+            queue.append((f, i))
+            queue.popleft()
+
+    def metadata(f: Any) -> Any:
+        m = f._input_metadata[0]
+        return tuple(m.shape), m.dtype, m.device
+
+    def children(f: Any) -> None:
+        for _child, _nr in f.next_functions:
+            pass
+
+    rows = [
+        ("bare walk (next_functions, seen set, deque, _saved_*)", lambda: bare_walk(y)),
+        ("trace(), defaults", lambda: trace(y, params)),
+        ("trace(), show_saved/show_attrs off", lambda: trace(y, params, show_saved=False, show_attrs=False)),
+        ("stripped loop making the same records (no options, checks or free guard)", lambda: stripped_walk(y)),
+        ("  a Python call per op (the floor of each line below)", each(lambda f: None)),
+        ("  fn.next_functions, iterated", each(children)),
+        ("  fn._saved_alpha", each(lambda f: f._saved_alpha)),
+        ("  fn._input_metadata[0]: tuple(shape), dtype, device", each(metadata)),
+        ("  fn.metadata (read only after record())", each(lambda f: f.metadata)),
+        ("  one Node and one Edge, kept (no call per op)", records),
+        ("  node id text, id(fn) -> id dict, deque in/out (no call per op)", ids),
+    ]
+    gc.disable()  # as during a walk (trace() turns it off itself): the records would set off collections
+    print(f"\n{n:,}-op y+1 chain, best of {repeat}, CPU ns per op:\n\n| what | ns/op |\n|---|---|")
+    for label, run in rows:
+        print(f"| {label} | {_best(run, repeat) / len(fns) * 1e9:.0f} |", flush=True)
+    gc.enable()
 
 
 def profile(name: str) -> None:
@@ -244,6 +400,9 @@ def main() -> None:
     parser.add_argument("--million", action="store_true")
     parser.add_argument("--million-child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--profile", choices=["chain", "resnet", "gpt"])
+    parser.add_argument("--budget", action="store_true", help="per-op cost of each read and record on the y+1 chain")
+    parser.add_argument("--first", action="store_true",
+                        help="time each walk on a graph just built (the first walk makes each node's Python object)")
     args = parser.parse_args()
     if args.million_child:
         million(args.million_child)
@@ -251,16 +410,20 @@ def main() -> None:
     if args.profile:
         call_with_large_stack(profile, args.profile)
         return
+    if args.budget:
+        call_with_large_stack(budget, 100_000, args.repeat)
+        return
 
     before = load_before(args.before) if args.before else None
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores (load {os.getloadavg()[0]:.1f}), "
-          f"Python {platform.python_version()}, torch {torch.__version__}; best of {args.repeat}")
+          f"Python {platform.python_version()}, torch {torch.__version__}; best of {args.repeat}"
+          + ("; each walk the first of a graph just built" if args.first else ""))
     cols = ["bare", "ours", "ours_off"] + (["before", "before_off"] if before else [])
     print("\n| graph | nodes | " + " | ".join(f"{c} µs/node" for c in cols)
           + " | ours/bare | off/bare" + (" | before/bare | before_off/bare | before/ours" if before else "") + " |")
     print("|---" * (len(cols) + 4 + (3 if before else 0)) + "|")
     for name in args.graphs:
-        r = call_with_large_stack(measure, name, args.repeat, before)
+        r = call_with_large_stack(measure, name, args.repeat, before, args.first)
         n = r["nodes"]
         cells = [f"{r[c] / n * 1e6:.2f}" for c in cols]
         ratios = [r["ours"] / r["bare"], r["ours_off"] / r["bare"]]
@@ -269,8 +432,9 @@ def main() -> None:
         print(f"| {name} | {n:,} | " + " | ".join(cells) + " | "
               + " | ".join(f"{x:.1f}x" for x in ratios) + " |", flush=True)
     if args.million:
-        print("\n| chain y+1 ops | trace wall s | trace CPU s | peak RSS built MiB | traced MiB "
-              "| with to_json() MiB | JSON MB |\n|---|---|---|---|---|---|---|", flush=True)
+        print("\n| chain y+1 ops | trace wall s | trace CPU s | young GC after CPU s | bare walk CPU s "
+              "| peak RSS built MiB | traced MiB | with to_json() MiB | JSON MB |\n|---|---|---|---|---|---|---|---|---|",
+              flush=True)
         subprocess.run([sys.executable, __file__, "--million-child", "1000000"], check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -8,6 +8,7 @@ module is the only one to change.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ __all__ = [
     "saved_values",
     "output_metadata",
     "is_custom_function",
+    "node_type",
+    "NodeType",
     "FREED",
     "MODIFIED",
     "MODULE_KEY",
@@ -27,6 +30,7 @@ __all__ = [
     "recorded_tags",
     "next_sequence_nr",
     "tag_untagged",
+    "tags_written",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -43,6 +47,7 @@ SavedValue = tuple[str, Any]
 # Function, None (its tensors come from `saved_tensors`). Looked up once per
 # type rather than with dir() and isinstance() on every node.
 _spec_by_type: dict[type, tuple[tuple[str, str], ...] | None] = {}
+_UNKNOWN: Any = object()  # not a spec: `is` tells it from every real one
 
 
 def _spec(cls: type) -> tuple[tuple[str, str], ...] | None:
@@ -61,6 +66,40 @@ def is_custom_function(fn: Any) -> bool:
     return (_spec_by_type[cls] if cls in _spec_by_type else _spec(cls)) is None
 
 
+# What a walker needs to know of a node's class before touching the node:
+# its name (torchviz's type(fn).__name__; fn.name() spells some C++ nodes
+# "torch::autograd::CopySlices"), how many values `saved_values` reads (most
+# chain ops save one scalar or nothing; 1 for a custom Function, whose count
+# is known only per node), whether it is a custom Function, whether it can
+# hold a leaf's `variable` (AccumulateGrad, or a custom Function whose ctx has
+# one: getattr(fn, "variable", None) on any other node raises and swallows an
+# AttributeError, which costs more than the rest of discovering it), and
+# `scalars` (below).
+NodeType = tuple[str, int, bool, bool, Callable[[Any], Any] | None]
+
+
+def node_type(cls: type) -> NodeType:
+    """(name, values saved, is a custom Function, may hold `variable`, scalars) of a node class.
+
+    `scalars`, for a class that saves no tensor, reads its raw saved values in
+    one C call, in `saved_values` order: the value itself when it saves one,
+    else a tuple. torch keeps a saved tensor as a SavedVariable, which also
+    shows as `_raw_saved_<name>`; a class with none saves plain values only
+    (alpha, dim, sizes), so one call can read them all. The values are raw:
+    `saved_values` is the reading that fixes int64 signs and freed tensors.
+    """
+    spec = _spec_by_type[cls] if cls in _spec_by_type else _spec(cls)
+    custom = spec is None
+    scalars = None
+    if spec and not any(a.startswith(_RAW_PREFIX) for a in dir(cls)):
+        scalars = operator.attrgetter(*(attr for attr, _ in spec))
+    saves = 1 if spec is None else len(spec)
+    return cls.__name__, saves, custom, custom or hasattr(cls, "variable"), scalars
+
+
+_RAW_PREFIX = "_raw_saved_"
+
+
 def saved_values(fn: Any) -> list[SavedValue]:
     """What a backward node saved for backward, as (name, value) pairs.
 
@@ -70,7 +109,9 @@ def saved_values(fn: Any) -> list[SavedValue]:
     `saved_tensors[i]`.
     """
     cls = type(fn)
-    spec = _spec_by_type[cls] if cls in _spec_by_type else _spec(cls)
+    spec = _spec_by_type.get(cls, _UNKNOWN)
+    if spec is _UNKNOWN:
+        spec = _spec(cls)
     if spec is None:
         try:
             tensors = fn.saved_tensors
@@ -137,6 +178,17 @@ RecordedTags = tuple[str | None, str | None, str | None]
 _NO_TAGS: RecordedTags = (None, None, None)
 
 
+# Set once `tag_untagged` has written a tag: until then no node of this
+# process carries one, and a walk need not read `fn.metadata` (which makes a
+# dict on every node it is read from).
+_tagged = False
+
+
+def tags_written() -> bool:
+    """Whether any node of this process may carry tags written by `tag_untagged`."""
+    return _tagged
+
+
 def recorded_tags(fn: Any) -> RecordedTags:
     """(module, module type, source) that `record()` wrote on node `fn`, None where absent."""
     try:
@@ -176,6 +228,8 @@ def tag_untagged(
     never claimed. `tags(n)` gives what to write on a node numbered `n`; it
     must include `seen_key`.
     """
+    global _tagged
+    _tagged = True  # before the first write: a walk on another thread then reads tags
     todo = [fn]
     while todo:
         node = todo.pop()

@@ -245,9 +245,13 @@ class Graph:
             "schema": SCHEMA_VERSION,
             "nodes": [_node_to_dict(n) for n in self.nodes],
             "edges": [_edge_to_list(e) for e in self.edges],
-            "notes": list(self.notes),
-            "truncated": self.truncated,
         }
+        data.update(self._tail_dict())
+        return data
+
+    def _tail_dict(self) -> dict[str, Any]:
+        """What `to_dict` holds after the nodes and edges, in its order."""
+        data: dict[str, Any] = {"notes": list(self.notes), "truncated": self.truncated}
         if self.modules:
             data["modules"] = [[m.name, m.type, m.params, m.param_bytes] for m in self.modules]
         if self.nonfinite_origin is not None:
@@ -256,7 +260,16 @@ class Graph:
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Serialize to JSON text (schema version 2, see the README)."""
-        return json.dumps(self.to_dict(), indent=indent)
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent)
+        # The text of json.dumps(self.to_dict()), written a few thousand
+        # records at a time: the dict tree of a million-node graph would take
+        # several times the memory of its text.
+        tail = json.dumps(self._tail_dict())
+        return "".join([
+            f'{{"schema": {SCHEMA_VERSION}, "nodes": [', *_json_items(self.nodes, _node_to_dict),
+            '], "edges": [', *_json_items(self.edges, _edge_to_list), "], ", tail[1:],
+        ])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
@@ -297,6 +310,20 @@ class Graph:
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]
+
+
+_JSON_CHUNK = 4096
+
+
+def _json_items(records: tuple[Any, ...], to_json_ready: Any) -> list[str]:
+    """The items of json.dumps([to_json_ready(r) for r in records]), without the brackets, in chunks."""
+    parts: list[str] = []
+    for start in range(0, len(records), _JSON_CHUNK):
+        if start:
+            parts.append(", ")
+        chunk = [to_json_ready(r) for r in records[start:start + _JSON_CHUNK]]
+        parts.append(json.dumps(chunk)[1:-1])
+    return parts
 
 
 def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:

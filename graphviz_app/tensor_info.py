@@ -30,20 +30,20 @@ def _shape(t: torch.Tensor) -> tuple[int, ...]:
     return (len(parts), *dims)
 
 
-def _small_values(t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[Scalar, ...] | None:
-    """The values of `t`, known to have at most MAX_VALUES elements."""
-    if device.type == "meta" or t.is_sparse or t.is_nested:
-        return None
+def _small_values(t: torch.Tensor, is_complex: bool, is_float: bool) -> tuple[Scalar, ...] | None:
+    """The values of `t`, a dense tensor with values (not meta, sparse or nested) of at most MAX_VALUES elements."""
     try:
         flat = _flat_list(t)
     except RuntimeError:
         return None
-    if dtype.is_complex:
+    if is_complex:
         return tuple(str(v) for v in flat)
-    if dtype.is_floating_point:
+    if is_float:
         # nan/inf as text: JSON has no such numbers, and nan != nan would make
         # a graph differ from its own JSON round trip.
-        if all(map(math.isfinite, flat)):
+        # A nan or inf anywhere makes the sum nan or inf: one C call covers
+        # the common all-finite case (an overflowing sum just takes the scan).
+        if math.isfinite(sum(flat)) or all(map(math.isfinite, flat)):
             return tuple(flat)
         return tuple(v if math.isfinite(v) else str(v) for v in flat)
     return tuple(flat)
@@ -83,9 +83,13 @@ class TensorDescriber:
 
     def __init__(self) -> None:
         self._storages: dict[tuple[str, int], str] = {}
-        self._meta_cache: dict[tuple[Any, ...], TensorInfo] = {}
-        self._devices: dict[torch.device, str] = {}
-        self._dtypes: dict[torch.dtype, tuple[str, int]] = {}
+        # (shape, dtype, device) -> the record from_metadata made of it; a
+        # walker reads it first to skip the call for the common case.
+        self.meta_records: dict[tuple[Any, ...], TensorInfo] = {}
+        # device -> (its text, whether it is meta); dtype -> (name, element
+        # size, is complex, is floating point): read once per walk.
+        self._devices: dict[torch.device, tuple[str, bool]] = {}
+        self._dtypes: dict[torch.dtype, tuple[str, int, bool, bool]] = {}
         # id(leaf) -> (leaf, its record's fields but the name); holding the
         # leaf keeps its id from being reused by another tensor.
         self._leaves: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
@@ -109,11 +113,11 @@ class TensorDescriber:
         dev = t.device
         device = self._devices.get(dev)
         if device is None:
-            device = self._devices[dev] = str(dev)
+            device = self._devices[dev] = (str(dev), dev.type == "meta")
         dtype = t.dtype
         known = self._dtypes.get(dtype)
         if known is None:
-            known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size())
+            known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size(), dtype.is_complex, dtype.is_floating_point)
         numel = t.numel()
         try:
             untyped = t.untyped_storage()
@@ -123,13 +127,17 @@ class TensorDescriber:
         else:
             # Meta and empty storages all have address 0: tell them apart by the
             # storage object itself, alive while the walk keeps its tensors.
-            key = (device, ptr) if ptr else (device, -untyped._cdata)
+            key = (device[0], ptr) if ptr else (device[0], -untyped._cdata)
             storage = self._storages.get(key)
             if storage is None:
                 storage = self._storages[key] = f"s{len(self._storages)}"
+        nested = t.is_nested
+        values = None
+        if numel <= MAX_VALUES and not device[1] and not nested and not t.is_sparse:
+            values = _small_values(t, known[2], known[3])
         return (
-            tuple(t.shape) if not t.is_nested else _shape(t), known[0], device, numel, numel * known[1], t.requires_grad,
-            _small_values(t, dev, dtype) if numel <= MAX_VALUES else None, storage,
+            tuple(t.shape) if not nested else _shape(t), known[0], device[0], numel, numel * known[1],
+            t.requires_grad, values, storage,
         )
 
     def from_metadata(
@@ -137,7 +145,7 @@ class TensorDescriber:
     ) -> TensorInfo:
         """A record of a forward result known only by its metadata."""
         key = (shape, dtype, device)
-        info = self._meta_cache.get(key)
+        info = self.meta_records.get(key)
         if info is None:
             numel = 1
             for s in shape:
@@ -145,7 +153,7 @@ class TensorDescriber:
             info = new_tensor_info(
                 None, shape, dtype_name(dtype), str(device), numel, numel * dtype.itemsize, True
             )
-            self._meta_cache[key] = info
+            self.meta_records[key] = info
         return info
 
     @staticmethod
