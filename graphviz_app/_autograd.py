@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _SAVED_PREFIX = "_saved_"
+_RAW_PREFIX = "_raw_saved_"  # a saved tensor also shows under this name
 
 # Marks a saved tensor that backward() has already released.
 FREED = object()
@@ -95,9 +96,6 @@ def node_type(cls: type) -> NodeType:
         scalars = operator.attrgetter(*(attr for attr, _ in spec))
     saves = 1 if spec is None else len(spec)
     return cls.__name__, saves, custom, custom or hasattr(cls, "variable"), scalars
-
-
-_RAW_PREFIX = "_raw_saved_"
 
 
 def saved_values(fn: Any) -> list[SavedValue]:

@@ -26,6 +26,7 @@ __all__ = [
     "check_sequence_length",
     "broadcast_numel",
     "meta_run",
+    "to_meta",
     "check_device",
     "tensors_in",
 ]
@@ -203,22 +204,23 @@ def broadcast_numel(values: Iterable[Any]) -> int | None:
     return numel
 
 
-def _to_meta(value: Any, depth: int = 0) -> Any:
+def to_meta(value: Any, depth: int = 0) -> Any:
+    """`value` with every tensor (also inside lists and tuples) replaced by an empty one on meta."""
     if isinstance(value, torch.Tensor):
         return torch.empty_like(value, device="meta")
     if depth > 8:  # tensors sit at most a level or two deep in arguments
         return value
     if isinstance(value, list):
-        return [_to_meta(v, depth + 1) for v in value]
+        return [to_meta(v, depth + 1) for v in value]
     if isinstance(value, tuple):
-        return tuple(_to_meta(v, depth + 1) for v in value)
+        return tuple(to_meta(v, depth + 1) for v in value)
     return value
 
 
 def meta_run(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run `fn` on meta copies of its tensors: shapes without memory. None if that fails."""
-    meta_args = tuple(_to_meta(a) for a in args)
-    meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
+    meta_args = tuple(to_meta(a) for a in args)
+    meta_kwargs = {k: to_meta(v) for k, v in kwargs.items()}
     try:
         with torch.no_grad():
             return fn(*meta_args, **meta_kwargs)

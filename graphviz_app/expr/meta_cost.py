@@ -23,7 +23,7 @@ from torch.utils.flop_counter import flop_registry
 
 from .guards import Budget
 
-__all__ = ["CallCost", "size_once", "to_meta"]
+__all__ = ["CallCost", "size_once"]
 
 _active: contextvars.ContextVar[CallCost | None] = contextvars.ContextVar("graphviz_app_call_cost", default=None)
 _keys = itertools.count()
@@ -118,15 +118,6 @@ def size_once(meta: torch.nn.Module) -> None:
     """
     if not isinstance(meta.__dict__.get("forward"), _SizedOnce):
         meta.forward = _SizedOnce(meta, next(_keys))  # type: ignore[method-assign]
-
-
-def to_meta(value: Any) -> Any:
-    """`value` with every tensor (also inside plain lists and tuples) replaced by an empty one on meta."""
-    if isinstance(value, torch.Tensor):
-        return torch.empty_like(value, device="meta")
-    if type(value) in (list, tuple):
-        return type(value)(to_meta(v) for v in value)
-    return value
 
 
 def _signature(value: Any) -> Any:

@@ -13,8 +13,8 @@ import torch
 
 from ..model import human_bytes
 from .allowlist import MODULE_ATTRIBUTES, NN_MODULES
-from .guards import Budget, Refused, check_device
-from .meta_cost import CallCost, size_once, to_meta
+from .guards import Budget, Refused, check_device, to_meta
+from .meta_cost import CallCost, size_once
 
 __all__ = [
     "ProgramModule",

@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from graphviz_app.expr.meta_cost import CallCost, size_once, to_meta
+from graphviz_app.expr.guards import to_meta
+from graphviz_app.expr.meta_cost import CallCost, size_once
 
 
 def _measure(module: nn.Module, *inputs: torch.Tensor) -> tuple[CallCost, object]:
