@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: run test setup dot chromium examples bench clean
+.PHONY: run test lint setup dot chromium examples bench clean
 
 run: setup
 	$(PY) -m graphviz_app.cli serve --host $(HOST) --port $(PORT)
@@ -17,8 +17,13 @@ run: setup
 examples: setup
 	@mkdir -p out; for f in examples/*.py; do $(PY) $$f --out out || exit 1; done; echo "Rendered the examples into out/"
 
-test: setup chromium
+test: setup chromium lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Lint and types (rules in pyproject.toml), before the tests.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: setup
 	$(PY) benchmarks/run_all.py
