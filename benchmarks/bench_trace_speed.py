@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from graphviz_app.deep import call_with_large_stack
+from graphviz_app.tracing.big_stack import call_with_large_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,7 +184,7 @@ def load_before(rev: str) -> Any:
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     (target / "graphviz_app").rename(target / "graphviz_app_before")
     sys.path.insert(0, str(target))
-    # The module, not the package: the package's lazy `trace` names graphviz_app.tracer.
+    # The module, not the package: the package's lazy `trace` names graphviz_app.tracing.tracer.
     module = importlib.import_module("graphviz_app_before.tracer")
     assert module.__file__ is not None and module.__file__.startswith(str(target))
     return module.trace
@@ -268,9 +268,9 @@ def stripped_walk(y: torch.Tensor) -> list[Any]:
     """
     import operator
 
-    from graphviz_app._autograd import output_metadata
-    from graphviz_app._records import new_edge, new_node
     from graphviz_app.model import EdgeKind, NodeKind
+    from graphviz_app.tracing.fast_records import new_edge, new_node
+    from graphviz_app.tracing.torch_internals import output_metadata
 
     fn_ids: dict[Any, str] = {}
     nodes: list[Any] = [None, None]
@@ -319,8 +319,8 @@ def budget(n: int = 100_000, repeat: int = 5) -> None:
     from collections import deque as _deque
 
     from graphviz_app import trace
-    from graphviz_app._records import new_edge, new_node
     from graphviz_app.model import EdgeKind, NodeKind
+    from graphviz_app.tracing.fast_records import new_edge, new_node
 
     y, params = add_chain(n)
     fns = []

@@ -4,12 +4,12 @@ Run: .venv/bin/python benchmarks/bench_view.py [--sizes 500 1000 1500 2000 3000]
 
 A residual stack (bench_trace.py's network, saved tensors and attributes
 drawn, as the page draws them) of about 10,000 autograd ops is traced once;
-for each size N, `graphviz_app.nearest` keeps the N nodes nearest the output
+for each size N, `graphviz_app.analysis.nearest` keeps the N nodes nearest the output
 and each program lays that part out to SVG, as the page does. The page's
 budget (graphviz_app/web/view.py DRAW_BUDGET) is the largest N that stays
 well inside the page's 15 s job. `--encoder N` also draws the hand-built
 N-layer TransformerEncoder graph of tests/model_view the way the page does
-(`graphviz_app.web.drawing.draw`: module view at the deepest readable level),
+(`graphviz_app.web.worker.drawing.draw`: module view at the deepest readable level),
 beside its 1,500 nodes nearest the output. Not a test.
 """
 
@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE))
 from bench_trace import network  # noqa: E402
 
 from graphviz_app import trace  # noqa: E402
+from graphviz_app.analysis.nearest import nearest  # noqa: E402
+from graphviz_app.drawing.layout import find_engine  # noqa: E402
+from graphviz_app.drawing.renderer import export  # noqa: E402
 from graphviz_app.errors import RenderError  # noqa: E402
-from graphviz_app.layout import find_engine  # noqa: E402
-from graphviz_app.nearest import nearest  # noqa: E402
-from graphviz_app.renderer import export  # noqa: E402
-from graphviz_app.web.drawing import draw  # noqa: E402
+from graphviz_app.web.worker.drawing import draw  # noqa: E402
 
 
 def timed(graph, engine: str, timeout: float, repeat: int) -> float | None:  # noqa: ANN001

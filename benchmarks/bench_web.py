@@ -21,7 +21,6 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from graphviz_app import save, trace
-from graphviz_app.repeats import find_repeats
+from graphviz_app.analysis.repeats import find_repeats
 
 
 def train(steps: int, *, use_item: bool) -> list[str]:

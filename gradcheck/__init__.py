@@ -9,10 +9,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .assertions import assert_gradients
-    from .checker import check
-    from .devices import DeviceComparison, compare_devices
-    from .errors import (
+    from gradcheck.assertions import assert_gradients
+    from gradcheck.checker import check
+    from gradcheck.devices import DeviceComparison, compare_devices
+    from gradcheck.errors import (
         CheckMemoryError,
         DeviceError,
         GradcheckError,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         InputError,
         ShapeMismatchError,
     )
-    from .report import (
+    from gradcheck.report import (
         Blame,
         Comparison,
         Element,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .report import Blame, Comparison, Element, PairReport
+from gradcheck.report import Blame, Comparison, Element, PairReport
 
 __all__ = ["PairData", "compare_pair", "WORST_ELEMENTS", "BLOCK_ELEMENTS"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .report import Blame, PairReport, Report
+from gradcheck.report import Blame, PairReport, Report
 
 __all__ = ["format_report", "table"]
 

@@ -10,10 +10,10 @@ from typing import Any
 import torch
 from torch.func import vmap
 
-from ._autograd import first_line
-from ._chunks import ChunkStats, plan_chunk, run_chunked
-from ._devices import is_out_of_memory
-from ._inputs import call_outputs
+from gradcheck._autograd import first_line
+from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
+from gradcheck._devices import is_out_of_memory
+from gradcheck._inputs import call_outputs
 
 __all__ = ["NumericalResult", "numerical_jacobian", "kink_mask", "rounding_floor"]
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import torch
 
-from ._autograd import AutogradResult, autograd_jacobian, first_line
-from ._cast import cast_function
-from ._chunks import OutOfMemory, plan_chunk, run_chunked
-from ._compare import PairData, compare_pair
-from ._devices import resolve_device, same_device_error
-from ._expected import normalize_expected
-from ._fast import analytic_projections, project_fast, random_projections
-from ._inputs import (
+from gradcheck._autograd import AutogradResult, autograd_jacobian, first_line
+from gradcheck._cast import cast_function
+from gradcheck._chunks import OutOfMemory, plan_chunk, run_chunked
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._devices import resolve_device, same_device_error
+from gradcheck._expected import normalize_expected
+from gradcheck._fast import analytic_projections, project_fast, random_projections
+from gradcheck._inputs import (
     as_tuple,
     autograd_copies,
     call_outputs,
@@ -23,9 +23,9 @@ from ._inputs import (
     differentiated_indices,
     numerical_copies,
 )
-from ._notes import dtype_label
-from ._numerical import NumericalResult, kink_mask, numerical_jacobian
-from ._state import (
+from gradcheck._notes import dtype_label
+from gradcheck._numerical import NumericalResult, kink_mask, numerical_jacobian
+from gradcheck._state import (
     DEFAULT_DETAIL_LIMIT,
     DEFAULT_MEMORY_BUDGET,
     CheckOptions,
@@ -36,8 +36,8 @@ from ._state import (
     oom_report,
     resolve_budget,
 )
-from .errors import CheckMemoryError, GradcheckError, GradientMismatchError, InputError
-from .report import PairReport, Report
+from gradcheck.errors import CheckMemoryError, GradcheckError, GradientMismatchError, InputError
+from gradcheck.report import PairReport, Report
 
 __all__ = ["check", "run_check"]
 

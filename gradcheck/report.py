@@ -216,7 +216,7 @@ class Report:
         return data
 
     def __str__(self) -> str:
-        from ._format import format_report
+        from gradcheck._format import format_report
 
         return format_report(self)
 

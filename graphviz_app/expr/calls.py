@@ -12,6 +12,7 @@ import torch
 
 from . import custom, modules
 from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
+from .costs import operation_cost
 from .guards import (
     MAX_SEQUENCE,
     Budget,
@@ -23,7 +24,6 @@ from .guards import (
     meta_run,
     tensors_in,
 )
-from .costs import operation_cost
 from .intdiv import INT_DIVISIONS, check_integer_division, division_operands
 from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain

@@ -11,18 +11,18 @@ from typing import Any
 
 import torch
 
+from . import modules
 from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VALUE_ATTRIBUTES
-from .calls import Defaults, Namespace, admit, precheck, call_builtin, call_function, call_method, namespace_attribute
+from .calls import Defaults, Namespace, admit, call_builtin, call_function, call_method, namespace_attribute, precheck
 from .errors import ExprError
-from .intdiv import check_integer_division
 from .guards import Budget, Refused, SequenceSizes, check_sequence_length, int_operation_fits, tensors_in
+from .intdiv import check_integer_division
 from .limits import Limits
+from .modules import ProgramModule
 from .program import Program
+from .recording import ProgramRecording, program_lines, uses_modules
 from .translate import Operand, explain
 from .validator import range_length
-from . import modules
-from .modules import ProgramModule
-from .recording import ProgramRecording, program_lines, uses_modules
 
 __all__ = ["Evaluation", "Interpreter"]
 
@@ -123,7 +123,7 @@ class Interpreter:
             evaluation = self._run_body()
         self.recording.refresh(self.env)
         root = self.recording.root
-        return Evaluation(evaluation.output, evaluation.variables, root if root._modules else None)
+        return Evaluation(evaluation.output, evaluation.variables, root if next(root.children(), None) is not None else None)
 
     def _run_body(self) -> Evaluation:
         body = self.program.tree.body

@@ -44,6 +44,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .errors import ExprError
+from .jobref import JobRef
 from .worker import worker_main
 
 __all__ = ["IsolatedRunner", "run_isolated", "default_runner"]
@@ -93,12 +94,13 @@ class IsolatedRunner:
         self._closed = False
 
     # public -------------------------------------------------------------
-    def run(self, job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+    def run(self, job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
             memory_limit: int | None = None, cancel: threading.Event | None = None) -> Any:
         """Run ``job(*args)`` in a worker and return its result.
 
         Args:
-            job: A picklable top-level function.
+            job: A picklable top-level function, or a `JobRef` naming one (then this
+                process never imports it: only the worker does).
             *args: Its picklable arguments.
             time_limit: Seconds before the job is killed (default: the runner's).
             memory_limit: Bytes the job may allocate (default: the runner's).
@@ -363,7 +365,7 @@ def default_runner() -> IsolatedRunner:
         return _default
 
 
-def run_isolated(job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+def run_isolated(job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
                  memory_limit: int | None = None) -> Any:
     """``default_runner().run(job, *args, ...)``; see `IsolatedRunner.run`."""
     return default_runner().run(job, *args, time_limit=time_limit, memory_limit=memory_limit)

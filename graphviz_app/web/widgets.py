@@ -52,7 +52,7 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
 def graph_viewer(svg: str, *, details: str = "{}", key: str = "graph") -> str | None:
     """Show a Graphviz SVG: zoom, pan, an overview, search, and a details panel per node.
 
-    `details` is `graphviz_app.web.details.details_json` of the drawn graph
+    `details` is `graphviz_app.web.worker.details.details_json` of the drawn graph
     (JSON text, parsed in the browser: the server never re-encodes it).
     Returns the module name when a collapsed module box was clicked in this
     run (the page opens it one level), else None.

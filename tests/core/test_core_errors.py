@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from graphviz_app import Graph, render, save, trace
+from graphviz_app.drawing.renderer import export
 from graphviz_app.errors import (
     DotNotFoundError,
     GraphvizAppError,
@@ -21,7 +22,6 @@ from graphviz_app.errors import (
     TraceError,
     UnsupportedFormatError,
 )
-from graphviz_app.renderer import export
 
 
 def _x() -> torch.Tensor:

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from graphviz_app import _records
 from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo
+from graphviz_app.tracing import fast_records as _records
 
 INFO_ARGS = ("w", (2,), "float32", "cpu", 2, 8, True, (0.5, "nan"), "s0")
 

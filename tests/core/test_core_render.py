@@ -14,8 +14,8 @@ from core_golden import assert_golden, golden_graphs
 from core_handmade import three_devices
 
 from graphviz_app import Graph, render, save, trace
+from graphviz_app.drawing.style import CROSS_DEVICE_STYLE, device_color, node_label
 from graphviz_app.model import Node, NodeKind, TensorInfo
-from graphviz_app.style import CROSS_DEVICE_STYLE, device_color, node_label
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -188,7 +188,7 @@ def test_render_lays_nothing_out_and_names_nodes_in_walk_order() -> None:
 
 def _graphviz_statements(graph: Graph, max_attr_chars: int = 50) -> list[str]:
     """Node and edge statements as graphviz's own Digraph.node()/edge() write them."""
-    from graphviz_app.style import EDGE_STYLE, KIND_STYLE
+    from graphviz_app.drawing.style import EDGE_STYLE, KIND_STYLE
 
     dot = graphviz.Digraph()
     cross = graph.cross_device_ops()

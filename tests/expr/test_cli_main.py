@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphviz_app import cli
+from graphviz_app.cli import commands as cli
 
 SEED = ["((x+2)**2+3).mean()", "--var", "x=torch.arange(3., requires_grad=True)"]
 

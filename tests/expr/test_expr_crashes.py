@@ -16,8 +16,7 @@ import torch
 
 from graphviz_app.expr import ExprError, IsolatedRunner, evaluate
 from graphviz_app.expr.jobs import evaluate_job
-
-from .conftest import SEED_PROGRAM, SEED_VALUE
+from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
 
 INT64_MIN = "(torch.tensor([-9223372036854775807]) - 1)"
 INT32_MIN = "torch.tensor([-2147483648], dtype=torch.int32)"

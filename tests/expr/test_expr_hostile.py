@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphviz_app.expr import ExprError, Limits, evaluate
-
-from .conftest import SEED_PROGRAM, SEED_VALUE
-from .hostile import corpus
+from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
+from tests.expr.hostile import corpus
 
 CANARY = Path(tempfile.mkdtemp(prefix="expr-canary-")) / "canary"
 LIMITS = Limits(max_seconds=5.0)

@@ -12,7 +12,7 @@ from graphviz_app import trace
 from graphviz_app.expr import ExprError, evaluate, validate
 from graphviz_app.expr.limits import Limits
 from graphviz_app.model import NodeKind
-from graphviz_app.recorder import record
+from graphviz_app.tracing.recorder import record
 
 
 def refused(program: str, *, limits: Limits = Limits()) -> ExprError:
@@ -264,7 +264,7 @@ def test_an_anonymous_module_shares_no_name_with_a_variable() -> None:
 
 # The command line ------------------------------------------------------------------
 def test_the_cli_expression_mode_draws_modules_with_depth_and_roll(tmp_path, capsys) -> None:  # noqa: ANN001
-    from graphviz_app import cli
+    from graphviz_app.cli import commands as cli
 
     out = tmp_path / "enc.dot"
     code = cli.main(["render", "enc(x).sum()", "--var", "layer=nn.TransformerEncoderLayer(8, 2, 16)",
@@ -277,7 +277,7 @@ def test_the_cli_expression_mode_draws_modules_with_depth_and_roll(tmp_path, cap
 
 
 def test_the_cli_says_how_to_get_modules_into_an_expression(tmp_path, capsys) -> None:  # noqa: ANN001
-    from graphviz_app import cli
+    from graphviz_app.cli import commands as cli
 
     code = cli.main(["render", "(x * 2).sum()", "--var", "x=torch.ones(2, requires_grad=True)",
                      "-o", str(tmp_path / "x.dot"), "--depth", "1"])

@@ -8,7 +8,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graphviz_app.expr.allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, TORCH_CONSTANTS, TORCH_FUNCTIONS
+from graphviz_app.expr.allowlist import (
+    CUSTOM_FUNCTIONS,
+    F_FUNCTIONS,
+    TENSOR_METHODS,
+    TENSOR_PROPERTIES,
+    TORCH_CONSTANTS,
+    TORCH_FUNCTIONS,
+)
 from graphviz_app.expr.shapes import constructor_is_floating, constructor_numel, nested_numel, op_numel
 
 A = torch.ones(2, 3)

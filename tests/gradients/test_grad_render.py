@@ -11,9 +11,9 @@ import torch
 from grad_corpus import NONFINITE, build
 
 from graphviz_app import render, trace
-from graphviz_app.cli import main
+from graphviz_app.cli.commands import main
+from graphviz_app.drawing.gradient_style import NONFINITE_COLOR
 from graphviz_app.errors import RenderError
-from graphviz_app.gradient_style import NONFINITE_COLOR
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from mv_graphs import encoder_graph, tensor
 
-from graphviz_app.collapse import collapse
+from graphviz_app.analysis.collapse import collapse
+from graphviz_app.drawing.renderer import render
 from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind
-from graphviz_app.renderer import render
 
 GOLDEN = Path(__file__).parent / "golden"
 

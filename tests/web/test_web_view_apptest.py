@@ -31,7 +31,8 @@ def test_a_module_box_opened_by_link_shows_its_ops_and_its_close_button_closes_i
 
     from test_web_view import layered_chain
 
-    from graphviz_app.web import drawing, service
+    from graphviz_app.web import service
+    from graphviz_app.web.worker import drawing
 
     graph = layered_chain(6)  # 481 nodes; 12 leaf modules of 40 ops each
     real = service.analyze
