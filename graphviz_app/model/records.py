@@ -65,6 +65,7 @@ class TensorInfo:
     values: tuple[Scalar, ...] | None = None
     storage: str | None = None
     freed: bool = False
+    storage_bytes: int | None = None
 
     @property
     def shape_text(self) -> str:
@@ -118,6 +119,8 @@ class Node:
     the node ("" the root module, None when unknown), `source` the user's
     line that made it ("model.py:42 in forward"). `grad` is the gradient with
     respect to the node's forward value, when traced with gradients.
+    `recency` (ops only) counts the autograd nodes the forward made after this op,
+    up to the output's op (0): backward runs the ready op of least recency first.
     """
 
     id: str
@@ -128,6 +131,7 @@ class Node:
     module: str | None = None
     source: str | None = None
     grad: GradInfo | None = None
+    recency: int | None = None
 
     @property
     def device(self) -> str | None:

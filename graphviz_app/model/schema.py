@@ -61,6 +61,7 @@ def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:
         "values": None if t.values is None else list(t.values),
         "storage": t.storage,
         "freed": t.freed,
+        **({} if t.storage_bytes is None else {"storage_bytes": t.storage_bytes}),
     }
 
 
@@ -77,6 +78,7 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
         values=None if values is None else tuple(values),
         storage=d.get("storage"),
         freed=d.get("freed", False),
+        storage_bytes=d.get("storage_bytes"),
     )
 
 
@@ -126,6 +128,8 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         d["source"] = n.source
     if n.grad is not None:
         d["grad"] = _grad_to_dict(n.grad)
+    if n.recency is not None:
+        d["recency"] = n.recency
     return d
 
 
@@ -140,6 +144,7 @@ def node_from_dict(d: dict[str, Any]) -> Node:
         module=d.get("module"),
         source=d.get("source"),
         grad=_grad_from_dict(d.get("grad")),
+        recency=d.get("recency"),
     )
 
 

@@ -25,12 +25,12 @@ __all__ = ["FAST", "new_edge", "new_node", "new_tensor_info"]
 
 
 class _NodeMaker:
-    __slots__ = ("id", "kind", "name", "tensor", "attrs", "module", "source", "grad")
+    __slots__ = ("id", "kind", "name", "tensor", "attrs", "module", "source", "grad", "recency")
 
     def __init__(
         self, id: str, kind: NodeKind, name: str, tensor: TensorInfo | None = None,
         attrs: tuple[tuple[str, str], ...] = (), module: str | None = None,
-        source: str | None = None, grad: Any = None,
+        source: str | None = None, grad: Any = None, recency: int | None = None,
     ) -> None:
         self.id = id
         self.kind = kind
@@ -40,6 +40,7 @@ class _NodeMaker:
         self.module = module
         self.source = source
         self.grad = grad
+        self.recency = recency
         self.__class__ = Node  # type: ignore[assignment]
 
 
@@ -62,13 +63,13 @@ class _EdgeMaker:
 class _TensorInfoMaker:
     __slots__ = (
         "name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values", "storage",
-        "freed",
+        "freed", "storage_bytes",
     )
 
     def __init__(
         self, name: str | None, shape: tuple[int, ...], dtype: str, device: str, numel: int,
         bytes: int, requires_grad: bool, values: Any = None, storage: str | None = None,
-        freed: bool = False,
+        freed: bool = False, storage_bytes: int | None = None,
     ) -> None:
         self.name = name
         self.shape = shape
@@ -80,6 +81,7 @@ class _TensorInfoMaker:
         self.values = values
         self.storage = storage
         self.freed = freed
+        self.storage_bytes = storage_bytes
         self.__class__ = TensorInfo  # type: ignore[assignment]
 
 

@@ -120,12 +120,14 @@ class TensorDescriber:
         if known is None:
             known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size(), dtype.is_complex, dtype.is_floating_point)
         numel = t.numel()
+        storage_bytes = None
         try:
             untyped = t.untyped_storage()
             ptr = untyped.data_ptr()
         except (RuntimeError, NotImplementedError):
             storage = None
         else:
+            storage_bytes = untyped.nbytes()
             # Meta and empty storages all have address 0: tell them apart by the
             # storage object itself, alive while the walk keeps its tensors.
             key = (device[0], ptr) if ptr else (device[0], -storage_identity(untyped))
@@ -138,7 +140,7 @@ class TensorDescriber:
             values = _small_values(t, known[2], known[3])
         return (
             tuple(t.shape) if not nested else _shape(t), known[0], device[0], numel, numel * known[1],
-            t.requires_grad, values, storage,
+            t.requires_grad, values, storage, False, storage_bytes,
         )
 
     def from_metadata(

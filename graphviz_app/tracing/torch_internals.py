@@ -27,6 +27,7 @@ __all__ = [
     "storage_identity",
     "torch_function_disabled",
     "replace_children",
+    "sequence_nr",
     "SavedValue",
     "saved_values",
     "output_metadata",
@@ -285,3 +286,8 @@ def replace_children(module: torch.nn.Module, children: Mapping[str, torch.nn.Mo
     """
     module._modules.clear()
     module._modules.update(children)
+
+
+# An autograd node's sequence number: per thread, increasing with every node the
+# forward creates (AccumulateGrad's is the largest integer). torch names it privately.
+sequence_nr: Callable[[Any], int] = operator.methodcaller("_sequence_nr")

@@ -24,6 +24,7 @@ from .torch_internals import (
     output_metadata,
     recorded_tags,
     saved_values,
+    sequence_nr,
     tags_written,
     view_base,
 )
@@ -158,6 +159,8 @@ class Walker:
                 gc.enable()
 
     def _walk(self, outputs: list[tuple[str, torch.Tensor]]) -> Graph:
+        # Every op of the graph was made before (or is) an output's op: count back from the newest.
+        self.newest = max(sequence_nr(t.grad_fn) for _, t in outputs)
         for shown, (path, t) in enumerate(outputs):
             if not self._room():
                 self.notes.append(f"{len(outputs) - shown} output(s) from {path} on are not shown")
@@ -257,6 +260,7 @@ class Walker:
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
         read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
         tagged = tags_written()
+        seq_of, newest = sequence_nr, self.newest
         op, data = NodeKind.OP, EdgeKind.DATA
         in_order = True
         while queue:
@@ -283,7 +287,7 @@ class Walker:
                 meta = output_metadata(fn)
                 info = (meta_seen(meta) or meta_info(*meta)) if meta else None
                 module, source = op_tags(fn) if tagged else (None, None)
-                nodes[index] = new_node(node_id, op, name, info, attrs, module, source)
+                nodes[index] = new_node(node_id, op, name, info, attrs, module, source, None, newest - seq_of(fn))
             elif attrs:  # a custom Function drawn as a leaf (see _discover_new)
                 nodes[index] = dataclasses.replace(leaf, attrs=attrs)
             slot = -1
