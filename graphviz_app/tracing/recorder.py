@@ -7,7 +7,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Iterable, Mapping
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import torch
@@ -309,7 +309,7 @@ def _user_source() -> str | None:
     `"transformer.py:912 in _sa_block"`, says more than nothing.
     """
     kinds = _kinds
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     fallback = None
     while frame is not None:
         filename = frame.f_code.co_filename
