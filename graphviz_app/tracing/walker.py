@@ -191,9 +191,8 @@ class Walker:
         if not names:
             return
         for i, n in enumerate(self.nodes):
-            t = n.tensor if n is not None else None
-            if t is not None and t.storage in names:
-                self.nodes[i] = dataclasses.replace(n, tensor=dataclasses.replace(t, given=True))  # type: ignore[arg-type]
+            if n is not None and n.tensor is not None and n.tensor.storage in names:
+                self.nodes[i] = dataclasses.replace(n, tensor=dataclasses.replace(n.tensor, given=True))
 
     def __enter__(self) -> Walker:
         return self

@@ -30,7 +30,7 @@ def evaluate(program: str, options: Options) -> Any:
 
 def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
     """The traced graph, with gradients when asked and possible; notes say when not."""
-    kwargs = dict(show_saved=options.show_saved, show_attrs=options.show_attrs, max_nodes=options.max_nodes)
+    kwargs: dict[str, Any] = dict(show_saved=options.show_saved, show_attrs=options.show_attrs, max_nodes=options.max_nodes)
     if not options.show_gradients:
         return trace(ev.output, ev.params, names=ev.variables, **kwargs), []
     try:
