@@ -1,4 +1,4 @@
-"""`memory_timeline(graph)`: the bytes a training step holds, before and after every backward node, from the graph alone.
+"""`memory_timeline(graph)`: the bytes a training step holds before and after every backward node, from its graph.
 
 The order modelled is the one torch's engine uses on one device (CPU, or one GPU):
 the ready node with the highest sequence number runs first, AccumulateGrad (whose
@@ -17,13 +17,15 @@ from collections.abc import Collection
 
 from ...model import Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
-from .records import MemoryStep, MemoryTimeline, ModuleBytes
+from .records import MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
 
 __all__ = ["memory_timeline"]
 
 
-def memory_timeline(graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None) -> MemoryTimeline:
+def memory_timeline(
+    graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None
+) -> MemoryTimeline:
     """Replay backward over `graph` and count the bytes alive at every step.
 
     What counts (the **peak**'s definition): saved tensors, gradients waiting in
