@@ -20,6 +20,7 @@ class SideStats:
     left: str
     right: str
     failed: int = 0
+    failed_off_kink: int = 0  # failures at elements that are not kinks
     max_abs: float = 0.0
     max_rel: float = 0.0
     max_violation: float = 0.0
@@ -39,6 +40,7 @@ class Tally:
     top_key: list[torch.Tensor] = field(default_factory=list)
     top_index: list[torch.Tensor] = field(default_factory=list)
     top_failed: list[torch.Tensor] = field(default_factory=list)
+    lazy: tuple[float, int, int] | None = None  # (violation, block start, side) of the worst fast block
     ratio_low: dict[str, float] = field(default_factory=dict)
     ratio_high: dict[str, float] = field(default_factory=dict)
     ratio_usable: dict[str, bool] = field(default_factory=dict)
@@ -55,7 +57,15 @@ def blame_of(tally: Tally) -> str:
         return Blame.NONE
     if tally.kinks == tally.failed:
         return _at_kinks(tally)
-    flags = {s.left + s.right: s.failed > 0 for s in tally.sides}
+    blame = _off_kinks(tally)
+    if tally.kinks and _at_kinks(tally) not in (Blame.NUMERICAL, blame):
+        return Blame.UNCLEAR  # the kinks point at another side than the rest
+    return blame
+
+
+def _off_kinks(tally: Tally) -> str:
+    """The blame from the failing elements that are not at a kink."""
+    flags = {s.left + s.right: s.failed_off_kink > 0 for s in tally.sides}
     worst = {s.left + s.right: s.max_violation for s in tally.sides}
     an = flags["an"]
     if len(tally.sides) == 1:
@@ -69,7 +79,7 @@ def blame_of(tally: Tally) -> str:
         # autograd and the third opinion agree: finite differences are wrong, unless
         # they are smooth and settled at every failing element, and then the two
         # others likely share one mistake.
-        return Blame.SHARED if tally.smooth == tally.failed else Blame.NUMERICAL
+        return Blame.SHARED if tally.smooth == tally.failed - tally.kinks else Blame.NUMERICAL
     if an and ea and en:
         return Blame.UNCLEAR
     # One comparison fails alone: blame the side farther from the third one.

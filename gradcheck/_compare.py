@@ -150,6 +150,7 @@ def compare_pair(data: PairData, *, detail_limit: int) -> PairReport:
     for start in range(0, numel, BLOCK_ELEMENTS):
         stop = min(numel, start + BLOCK_ELEMENTS)
         _block(judged.block(start, stop), start, data, tally, small, detail_limit)
+    _locate_lazy(judged, data, tally)
     if positions is not None:  # back from judged to flat Jacobian indices
         tally.top_index = [positions[i] for i in tally.top_index]
         tally.failed_at = [positions[i] for i in tally.failed_at]
@@ -206,6 +207,8 @@ def _block(flat: _Flat, start: int, data: PairData, tally: Tally, keep: bool, de
             would_fail = side_failed.clone() if would_fail is None else would_fail.logical_or_(side_failed)
             side_failed &= ~spared
         side.failed += int(side_failed.sum())
+        off_kink = side_failed if flat.kink is None else side_failed & ~flat.kink
+        side.failed_off_kink += int(off_kink.sum())
         side.max_abs = max(side.max_abs, float(diff.max()))
         side.max_rel = max(side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max()))
         side.max_violation = max(side.max_violation, float(over.max()))
@@ -245,20 +248,33 @@ def _passing_block(values: dict[str, torch.Tensor], start: int, data: PairData, 
         ref = right.abs()
         max_abs = float(diff.max())
         max_rel = float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max())
-        over, where = diff.div_(ref.mul_(rtol).add_(atol)).max(0)
-        worst = float(over)
+        worst = float(diff.div_(ref.mul_(rtol).add_(atol)).amax())
         if not worst <= 1:  # NaN included
             return False
-        found.append((side, max_abs, max_rel, worst, int(where)))
-    for side, max_abs, max_rel, worst, _ in found:
+        found.append((side, max_abs, max_rel, worst))
+    for side, max_abs, max_rel, worst in found:
         side.max_abs = max(side.max_abs, max_abs)
         side.max_rel = max(side.max_rel, max_rel)
         side.max_violation = max(side.max_violation, worst)
-    _, _, _, worst, at = max(found, key=lambda f: (f[3], -f[4]))
-    tally.top_key.append(torch.tensor([worst], dtype=torch.float64))
-    tally.top_index.append(torch.tensor([at + start]))
-    tally.top_failed.append(torch.tensor([False]))
+    k = max(range(len(found)), key=lambda j: found[j][3])
+    if tally.lazy is None or found[k][3] > tally.lazy[0]:
+        tally.lazy = (found[k][3], start, k)  # where is found only if it is the pair's worst
     return True
+
+
+def _locate_lazy(judged: _Flat, data: PairData, tally: Tally) -> None:
+    """Finds the element of the worst passing block that the fast path did not locate."""
+    if tally.lazy is None or tally.failed:
+        return
+    worst, start, k = tally.lazy
+    side = tally.sides[k]
+    block = judged.block(start, start + BLOCK_ELEMENTS).values
+    atol, rtol = data.tolerance(side.left, side.right)
+    right = block[side.right]
+    over = torch.sub(block[side.left], right).abs_().div_(right.abs().mul_(rtol).add_(atol))
+    tally.top_key.append(torch.tensor([worst], dtype=torch.float64))
+    tally.top_index.append(torch.tensor([start + int(over.argmax())]))
+    tally.top_failed.append(torch.tensor([False]))
 
 
 def _failing(flat: _Flat, start: int, failed: torch.Tensor, at: torch.Tensor, tally: Tally, detail_limit: int) -> None:

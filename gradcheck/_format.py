@@ -45,7 +45,10 @@ def format_report(report: Report) -> str:
     lines += [
         "",
         f"time: {_ms(t.total_s)} (autograd {_ms(t.autograd_s)}, finite differences "
-        f"{_ms(t.numerical_s)}, expected {_ms(t.expected_s)}, compare {_ms(t.compare_s)})",
+        f"{_ms(t.numerical_s)}, expected {_ms(t.expected_s)}, compare {_ms(t.compare_s)}"
+        + (f", forward mode {_ms(t.forward_s)}" if report.forward_method else "")
+        + (f", second order {_ms(t.second_order_s)}" if report.order == 2 else "")
+        + ")",
     ]
     return "\n".join(lines)
 

@@ -98,8 +98,11 @@ def _pair_data(
     state: RunState, o: int, i: int, tested: torch.Tensor, numerical: torch.Tensor, third: torch.Tensor | None
 ) -> PairData:
     numerical = numerical.cpu()
-    scale = float(numerical.abs().nan_to_num(0.0, 0.0, 0.0).max()) if numerical.numel() else 0.0
     dtypes = (state.args[i].dtype, state.outputs[o].dtype)
+    tested_tol = None
+    if is_low_precision(*dtypes):
+        scale = float(numerical.abs().nan_to_num(0.0, 0.0, 0.0).max()) if numerical.numel() else 0.0
+        tested_tol = tested_tolerance(dtypes, state.opts.atol, state.opts.rtol, scale)
     return PairData(
         output_index=o,
         input_index=i,
@@ -111,7 +114,7 @@ def _pair_data(
         atol=state.opts.atol,
         rtol=state.opts.rtol,
         kinks=state.opts.kinks,
-        tested_tol=tested_tolerance(dtypes, state.opts.atol, state.opts.rtol, scale),
+        tested_tol=tested_tol,
     )
 
 

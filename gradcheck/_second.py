@@ -55,7 +55,13 @@ def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian:
         budget_bytes=state.budget,
         device=state.device,
     )
-    state.notes += nm.notes
+    if grad_num.functorch:
+        state.notes += nm.notes
+    elif nm.method == "loop":
+        state.notes.append(
+            "second order: the gradient ran through the recorded graph (torch.autograd.grad), which vmap "
+            "cannot batch, so its finite differences ran one element at a time."
+        )
     hand = _hessian(state, expected_hessian)
     fd = Differences(grad_num, state.num_args, outputs, base, [nm.floors[k] for k in outputs], nm.method, opts.eps)
     pairs = []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -128,22 +127,29 @@ def check(
     return report
 
 
-@contextmanager
-def raised_here() -> Iterator[None]:
+def raised_here() -> _RaisedHere:
+    """`with raised_here():` re-raises the checker's own errors without the checker's frames."""
+    return _RaisedHere()
+
+
+class _RaisedHere:
     """Re-raises the checker's own errors from the calling frame, without the checker's frames.
 
     Under pytest a bad argument then shows the test's line and the message, not
     the checker's source (the public entry points set __tracebackhide__). What fn
     or expected raise is not the checker's and keeps its whole traceback.
     """
-    __tracebackhide__ = True
-    try:
-        yield
-    except GradcheckError as e:
-        for cause in (e.__cause__, e.__context__):
-            if cause is not None:
-                cause.with_traceback(None)
-        raise e.with_traceback(None) from e.__cause__
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        __tracebackhide__ = True
+        if isinstance(error, GradcheckError):
+            for cause in (error.__cause__, error.__context__):
+                if cause is not None:
+                    cause.with_traceback(None)
+            raise error.with_traceback(None)
 
 
 def _caller_level() -> int:
