@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
+from .compact import COMPACT_SCHEMA, from_compact
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .schema import (
     SCHEMA_VERSION,
@@ -134,8 +135,10 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form. Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
         check_schema(data)
+        if data["schema"] == COMPACT_SCHEMA:
+            return from_compact(data)
         try:
             return cls(
                 nodes=tuple(node_from_dict(n) for n in data["nodes"]),

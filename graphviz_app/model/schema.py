@@ -20,8 +20,9 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients.
-READABLE_SCHEMAS = (1, 2)
+# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients; 3 is the
+# compact, columnar form of 2 (graphviz_app.model.compact).
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 def check_schema(data: Any) -> None:
