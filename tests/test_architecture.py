@@ -42,21 +42,21 @@ LAYERS: dict[str, frozenset[str]] = {
     "graphviz_app.expr": frozenset({"graphviz_app.tracing", "graphviz_app.model", "graphviz_app.errors"}),
     # The web server: no torch, no tracer, never the worker package.
     "graphviz_app.web": frozenset({
-        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors",
-        "graphviz_app.expr",
+        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
+        "graphviz_app.errors", "graphviz_app.expr",
     }),
     "graphviz_app.web.worker": frozenset({
-        "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
+        "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
+        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
     }),
     "graphviz_app.cli": frozenset({
-        "graphviz_app", "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
+        "graphviz_app", "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
+        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
     }),
     # The package itself and its top-level glue (make_dot, old module paths) compose the layers.
     "graphviz_app": frozenset({
-        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors",
-        "graphviz_app.tracing",
+        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
+        "graphviz_app.errors", "graphviz_app.tracing",
     }),
     "gradcheck": frozenset(),
 }

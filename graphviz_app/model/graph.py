@@ -166,6 +166,9 @@ class Graph:
         display: Callable[[Graph], dict[str, str]] = _provided("display")
         return display(self)
 
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
+
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]
 

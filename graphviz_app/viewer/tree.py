@@ -99,13 +99,13 @@ def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], 
             group_of[name] = tree.add(parent, "module", label, name)
     helper = _Tree(graph, modules_of)
     feeds = helper.feeds()
-    for parent in names:
-        for run in _runs(helper, helper.children.get(parent, []), feeds, frozenset()):
+    for owner in names:
+        for run in _runs(helper, helper.children.get(owner, []), feeds, frozenset()):
             if len(run) < 2:
                 continue
             span, _ = _span(run)
             kind = types.get(run[0], "")
-            roll = tree.add(group_of[parent], "roll", f"{span}: {kind} ×{len(run)}" if kind else f"{span} ×{len(run)}",
+            roll = tree.add(group_of[owner], "roll", f"{span}: {kind} ×{len(run)}" if kind else f"{span} ×{len(run)}",
                             run[0])
             tree.count[roll] = len(run)
             for i, member in enumerate(run):
@@ -282,7 +282,7 @@ def initial_open(tree: Tree, *, readable: int = READABLE) -> list[int]:
         if p >= 0:
             children.setdefault(p, []).append(g)
     direct: dict[tuple[int, int], int] = {}
-    for g, inst in zip(tree.node_group, tree.node_instance):
+    for g, inst in zip(tree.node_group, tree.node_instance, strict=True):
         direct[(g, inst)] = direct.get((g, inst), 0) + 1
 
     def shown(g: int) -> list[int]:
