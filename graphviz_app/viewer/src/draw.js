@@ -47,7 +47,9 @@ function drawGroup(parent, gi, b, { tree, paint }) {
   const kind = tree.kind[gi];
   const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}`, "data-group": "g" + gi,
                   transform: `translate(${b.x},${b.y})` };
-  if (tree.module[gi] !== null && tree.module[gi] !== undefined && (kind === "module" || kind === "roll")) attrs["data-module"] = tree.module[gi];
+  const name = tree.module[gi];
+  if (name !== null && name !== undefined && kind === "module") attrs["data-module"] = name;
+  if (name !== null && name !== undefined && kind === "roll") attrs["data-roll"] = name;  // its first module
   const g = el("g", attrs, parent);
   const fill = paint ? paint.group(gi) : null;
   if (b.open) {

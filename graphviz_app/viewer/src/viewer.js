@@ -130,12 +130,13 @@ export class Viewer {
     this.refresh();
     const after = this.scene.boxes.get("g" + g);
     if (before && after) this.panzoom.keepStill(before, after);  // the box stays under the pointer
-    this.selectGroup(g);
+    this.state.sel = null;
+    this.state.selGroup = g;
+    this._outline();
   }
   step(g, by) {
     this.tree.setInstance(g, this.tree.shown(g) + by);
     this.refresh();
-    this.selectGroup(g);
   }
   _colour(key, redraw = true) {
     const o = this.overlays.find((x) => x.key === key);
