@@ -11,7 +11,7 @@ from typing import Any
 
 from ..analysis.module_tree import leaf_storages
 from ..model import EdgeKind, Graph, NodeKind, to_compact
-from .tree import Tree, build_tree, initial_open
+from .tree import Tree, build_tree, initial_open, open_to_depth
 
 __all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "payload", "encode", "overlays"]
 
@@ -27,6 +27,8 @@ def payload(
     rankdir: str = "TB",
     extra_overlays: Sequence[Mapping[str, Any]] = (),
     series: Sequence[Mapping[str, Any]] = (),
+    roll: bool = True,
+    depth: int | None = None,
 ) -> dict[str, Any]:
     """The viewer's input for `graph` (see the contract in `graphviz_app.viewer`).
 
@@ -36,6 +38,9 @@ def payload(
         rankdir: direction of data flow: TB, LR, BT or RL.
         extra_overlays: more colourings, each as `overlays()` returns them.
         series: per-step series (for example live bytes over backward steps).
+        roll: roll consecutive identical modules into one box (`layers.0–11 ×12`).
+        depth: open on the module boxes down to this depth (`tree.open_to_depth`); None
+            (or 0) picks the deepest level that stays readable (`tree.initial_open`).
 
     >>> from graphviz_app.model import Node
     >>> p = payload(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()))
@@ -44,7 +49,7 @@ def payload(
     """
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
-    tree = build_tree(graph)
+    tree = build_tree(graph, roll=roll)
     return {
         "format": PAYLOAD_FORMAT,
         "version": PAYLOAD_VERSION,
@@ -52,7 +57,7 @@ def payload(
         "options": {"rankdir": rankdir},
         "graph": to_compact(graph),
         "tree": tree.to_dict(),
-        "open": initial_open(tree),
+        "open": open_to_depth(tree, depth) if depth else initial_open(tree),
         "overlays": overlays(graph, tree) + [dict(o) for o in extra_overlays],
         "series": [dict(s) for s in series],
     }

@@ -15,10 +15,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..analysis.collapse import _runs, _span, _Tree
-from ..analysis.module_tree import module_names, module_types, node_modules
+from ..analysis.module_tree import module_depth, module_names, module_types, node_modules
 from ..model import Graph, NodeKind
 
-__all__ = ["CROWDED", "PART_ITEMS", "Tree", "build_tree", "initial_open"]
+__all__ = ["CROWDED", "PART_ITEMS", "Tree", "build_tree", "initial_open", "open_to_depth"]
 
 # A group with more direct children than this gets folds, then parts.
 CROWDED = 150
@@ -66,8 +66,10 @@ class Tree:
                 "node_group": list(self.node_group), "node_instance": list(self.node_instance)}
 
 
-def build_tree(graph: Graph, *, crowded: int = CROWDED, part_items: int = PART_ITEMS) -> Tree:
+def build_tree(graph: Graph, *, roll: bool = True, crowded: int = CROWDED, part_items: int = PART_ITEMS) -> Tree:
     """Group `graph`'s nodes into nested boxes (see the module docstring).
+
+    `roll=False` leaves consecutive identical modules side by side instead of rolling them into one box.
 
     >>> from graphviz_app.model import Edge, Node
     >>> names = ["MulBackward0", "SinBackward0"] * 50
@@ -81,7 +83,7 @@ def build_tree(graph: Graph, *, crowded: int = CROWDED, part_items: int = PART_I
     modules_of = node_modules(graph)
     group_of_module: dict[str, int] = {"": 0}
     if any(m is not None for m in modules_of.values()):
-        _module_groups(graph, tree, modules_of, group_of_module)
+        _module_groups(graph, tree, modules_of, group_of_module, roll=roll)
     for i, n in enumerate(graph.nodes):
         own = modules_of.get(n.id)
         tree.node_group[i] = group_of_module.get(own, 0) if own is not None else 0
@@ -89,7 +91,8 @@ def build_tree(graph: Graph, *, crowded: int = CROWDED, part_items: int = PART_I
     return tree
 
 
-def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], group_of: dict[str, int]) -> None:
+def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], group_of: dict[str, int], *,
+                   roll: bool) -> None:
     types = module_types(graph)
     names = module_names(graph, modules_of)
     for name in names:  # parents come before their children
@@ -97,6 +100,8 @@ def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], 
             parent = group_of[name.rpartition(".")[0] if "." in name else ""]
             label = f"{name}: {types[name]}" if types.get(name) else name
             group_of[name] = tree.add(parent, "module", label, name)
+    if not roll:
+        return
     helper = _Tree(graph, modules_of)
     feeds = helper.feeds()
     for owner in names:
@@ -105,11 +110,11 @@ def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], 
                 continue
             span, _ = _span(run)
             kind = types.get(run[0], "")
-            roll = tree.add(group_of[owner], "roll", f"{span}: {kind} ×{len(run)}" if kind else f"{span} ×{len(run)}",
-                            run[0])
-            tree.count[roll] = len(run)
+            box = tree.add(group_of[owner], "roll", f"{span}: {kind} ×{len(run)}" if kind else f"{span} ×{len(run)}",
+                           run[0])
+            tree.count[box] = len(run)
             for i, member in enumerate(run):
-                tree.parent[group_of[member]] = roll
+                tree.parent[group_of[member]] = box
                 tree.instance[group_of[member]] = i
 
 
@@ -306,4 +311,26 @@ def initial_open(tree: Tree, *, readable: int = READABLE) -> list[int]:
         opened.append(g)
         visible += extra
         queue.extend(shown(g))
+    return opened
+
+
+def open_to_depth(tree: Tree, depth: int) -> list[int]:
+    """The groups open when modules deeper than `depth` are closed boxes (1: each top-level module is one box).
+
+    Module boxes above that depth are open, and so are rolls of them (showing their first
+    instance); folds and parts stay closed.
+
+    >>> from graphviz_app.model import Edge, ModuleInfo, Node
+    >>> modules = (ModuleInfo("enc", "E"), ModuleInfo("enc.l", "L"), ModuleInfo("head", "H"))
+    >>> g = Graph((Node("n0", NodeKind.OP, "A", module="enc.l"), Node("n1", NodeKind.OP, "B", module="head")),
+    ...           (Edge("n0", "n1"),), modules=modules)
+    >>> tree = build_tree(g)
+    >>> [tree.module[k] for k in open_to_depth(tree, 1)], [tree.module[k] for k in open_to_depth(tree, 2)]
+    ([''], ['', 'enc', 'head'])
+    """
+    opened = [0]
+    for g, kind in enumerate(tree.kind):
+        name = tree.module[g]
+        if kind in ("module", "roll") and name is not None and module_depth(name) < depth:
+            opened.append(g)
     return opened

@@ -1,4 +1,5 @@
-"""The web page: type tensors and an expression; see the autograd graph, values, gradients and a gradient check.
+"""The web page: type tensors and an expression, or open a saved graph; see the autograd graph, values,
+gradients and a gradient check.
 
 Run it with `make run` or `graphviz-app serve`. Everything it shows comes
 from library calls (graphviz_app.web.service runs them in the isolated
@@ -17,11 +18,12 @@ from typing import TypeVar
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from graphviz_app.web import pngplan, present, service, urlstate
+from graphviz_app.errors import RenderError
+from graphviz_app.web import present, service, upload, urlstate
 from graphviz_app.web.cache import ResultCache
 from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
-from graphviz_app.web.results import Analysis, Drawn, Failure, GradientCheck
+from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
 from graphviz_app.web.widgets import graph_viewer, program_editor
 
@@ -90,7 +92,7 @@ def cached(key: Hashable, spinner: str, compute: Callable[[], T]) -> T:
 
 
 def analyze(program: str, options: Options) -> Analysis | Failure:
-    """The program evaluated, traced, drawn and differentiated (cached by program and options)."""
+    """The program evaluated, traced and differentiated (cached by program and options)."""
     return cached(("analysis", program, options), "Running the program…",
                   lambda: service.analyze(my_runner(), program, options))
 
@@ -103,20 +105,21 @@ def check_gradient(
                   lambda: service.check_gradient(my_runner(), program, options, check, tolerances))
 
 
-def png(graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
-    """The PNG download, drawn when it is asked for (outside any script run)."""
-    key = ("png", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
-    found = results_cache().get_or_run(key, lambda: service.png(session_runner, graph_json, rankdir))
+def open_saved(data: bytes, name: str, options: Options) -> Analysis | Failure:
+    """A saved graph read in the worker (cached by the file's bytes and the options that shape its view)."""
+    shaping = Options(rankdir=options.rankdir, module_depth=options.module_depth, roll=options.roll)
+    key = ("saved", hashlib.sha256(data).hexdigest(), name, shaping)
+    return cached(key, "Opening the saved graph…", lambda: service.open_saved(my_runner(), data, name, shaping))
+
+
+def picture(fmt: str, graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
+    """The SVG or PNG download, laid out in the worker when it is asked for (outside any script run)."""
+    job = service.png if fmt == "png" else service.svg
+    key = (fmt, hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
+    found = results_cache().get_or_run(key, lambda: job(session_runner, graph_json, rankdir))
     if isinstance(found, Failure):
-        raise RuntimeError(f"could not draw the PNG: {found}")
+        raise RuntimeError(f"could not draw the {fmt.upper()}: {found}")
     return found
-
-
-def drawn_view(graph_json: str, rankdir: str, expanded: tuple[str, ...], depth: int, roll: bool) -> Drawn | Failure:
-    """The graph with some module boxes opened, laid out once per graph and set of boxes."""
-    key = ("view", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir, expanded, depth, roll)
-    return cached(key, "Drawing the graph…", lambda: service.draw(
-        my_runner(), graph_json, rankdir, expanded, depth=depth or None, roll=roll))
 
 
 # UI state: the submitted program and the widgets' values, seeded from the URL --
@@ -136,7 +139,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
-        expanded=state.expanded, expanded_program=state.program,
+        expanded=state.expanded, view=state.view, showing="program",
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
     )
 
@@ -145,7 +148,7 @@ def load_example(key: str) -> None:
     """Put a gallery example in the editor and show its graph."""
     s, ex = st.session_state, example(key)
     s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
-             check_wrt=ex.wrt, check_expected="")
+             check_wrt=ex.wrt, check_expected="", showing="program")
     for key in ("check_wrt", "check_expected"):
         s.pop(f"w_{key}", None)
 
@@ -188,9 +191,9 @@ def sidebar(devices: tuple[str, ...]) -> Options:
                                     help="Tracing stops past this many nodes; the graph is marked truncated.")
         low, high = urlstate.MODULE_DEPTH_RANGE
         depth = st.number_input("Module depth", low, high, step=1, key="opt_depth",
-                                help="For programs with nn modules: modules deeper than this are drawn as one "
-                                     "box (1: each module variable is a box); 0 lets the page pick the deepest "
-                                     "level that stays readable.")
+                                help="For graphs with nn modules: the graph opens with modules deeper than this "
+                                     "as closed boxes (1: each module variable is a box); 0 lets the viewer pick "
+                                     "the deepest level that stays readable. Click a box to open it.")
         roll = st.checkbox("Roll repeats", key="opt_roll",
                            help="Fold consecutive identical modules (layers.0–5) into one box marked ×k.")
     return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
@@ -222,31 +225,60 @@ def editor() -> tuple[bool, Failure | None]:
         st.caption("✓ The program parses. Run it to see the graph.")
     run = st.button("Run", type="primary", key="run") or event.run
     if run:
-        s.submitted = event.text
+        s.submitted, s.showing = event.text, "program"
     shown = example_for(s.submitted)
     if shown is not None:
         st.info(present.md(shown.blurb))
     return bool(run), (problem if event.text == s.submitted else None)
 
 
-def show_failure(failure: Failure, *, title: str) -> None:
+def open_saved_box() -> None:
+    """Open a saved graph: a `.json` written by `save(graph, "g.json")`, shown instead of the program's graph."""
+    def uploaded() -> None:
+        s = st.session_state
+        s.showing = "upload" if s.get("upload") is not None else "program"
+
+    st.file_uploader(
+        f'Open a saved graph: a .json written by save(graph, "g.json") (at most {upload.MAX_UPLOAD_MB} MB)',
+        type=["json"], key="upload", max_upload_size=upload.MAX_UPLOAD_MB, on_change=uploaded,
+        help="Your own model's graph: trace it with graphviz_app and save it as JSON. The file is read as "
+             "data (never run) and checked; Run shows the program's graph again.")
+
+
+def saved_graph(options: Options) -> Analysis | Failure | None:
+    """The uploaded graph when the page shows it, else None."""
+    s = st.session_state
+    file = s.get("upload")
+    if s.get("showing") != "upload" or file is None:
+        return None
+    refusal = upload.too_big(file.size, file.name)  # before reading it
+    if refusal is not None:
+        return Failure(refusal, kind="input")
+    return open_saved(file.getvalue(), file.name, options)
+
+
+def show_failure(failure: Failure, *, title: str, retry: str = "press Run to try again") -> None:
     """An error as a message, with the offending line when there is one."""
     st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
     if failure.excerpt:
         st.code(failure.excerpt, language=None)
     if failure.transient:
-        st.caption("This may pass on a less busy moment: press Run to try again.")
-    elif failure.kind == "overtime":
+        st.caption(f"This may pass on a less busy moment: {retry}.")
+    elif failure.kind == "overtime" and retry.startswith("press Run"):
         st.caption("Make the program smaller (smaller tensors, fewer loop iterations), then Run.")
 
 
-def results(result: Analysis | Failure, options: Options, *, shown: Failure | None = None) -> None:
+def results(result: Analysis | Failure, options: Options, *, shown: Failure | None = None,
+            saved: bool = False) -> None:
     """The graph, its summary line, the downloads and the tracer's notes.
 
-    `shown` is the problem already shown under the editor: not repeated.
+    `shown` is the problem already shown under the editor: not repeated. `saved`: the
+    result is an uploaded graph's.
     """
     if isinstance(result, Failure):
-        if shown is not None and (shown.message, shown.line) == (result.message, result.line):
+        if saved:
+            show_failure(result, title="Could not open the saved graph", retry="upload the file again")
+        elif shown is not None and (shown.message, shown.line) == (result.message, result.line):
             st.caption("No graph: fix the problem shown under the editor, then Run.")
         else:
             show_failure(result, title="Could not draw the graph")
@@ -273,47 +305,29 @@ def module_table(result: Analysis) -> None:
 
 
 def graph_pane(result: Analysis) -> None:
-    """The graph viewer; module boxes open on click and close from the path above the graph."""
+    """The interactive viewer: the browser lays the graph out and opens boxes; the page keeps the view for its link.
+
+    The view (open boxes, selection, colouring) starts afresh for a new graph or a new module
+    depth or roll; the layout direction and other options keep it.
+    """
     s = st.session_state
-    if s.get("expanded_program") != s.submitted:  # a new program starts with every box closed
-        s.expanded, s.expanded_program = (), s.submitted
-    drawn = result.drawn
-    if not isinstance(drawn, Drawn):
-        graph_viewer(result.svg)
+    shown = (result.source, result.node_count, len(result.graph_json)) if result.source else s.submitted
+    scope = (shown, s.opt_depth, s.opt_roll)
+    if s.get("view_scope") != scope:
+        if s.get("view_scope") is not None:  # not the first graph, which the link's view is for
+            s.view, s.expanded = "", ()
+        s.view_scope = scope
+    digest = hashlib.blake2b(result.viewer.encode(), digest_size=8).hexdigest()
+    if s.get("mounted", ("",))[0] != digest:  # what the viewer opens on, fixed while the graph is shown
+        s.mounted = (digest, s.view or ("expand=" + ",".join(s.expanded) if s.expanded else ""))
+    key = "graph-" + hashlib.blake2b(repr(scope).encode(), digest_size=6).hexdigest()
+    try:
+        view = graph_viewer(result.viewer, fragment=s.mounted[1], key=key)
+    except RenderError as e:
+        st.error(present.md(str(e)))
         return
-    if s.expanded and drawn.mode != "modules":
-        s.expanded = ()  # nothing to open in a graph drawn without module boxes
-    if s.expanded:
-        opened = drawn_view(result.graph_json, s.opt_rankdir, tuple(s.expanded), int(s.opt_depth), bool(s.opt_roll))
-        if isinstance(opened, Failure):
-            show_failure(opened, title="Could not open the module")
-        else:
-            drawn, s.expanded = opened, opened.expanded  # names of no module are dropped
-    if drawn.note:  # above the graph: what is hidden, before the person looks for it
-        st.info(present.md(drawn.note))
-    if drawn.mode == "modules":
-        module_path(drawn)
-    clicked = graph_viewer(drawn.svg, details=drawn.details)
-    if clicked is not None and clicked not in s.expanded:
-        s.expanded = tuple(sorted({*s.expanded, clicked}))
-        st.rerun()
-
-
-def module_path(drawn: Drawn) -> None:
-    """The opened module boxes, each a button that closes it (and the boxes opened inside it)."""
-    def close(name: str) -> None:
-        s = st.session_state
-        s.expanded = tuple(m for m in s.expanded if m != name and not m.startswith(name + "."))
-
-    shown = [m for m in st.session_state.expanded if m in drawn.expanded]
-    if not shown:
-        st.caption(f"Module view, level {drawn.depth}: click a 3-D box to open it.")
-        return
-    columns = st.columns(len(shown) + 1, vertical_alignment="center")
-    columns[0].caption(f"Module view, level {drawn.depth}; opened:")
-    for column, name in zip(columns[1:], shown, strict=True):
-        column.button(f"✕ {name}", key=f"close-{name}", help=f"Close {name} into one box again",
-                      on_click=close, args=(name,))
+    if view is not None and view != s.view and not result.source:
+        s.view, s.expanded = view, ()
 
 
 def gradient_origin(result: Analysis) -> None:
@@ -323,22 +337,24 @@ def gradient_origin(result: Analysis) -> None:
 
 
 def downloads(result: Analysis, options: Options) -> None:
-    """SVG, PNG, DOT and JSON downloads, and a link to this graph."""
+    """SVG, PNG, DOT and JSON downloads (each made when asked for), and a link to this graph."""
     svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
-    svg.download_button("SVG", result.svg, "autograd.svg", "image/svg+xml", on_click="ignore")
-    plan = pngplan.png_plan(result.svg)
-    refusal = pngplan.png_refusal(plan, node_count=result.node_count, time_limit=runner().time_limit)
-    if refusal is None:
-        png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner(interruptible=False)),
-                                "autograd.png", "image/png", on_click="ignore")
+    worker = my_runner(interruptible=False)
+    svg.download_button("SVG", partial(picture, "svg", result.graph_json, options.rankdir, worker),
+                        "autograd.svg", "image/svg+xml", on_click="ignore")
+    png_col.download_button("PNG", partial(picture, "png", result.graph_json, options.rankdir, worker),
+                            "autograd.png", "image/png", on_click="ignore")
     dot.download_button("DOT", partial(service.dot, result.graph_json, options.rankdir), "autograd.dot",
                         "text/vnd.graphviz", on_click="ignore")
-    json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",
+    json_col.download_button("JSON", partial(str, result.graph_json), "autograd.json", "application/json",
                              on_click="ignore")
+    if result.source:
+        link.caption("A saved graph stays on this page: a link holds the program, not the file.")
+        return
     link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
-    for note in (refusal, pngplan.png_note(plan) if refusal is None else None, too_long_for_link()):
-        if note is not None:
-            st.caption(present.md(note + "."))
+    note = too_long_for_link()
+    if note is not None:
+        st.caption(present.md(note + "."))
 
 
 def too_long_for_link() -> str | None:
@@ -351,17 +367,26 @@ def too_long_for_link() -> str | None:
             "and the program stays on this page. Copy it from the editor to share it")
 
 
-def values(result: Analysis | Failure) -> None:
-    """The output's value and each leaf's .grad."""
+def values(result: Analysis | Failure | None) -> None:
+    """The output's value, and each named leaf's and module parameter's .grad.
+
+    While a saved graph is shown (`result` None), a line says how to get back to the program instead.
+    """
+    if result is None:
+        st.caption("The graph shown is the saved graph you opened; press Run to see this program's graph, "
+                   "values and gradients again.")
+        return
     if isinstance(result, Failure):
         return
     st.markdown("**Output**")
     st.table(present.values_table(result.outputs), hide_index=True)
-    st.markdown("**Gradients** (each leaf's `.grad` after backward)")
-    if result.grads:
+    st.markdown("**Gradients** (each named leaf's and module parameter's `.grad` after backward)")
+    if not result.grads:
+        st.caption("No named leaf tensor or module parameter requires grad: create one with requires_grad=True.")
+    elif len(result.grads) <= STATIC_TABLE_ROWS:
         st.table(present.values_table(result.grads), hide_index=True)
     else:
-        st.caption("No named leaf tensor requires grad: create one with requires_grad=True.")
+        st.dataframe(present.values_table(result.grads), hide_index=True)
 
 
 def check_panel(result: Analysis | Failure, options: Options) -> None:
@@ -450,11 +475,11 @@ def link_problem(problem: str) -> None:
 
 
 def current_state(options: Options) -> PageState:
-    """What a link to the page as shown must hold."""
+    """What a link to the page as shown must hold (the program's graph: a saved graph stays on the page)."""
     s = st.session_state
     return PageState(program=s.submitted, options=options,
                      check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
-                     expanded=tuple(s.get("expanded") or ()))
+                     expanded=tuple(s.get("expanded") or ()), view=s.get("view") or "")
 
 
 def sync_url(options: Options) -> None:
@@ -476,15 +501,21 @@ def main() -> None:
     left, right = st.columns([5, 6], gap="large")
     with left:
         _, problem = editor()
+        open_saved_box()
+    saved = saved_graph(options)
     # Transient failures (busy, time-out, a killed worker) are never cached, so
     # pressing Run again, or the next visitor, runs the program again.
-    result = analyze(st.session_state.submitted, options)
+    result = analyze(st.session_state.submitted, options) if saved is None else None
     with right:
-        results(result, options, shown=problem)
+        if result is None and saved is not None:
+            results(saved, options, saved=True)
+        elif result is not None:
+            results(result, options, shown=problem)
     with left:
         values(result)
     st.divider()
-    check_panel(result, options)
+    if result is not None:
+        check_panel(result, options)
     sync_url(options)
 
 

@@ -172,9 +172,10 @@ EXAMPLES: tuple[Example, ...] = (
         key="transformer",
         title="a 6-layer transformer encoder",
         blurb=(
-            "nn.TransformerEncoder copies its layer six times: hundreds of ops. Set 'Module depth' "
-            "to 3 and tick 'Roll repeats' to fold enc.layers.0–5 into one box marked ×6 (depth 1 "
-            "is enc, 2 enc.layers, 3 each layer)."
+            "nn.TransformerEncoder copies its layer six times: hundreds of ops. 'Roll repeats' folds "
+            "enc.layers.0–5 into one box marked ×6: click it to open one layer, and ◀ ▶ in its title "
+            "bar step to the others. 'Module depth' picks the boxes the graph opens on (1 is enc, "
+            "2 enc.layers, 3 each layer)."
         ),
         program=(
             "torch.manual_seed(0)\n"

@@ -2,8 +2,8 @@
 
 Measured (benchmarks/bench_png.py): for 1,499 nodes the layout takes 0.6 s and
 cairo's rasterising 18 s, so the time goes into pixels, not the layout. The
-pixel count is known before drawing: the SVG the page already shows carries
-the picture's size in points, and `dot -Tpng` draws 96 pixels per inch.
+pixel count is known before drawing: the SVG layout (the PNG job lays the graph
+out first) carries the picture's size in points, and `dot -Tpng` draws 96 pixels per inch.
 Graphviz's cairo renderer refuses bitmaps over 32,767 pixels a side and
 scales the whole picture down ("Scaling by 0.54 to fit") without failing.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_BITMAP_SIDE", "PNG_MAX_MEGAPIXELS", "PngPlan", "png_plan", "png_refusal", "png_note"]
+__all__ = ["MAX_BITMAP_SIDE", "PNG_MAX_MEGAPIXELS", "PngPlan", "png_plan", "png_refusal"]
 
 MAX_BITMAP_SIDE = 32767  # cairo's limit; Graphviz scales larger pictures down to it
 # About 0.05 s per megapixel on this machine under load: 100 MPx stays well
@@ -59,14 +59,4 @@ def png_refusal(plan: PngPlan | None, *, node_count: int, time_limit: float) -> 
         f"picture ({plan.megapixels:,.0f} megapixels), and drawing those pixels takes longer than the "
         f"{time_limit:g} s a job may run (the layout itself is quick). Download the SVG instead (full "
         "size, any browser opens it), or lower the node limit in the sidebar"
-    )
-
-
-def png_note(plan: PngPlan | None) -> str | None:
-    """A note when Graphviz will shrink the PNG to fit its bitmap limit; None when it will not."""
-    if plan is None or plan.scale >= 1.0:
-        return None
-    return (
-        f"The PNG is shrunk to {plan.scale:.0%} of full size ({plan.width:,} × {plan.height:,} pixels): "
-        f"Graphviz draws bitmaps of at most {MAX_BITMAP_SIDE:,} pixels a side. The SVG keeps full size"
     )

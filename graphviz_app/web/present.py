@@ -259,5 +259,6 @@ def _num(value: Any) -> float:
 
 
 def analysis_caption(analysis: Analysis) -> str:
-    """The one-line summary under the graph, with the time it took."""
-    return f"{analysis.summary} · {analysis.seconds * 1e3:.0f} ms"
+    """The one-line summary under the graph, with the time it took (and the file, for a saved graph)."""
+    source = f"{analysis.source} (saved graph): " if analysis.source else ""
+    return f"{source}{analysis.summary} · {analysis.seconds * 1e3:.0f} ms"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "Drawn", "Tolerances", "TRANSIENT_KINDS"]
+__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "Tolerances", "TRANSIENT_KINDS"]
 
 Tolerances = tuple[float, float, float]  # a gradient check's eps, atol, rtol
 
@@ -28,19 +28,21 @@ class TensorValue:
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
-    """One program evaluated, traced, drawn and differentiated.
+    """One program evaluated, traced and differentiated, or a saved graph opened.
 
-    `svg` and `graph_json` are the drawn graph (the DOT download is made from
-    the JSON when asked for: `service.dot`); `outputs` the value of
-    the program's last line; `grads` each leaf's `.grad` after backward (in
-    definition order); `leaves` the names a gradient can be checked against.
-    `gradient_origin` says where NaN/Inf first appears in backward;
-    `modules` the module summary rows (module, type, ops, activations, params,
-    param bytes) as text, empty for a program without nn modules.
+    `viewer` is the graph as the interactive viewer's data (`graphviz_app.viewer.payload`,
+    encoded: base64 of gzipped JSON), sent to the browser once; `graph_json` the graph
+    (schema 2), from which the SVG, PNG and DOT downloads are made when asked for;
+    `outputs` the value of the program's last line; `grads` each named leaf's and each
+    module parameter's `.grad` after backward (in definition order); `leaves` the names a
+    gradient can be checked against. `gradient_origin` says where NaN/Inf first appears
+    in backward; `modules` the module summary rows (module, type, ops, activations,
+    params, param bytes) as text, empty for a graph without nn modules. `source` is
+    empty for a program's graph, the file's name for a saved graph opened on the page.
     """
 
     summary: str
-    svg: str
+    viewer: str
     graph_json: str
     node_count: int
     outputs: tuple[TensorValue, ...]
@@ -49,8 +51,8 @@ class Analysis:
     notes: tuple[str, ...]
     seconds: float
     gradient_origin: str | None = None  # where NaN/Inf first appears in backward, and its line
-    drawn: Any = None  # the viewer's view (web.drawing.Drawn); `svg` is its SVG
     modules: tuple[tuple[str, str, str, str, str, str], ...] = ()
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,22 +97,3 @@ class Failure:
             return self.message
         where = f"line {self.line}" + (f", col {self.col}" if self.col is not None else "")
         return f"{where}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
-class Drawn:
-    """One laid-out view of a graph, as the viewer shows it.
-
-    `details` is the JSON of `node_details` for the drawn nodes; `note` says
-    what is hidden and how to see it (empty when the whole graph is drawn);
-    `expanded` the module boxes opened (sorted), `depth` the module level.
-    """
-
-    svg: str
-    details: str
-    note: str
-    mode: str
-    drawn_nodes: int
-    total_nodes: int
-    depth: int | None = None
-    expanded: tuple[str, ...] = ()

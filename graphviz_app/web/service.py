@@ -10,7 +10,8 @@ from ..drawing.gradient_style import default_coloring
 from ..drawing.renderer import export
 from ..expr import ExprError, IsolatedRunner, JobRef, validate
 from ..model import Graph
-from .results import Analysis, Drawn, Failure, GradientCheck, Tolerances
+from .results import Analysis, Failure, GradientCheck, Tolerances
+from .upload import too_big
 from .urlstate import CheckInput, Options
 
 __all__ = [
@@ -22,8 +23,9 @@ __all__ = [
     "analyze",
     "check_gradient",
     "png",
+    "svg",
     "dot",
-    "draw",
+    "open_saved",
     "syntax_problem",
     "JOBS",
 ]
@@ -34,15 +36,16 @@ TIME_LIMIT_S = float(os.environ.get("GRAPHVIZ_APP_TIME_LIMIT", "15"))
 MEMORY_LIMIT_BYTES = 2 * 1024**3
 _WORKER = "graphviz_app.web.worker"
 _PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracing.tracer", "graphviz_app.drawing.renderer",
-            "gradcheck.checker", f"{_WORKER}.jobs")
+            "gradcheck.checker", f"{_WORKER}.jobs", f"{_WORKER}.pictures", f"{_WORKER}.saved")
 
 # The jobs, named: this process never imports the worker side (it imports torch).
 DEVICES_JOB = JobRef(f"{_WORKER}.jobs", "devices_job")
 ANALYSIS_JOB = JobRef(f"{_WORKER}.jobs", "analysis_job")
 CHECK_JOB = JobRef(f"{_WORKER}.jobs", "check_job")
-PNG_JOB = JobRef(f"{_WORKER}.jobs", "png_job")
-DRAW_JOB = JobRef(f"{_WORKER}.drawing", "draw_job")
-JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, DRAW_JOB)
+PNG_JOB = JobRef(f"{_WORKER}.pictures", "png_job")
+SVG_JOB = JobRef(f"{_WORKER}.pictures", "svg_job")
+SAVED_JOB = JobRef(f"{_WORKER}.saved", "saved_graph_job")
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB)
 
 
 class JobRunner(Protocol):
@@ -75,8 +78,8 @@ def devices(runner: JobRunner) -> tuple[str, ...]:
 
 
 def analyze(runner: JobRunner, program: str, options: Options) -> Analysis | Failure:
-    """Evaluate, trace, draw and differentiate `program` under `options`."""
-    return _call(runner, ANALYSIS_JOB, program, options, _budget(runner))
+    """Evaluate, trace and differentiate `program` under `options`; the graph as the viewer's data."""
+    return _call(runner, ANALYSIS_JOB, program, options)
 
 
 def check_gradient(
@@ -91,8 +94,43 @@ def check_gradient(
 
 
 def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
-    """The graph as PNG, laid out on demand in the worker."""
-    return _call(runner, PNG_JOB, graph_json, rankdir, _budget(runner))
+    """The graph as PNG, laid out on demand in the worker (refused when its pixels would take too long)."""
+    return _call(runner, PNG_JOB, graph_json, rankdir, _budget(runner), runner.time_limit)
+
+
+def svg(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
+    """The graph as SVG, laid out on demand in the worker."""
+    return _call(runner, SVG_JOB, graph_json, rankdir, _budget(runner))
+
+
+def open_saved(runner: JobRunner, data: bytes, name: str, options: Options) -> Analysis | Failure:
+    """A saved graph (the bytes of an uploaded `.json`) read and described in the worker.
+
+    Files over `upload.MAX_UPLOAD_MB` are refused here, before they are sent anywhere; a file
+    that takes the worker past its time or memory limit is reported as too big for the page.
+    """
+    refusal = too_big(len(data), name)
+    if refusal is not None:
+        return Failure(refusal, kind="input")
+    found = _call(runner, SAVED_JOB, data, name, options)
+    if not isinstance(found, Failure) or found.kind not in _TOO_BIG:
+        return found
+    instead = f"open it as a file instead: `graphviz-app render {name} -o graph.html` makes a page any browser opens"
+    return Failure(_TOO_BIG[found.kind].format(name=name, limit=runner.time_limit, memory=MEMORY_LIMIT_BYTES / 2**30)
+                   + instead, kind=found.kind)
+
+
+# A saved graph that takes the worker past a limit: what to say (the runner's words are about programs).
+_TOO_BIG = {
+    "overtime": "reading {name} took longer than the {limit:g} s a job may run, with the machine to itself: "
+                "the graph is too big to show on the page; ",
+    "time": "reading {name} took longer than the {limit:g} s a job may run while other jobs ran: it may pass "
+            "at a quieter moment (upload it again); or ",
+    "memory": "reading {name} needed more than the {memory:g} GiB a job may use: the graph is too big to show "
+              "on the page; ",
+    "crash": "the worker reading {name} stopped (most often: out of memory): the graph is too big to show on "
+             "the page; ",
+}
 
 
 def dot(graph_json: str, rankdir: str) -> str:
@@ -100,12 +138,6 @@ def dot(graph_json: str, rankdir: str) -> str:
     for (it takes no torch and no layout; 0.2 s for 8,000 nodes, which every run would pay)."""
     graph = Graph.from_json(graph_json)
     return export(graph, "dot", rankdir=rankdir, color_by=default_coloring(graph)).decode()
-
-
-def draw(runner: JobRunner, graph_json: str, rankdir: str, expanded: tuple[str, ...], *,
-         depth: int | None = None, roll: bool = False) -> Drawn | Failure:
-    """The graph's view with the `expanded` module boxes opened, laid out in the worker."""
-    return _call(runner, DRAW_JOB, graph_json, rankdir, expanded, _budget(runner), depth, roll)
 
 
 def syntax_problem(program: str) -> Failure | None:

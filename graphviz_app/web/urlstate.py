@@ -13,6 +13,7 @@ __all__ = [
     "MAX_NODES_RANGE",
     "MODULE_DEPTH_RANGE",
     "MAX_URL_PROGRAM_CHARS",
+    "MAX_VIEW_CHARS",
     "SEED_PROGRAM",
     "Options",
     "CheckInput",
@@ -25,11 +26,14 @@ __all__ = [
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 RANKDIRS = ("TB", "LR", "BT", "RL")
-MAX_NODES_RANGE = (10, 20_000)  # the page draws at most 1,500 of them (web/view.py)
-MODULE_DEPTH_RANGE = (0, 20)  # 0: the page picks the level; N: modules deeper than N drawn as one box
+MAX_NODES_RANGE = (10, 20_000)  # nodes traced; the viewer shows any number of them
+MODULE_DEPTH_RANGE = (0, 20)  # 0: the viewer picks the level; N: modules deeper than N open as closed boxes
 # The page is fetched with the query in the request line; HTTP servers refuse
 # request lines past about 16 KiB, and URL-encoding can triple a program.
 MAX_URL_PROGRAM_CHARS = 4000
+# The viewer's fragment (open boxes, shown instances, selection, colouring): a few hundred
+# characters for a person's clicks; a longer one is not from the page.
+MAX_VIEW_CHARS = 4000
 
 SEED_PROGRAM = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()\n"
 
@@ -52,7 +56,7 @@ class Options:
     max_nodes: int = 1000
     show_gradients: bool = True
     module_depth: int = 0
-    roll: bool = False
+    roll: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +69,18 @@ class CheckInput:
 
 @dataclass(frozen=True, slots=True)
 class PageState:
-    """Everything a link carries: the program, the options, the gradient to check."""
+    """Everything a link carries: the program, the options, the gradient to check, the viewer's view.
+
+    `view` is the viewer's fragment (`open=0.3.7&inst=7:2&sel=n42&color=gradient`: boxes by
+    their numbers in the viewer's data); `expanded` module boxes opened by name (`?expand=`,
+    for links written by hand), applied when there is no `view`.
+    """
 
     program: str = SEED_PROGRAM
     options: Options = field(default_factory=Options)
     check: CheckInput = field(default_factory=CheckInput)
     expanded: tuple[str, ...] = ()  # module boxes opened in the graph (sorted)
+    view: str = ""
 
 
 def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[str]]:
@@ -112,7 +122,11 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
             "so the link left it out and the seed example is shown: ask for the program as a file"
         )
     expanded = _expanded(get.text("expand", ""))
-    return PageState(program=program, options=options, check=check, expanded=expanded), problems
+    view = get.text("view", "").strip().lstrip("#")
+    if len(view) > MAX_VIEW_CHARS:
+        problems.append(f"ignored ?view= ({len(view):,} characters): a view holds at most {MAX_VIEW_CHARS:,}")
+        view = ""
+    return PageState(program=program, options=options, check=check, expanded=expanded, view=view), problems
 
 
 def to_query(state: PageState) -> dict[str, str]:
@@ -120,7 +134,8 @@ def to_query(state: PageState) -> dict[str, str]:
 
     The program is left out when it is too long for a URL (see
     `MAX_URL_PROGRAM_CHARS`), and `program_chars` says so to whoever opens
-    the link; the check is left out when there is none.
+    the link; the check is left out when there is none. The viewer's `view` replaces
+    `expand` once there is one (it holds the boxes `expand` opened).
     """
     o = state.options
     query: dict[str, str] = {}
@@ -141,7 +156,9 @@ def to_query(state: PageState) -> dict[str, str]:
     )
     if state.check.expected:
         query.update(wrt=state.check.wrt, grad=state.check.expected)
-    if state.expanded:
+    if state.view:
+        query["view"] = state.view
+    elif state.expanded:
         query["expand"] = ",".join(state.expanded)
     return {key: _SURROGATE.sub("\ufffd", value) for key, value in query.items()}
 

@@ -1,4 +1,4 @@
-"""The page's two custom widgets: a live program editor and a zoomable graph viewer."""
+"""The page's two custom widgets: a live program editor and the interactive graph viewer."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from importlib import resources
 from typing import Any
 
 import streamlit as st
+
+from ..viewer.bundle import bundle_css, bundle_js
 
 __all__ = ["EditorEvent", "program_editor", "graph_viewer"]
 
@@ -21,14 +23,25 @@ class EditorEvent:
     run: bool
 
 
+def _static(name: str) -> str:
+    return (resources.files("graphviz_app.web") / "static" / name).read_text(encoding="utf-8")
+
+
 @cache
 def _component(name: str) -> Any:  # Streamlit's mount callable has no public type
-    files = resources.files("graphviz_app.web") / "static"
     return st.components.v2.component(
-        f"graphviz_app.{name}",
-        html=(files / f"{name}.html").read_text(encoding="utf-8"),
-        css=(files / f"{name}.css").read_text(encoding="utf-8"),
-        js=(files / f"{name}.js").read_text(encoding="utf-8"),
+        f"graphviz_app.{name}", html=_static(f"{name}.html"), css=_static(f"{name}.css"), js=_static(f"{name}.js"),
+    )
+
+
+@cache
+def _viewer() -> Any:
+    """The viewer's component: the bundle of `graphviz_app.viewer` and the page's glue, as one module."""
+    return st.components.v2.component(
+        "graphviz_app.viewer",
+        html=_static("viewer.html"),
+        css=bundle_css() + "\n" + _static("viewer.css"),
+        js=bundle_js() + "\n" + _static("viewer.js"),
     )
 
 
@@ -50,27 +63,21 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
     return EditorEvent(text=text, run=bool(getattr(result, "run", False)))
 
 
-def graph_viewer(svg: str, *, details: str = "{}", key: str = "graph") -> str | None:
-    """Show a Graphviz SVG: zoom, pan, an overview, search, and a details panel per node.
+def graph_viewer(payload: str, *, fragment: str = "", key: str = "graph") -> str | None:
+    """Show the interactive viewer (`graphviz_app.viewer`) on the viewer's data `payload`.
 
-    `details` is `graphviz_app.web.worker.details.details_json` of the drawn graph
-    (JSON text, parsed in the browser: the server never re-encodes it).
-    Returns the module name when a collapsed module box was clicked in this
-    run (the page opens it one level), else None.
+    The browser lays the graph out, opens and closes boxes, searches and shows details:
+    the page sends `payload` once per graph (an unchanged element is not sent again on a
+    rerun). `fragment` is the view to open on (the viewer's URL fragment, e.g.
+    `open=0.3&sel=n4`, or `expand=layers.0`), read when the graph is first shown.
 
-    The SVG is trusted: Graphviz writes it from the traced model and
-    escapes every label; the details are shown as text, never as HTML.
+    Returns the view the person has made (as a fragment) once they change it, else None.
+
+    Raises:
+        RenderError: the viewer's bundle is not built (the message says how to build it).
     """
-    digest = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
-    result = _component("viewer")(
-        key=key, data={"svg": _strip_prolog(svg), "key": digest, "details": details},
-        on_open_change=lambda: None,
-    )
-    opened = getattr(result, "open", None)
-    return opened if isinstance(opened, str) else None
-
-
-def _strip_prolog(svg: str) -> str:
-    """Drop the XML declaration and DOCTYPE that `dot` writes before `<svg`."""
-    start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg
+    digest = hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
+    result = _viewer()(key=key, data={"payload": payload, "key": digest, "fragment": fragment},
+                       on_view_change=lambda: None)
+    view = getattr(result, "view", None)
+    return view if isinstance(view, str) else None

@@ -98,6 +98,26 @@ def test_the_fragment_reproduces_a_view(page, browser, model_html: Path) -> None
         other.close()
 
 
+def test_a_fragment_can_name_module_boxes_to_open(page, model_html: Path) -> None:  # noqa: ANN001
+    """`#expand=` (what the web page's `?expand=` links become): boxes by name, with the boxes around them."""
+    open_viewer(page, model_html, "#open=0&expand=blocks.2.act,no.such.module")
+    assert page.locator("[data-module='blocks.2.act'].gv-open").count() == 1
+    assert page.locator("[data-node='n2']").is_visible()  # its op, inside blocks > blocks.0–2 > blocks.2
+    assert page.locator("[data-module='head'].gv-closed").count() == 1  # the rest stays as it was
+    assert page.errors == []
+
+
+def test_the_op_where_nan_first_appears_is_marked(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    path = save(replace(module_graph(1), nonfinite_origin="n1"), tmp_path / "nan.html")
+    open_viewer(page, path, "#open=0.1&sel=n1")
+    node = page.locator("[data-node='n1']")
+    assert "gv-origin" in (node.get_attribute("class") or "")
+    assert "NaN/Inf origin" in node.text_content()
+    assert "NaN/Inf origin" in page.get_by_test_id("viewer-details").inner_text()
+
+
 def test_hostile_names_show_as_text_and_run_nothing(page, tmp_path: Path) -> None:  # noqa: ANN001
     path = save(module_graph(4, hostile=True), tmp_path / "hostile.html")
     text = path.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 import pytest
-from web_support import new_app, page_text, shown, shown_svg, type_program
+from web_support import new_app, page_text, shown, shown_names, shown_payload, type_program
 
 from graphviz_app.web.gallery import EXAMPLES, example
 from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options, PageState, share_query
@@ -14,8 +14,8 @@ SEED_GRAD = "[1.3333, 2.0000, 2.6667]"
 
 
 def grads(at) -> dict[str, str]:  # noqa: ANN001
-    """The gradients table: tensor name -> values."""
-    tables = [t.value for t in at.table if "tensor" in t.value.columns]
+    """The gradients table (a scrolling one when long): tensor name -> values."""
+    tables = [t.value for t in [*at.table, *at.dataframe] if "tensor" in t.value.columns]
     rows = {r["tensor"]: r["values"] for t in tables for _, r in t.iterrows()}
     return {k: v for k, v in rows.items() if k.endswith(".grad")}
 
@@ -29,7 +29,7 @@ def test_the_page_opens_on_the_seed_example_with_its_graph_and_gradient(seed_pag
     at = seed_page
     assert not at.exception
     assert not at.error
-    assert "MeanBackward0" in shown_svg(at)
+    assert {"MeanBackward0", "PowBackward0", "AddBackward0"} <= shown_names(at)  # the viewer has the graph
     assert grads(at) == {"x.grad": SEED_GRAD}
     summary = "7 nodes, 6 edges, activations held 12 B, parameters referenced 12 B, devices: cpu"
     assert any(c.startswith(summary) for c in shown(at, "caption"))
@@ -41,7 +41,7 @@ def test_the_address_bar_holds_the_program_and_options(seed_page) -> None:  # no
     assert query["program"] == [SEED_PROGRAM] or query["program"] == SEED_PROGRAM
     assert {k: (v[0] if isinstance(v, list) else v) for k, v in query.items() if k != "program"} == {
         "device": "cpu", "dtype": "float32", "saved": "1", "attrs": "1", "rankdir": "TB", "max_nodes": "1000",
-        "gradients": "1", "depth": "0", "roll": "0",
+        "gradients": "1", "depth": "0", "roll": "1",
     }
 
 
@@ -62,8 +62,9 @@ def test_every_gallery_example_renders_with_one_click(ex) -> None:  # noqa: ANN0
     at.button(key=f"example-{ex.key}").click().run()
     assert not at.exception
     assert not at.error, shown(at, "error")
-    svg = shown_svg(at)
-    assert svg is not None and "<svg" in svg
+    data = shown_payload(at)
+    assert data is not None and data["format"] == "graphviz-app-viewer"
+    assert len(data["graph"]["nodes"]["kind"]) > 2
     assert f"{ex.wrt}.grad" in grads(at)
     assert at.session_state["submitted"] == ex.program
     assert ex.blurb in page_text(at)
@@ -81,7 +82,7 @@ def test_a_syntax_error_shows_while_typing_then_after_run_and_the_page_recovers(
     assert len(errors) == 1, errors  # said once, under the editor, not again in the graph pane
     assert "Will not run" in errors[0] and "syntax error" in errors[0]
     assert any("fix the problem shown under the editor" in c for c in shown(at, "caption"))
-    assert shown_svg(at) is None
+    assert shown_payload(at) is None  # no graph, no viewer
     type_program(at, "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()")
     at.button(key="run").click().run()
     assert not at.error
@@ -144,11 +145,12 @@ def test_a_link_reproduces_the_graph_options_and_check() -> None:
     at = new_app(dict(parse_qsl(share_query(state))))
     assert not at.exception and not at.error
     top_to_bottom = new_app({"program": state.program, "saved": "0", "dtype": "float64"})
-    assert shown_svg(at) != shown_svg(top_to_bottom)  # the layout direction reached the drawing
+    assert shown_payload(at)["options"]["rankdir"] == "LR"  # the layout direction reached the viewer
+    assert shown_payload(top_to_bottom)["options"]["rankdir"] == "TB"
     assert at.sidebar.selectbox(key="opt_rankdir").value == "LR"
     assert at.sidebar.checkbox(key="opt_saved").value is False
     assert at.sidebar.selectbox(key="opt_dtype").value == "float64"
-    assert "MmBackward0" in shown_svg(at)
+    assert "MmBackward0" in shown_names(at)
     assert grads(at) == {"w.grad": "[[4.0000, 4.0000], [4.0000, 4.0000]]"}
     assert any("is right" in s for s in shown(at, "success"))
 

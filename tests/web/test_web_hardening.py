@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from web_support import new_app, shown, type_program
 
-from graphviz_app.web.results import Analysis, Failure, TensorValue
+from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import MAX_URL_PROGRAM_CHARS
 
 
@@ -88,31 +88,6 @@ def test_a_program_too_long_for_a_link_says_so_and_stays_on_the_page() -> None:
     assert "program" not in query and query["program_chars"] == str(len(program))
     opened = new_app(query)  # whoever opens that link learns why they see the seed
     assert any("too long for a link" in w and "seed example is shown" in w for w in shown(opened, "warning"))
-
-
-def fake_analysis(width_pt: int, height_pt: int, nodes: int) -> Analysis:
-    svg = f'<svg width="{width_pt}pt" height="{height_pt}pt" viewBox="0 0 10 10"><g/></svg>'
-    value = TensorValue("output", "()", "float32", "cpu", "1.0000")
-    return Analysis(summary=f"{nodes} nodes", svg=svg, graph_json="{}", node_count=nodes,
-                    outputs=(value,), grads=(), leaves=(), notes=(), seconds=0.1)
-
-
-@pytest.mark.parametrize(
-    ("size", "png_offered", "words"),
-    [
-        ((30000, 60000), False, "No PNG for this graph: 1,503 nodes"),
-        ((700, 26000), True, "The PNG is shrunk to 95% of full size"),
-    ],
-)
-def test_a_big_graph_says_why_there_is_no_png_or_that_it_is_shrunk(
-    monkeypatch: pytest.MonkeyPatch, size: tuple[int, int], png_offered: bool, words: str
-) -> None:
-    from graphviz_app.web import service
-
-    monkeypatch.setattr(service, "analyze", lambda runner, program, options: fake_analysis(*size, 1503))
-    at = new_app({"program": f"p = torch.ones(2, requires_grad=True)\np.sum()  # png probe {size}"})
-    assert ("PNG" in [b.label for b in at.download_button]) is png_offered
-    assert any(words in c for c in shown(at, "caption")), shown(at, "caption")
 
 
 def test_a_link_naming_no_such_variable_to_check_says_so() -> None:

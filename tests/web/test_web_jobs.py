@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from web_support import decode_viewer
 
 from graphviz_app.model import Graph
 from graphviz_app.web import present, service
 from graphviz_app.web.gallery import EXAMPLES, example
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import SEED_PROGRAM, Options
-from graphviz_app.web.worker.jobs import analysis_job, check_job, png_job
+from graphviz_app.web.worker.jobs import analysis_job, check_job
+from graphviz_app.web.worker.pictures import png_job, svg_job
 
 TOL = (1e-6, 1e-5, 1e-3)
 
@@ -19,7 +21,9 @@ def test_the_seed_program_gives_the_hand_derived_gradient() -> None:
     assert isinstance(result, Analysis)
     assert [(g.name, g.text) for g in result.grads] == [("x.grad", "[1.3333, 2.0000, 2.6667]")]
     assert result.outputs[0].text == "12.6667"
-    assert "MeanBackward0" in result.svg and result.svg.lstrip().startswith("<?xml")
+    assert "MeanBackward0" in decode_viewer(result.viewer)["graph"]["strings"]  # what the browser draws
+    svg = svg_job(result.graph_json, "TB")  # the SVG download, laid out when asked for
+    assert isinstance(svg, bytes) and svg.lstrip().startswith(b"<?xml") and b"MeanBackward0" in svg
     assert "MeanBackward0" in service.dot(result.graph_json, "TB")
     assert result.summary.startswith("7 nodes, 6 edges")
     assert Graph.from_json(result.graph_json).summary().nodes == result.node_count == 7
@@ -46,7 +50,8 @@ def test_dtype_and_device_options_are_the_constructors_defaults() -> None:
 def test_every_gallery_example_draws_a_graph(ex) -> None:  # noqa: ANN001
     result = analysis_job(ex.program, Options())
     assert isinstance(result, Analysis), str(result)
-    assert "<svg" in result.svg and result.node_count > 2
+    data = decode_viewer(result.viewer)
+    assert len(data["graph"]["nodes"]["kind"]) == result.node_count > 2
     assert ex.wrt in result.leaves
 
 
@@ -87,6 +92,23 @@ def test_a_leaf_the_output_ignores_has_no_gradient() -> None:
     grads = {g.name: g.text for g in result.grads}
     assert grads["x.grad"] == "[3.0000, 3.0000]"
     assert grads["unused.grad"].startswith("None")
+
+
+TYPED_CNN = """torch.manual_seed(0)
+net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+head = nn.Linear(4, 2)
+x = torch.randn(1, 3, 6, 6)
+head(net(x).mean((2, 3))).sum()"""
+
+
+def test_module_parameters_have_their_gradients_listed_by_name() -> None:
+    result = analysis_job(TYPED_CNN, Options())
+    assert isinstance(result, Analysis), str(result)
+    grads = {g.name: g for g in result.grads}
+    assert list(grads) == ["net.0.weight.grad", "net.0.bias.grad", "head.weight.grad", "head.bias.grad"]
+    assert grads["net.0.weight.grad"].shape == "(4, 3, 3, 3)"
+    assert grads["head.bias.grad"].text == "[1.0000, 1.0000]"  # d(sum)/d(bias) is one per output
+    assert result.leaves == ()  # the checker takes named tensors only
 
 
 def test_png_download_is_a_png_of_the_same_graph() -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from web_support import new_app, shown, shown_svg
+from web_support import box_labels, decode_viewer, new_app, opened_modules, shown, shown_payload
 
 from graphviz_app.web.gallery import example
 from graphviz_app.web.results import Analysis
 from graphviz_app.web.urlstate import Options, PageState, from_query, to_query
 from graphviz_app.web.worker.jobs import analysis_job
+
+ROLLED = "enc.layers.0–5: TransformerEncoderLayer ×6"
 
 
 def module_table(at) -> dict[str, dict[str, str]]:  # noqa: ANN001
@@ -18,30 +20,42 @@ def module_table(at) -> dict[str, dict[str, str]]:  # noqa: ANN001
 
 
 # The link ----------------------------------------------------------------------
+def test_roll_is_on_by_default_and_a_link_turns_it_off() -> None:
+    assert Options().roll is True
+    state, problems = from_query({"roll": "0"})
+    assert state.options.roll is False and problems == []
+
+
 def test_module_depth_and_roll_travel_in_the_link() -> None:
-    state = PageState(options=Options(module_depth=3, roll=True))
+    state = PageState(options=Options(module_depth=3, roll=False))
     query = to_query(state)
-    assert (query["depth"], query["roll"]) == ("3", "1")
+    assert (query["depth"], query["roll"]) == ("3", "0")
     back, problems = from_query(query)
     assert back.options == state.options and problems == []
 
 
 @pytest.mark.parametrize(("raw", "problem"), [("-1", "from 0 to 20"), ("deep", "from 0 to 20"), ("99", "from 0 to 20")])
-def test_a_bad_depth_in_a_link_is_reported_and_every_module_stays_open(raw: str, problem: str) -> None:
+def test_a_bad_depth_in_a_link_is_reported_and_the_viewer_picks_the_level(raw: str, problem: str) -> None:
     state, problems = from_query({"depth": raw})
     assert state.options.module_depth == 0
     assert problems == [f"ignored ?depth={raw}: expected a whole number {problem}"]
 
 
 # The worker's result -----------------------------------------------------------
-def test_depth_and_roll_fold_the_six_encoder_layers_into_one_box() -> None:
+def test_roll_folds_the_six_encoder_layers_into_one_box_and_depth_picks_the_opening() -> None:
     program = example("transformer").program
-    flat = analysis_job(program, Options())
-    rolled = analysis_job(program, Options(module_depth=3, roll=True))
+    rolled = analysis_job(program, Options(module_depth=3))
+    flat = analysis_job(program, Options(roll=False))
     assert isinstance(flat, Analysis) and isinstance(rolled, Analysis)
-    assert rolled.drawn.depth == 3 and rolled.drawn.drawn_nodes < rolled.node_count / 10
-    assert "enc.layers.0–5: TransformerEncoderLayer ×6" in rolled.svg
-    assert "×6" not in flat.svg
+    rolled_data, flat_data = decode_viewer(rolled.viewer), decode_viewer(flat.viewer)
+    assert ROLLED in rolled_data["tree"]["label"]
+    assert not any("×6" in label for label in flat_data["tree"]["label"])
+    # Depth 3: enc and enc.layers open, each layer a closed box (rolled into the one ×6 box).
+    assert opened_modules(rolled_data) == {"", "enc", "enc.layers"}
+    roll_box = rolled_data["tree"]["label"].index(ROLLED)
+    assert roll_box not in rolled_data["open"]
+    # The whole graph goes to the viewer however it opens: no layout budget, nothing left out.
+    assert len(rolled_data["graph"]["nodes"]["kind"]) == rolled.node_count == flat.node_count
     assert flat.modules == rolled.modules  # the table describes the model, however it is drawn
 
 
@@ -56,48 +70,53 @@ def test_the_module_rows_count_ops_saved_bytes_and_params_per_module() -> None:
 
 
 def test_a_program_without_modules_has_no_module_rows() -> None:
-    result = analysis_job("x = torch.arange(3., requires_grad=True)\n(x * 2).sum()", Options(module_depth=1, roll=True))
+    result = analysis_job("x = torch.arange(3., requires_grad=True)\n(x * 2).sum()", Options(module_depth=1))
     assert isinstance(result, Analysis) and result.modules == ()
-    assert "MulBackward0" in result.svg
+    data = decode_viewer(result.viewer)
+    assert data["tree"]["kind"] == ["root"] and data["open"] == [0]
+    assert "MulBackward0" in data["graph"]["strings"]
 
 
 # The page (AppTest) --------------------------------------------------------------
-def test_the_sidebar_depth_and_roll_redraw_the_graph_and_the_table_stays() -> None:
+def test_the_sidebar_depth_and_roll_reach_the_viewer_and_the_table_stays() -> None:
     at = new_app({"program": example("transformer").program})
     assert not at.exception and not at.error
     table = module_table(at)
     assert table["enc.layers.0"]["type"] == "TransformerEncoderLayer"
     assert table["enc"]["params"] == "51,264"
-    assert "×6" not in shown_svg(at)
+    assert ROLLED in box_labels(at)  # rolled by default
+    at.sidebar.checkbox(key="opt_roll").uncheck()
     at.sidebar.number_input(key="opt_depth").set_value(3)
-    at.sidebar.checkbox(key="opt_roll").check()
     at.run()
     assert not at.exception and not at.error
-    assert "enc.layers.0–5: TransformerEncoderLayer ×6" in shown_svg(at)
+    assert not any("×6" in label for label in box_labels(at))
+    assert opened_modules(shown_payload(at)) == {"", "enc", "enc.layers"}
     assert module_table(at) == table
     query = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
-    assert (query["depth"], query["roll"]) == ("3", "1")
+    assert (query["depth"], query["roll"]) == ("3", "0")
 
 
-def test_a_link_with_depth_and_roll_opens_with_them_set() -> None:
-    at = new_app({"program": example("transformer").program, "depth": "1", "roll": "1"})
+def test_a_link_with_depth_opens_on_the_boxes_of_that_level() -> None:
+    at = new_app({"program": example("transformer").program, "depth": "1"})
     assert not at.exception and not at.error
     assert at.sidebar.number_input(key="opt_depth").value == 1
     assert at.sidebar.checkbox(key="opt_roll").value is True
-    assert "enc: TransformerEncoder" in shown_svg(at)
+    assert opened_modules(shown_payload(at)) == {""}  # enc: TransformerEncoder, one closed box
+    assert "enc: TransformerEncoder" in box_labels(at)
+
+
+def test_the_gradients_panel_lists_module_parameters_by_name() -> None:
+    program = ("torch.manual_seed(0)\nnet = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())\nhead = nn.Linear(4, 2)\n"
+               "x = torch.randn(1, 3, 6, 6)\nhead(net(x).mean((2, 3))).sum()")
+    at = new_app({"program": program})
+    assert not at.exception and not at.error
+    tables = [t.value for t in at.table if "tensor" in t.value.columns]
+    names = [r["tensor"] for t in tables for _, r in t.iterrows()]
+    assert {"net.0.weight.grad", "net.0.bias.grad", "head.weight.grad", "head.bias.grad"} <= set(names)
+    assert not any("No named leaf tensor" in c for c in shown(at, "caption"))
 
 
 def test_the_seed_page_shows_no_module_table() -> None:
     at = new_app()
     assert module_table(at) == {}
     assert not any("Modules" in m for m in shown(at, "markdown"))
-
-
-def test_a_box_opened_on_click_keeps_the_sidebar_depth_and_roll() -> None:
-    from graphviz_app.web.worker.drawing import draw_job
-
-    result = analysis_job(example("transformer").program, Options(module_depth=1))
-    assert isinstance(result, Analysis) and result.drawn.depth == 1
-    opened = draw_job(result.graph_json, "TB", ("enc",), 60.0, 1, False)
-    assert opened.depth == 1 and opened.expanded == ("enc",)
-    assert "enc.layers: ModuleList" in opened.svg

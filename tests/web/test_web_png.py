@@ -1,4 +1,4 @@
-"""Big PNGs: the page says when there is no PNG or when it is shrunk, and the CLI warns of the shrinking."""
+"""Big PNGs: the PNG job says when there is no PNG and why, and the CLI warns of the shrinking."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from graphviz_app.drawing.layout import lay_out
-from graphviz_app.web.pngplan import MAX_BITMAP_SIDE, PngPlan, png_note, png_plan, png_refusal
+from graphviz_app.web.pngplan import MAX_BITMAP_SIDE, PngPlan, png_plan, png_refusal
 
 
 def test_the_png_size_is_read_from_the_svg_and_capped_as_graphviz_caps_it() -> None:
@@ -26,12 +26,6 @@ def test_a_picture_of_hundreds_of_megapixels_is_refused_with_what_to_do() -> Non
     assert png_refusal(png_plan('<svg width="700pt" height="900pt">'), node_count=9, time_limit=15) is None
 
 
-def test_a_shrunk_png_is_named_with_its_factor_and_a_full_size_one_is_not() -> None:
-    assert png_note(png_plan('<svg width="750pt" height="49151pt">')).startswith(
-        "The PNG is shrunk to 50% of full size (500 × 32,767 pixels)")
-    assert png_note(png_plan('<svg width="750pt" height="900pt">')) is None
-
-
 @pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot on PATH")
 def test_dot_shrinking_a_tall_png_is_a_warning_not_silence() -> None:
     chain = "digraph { " + " -> ".join(f"n{i}" for i in range(420)) + " }"
@@ -40,15 +34,52 @@ def test_dot_shrinking_a_tall_png_is_a_warning_not_silence() -> None:
     assert png.startswith(b"\x89PNG")
 
 
-def test_a_png_past_its_time_budget_blames_the_pixels_not_the_layout_and_says_what_to_do() -> None:
-    from graphviz_app.web.results import Analysis, Failure
+def seed_graph_json() -> str:
+    from graphviz_app.web.results import Analysis
     from graphviz_app.web.urlstate import SEED_PROGRAM, Options
-    from graphviz_app.web.worker.jobs import analysis_job, png_job
+    from graphviz_app.web.worker.jobs import analysis_job
 
     result = analysis_job(SEED_PROGRAM, Options())
     assert isinstance(result, Analysis)
-    found = png_job(result.graph_json, "TB", time_budget=0.0001)
+    return result.graph_json
+
+
+def test_a_png_of_hundreds_of_megapixels_is_refused_by_its_job_before_any_pixel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from graphviz_app.web.results import Failure
+    from graphviz_app.web.worker import pictures
+
+    rastered: list[str] = []
+    real = pictures._export
+    monkeypatch.setattr(pictures, "png_plan", lambda svg: PngPlan(32767, 24000, 0.6))  # as a 1,500-node graph's
+    monkeypatch.setattr(pictures, "_export", lambda g, fmt, *a: rastered.append(fmt) or real(g, fmt, *a))
+    found = pictures.png_job(seed_graph_json(), "TB", 10.0, 15.0)
     assert isinstance(found, Failure) and found.kind == "render"
-    assert found.message.startswith("drawing the PNG of 7 nodes took over 0.0001 s and was stopped")
+    assert found.message.startswith("No PNG for this graph: 7 nodes make a 32,767 × 24,000 pixel picture")
+    assert "than the 15 s a job may run" in found.message and "Download the SVG instead" in found.message
+    assert rastered == ["svg"]  # laid out to measure it, never rasterised
+
+
+def test_a_png_past_its_time_budget_blames_the_pixels_not_the_layout_and_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    from graphviz_app.errors import RenderError
+    from graphviz_app.web.results import Failure
+    from graphviz_app.web.worker import pictures
+
+    real = pictures._export
+
+    def slow_pixels(graph, fmt, rankdir, timeout):  # noqa: ANN001, ANN202 - as cairo past its deadline
+        if fmt == "png":
+            raise RenderError("laying out took too long") from subprocess.TimeoutExpired("dot", timeout)
+        return real(graph, fmt, rankdir, timeout)
+
+    monkeypatch.setattr(pictures, "_export", slow_pixels)
+    found = pictures.png_job(seed_graph_json(), "TB", time_budget=5.0)
+    assert isinstance(found, Failure) and found.kind == "render"
+    assert found.message.startswith("drawing the PNG of 7 nodes took over 5 s and was stopped")
     assert "turning it into pixels is what takes long" in found.message
     assert "Download the SVG" in found.message and "lower the node limit" in found.message

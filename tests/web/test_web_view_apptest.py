@@ -1,8 +1,10 @@
-"""The page's layout budget under Streamlit's AppTest: a big program shows part of its graph and says so."""
+"""The page and its viewer under AppTest: big graphs go whole to the browser; the view lives in the link."""
 
 from __future__ import annotations
 
-from web_support import new_app, page_text, shown_svg
+from web_support import new_app, page_text, report_view, shown_payload, type_program, viewer_element
+
+from graphviz_app.web.gallery import example
 
 # 1,000 iterations of 10 ops: 10,000 ops (15,000 nodes with saved tensors), all traced at the node limit 20,000.
 TEN_THOUSAND_OPS = (
@@ -13,50 +15,40 @@ TEN_THOUSAND_OPS = (
 )
 
 
-def test_a_10000_op_program_shows_the_part_nearest_the_output_with_a_note_not_a_timeout() -> None:
+def query(at) -> dict[str, str]:  # noqa: ANN001
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+
+
+def test_a_10000_op_program_sends_the_whole_graph_folded_not_a_part_or_a_timeout() -> None:
     at = new_app({"program": TEN_THOUSAND_OPS, "max_nodes": "20000"})
     assert not at.exception
-    assert not at.error  # no "took over N s" layout timeout
-    text = page_text(at)
-    assert "Showing the 1,500 nodes nearest the output of 15,003: 13,503 farther back are hidden" in text
-    assert "lower the node limit" in text
-    svg = shown_svg(at)
-    assert svg is not None and svg.count('class="node"') <= 1501  # the drawn part, and the legend
-    assert "SumBackward0" in svg  # the output end is the part shown
+    assert not at.error  # no layout time-out: the server lays nothing out
+    assert "nearest the output" not in page_text(at)  # nothing is left out
+    data = shown_payload(at)
+    assert len(data["graph"]["nodes"]["kind"]) == 15_003
+    folds = [label for label, kind in zip(data["tree"]["label"], data["tree"]["kind"], strict=True) if kind == "fold"]
+    assert any("×" in label for label in folds)  # the loop opens as a folded run, not 15,000 nodes
 
 
-def test_a_module_box_opened_by_link_shows_its_ops_and_its_close_button_closes_it(monkeypatch) -> None:  # noqa: ANN001
-    """The page's module path with a made graph and the real collapse.
+def test_a_link_with_expand_opens_those_boxes_and_the_viewers_view_replaces_it() -> None:
+    program = example("transformer").program
+    at = new_app({"program": program, "expand": "enc.layers.2.self_attn"})
+    assert not at.exception and not at.error
+    assert viewer_element(at)["fragment"] == "expand=enc.layers.2.self_attn"  # the viewer opens it and its path
+    assert query(at)["expand"] == "enc.layers.2.self_attn"
+    report_view(at, "open=0.1.2&inst=3:2")  # the person opened and closed boxes in the browser
+    at.run()
+    assert query(at)["view"] == "open=0.1.2&inst=3:2" and "expand" not in query(at)
+    assert viewer_element(at)["fragment"] == "expand=enc.layers.2.self_attn"  # the element was not sent again
+    link = new_app(query(at))  # whoever opens the link sees that view
+    assert viewer_element(link)["fragment"] == "open=0.1.2&inst=3:2"
 
-    tests/web/test_web_viewer.py clicks a real one.
-    """
-    from dataclasses import replace
 
-    from test_web_view import layered_chain
-
-    from graphviz_app.web import service
-    from graphviz_app.web.worker import drawing
-
-    graph = layered_chain(6)  # 481 nodes; 12 leaf modules of 40 ops each
-    real = service.analyze
-
-    def with_modules(runner, program, options):  # noqa: ANN001, ANN202
-        found = real(runner, program, options)
-        return replace(found, graph_json=graph.to_json(), drawn=drawing.draw(graph, rankdir=options.rankdir))
-
-    def draw_here(runner, graph_json, rankdir, expanded, **view):  # noqa: ANN001, ANN003, ANN202
-        return drawing.draw(graph, rankdir=rankdir, expanded=frozenset(expanded), **view)
-
-    monkeypatch.setattr(service, "analyze", with_modules)
-    monkeypatch.setattr(service, "draw", draw_here)
-    program = "m = torch.ones(2, requires_grad=True)\n(m * 3).sum()  # module path probe"
-    closed = new_app({"program": program})
-    assert "Module view, level 2: click a 3-D box to open it." in page_text(closed)
-    assert shown_svg(closed).count('class="node"') == 13 + 1  # 12 boxes, the output, the legend
-    opened = new_app({"program": program, "expand": "layers.2.attn"})
-    assert not opened.exception and not opened.error
-    assert shown_svg(opened).count('class="node"') == 13 - 1 + 40 + 1
-    assert dict(opened.query_params)["expand"] in ("layers.2.attn", ["layers.2.attn"])
-    opened.button(key="close-layers.2.attn").click().run()
-    assert shown_svg(opened).count('class="node"') == 13 + 1
-    assert "expand" not in dict(opened.query_params)
+def test_a_new_program_opens_afresh_and_its_link_has_no_view() -> None:
+    at = new_app({"program": example("transformer").program, "view": "open=0.1"})
+    assert viewer_element(at)["fragment"] == "open=0.1"
+    type_program(at, "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()")
+    at.button(key="run").click().run()
+    assert not at.exception and not at.error
+    assert viewer_element(at)["fragment"] == ""
+    assert "view" not in query(at)

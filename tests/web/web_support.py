@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import re
@@ -41,10 +43,53 @@ def components(at, name: str) -> list:  # noqa: ANN001
     return [e for e in at.get("bidi_component") if e.proto.component_name == f"graphviz_app.{name}"]
 
 
-def shown_svg(at) -> str | None:  # noqa: ANN001
-    """The SVG the graph viewer shows, or None when there is no graph."""
+def viewer_element(at) -> dict | None:  # noqa: ANN001
+    """What the page sends the graph viewer (payload, key, fragment), or None when there is no graph."""
     viewers = components(at, "viewer")
-    return json.loads(viewers[0].proto.json)["svg"] if viewers else None
+    return json.loads(viewers[0].proto.json) if viewers else None
+
+
+def decode_viewer(text: str) -> dict:
+    """The viewer's data (`Analysis.viewer`: base64 of gzipped JSON) as a dict."""
+    return json.loads(gzip.decompress(base64.b64decode(text)))
+
+
+def shown_payload(at) -> dict | None:  # noqa: ANN001
+    """The viewer's data the page sends (graphviz_app.viewer's payload, decoded), or None when there is no graph."""
+    element = viewer_element(at)
+    return None if element is None else decode_viewer(element["payload"])
+
+
+def opened_modules(data: dict) -> set[str]:
+    """The modules whose boxes the viewer opens on (the root as "")."""
+    tree = data["tree"]
+    return {tree["module"][g] for g in data["open"] if tree["kind"][g] in ("root", "module")}
+
+
+def report_view(at, view: str) -> None:  # noqa: ANN001
+    """As the viewer in the browser does when a person opens a box: its view goes to the page."""
+    key = components(at, "viewer")[0].key
+    at.session_state[key] = {"view": view}
+
+
+def shown_graph(at):  # noqa: ANN001, ANN201
+    """The graph the viewer shows (a `Graph`), or None when there is no graph."""
+    from graphviz_app.model import Graph
+
+    data = shown_payload(at)
+    return None if data is None else Graph.from_dict(data["graph"])
+
+
+def shown_names(at) -> set[str]:  # noqa: ANN001
+    """The names of the nodes in the graph the viewer shows (empty when there is none)."""
+    graph = shown_graph(at)
+    return set() if graph is None else {n.name for n in graph.nodes}
+
+
+def box_labels(at) -> list[str]:  # noqa: ANN001
+    """The labels of the viewer's boxes (modules, rolls, folds, parts) for the graph shown."""
+    data = shown_payload(at)
+    return [] if data is None else list(data["tree"]["label"])
 
 
 def type_program(at, text: str) -> None:  # noqa: ANN001

@@ -45,6 +45,7 @@ export function nodeRows(graph, tree, i, savedOf) {
   if (r !== null && r !== undefined) rows.push(["recency", String(r)]);
   const g = graph.grad(i);
   if (g) rows.push(...gradRows(g));
+  if (i === graph.origin()) rows.push(["NaN/Inf origin", "the first op in backward whose gradient is NaN or Inf"]);
   return rows;
 }
 

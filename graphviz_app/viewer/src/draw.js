@@ -33,7 +33,8 @@ export function drawScene(layer, ctx) {
 
 function drawNode(parent, i, b, { graph, scene, paint }) {
   const kind = graph.kind(i);
-  const g = el("g", { class: `gv-node gv-${kind}`, "data-node": graph.id(i), transform: `translate(${b.x},${b.y})` }, parent);
+  const origin = i === graph.origin() ? " gv-origin" : "";
+  const g = el("g", { class: `gv-node gv-${kind}${origin}`, "data-node": graph.id(i), transform: `translate(${b.x},${b.y})` }, parent);
   const shape = kind === "saved" ?
     el("path", { d: `M0,0H${b.w - 8}L${b.w},8V${b.h}H0Z` }, g) :
     el("rect", { width: b.w, height: b.h, rx: kind === "op" ? 8 : 2 }, g);

@@ -1,7 +1,9 @@
 // The view in the URL fragment: open boxes, shown instances, the selected node, the colouring.
 // #open=0.3.7&inst=7:2&sel=n42&color=gradient  (boxes by their numbers in the graph data)
+// #expand=layers.3,head  (module boxes by name, opened with the boxes around them: for links written by hand)
+export const MAX_EXPAND = 200;
 export function readFragment(hash, tree, graph, overlayKeys) {
-  const view = { open: null, inst: new Map(), sel: null, color: null, query: null };
+  const view = { open: null, inst: new Map(), sel: null, color: null, query: null, expand: [] };
   const params = new URLSearchParams((hash || "").replace(/^#/, ""));
   const G = tree.parent.length;
   const group = (s) => (/^\d+$/.test(s) && +s < G ? +s : null);
@@ -14,6 +16,12 @@ export function readFragment(hash, tree, graph, overlayKeys) {
   if (sel && graph.indexOf(sel) >= 0) view.sel = graph.indexOf(sel);
   const color = params.get("color");
   if (color && (color === "kind" || overlayKeys.includes(color))) view.color = color;
+  const byName = new Map();
+  for (let g = 0; g < G; g++) if (tree.kind[g] === "module" && tree.module[g]) byName.set(tree.module[g], g);
+  for (const name of (params.get("expand") || "").split(",").slice(0, MAX_EXPAND)) {
+    const g = byName.get(name.trim());
+    if (g !== undefined) view.expand.push(g);
+  }
   const q = params.get("q");
   if (q) view.query = q.slice(0, 200);
   return view;

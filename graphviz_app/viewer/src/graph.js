@@ -57,6 +57,11 @@ export class GraphData {
     return { numel: c.numel[k], norm: c.norm[k], maxAbs: c.max_abs[k], meanAbs: c.mean_abs[k], nan: c.nan[k],
              inf: c.inf[k], zeroFraction: c.zero_fraction[k], values: c.values[k] };
   }
+  // The op where NaN/Inf first appears in backward, or -1.
+  origin() {
+    const o = this.g.nonfinite_origin;
+    return Number.isInteger(o) && o >= 0 && o < this.n ? o : -1;
+  }
   edgeKind(e) { return EDGE_KINDS[this.g.edges.kind[e]] || "data"; }
   outputs() {
     const found = [];

@@ -26,6 +26,7 @@ export function nodeLines(graph, i) {
   const lines = [clip(kind === "output" && t && t.name ? t.name : graph.name(i))];
   if (t && kind !== "op") lines.push(graph.shapeText(i) + " " + (t.dtype || ""));
   else if (t) lines.push(graph.shapeText(i));
+  if (i === graph.origin()) lines.push("⚠ NaN/Inf origin");
   return lines;
 }
 

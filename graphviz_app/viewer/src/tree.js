@@ -137,6 +137,14 @@ export class Tree {
     const own = path[path.length - 1];
     if (this.kind[own] === "fold" && this.nodeInstance[i] >= 0) this.selected.set(own, this.nodeInstance[i]);
   }
+  // Open box g and every box around it, showing the instances it is in.
+  revealGroup(g) {
+    const path = this.groupPath(g);
+    for (let k = 0; k < path.length; k++) {
+      this.open.add(path[k]);
+      if (k + 1 < path.length && this.kind[path[k]] === "roll") this.selected.set(path[k], this.instance[path[k + 1]]);
+    }
+  }
   toggle(g) {
     if (g === 0) return;
     if (this.open.has(g)) {

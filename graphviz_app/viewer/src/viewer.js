@@ -58,6 +58,7 @@ export class Viewer {
     const open = frag.open || this.data.open || [0];
     for (const g of open) if (g >= 0 && g < t.parent.length) t.open.add(g);
     for (const [g, k] of frag.inst) t.selected.set(g, k);
+    for (const g of frag.expand) t.revealGroup(g);
     if (frag.color) this._colour(frag.color, false);
     const title = this.data.title ? `${this.data.title}: ` : "";
     this.ui.status.textContent = `${title}${this.graph.n.toLocaleString()} nodes, ${this.graph.m.toLocaleString()} edges` +

@@ -11,6 +11,10 @@ export default function (component) {
   }
   area.dataset.ready = "1";
   area.value = (data && data.value) || "";
+  // A new text starts at its beginning: caret and scroll home, not where the last one ended.
+  area.setSelectionRange(0, 0);
+  area.scrollTop = 0;
+  area.scrollLeft = 0;
   const fit = () => {
     area.rows = Math.min(30, Math.max(5, area.value.split("\n").length + 1));
   };

@@ -8,7 +8,6 @@ no tensor ever leaves the worker. The server names them with `JobRef`s
 
 from __future__ import annotations
 
-import subprocess
 import time
 from typing import Any
 
@@ -17,18 +16,15 @@ import torch
 
 from gradcheck import GradcheckError, check
 
-from ...drawing.gradient_style import default_coloring
-from ...drawing.renderer import export
-from ...errors import GraphvizAppError, RenderError
+from ...errors import GraphvizAppError
 from ...expr import ExprError, expected_function, to_function
 from ...expr.validator import parse
-from ...model import Graph, human_bytes
 from ..results import Analysis, Failure, GradientCheck, TensorValue, Tolerances
 from ..urlstate import Options
 from . import gradients
-from .drawing import draw
+from .viewing import module_rows, viewer_data
 
-__all__ = ["analysis_job", "check_job", "png_job", "devices_job", "values_text", "module_rows"]
+__all__ = ["analysis_job", "check_job", "devices_job", "values_text"]
 
 _SHOWN_ELEMENTS = 64  # tensors above this many elements are shown abridged
 
@@ -39,11 +35,11 @@ def devices_job() -> tuple[str, ...]:
     return ("cpu", *(f"cuda:{i}" for i in range(count)))
 
 
-def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> Analysis | Failure:
-    """Evaluate `program`, trace and draw its graph, run backward, read the grads.
+def analysis_job(program: str, options: Options) -> Analysis | Failure:
+    """Evaluate `program`, trace its graph, run backward, read the grads.
 
-    `time_budget` is the seconds the whole job may take; the layout gets
-    what evaluation and tracing left of it.
+    No layout here: the browser lays the graph out (the viewer's data is sent once);
+    the SVG and PNG downloads are laid out when asked for (`pictures`).
     """
     start = time.perf_counter()
     try:
@@ -53,14 +49,7 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     try:
         graph, grad_notes = gradients.trace_graph(ev, options)
-        color_by = default_coloring(graph)
-        # The layout gets what evaluation and tracing left of the budget; it is
-        # stopped at its deadline (the worker's kill would leave dot running).
-        left = max(time_budget - (time.perf_counter() - start), 1.0)
-        drawn = draw(graph, rankdir=options.rankdir, timeout=left, color_by=color_by,
-                     depth=options.module_depth or None, roll=options.roll)
-    except RenderError as e:
-        return Failure(str(e), kind="render")
+        viewer = viewer_data(graph, options, title="program")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
     origin = gradients.origin_statement(graph, program)
@@ -71,48 +60,34 @@ def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> A
     checkable = _inputs(program)
     return Analysis(
         summary=str(graph.summary(saved_traced=options.show_saved)),
-        svg=drawn.svg,
+        viewer=viewer,
         graph_json=graph.to_json(),
         node_count=len(graph.nodes),
         outputs=tuple(
             _tensor_value("output" if len(outputs) == 1 else f"output[{i}]", t)
             for i, t in enumerate(outputs)
         ),
-        grads=tuple(_grad_value(name, t) for name, t in leaves.items()),
+        grads=tuple(_grad_value(name, t) for name, t in _with_grads(leaves, ev.model)),
         # The check panel offers only what the checker takes as an input: a name
         # assigned once at the top level (one assigned in a loop is refused).
         leaves=tuple(n for n in leaves if n in checkable),
         notes=tuple(notes),
         seconds=time.perf_counter() - start,
         gradient_origin=origin,
-        drawn=drawn,
         modules=module_rows(graph),
     )
 
 
-def module_rows(graph: Any) -> tuple[tuple[str, str, str, str, str, str], ...]:
-    """`Graph.module_summary()` as text cells, for the page's module table."""
-    summary = graph.module_summary()
-    return tuple((r.module or "(program)", r.type or "?", f"{r.ops:,}",
-                  human_bytes(r.activation_bytes) if summary.saved_traced else "not traced",
-                  f"{r.params:,}", human_bytes(r.param_bytes)) for r in summary)
-
-
-def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes | Failure:
-    """Lay the graph out again as PNG (on demand: it costs a second layout)."""
-    graph = Graph.from_json(graph_json)
-    try:
-        return export(graph, "png", rankdir=rankdir, timeout=time_budget, color_by=default_coloring(graph))
-    except RenderError as e:
-        if not isinstance(e.__cause__, subprocess.TimeoutExpired):
-            return Failure(str(e), kind="render")
-        # Not the layout's fault (1,499 nodes: layout 0.6 s, pixels 18 s; benchmarks/bench_png.py).
-        return Failure(
-            f"drawing the PNG of {len(graph.nodes):,} nodes took over {time_budget:g} s and was stopped: "
-            "the layout is quick, turning it into pixels is what takes long. Download the SVG "
-            "instead (full size, any browser opens it), or lower the node limit", kind="render")
-    except GraphvizAppError as e:
-        return Failure(str(e), kind="render")
+def _with_grads(leaves: dict[str, torch.Tensor], model: torch.nn.Module | None) -> list[tuple[str, torch.Tensor]]:
+    """The named leaves, then each module parameter that requires grad (`net.0.weight`), each tensor once."""
+    found = list(leaves.items())
+    if model is not None:
+        shown = {id(t) for t in leaves.values()}  # identity only to list a tensor once, never as a name
+        for name, p in model.named_parameters():
+            if p.requires_grad and id(p) not in shown:
+                shown.add(id(p))
+                found.append((name, p))
+    return found
 
 
 def check_job(

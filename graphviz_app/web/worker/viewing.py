@@ -1,0 +1,32 @@
+"""A graph as the page shows it: the interactive viewer's data and the module table's rows."""
+
+from __future__ import annotations
+
+from ...model import Graph, human_bytes
+from ...viewer.payload import encode, payload
+from ..urlstate import Options
+
+__all__ = ["viewer_data", "module_rows"]
+
+
+def viewer_data(graph: Graph, options: Options, *, title: str) -> str:
+    """`graph` as the viewer's data (base64 of gzipped JSON), opened as the sidebar asks.
+
+    The sidebar's module depth picks the opening view (0: the deepest readable level)
+    and its roll option whether repeated modules share one box.
+
+    >>> from graphviz_app.model import Node, NodeKind
+    >>> viewer_data(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()), Options(), title="program")[:4]
+    'H4sI'
+    """
+    data = payload(graph, title=title, rankdir=options.rankdir, roll=options.roll,
+                   depth=options.module_depth or None)
+    return encode(data)
+
+
+def module_rows(graph: Graph) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """`Graph.module_summary()` as text cells, for the page's module table."""
+    summary = graph.module_summary()
+    return tuple((r.module or "(program)", r.type or "?", f"{r.ops:,}",
+                  human_bytes(r.activation_bytes) if summary.saved_traced else "not traced",
+                  f"{r.params:,}", human_bytes(r.param_bytes)) for r in summary)
