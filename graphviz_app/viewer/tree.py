@@ -130,6 +130,7 @@ class _Crowding:
             self.neighbours[a].append(b)
             self.neighbours[b].append(a)
         self.is_op = [n.kind is NodeKind.OP for n in graph.nodes]
+        self.first: dict[int, int] = {}  # per group: its first node in walk order (`_first_nodes`)
 
     def run(self) -> None:
         tree = self.tree
@@ -140,6 +141,7 @@ class _Crowding:
         for g, p in enumerate(tree.parent):
             if p >= 0:
                 child_groups.setdefault(p, []).append(g)
+        self.first = self._first_nodes()
         for g in range(len(tree.parent)):  # groups made here are folds and parts: never crowded
             nodes = direct_nodes.get(g, [])
             if len(nodes) + len(child_groups.get(g, [])) <= self.crowded or tree.kind[g] == "roll":
@@ -149,6 +151,19 @@ class _Crowding:
             groups += [c for c in range(len(tree.parent)) if tree.parent[c] == g and tree.kind[c] == "fold"]
             if len(left) + len(groups) > self.crowded:
                 self._parts(g, left, groups)
+
+    def _first_nodes(self) -> dict[int, int]:
+        """Per group: the first node in walk order inside it (its place among its siblings), in one pass.
+
+        Folds and parts only move nodes within a group, so these stay true for the groups there are
+        now; `_fold` adds its folds'.
+        """
+        tree, first = self.tree, {}
+        for i, g in enumerate(tree.node_group):  # in walk order: the first node to reach a group is its first
+            while g != -1 and g not in first:
+                first[g] = i
+                g = tree.parent[g]
+        return first
 
     # Folds ----------------------------------------------------------------------------------
     def _fold(self, g: int, nodes: list[int]) -> list[int]:
@@ -167,6 +182,7 @@ class _Crowding:
             shown = " → ".join(unit) if period <= 4 else f"{unit[0]} → … → {unit[-1]} ({period} ops)"
             fold = tree.add(g, "fold", f"{shown} ×{repeats:,}")
             tree.count[fold] = repeats
+            self.first[fold] = min(ops[start:start + period * repeats])
             for k in range(period * repeats):
                 node = ops[start + k]
                 tree.node_group[node] = fold
@@ -194,21 +210,15 @@ class _Crowding:
             return False
         tree.node_group[node] = fold
         tree.node_instance[node] = places.pop()[1] if len(places) == 1 else -1
+        self.first[fold] = min(self.first[fold], node)
         return True
 
     # Parts ----------------------------------------------------------------------------------
     def _parts(self, g: int, nodes: list[int], groups: list[int]) -> None:
         """Slice `g`'s direct ops and boxes into parts by distance from the output, nesting parts as needed."""
         tree = self.tree
-        first: dict[int, int] = {}
-        for i, grp in enumerate(tree.node_group):  # a box's place: its first node in walk order
-            top = grp
-            while top != -1 and tree.parent[top] != g and top != g:
-                top = tree.parent[top]
-            if top in groups and top not in first:
-                first[top] = i
         items: list[tuple[int, bool, int]] = [(i, False, i) for i in nodes if self.is_op[i]]
-        items += [(first.get(c, len(tree.node_group)), True, c) for c in groups]
+        items += [(self.first.get(c, len(tree.node_group)), True, c) for c in groups]  # a box by its first node
         items.sort()
         level = g
         chunks = [items[k:k + self.part_items] for k in range(0, len(items), self.part_items)]

@@ -17,7 +17,7 @@ RUNAWAY = "a = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdi
 
 
 def graph_node(page, name: str):  # noqa: ANN001, ANN201
-    return page.get_by_test_id("graph-viewer").locator("svg g.node text", has_text=name).first
+    return page.locator("[data-testid=graph-viewer][data-state=ready] [data-node]", has_text=name).first
 
 
 def test_a_bad_link_parameter_stays_in_view_until_an_option_changes(page, server) -> None:  # noqa: ANN001

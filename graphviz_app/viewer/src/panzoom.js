@@ -1,6 +1,6 @@
 // Pan (drag, wheel), zoom (buttons, Ctrl+wheel), fit, and the overview in the corner.
 const MIN_K = 0.02, MAX_K = 6;
-export const READABLE_K = 0.84;  // 12 px labels at this scale are 10 px on screen
+export const READABLE_K = 0.92;  // labels (12 px, second lines 11 px) are at least 10 px on screen at this scale
 const DRAG_PX = 4;
 
 export class PanZoom {

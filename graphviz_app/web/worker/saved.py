@@ -31,8 +31,10 @@ def saved_graph_job(data: bytes, name: str, options: Options) -> Analysis | Fail
         # The schema check passed, but a value is not one the model's analyses can use.
         return Failure(f"{name} holds a graph the page cannot show: {type(e).__name__}: {str(e)[:300]}",
                        kind="input")
+    # The file itself is the graph's JSON for the downloads (any schema reads back); writing it
+    # again would take seconds for a big graph.
     return Analysis(
-        summary=summary, viewer=viewer, graph_json=graph.to_json(), node_count=len(graph.nodes),
+        summary=summary, viewer=viewer, graph_json=data.decode("utf-8-sig"), node_count=len(graph.nodes),
         outputs=(), grads=(), leaves=(), notes=tuple(file_notes(graph)), seconds=time.perf_counter() - start,
         modules=rows, source=name,
     )
