@@ -33,6 +33,9 @@ RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to
 TOLERANCE_NAMES = ("eps", "atol", "rtol")
 STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
 DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
+# Graphviz lays out about 1,500 nodes in a second here, 5,000 in 5 to 13 s (benchmarks/README.md,
+# web view section): above this the page warns that an SVG or PNG download may not finish.
+PICTURE_NODES = 3000
 T = TypeVar("T")
 
 
@@ -112,11 +115,20 @@ def open_saved(data: bytes, name: str, options: Options) -> Analysis | Failure:
     return cached(key, "Opening the saved graph…", lambda: service.open_saved(my_runner(), data, name, shaping))
 
 
+def picture_key(fmt: str, graph_json: str, rankdir: str) -> tuple[str, str, str]:
+    """Where the shared cache keeps a graph's SVG or PNG download (or why it cannot be drawn)."""
+    return (fmt, hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
+
+
 def picture(fmt: str, graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
-    """The SVG or PNG download, laid out in the worker when it is asked for (outside any script run)."""
+    """The SVG or PNG download, laid out in the worker when it is asked for (outside any script run).
+
+    A failure is kept in the shared cache (unless it is one of the moment), where the page finds
+    it and says why beside the downloads: the browser hears only that the download failed.
+    """
     job = service.png if fmt == "png" else service.svg
-    key = (fmt, hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
-    found = results_cache().get_or_run(key, lambda: job(session_runner, graph_json, rankdir))
+    found = results_cache().get_or_run(picture_key(fmt, graph_json, rankdir),
+                                       lambda: job(session_runner, graph_json, rankdir))
     if isinstance(found, Failure):
         raise RuntimeError(f"could not draw the {fmt.upper()}: {found}")
     return found
@@ -340,21 +352,32 @@ def downloads(result: Analysis, options: Options) -> None:
     """SVG, PNG, DOT and JSON downloads (each made when asked for), and a link to this graph."""
     svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
     worker = my_runner(interruptible=False)
-    svg.download_button("SVG", partial(picture, "svg", result.graph_json, options.rankdir, worker),
-                        "autograd.svg", "image/svg+xml", on_click="ignore")
-    png_col.download_button("PNG", partial(picture, "png", result.graph_json, options.rankdir, worker),
-                            "autograd.png", "image/png", on_click="ignore")
+    notes = []
+    for fmt, column, mime in (("svg", svg, "image/svg+xml"), ("png", png_col, "image/png")):
+        failed = results_cache().get(picture_key(fmt, result.graph_json, options.rankdir))
+        if isinstance(failed, Failure):  # an earlier click found it cannot be drawn: say why, offer no button
+            why = str(failed)
+            notes.append(why if why.startswith("No ") else f"No {fmt.upper()} for this graph: {why}")
+            continue
+        column.download_button(fmt.upper(), partial(picture, fmt, result.graph_json, options.rankdir, worker),
+                               f"autograd.{fmt}", mime, on_click="ignore")
+    if result.node_count > PICTURE_NODES and not notes:
+        notes.append(f"SVG and PNG are laid out by Graphviz when you click them: {result.node_count:,} nodes may "
+                     f"take longer than the {runner().time_limit:g} s a job may run, and then the download fails "
+                     "(the page then says why). The viewer above shows the whole graph; "
+                     "`graphviz-app render autograd.json -o autograd.svg` draws it without the page's limit")
     dot.download_button("DOT", partial(service.dot, result.graph_json, options.rankdir), "autograd.dot",
                         "text/vnd.graphviz", on_click="ignore")
     json_col.download_button("JSON", partial(str, result.graph_json), "autograd.json", "application/json",
                              on_click="ignore")
     if result.source:
         link.caption("A saved graph stays on this page: a link holds the program, not the file.")
-        return
-    link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
-    note = too_long_for_link()
-    if note is not None:
-        st.caption(present.md(note + "."))
+    else:
+        link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
+        notes.append(too_long_for_link() or "")
+    for note in notes:
+        if note:
+            st.caption(present.md(note.rstrip(".") + "."))
 
 
 def too_long_for_link() -> str | None:

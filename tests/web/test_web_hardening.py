@@ -1,4 +1,4 @@
-"""The page under AppTest: no cached failures, honest time-outs, marked NaN, long programs, big PNGs."""
+"""The page under AppTest: no cached failures, honest time-outs, marked NaN, long programs, big pictures."""
 
 from __future__ import annotations
 
@@ -88,6 +88,31 @@ def test_a_program_too_long_for_a_link_says_so_and_stays_on_the_page() -> None:
     assert "program" not in query and query["program_chars"] == str(len(program))
     opened = new_app(query)  # whoever opens that link learns why they see the seed
     assert any("too long for a link" in w and "seed example is shown" in w for w in shown(opened, "warning"))
+
+
+def test_a_picture_that_cannot_be_drawn_says_why_instead_of_its_button(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser hears only that a download failed: the page says why once an earlier click found it."""
+    from graphviz_app.web.cache import ResultCache
+
+    refusal = Failure("No PNG for this graph: 1,503 nodes make a 32,767 × 24,000 pixel picture", kind="render")
+    real = ResultCache.get
+    monkeypatch.setattr(ResultCache, "get", lambda self, key: refusal if key[0] == "png" else real(self, key))
+    at = new_app({"program": "p = torch.ones(2, requires_grad=True)\np.sum()  # png probe"})
+    assert [b.label for b in at.download_button] == ["SVG", "DOT", "JSON"]
+    assert any(c.startswith("No PNG for this graph: 1,503 nodes make a 32,767 × 24,000") for c in shown(at, "caption"))
+
+
+def test_a_big_graph_warns_that_its_svg_and_png_may_not_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from graphviz_app.web import service
+
+    real = service.analyze
+    monkeypatch.setattr(service, "analyze", lambda *args: replace(real(*args), node_count=8003))
+    at = new_app({"program": "p = torch.ones(2, requires_grad=True)\np.sum()  # big probe"})
+    assert [b.label for b in at.download_button] == ["SVG", "PNG", "DOT", "JSON"]
+    assert any("8,003 nodes may take longer than the" in c and "graphviz-app render autograd.json" in c
+               for c in shown(at, "caption"))
 
 
 def test_a_link_naming_no_such_variable_to_check_says_so() -> None:
