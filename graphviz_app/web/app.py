@@ -521,7 +521,7 @@ def main() -> None:
     st.title("See, and check, PyTorch's autograd graph")
     link_warnings(options)
     gallery()
-    left, right = st.columns([5, 6], gap="large")
+    left, right = st.columns([4, 7], gap="large")
     with left:
         _, problem = editor()
         open_saved_box()

@@ -35,13 +35,25 @@ def _component(name: str) -> Any:  # Streamlit's mount callable has no public ty
 
 
 @cache
+def _viewer_library() -> Any:
+    """The viewer's bundle (`graphviz_app.viewer`), made the page's `GraphvizAppViewer`.
+
+    An element of its own that never changes: Streamlit sends an unchanged element once, so the
+    1.5 MB bundle reaches the browser once per visit, and each graph only its own data.
+    """
+    return st.components.v2.component(
+        "graphviz_app.viewer_library", html="<div hidden></div>", js=bundle_js() + "\n" + _static("viewer_library.js"),
+    )
+
+
+@cache
 def _viewer() -> Any:
-    """The viewer's component: the bundle of `graphviz_app.viewer` and the page's glue, as one module."""
+    """The viewer's component: the page's glue (`static/viewer.js`) and the viewer's styles; the graph as data."""
     return st.components.v2.component(
         "graphviz_app.viewer",
         html=_static("viewer.html"),
         css=bundle_css() + "\n" + _static("viewer.css"),
-        js=bundle_js() + "\n" + _static("viewer.js"),
+        js=_static("viewer.js"),
     )
 
 
@@ -77,6 +89,7 @@ def graph_viewer(payload: str, *, fragment: str = "", key: str = "graph") -> str
         RenderError: the viewer's bundle is not built (the message says how to build it).
     """
     digest = hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
+    _viewer_library()(key="viewer-library")
     result = _viewer()(key=key, data={"payload": payload, "key": digest, "fragment": fragment},
                        on_view_change=lambda: None)
     view = getattr(result, "view", None)

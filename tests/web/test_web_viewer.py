@@ -170,7 +170,7 @@ def test_clicking_a_node_shows_its_shape_and_dtype(page, server) -> None:  # noq
     assert "attribute exponent" in text
 
 
-def test_the_graph_is_sent_once_not_on_every_rerun(page, server) -> None:  # noqa: ANN001
+def test_the_graph_is_sent_once_and_the_viewer_script_once_per_visit(page, server) -> None:  # noqa: ANN001
     received: list[int] = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda frame: received.append(len(frame))))
     open_graph(page, server, BIG, "&max_nodes=2500")
@@ -184,6 +184,13 @@ def test_the_graph_is_sent_once_not_on_every_rerun(page, server) -> None:  # noq
     page.get_by_text("The program parses").wait_for()
     page.wait_for_timeout(1500)
     assert 0 < sum(received) < 100_000  # the reruns happened, and the graph was not sent again
+    received.clear()
+    editor.press("Control+a")
+    editor.press("Delete")
+    editor.press_sequentially(OTHER)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.locator(f"{READY} [data-node]", has_text="MulBackward0").first.wait_for()
+    assert sum(received) < 200_000  # a new graph brings its own data, not the 1.5 MB viewer script again
 
 
 def test_find_is_empty_for_a_new_program(page, server) -> None:  # noqa: ANN001

@@ -1,7 +1,14 @@
-// The page's graph viewer: the bundle of graphviz_app/viewer (prepended to this file, it defines
-// GraphvizAppViewer) mounted once per graph. Opening boxes, search and details happen here, in the
-// browser; the page only hears of the view (open boxes, selection, colouring) for its link.
+// The page's graph viewer: the bundle of graphviz_app/viewer (loaded once per page by the
+// graphviz_app.viewer_library component, which sets window.GraphvizAppViewer) mounted once per graph.
+// Opening boxes, search and details happen here, in the browser; the page only hears of the view
+// (open boxes, selection, colouring) for its link.
 const REPORT_MS = 250;
+const LOADED = "graphviz-app-viewer-loaded";
+
+function library() {
+  if (window.GraphvizAppViewer) return Promise.resolve(window.GraphvizAppViewer);
+  return new Promise((resolve) => window.addEventListener(LOADED, () => resolve(window.GraphvizAppViewer), { once: true }));
+}
 
 export default function (component) {
   const { parentElement, data, setStateValue } = component;
@@ -20,7 +27,7 @@ export default function (component) {
     clearTimeout(timer);
     timer = setTimeout(() => setStateValue("view", hash), REPORT_MS);
   };
-  GraphvizAppViewer.mount(host, data.payload, { fragment: data.fragment || "", onView: report }).then((viewer) => {
+  library().then((lib) => lib.mount(host, data.payload, { fragment: data.fragment || "", onView: report })).then((viewer) => {
     if (!viewer) return;
     last = (viewer.root.dataset.view || "").replace(/^#/, "");
     ready = true;
