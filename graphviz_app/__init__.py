@@ -14,7 +14,7 @@ from .model import Graph
 
 _moved.install()
 
-__all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
+__all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders"]
 
 # torch is imported on first use only, so the model, the analyses and the drawing
 # work (and are tested) without it. No module or subpackage is named like a
@@ -25,11 +25,13 @@ _LAZY = {
     "make_dot": "graphviz_app.compat",
     "record": "graphviz_app.tracing.recorder",
     "trace_model": "graphviz_app.tracing.module_trace",
+    "record_orders": "graphviz_app.tracing.orders",
 }
 
 if TYPE_CHECKING:
     from .compat import make_dot
     from .tracing.module_trace import trace_model
+    from .tracing.orders import record_orders
     from .tracing.recorder import record
     from .tracing.tracer import trace
 

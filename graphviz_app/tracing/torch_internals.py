@@ -49,6 +49,9 @@ __all__ = [
     "COMPILED_BACKWARD_PATH",
     "compiled_backward_graph",
     "aot_role",
+    "RunBackward",
+    "wrap_run_backward",
+    "is_leaf_node",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -360,3 +363,41 @@ def aot_role(node: Any) -> tuple[str, int] | None:
     if kind == "GradAOTOutput" and type(desc.grad_of).__name__ == "PlainAOTInput":
         return "grad", int(desc.grad_of.idx)
     return None
+
+
+# Every Python call that runs backward (torch.autograd.grad, Tensor.backward,
+# torch.autograd.backward) goes through this function of torch.autograd (torch itself
+# patches it the same way for make_fx); `torch.autograd.graph` holds the original.
+_RUN_BACKWARD_HOMES = (torch.autograd, torch.autograd.graph)
+_RUN_BACKWARD = "_engine_run_backward"
+
+RunBackward = Callable[..., Any]
+
+
+def wrap_run_backward(wrapper: Callable[[RunBackward], RunBackward]) -> Callable[[], None]:
+    """Route every backward call through `wrapper(original)`; returns the function that undoes it.
+
+    Raises RuntimeError naming the attribute when this torch has no such function.
+    """
+    original = getattr(torch.autograd, _RUN_BACKWARD, None)
+    if original is None:
+        raise RuntimeError(
+            f"torch {torch.__version__} has no torch.autograd.{_RUN_BACKWARD}: backward calls cannot be "
+            "observed (graphviz_app.tracing.torch_internals needs updating)"
+        )
+    wrapped = wrapper(original)
+    saved = [(home, getattr(home, _RUN_BACKWARD, None)) for home in _RUN_BACKWARD_HOMES]
+    for home in _RUN_BACKWARD_HOMES:
+        setattr(home, _RUN_BACKWARD, wrapped)
+
+    def undo() -> None:
+        for home, before in saved:
+            if getattr(home, _RUN_BACKWARD, None) is wrapped:  # not replaced since by someone else
+                setattr(home, _RUN_BACKWARD, before)
+
+    return undo
+
+
+def is_leaf_node(fn: Any) -> bool:
+    """Whether autograd node `fn` is a leaf's AccumulateGrad (it makes no node when it runs)."""
+    return type(fn) is _ACCUMULATE_GRAD
