@@ -10,6 +10,7 @@ from __future__ import annotations
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
+    PACKED_BY_HOOK,
     STATE_ATTR,
     Edge,
     EdgeKind,
@@ -46,4 +47,5 @@ __all__ = [
     "provide",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
 ]

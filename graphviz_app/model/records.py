@@ -9,6 +9,7 @@ __all__ = [
     "Scalar",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -24,6 +25,7 @@ Scalar = float | int | bool | str
 # why in attrs, as (STATE_ATTR, reason); without it backward() freed it.
 STATE_ATTR = "state"
 MODIFIED_IN_PLACE = "modified in place"
+PACKED_BY_HOOK = "not held: packed by a saved-tensor hook"  # torch.utils.checkpoint recomputes it
 
 
 class NodeKind(str, Enum):

@@ -38,6 +38,7 @@ __all__ = [
     "NodeType",
     "FREED",
     "MODIFIED",
+    "PACKED",
     "MODULE_KEY",
     "MODULE_TYPE_KEY",
     "SOURCE_KEY",
@@ -61,6 +62,9 @@ _RAW_PREFIX = "_raw_saved_"  # a saved tensor also shows under this name
 FREED = object()
 # Marks a saved tensor modified in place after it was saved (torch refuses to unpack it).
 MODIFIED = object()
+# Marks a saved tensor that a saved_tensors_hooks pair packed (torch.utils.checkpoint keeps
+# no tensor and recomputes it in backward): unpacking it would run the hook, so it is not.
+PACKED = object()
 
 SavedValue = tuple[str, Any]
 
@@ -122,8 +126,9 @@ def node_type(cls: type) -> NodeType:
 def saved_values(fn: Any) -> list[SavedValue]:
     """What a backward node saved for backward, as (name, value) pairs.
 
-    Values are tensors, None, plain Python values, tuples of those, or
-    FREED when backward() already released them. Names drop the `_saved_`
+    Values are tensors, None, plain Python values, tuples of those, FREED when
+    backward() already released them, or PACKED when a saved-tensor hook packed
+    them (checkpointing: read without running the hook). Names drop the `_saved_`
     prefix; a custom Function's `ctx.save_for_backward` tensors are named
     `saved_tensors[i]`.
     """
@@ -132,13 +137,29 @@ def saved_values(fn: Any) -> list[SavedValue]:
     if spec is _UNKNOWN:
         spec = _spec(cls)
     if spec is None:
+        hooked = _hooked(_raw(fn, "_raw_saved_tensors"))
+        if hooked:
+            return [(f"saved_tensors[{i}]", PACKED) for i in range(len(hooked))]
         try:
             tensors = fn.saved_tensors
         except RuntimeError as e:
             return [("saved_tensors", _unreadable(e))]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
+    raws = _raws_by_type.get(cls)
+    if raws is None:
+        raws = _raws_by_type[cls] = tuple(_RAW_PREFIX + name if hasattr(cls, _RAW_PREFIX + name) else None
+                                          for _, name in spec)
     out: list[SavedValue] = []
-    for attr, name in spec:
+    for (attr, name), raw_attr in zip(spec, raws, strict=True):
+        if raw_attr is not None:
+            raw = getattr(fn, raw_attr, None)  # the SavedVariable: reading it runs no hook
+            if type(raw) is _SAVED_TENSOR:
+                if getattr(raw, "unpack_hook", None) is not None:
+                    out.append((name, PACKED))
+                    continue
+            elif raw is not None and (hooked := _hooked(raw)):
+                out.append((name, tuple(PACKED for _ in hooked)))
+                continue
         try:
             value = getattr(fn, attr)
         except RuntimeError as e:  # freed by backward(), or modified in place since
@@ -148,6 +169,27 @@ def saved_values(fn: Any) -> list[SavedValue]:
             value = _signed(value)
         out.append((name, value))
     return out
+
+
+# Node class -> for each saved value, the name of its raw SavedVariable twin (None: a plain value).
+_raws_by_type: dict[type, tuple[str | None, ...]] = {}
+_SAVED_TENSOR = torch._C._autograd.SavedTensor
+
+
+def _raw(fn: Any, attr: str) -> Any:
+    try:
+        return getattr(fn, attr, None)
+    except RuntimeError:  # freed by backward(): the plain reading says so
+        return None
+
+
+def _hooked(raw: Any) -> tuple[bool, ...]:
+    """(True,) for a SavedVariable packed by a saved-tensor hook, one flag per item of a list of them; () if none."""
+    if raw is None:
+        return ()
+    items = raw if isinstance(raw, (list, tuple)) else (raw,)
+    flags = tuple(getattr(r, "unpack_hook", None) is not None for r in items)
+    return flags if any(flags) else ()
 
 
 def _unreadable(error: RuntimeError) -> object:
