@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
+from .compact import COMPACT_SCHEMA, from_compact
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
@@ -48,8 +49,9 @@ class Graph:
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
 
-        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())
-        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") to draw it>
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())  # doctest: +NORMALIZE_WHITESPACE
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records,
+        save(graph, "graph.svg") to draw it>
         """
         kinds = Counter(n.kind.value for n in self.nodes)
         parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
@@ -139,8 +141,10 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form. Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
         check_schema(data)
+        if data["schema"] == COMPACT_SCHEMA:
+            return from_compact(data)
         try:
             return cls(
                 nodes=tuple(node_from_dict(n) for n in data["nodes"]),
@@ -168,6 +172,9 @@ class Graph:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         display: Callable[[Graph], dict[str, str]] = _provided("display")
         return display(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]

@@ -31,6 +31,7 @@ def trace(
     gradients: bool = False,
     grad_outputs: Any = None,
     names: Mapping[str, torch.Tensor] | None = None,
+    given: Iterable[torch.Tensor] = (),
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -54,6 +55,9 @@ def trace(
         names: more leaf names, name -> tensor, for leaves `params` does not
             name (a program's variables beside its modules); they belong to
             no module.
+        given: tensors that existed before the step (inputs, buffers): the
+            records of tensors in their storages are marked `TensorInfo.given`,
+            which `memory_timeline` does not count.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -87,6 +91,7 @@ def trace(
         module_params=module_params,
         module_param_ids=frozenset(leaf_names) if root_module is not None else frozenset(),
         guard_nodes=big_stack.FREE_GUARD_NODES,  # read per call: a test may lower it
+        given=tuple(given),
     )
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
@@ -95,7 +100,7 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
-    given = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
+    given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
         if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
@@ -103,7 +108,7 @@ def trace(
         if orders_written():  # record_orders() numbered nodes made by a backward
             graph = add_orders(graph, walker.fn_by_node_id())
         if gradients:
-            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given)
+            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph
 
 
@@ -141,7 +146,9 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
     return found, notes
 
 
-def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
+def _param_names(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]] | None,
+) -> dict[int, tuple[str, torch.Tensor]]:
     if params is None:
         return {}
     items = params.items() if isinstance(params, Mapping) else params
