@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import GraphDiffError
 from ..model import EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
-from .module_tree import leaf_storages, node_modules
+from .module_tree import held_bytes, leaf_storages, node_modules
 
 __all__ = ["CHANGE_KINDS", "NodeOnly", "EdgeOnly", "NodeChange", "ModuleDelta", "GraphDiff", "diff",
            "assert_same_graph", "node_keys"]
@@ -282,7 +282,7 @@ def _module_rows(graph: Graph) -> dict[str, tuple[int, int]]:
             for m in names:
                 held = storages.setdefault(m, {})
                 key = t.storage or n.id
-                held[key] = max(held.get(key, 0), t.bytes)
+                held[key] = max(held.get(key, 0), held_bytes(t))
     return {m: (ops.get(m, 0), sum(storages.get(m, {}).values())) for m in set(ops) | set(storages)}
 
 

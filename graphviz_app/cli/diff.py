@@ -25,6 +25,7 @@ and byte changes alone exit 0), 1 when one is, 2 on bad input.
 examples:
   graphviz-app diff before.json after.json
   graphviz-app diff fp32.json bf16.json -o diff.svg
+  graphviz-app diff fp32.json bf16.json -o diff.html
 """
 
 
@@ -35,7 +36,8 @@ def add_diff_parser(sub: Any) -> None:
     parser.add_argument("before", metavar="A.json", help="the first graph (before)")
     parser.add_argument("after", metavar="B.json", help="the second graph (after)")
     parser.add_argument("-o", "--output", metavar="FILE",
-                        help="draw the diff: .svg .png .pdf .dot, or .json (the drawn graph with a \"diff\" block)")
+                        help="draw the diff: .svg .png .pdf .dot, .html (the interactive viewer, coloured by change) "
+                        "or .json (the drawn graph with a \"diff\" block)")
     parser.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction")
 
 

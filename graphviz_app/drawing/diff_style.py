@@ -16,7 +16,7 @@ from .layout import lay_out
 from .renderer import RANKDIRS, _draw
 from .style import KIND_STYLE
 
-__all__ = ["DiffOverlay", "STATUS_LOOK", "render_diff", "export_diff", "save_diff", "DIFF_FORMATS"]
+__all__ = ["DiffOverlay", "STATUS_LOOK", "STATUS_CODE", "render_diff", "export_diff", "save_diff", "DIFF_FORMATS"]
 
 # Status -> (fill, border, words for the legend).
 STATUS_LOOK = {
@@ -24,7 +24,9 @@ STATUS_LOOK = {
     "removed": ("#ffe3e3", "#e03131", "only in the first graph (removed, dashed)"),
     "changed": ("#ffe8cc", "#e8590c", "in both, changed (what changed is written in)"),
 }
-DIFF_FORMATS = ("svg", "png", "pdf", "dot", "json")
+DIFF_FORMATS = ("svg", "png", "pdf", "dot", "json", "html")
+# A node's status as the viewer's "diff" colouring holds it (its scale is linear).
+STATUS_CODE = {"same": 0, "added": 1, "removed": 2, "changed": 3}
 
 
 class DiffOverlay:
@@ -80,22 +82,20 @@ def render_diff(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None, 
 
 def export_diff(graph_a: Graph, graph_b: Graph, fmt: str, found: GraphDiff | None = None, *, rankdir: str = "TB",
                 engine: str = "auto", timeout: float | None = None) -> bytes:
-    """The diff drawing as bytes: svg, png, pdf, dot, or json (the view graph with a `"diff"` overlay block).
+    """The diff drawing as bytes: svg, png, pdf, dot, json (the view graph with a `"diff"` block of each
+    node's change) or html (the interactive viewer, with a "diff" colouring and the same block).
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those.
         DotNotFoundError, RenderError: as for `renderer.export`.
     """
     fmt = fmt.lower().lstrip(".")
-    if fmt == "html":
-        raise UnsupportedFormatError(
-            "a diff as .html needs the interactive viewer, which this version does not have: write .svg "
-            "(or .json, the drawn graph with the change of every node in its \"diff\" block)"
-        )
     if fmt not in DIFF_FORMATS:
         raise UnsupportedFormatError(f"cannot write a diff as {fmt!r}: choose one of "
                                      f"{', '.join('.' + f for f in DIFF_FORMATS)}")
     view = diff_view(graph_a, graph_b, found)
+    if fmt == "html":
+        return _diff_html(view, rankdir=rankdir)
     if fmt == "json":
         return json.dumps({**view.graph.to_dict(), "diff": view.overlay()}, indent=1).encode()
     source = _draw(view.graph, rankdir=rankdir, legend=True, max_attr_chars=50, clusters=True, color_by="device",
@@ -120,3 +120,23 @@ def save_diff(graph_a: Graph, graph_b: Graph, path: str | Path, found: GraphDiff
     except OSError as e:
         raise RenderError(f"cannot write {str(path)!r}: {e.strerror}") from e
     return path
+
+
+def _diff_html(view: DiffView, *, rankdir: str) -> bytes:
+    """The view in the interactive viewer, coloured by change (a box takes the largest code inside it)."""
+    from ..viewer import page_html, payload
+    from ..viewer.tree import build_tree
+
+    codes = [STATUS_CODE[view.node_status(n.id)] for n in view.graph.nodes]
+    tree = build_tree(view.graph)
+    group = [0] * len(tree.parent)
+    for i, code in enumerate(codes):
+        g = tree.node_group[i]
+        while code and g >= 0 and group[g] < code:
+            group[g] = code
+            g = tree.parent[g]
+    overlay = {"key": "diff", "label": "change: 1 added, 2 removed, 3 changed", "scale": "linear", "unit": "",
+               "node": codes, "group": group, "flag": [i for i, c in enumerate(codes) if c == STATUS_CODE["removed"]]}
+    data = payload(view.graph, title=str(view.diff).splitlines()[0], rankdir=rankdir, extra_overlays=[overlay])
+    data["diff"] = view.overlay()  # the viewer keeps blocks it does not draw
+    return page_html(data).encode()

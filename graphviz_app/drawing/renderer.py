@@ -9,7 +9,7 @@ import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
-from ..analysis.regions import show_regions
+from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
@@ -189,7 +189,8 @@ def export(
         )
     _check_options(rankdir, color_by)
     if fmt in ("html", "model-explorer"):
-        return _viewer_export(graph, fmt, rankdir=rankdir)
+        # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
+        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir)
     shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
     if fmt == "json":
         return shown.to_json(indent=1).encode()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from torch.utils.checkpoint import checkpoint
 from graphviz_app import Graph, assert_same_graph, diff, record, save, trace, trace_model
 from graphviz_app.analysis.diff_view import diff_view
 from graphviz_app.cli.commands import main
-from graphviz_app.drawing.diff_style import STATUS_LOOK, export_diff, render_diff
+from graphviz_app.drawing.diff_style import STATUS_CODE, STATUS_LOOK, export_diff, render_diff
 from graphviz_app.errors import GraphDiffError, UnsupportedFormatError
 from graphviz_app.model import NodeKind
 
@@ -147,8 +150,8 @@ def test_the_drawing_colours_each_change_and_the_json_carries_an_overlay() -> No
     assert data["diff"]["structural"] is True
     view = diff_view(a, b)
     assert {view.node_status(n.id) for n in view.graph.nodes} == {"same", "added", "removed"}
-    with pytest.raises(UnsupportedFormatError, match="needs the interactive viewer"):
-        export_diff(a, b, "html")
+    with pytest.raises(UnsupportedFormatError, match="cannot write a diff as 'gif'"):
+        export_diff(a, b, "gif")
 
 
 def test_the_cli_exits_1_only_when_the_structure_differs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,5 +168,24 @@ def test_the_cli_exits_1_only_when_the_structure_differs(tmp_path: Path, capsys:
     assert main(["diff", str(plain), str(tmp_path / "other.json")]) == 1
     assert main(["diff", str(plain), str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert main(["diff", str(plain), str(kept), "-o", str(tmp_path / "d.html")]) == 2
-    assert "needs the interactive viewer" in capsys.readouterr().err
+    assert main(["diff", str(plain), str(kept), "-o", str(tmp_path / "d.gif")]) == 2
+    assert "cannot write a diff as 'gif'" in capsys.readouterr().err
+
+
+def test_the_diff_opens_in_the_viewer_coloured_by_change(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    short = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    a = trace_model(nn.Sequential(*short, nn.Tanh()), x)
+    b = trace_model(nn.Sequential(*short, nn.Sigmoid()), x)
+    page = export_diff(a, b, "html").decode()
+    assert page.startswith("<!DOCTYPE html>") and "GraphvizAppViewer.mount" in page
+    packed = re.search(r'<script type="application/octet-stream" id="gv-payload">([^<]*)</script>', page)
+    assert packed is not None
+    data = json.loads(gzip.decompress(base64.b64decode(packed.group(1))))  # the payload, gzipped in base64
+    graph = Graph.from_dict(data["graph"])
+    colouring = next(o for o in data["overlays"] if o["key"] == "diff")
+    by_name = {graph.nodes[i].name: code for i, code in enumerate(colouring["node"])}
+    assert by_name["SigmoidBackward0"] == STATUS_CODE["added"] and by_name["TanhBackward0"] == STATUS_CODE["removed"]
+    assert colouring["group"][0] == max(colouring["node"])  # the whole graph's box shows that something changed
+    assert data["diff"]["structural"] is True

@@ -10,7 +10,7 @@ import torch
 from graphviz_app import Graph, record_orders, render, trace
 from graphviz_app.analysis.orders import node_orders, order_counts, unrecorded_orders_note
 from graphviz_app.errors import RenderError
-from graphviz_app.model import NodeKind
+from graphviz_app.model import NodeKind, to_compact
 from graphviz_app.tracing import orders, torch_internals
 from graphviz_app.tracing.torch_internals import next_sequence_nr
 
@@ -104,6 +104,7 @@ def test_the_drawing_colours_each_order_and_the_json_keeps_them() -> None:
     assert 'fillcolor="#fff3bf"' in dot and 'fillcolor="#ffc9c9"' in dot
     again = Graph.from_json(graph.to_json())
     assert again == graph
+    assert Graph.from_dict(to_compact(graph)) == graph  # the viewer's compact form keeps them too
     assert '"order": 2' in graph.to_json() and '"differentiates"' in graph.to_json()
 
 
