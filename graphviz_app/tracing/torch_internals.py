@@ -145,21 +145,15 @@ def saved_values(fn: Any) -> list[SavedValue]:
         except RuntimeError as e:
             return [("saved_tensors", _unreadable(e))]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
-    raws = _raws_by_type.get(cls)
-    if raws is None:
-        raws = _raws_by_type[cls] = tuple(_RAW_PREFIX + name if hasattr(cls, _RAW_PREFIX + name) else None
-                                          for _, name in spec)
+    getter = _raw_getters.get(cls, _UNKNOWN)
+    if getter is _UNKNOWN:
+        getter = _raw_getter(cls, spec)
+    packed = _packed_names(fn, getter) if getter is not None else None
     out: list[SavedValue] = []
-    for (attr, name), raw_attr in zip(spec, raws, strict=True):
-        if raw_attr is not None:
-            raw = getattr(fn, raw_attr, None)  # the SavedVariable: reading it runs no hook
-            if type(raw) is _SAVED_TENSOR:
-                if getattr(raw, "unpack_hook", None) is not None:
-                    out.append((name, PACKED))
-                    continue
-            elif raw is not None and (hooked := _hooked(raw)):
-                out.append((name, tuple(PACKED for _ in hooked)))
-                continue
+    for attr, name in spec:
+        if packed is not None and name in packed:
+            out.append((name, packed[name]))
+            continue
         try:
             value = getattr(fn, attr)
         except RuntimeError as e:  # freed by backward(), or modified in place since
@@ -171,9 +165,51 @@ def saved_values(fn: Any) -> list[SavedValue]:
     return out
 
 
-# Node class -> for each saved value, the name of its raw SavedVariable twin (None: a plain value).
-_raws_by_type: dict[type, tuple[str | None, ...]] = {}
+# Node class -> one call reading the raw SavedVariables of its saved tensors (None: it saves none).
+_raw_getters: dict[type, Any] = {}
 _SAVED_TENSOR = torch._C._autograd.SavedTensor
+
+
+def _raw_getter(cls: type, spec: tuple[tuple[str, str], ...]) -> Any:
+    names = tuple(_RAW_PREFIX + name for _, name in spec if hasattr(cls, _RAW_PREFIX + name))
+    getter = _raw_getters[cls] = (operator.attrgetter(*names), names) if names else None
+    return getter
+
+
+def _packed_names(fn: Any, getter: tuple[Any, tuple[str, ...]]) -> dict[str, Any] | None:
+    """Saved name -> PACKED (or a tuple of them, for a list) for the node's values a saved-tensor hook packed.
+
+    Reading the raw SavedVariables runs no hook; None when no value is packed (the usual case).
+    """
+    read, names = getter
+    try:
+        raws = read(fn)
+    except RuntimeError:  # freed by backward(): the plain reading says so
+        return None
+    if len(names) == 1:
+        if type(raws) is _SAVED_TENSOR and raws.unpack_hook is None:  # type: ignore[attr-defined]
+            return None  # the usual case, first
+        raws = (raws,)
+    else:
+        for raw in raws:
+            if type(raw) is not _SAVED_TENSOR or raw.unpack_hook is not None:  # type: ignore[attr-defined]
+                break
+        else:
+            return None
+    found = None
+    for raw_name, raw in zip(names, raws, strict=True):
+        if type(raw) is _SAVED_TENSOR:
+            if raw.unpack_hook is None:  # type: ignore[attr-defined]
+                continue
+            value: Any = PACKED
+        elif raw is None or not (hooked := _hooked(raw)):
+            continue
+        else:
+            value = tuple(PACKED for _ in hooked)
+        if found is None:
+            found = {}
+        found[raw_name[len(_RAW_PREFIX):]] = value
+    return found
 
 
 def _raw(fn: Any, attr: str) -> Any:
