@@ -236,11 +236,11 @@ def test_the_torch_free_layers_load_with_torch_blocked() -> None:
 
 
 # A private name of torch: a path through a private module (torch._C, torch.utils._python_dispatch)
-# or a private attribute of its tensors and autograd nodes.
+# or a private attribute of its tensors and autograd nodes (not of `self`: the project's own names).
 _PRIVATE_TORCH = re.compile(
     r"\btorch(?:\.\w+)*\._[A-Za-z]\w*"
-    r"|\.(?:_saved_|_raw_saved_)\w*"
-    r"|\.(?:_is_view|_base|_version|_cdata|_modules|_sequence_nr|_input_metadata|_forward_cls"
+    r"|(?<!\bself)\.(?:_saved_|_raw_saved_)\w*"
+    r"|(?<!\bself)\.(?:_is_view|_base|_version|_cdata|_modules|_sequence_nr|_input_metadata|_forward_cls"
     r"|_lazy_backward_info|_overloadpacket|_backward_hooks|_forward_hooks|_parameters|_buffers)\b"
 )
 INTERNALS = "graphviz_app.tracing.torch_internals"
