@@ -60,9 +60,8 @@ def test_a_runaway_program_is_stopped_at_the_time_limit(runner: IsolatedRunner) 
     result = service.analyze(runner, RUNAWAY, Options())
     assert isinstance(result, Failure)
     assert result.kind == "time" and result.transient
-    assert "time limit of 5 s" in result.message
-    # Stopped at the limit, with room for a busy machine; not stopped, it would run for an hour.
-    assert time.monotonic() - start < TIME_LIMIT_S + 30
+    assert "time limit of 5 s" in result.message  # the runner's limit stopped it, not the language's 10 s
+    assert time.monotonic() - start < TIME_LIMIT_S + 30  # the limit, with room for a busy machine
     assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
 
 
