@@ -7,6 +7,7 @@ read them. The model imports nothing above it.
 
 from __future__ import annotations
 
+from .compact import COMPACT_SCHEMA, from_compact, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
@@ -28,6 +29,9 @@ from .units import human_bytes
 __all__ = [
     "SCHEMA_VERSION",
     "READABLE_SCHEMAS",
+    "COMPACT_SCHEMA",
+    "to_compact",
+    "from_compact",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
