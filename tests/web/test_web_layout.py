@@ -35,6 +35,7 @@ def dot_children() -> list[int]:
     return found
 
 
+@pytest.mark.slow  # runs into the 3 s layout budget
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
 def test_a_slow_layout_is_stopped_at_its_budget_and_dot_does_not_linger() -> None:
     budget_s = 3.0

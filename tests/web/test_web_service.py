@@ -55,6 +55,7 @@ def test_a_hostile_program_is_refused_and_the_next_one_runs(runner: IsolatedRunn
     assert seed_grad(runner) == "[1.3333, 2.0000, 2.6667]"
 
 
+@pytest.mark.slow  # runs into the 5 s limit
 def test_a_runaway_program_is_stopped_at_the_time_limit(runner: IsolatedRunner) -> None:
     start = time.monotonic()
     result = service.analyze(runner, RUNAWAY, Options())
