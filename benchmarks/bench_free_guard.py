@@ -19,9 +19,9 @@ import time
 
 import torch
 
-import graphviz_app.tracer as tracer
+import graphviz_app.tracing.tracer as tracer
 from graphviz_app import trace
-from graphviz_app.deep import call_with_large_stack, sweep_released
+from graphviz_app.tracing.big_stack import call_with_large_stack, sweep_released
 
 
 def _one(ops: int, guarded: bool) -> tuple[float, float]:

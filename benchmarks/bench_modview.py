@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 
-from graphviz_app.collapse import collapse
+from graphviz_app.analysis.collapse import collapse
+from graphviz_app.drawing.renderer import export
 from graphviz_app.model import Graph
-from graphviz_app.renderer import export
 
 
 def encoder_graph(layers: int) -> tuple[Graph, float, str]:
     """The traced graph of an encoder, the seconds trace_model took, and where it came from."""
-    from graphviz_app.model_trace import trace_model
+    from graphviz_app.tracing.module_trace import trace_model
 
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32)

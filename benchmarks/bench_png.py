@@ -18,9 +18,9 @@ import time
 
 import torch
 
+from graphviz_app.drawing.renderer import render
 from graphviz_app.expr import evaluate
-from graphviz_app.renderer import render
-from graphviz_app.tracer import trace
+from graphviz_app.tracing.tracer import trace
 
 PROGRAM = """torch.manual_seed(0)
 h = torch.randn(4, 16, requires_grad=True)

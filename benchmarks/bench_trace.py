@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from graphviz_app import render, trace
-from graphviz_app.deep import call_with_large_stack
+from graphviz_app.tracing.big_stack import call_with_large_stack
 
 WIDTH = 4
 

@@ -45,13 +45,14 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from graphviz_app.deep import call_with_large_stack
+from graphviz_app.tracing.big_stack import call_with_large_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,7 +185,7 @@ def load_before(rev: str) -> Any:
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     (target / "graphviz_app").rename(target / "graphviz_app_before")
     sys.path.insert(0, str(target))
-    # The module, not the package: the package's lazy `trace` names graphviz_app.tracer.
+    # The module, not the package: the package's lazy `trace` names graphviz_app.tracing.tracer.
     module = importlib.import_module("graphviz_app_before.tracer")
     assert module.__file__ is not None and module.__file__.startswith(str(target))
     return module.trace
@@ -224,7 +225,7 @@ def measure(name: str, repeat: int, before: Any, first: bool = False) -> dict[st
         for k in order if i % 2 == 0 else order[::-1]:
             if first:
                 y, params = GRAPHS[name]()
-            best[k] = min(best[k], _best(lambda: calls[k](y, params), 1))
+            best[k] = min(best[k], _best(partial(calls[k], y, params), 1))
     return {"nodes": nodes, **best}
 
 
@@ -268,9 +269,9 @@ def stripped_walk(y: torch.Tensor) -> list[Any]:
     """
     import operator
 
-    from graphviz_app._autograd import output_metadata
-    from graphviz_app._records import new_edge, new_node
     from graphviz_app.model import EdgeKind, NodeKind
+    from graphviz_app.tracing.fast_records import new_edge, new_node
+    from graphviz_app.tracing.torch_internals import output_metadata
 
     fn_ids: dict[Any, str] = {}
     nodes: list[Any] = [None, None]
@@ -319,8 +320,8 @@ def budget(n: int = 100_000, repeat: int = 5) -> None:
     from collections import deque as _deque
 
     from graphviz_app import trace
-    from graphviz_app._records import new_edge, new_node
     from graphviz_app.model import EdgeKind, NodeKind
+    from graphviz_app.tracing.fast_records import new_edge, new_node
 
     y, params = add_chain(n)
     fns = []
@@ -433,7 +434,8 @@ def main() -> None:
               + " | ".join(f"{x:.1f}x" for x in ratios) + " |", flush=True)
     if args.million:
         print("\n| chain y+1 ops | trace wall s | trace CPU s | young GC after CPU s | bare walk CPU s "
-              "| peak RSS built MiB | traced MiB | with to_json() MiB | JSON MB |\n|---|---|---|---|---|---|---|---|---|",
+              "| peak RSS built MiB | traced MiB | with to_json() MiB | JSON MB |\n"
+              "|---|---|---|---|---|---|---|---|---|",
               flush=True)
         subprocess.run([sys.executable, __file__, "--million-child", "1000000"], check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -4,12 +4,12 @@ Run: .venv/bin/python benchmarks/bench_view.py [--sizes 500 1000 1500 2000 3000]
 
 A residual stack (bench_trace.py's network, saved tensors and attributes
 drawn, as the page draws them) of about 10,000 autograd ops is traced once;
-for each size N, `graphviz_app.nearest` keeps the N nodes nearest the output
+for each size N, `graphviz_app.analysis.nearest` keeps the N nodes nearest the output
 and each program lays that part out to SVG, as the page does. The page's
 budget (graphviz_app/web/view.py DRAW_BUDGET) is the largest N that stays
 well inside the page's 15 s job. `--encoder N` also draws the hand-built
 N-layer TransformerEncoder graph of tests/model_view the way the page does
-(`graphviz_app.web.drawing.draw`: module view at the deepest readable level),
+(`graphviz_app.web.worker.drawing.draw`: module view at the deepest readable level),
 beside its 1,500 nodes nearest the output. Not a test.
 """
 
@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE))
 from bench_trace import network  # noqa: E402
 
 from graphviz_app import trace  # noqa: E402
+from graphviz_app.analysis.nearest import nearest  # noqa: E402
+from graphviz_app.drawing.layout import find_engine  # noqa: E402
+from graphviz_app.drawing.renderer import export  # noqa: E402
 from graphviz_app.errors import RenderError  # noqa: E402
-from graphviz_app.layout import find_engine  # noqa: E402
-from graphviz_app.nearest import nearest  # noqa: E402
-from graphviz_app.renderer import export  # noqa: E402
-from graphviz_app.web.drawing import draw  # noqa: E402
+from graphviz_app.web.worker.drawing import draw  # noqa: E402
 
 
 def timed(graph, engine: str, timeout: float, repeat: int) -> float | None:  # noqa: ANN001
@@ -52,7 +52,8 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 1500, 2000, 3000])
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--encoder", type=int, default=0, metavar="LAYERS", help="also draw an encoder of this many layers")
+    parser.add_argument("--encoder", type=int, default=0, metavar="LAYERS",
+                        help="also draw an encoder of this many layers")
     args = parser.parse_args()
     if args.encoder:
         encoder(args.encoder, args.repeat)
@@ -64,7 +65,7 @@ def main() -> int:
     for size in args.sizes:
         part = nearest(graph, limit=size).graph
         found = [timed(part, e, args.timeout, args.repeat) for e in engines]
-        cells = " ".join(f"{'> %gs' % args.timeout if t is None else f'{t:.2f}':>14}" for t in found)
+        cells = " ".join(f"{f'> {args.timeout:g}s' if t is None else f'{t:.2f}':>14}" for t in found)
         ratio = (f"{found[0] / found[1]:.2f}x" if len(found) == 2 and None not in found else "-")
         print(f"{len(part.nodes):>12,} {cells}   {ratio}", flush=True)
     return 0

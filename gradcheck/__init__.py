@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from . import _format  # noqa: F401 - gives Report its readable text (neither imports torch)
 
 if TYPE_CHECKING:
-    from .assertions import assert_gradients
-    from .checker import check
-    from .devices import DeviceComparison, compare_devices
-    from .errors import (
+    from gradcheck.assertions import assert_gradients
+    from gradcheck.checker import check
+    from gradcheck.devices import DeviceComparison, compare_devices
+    from gradcheck.errors import (
         CheckMemoryError,
         DeviceError,
         GradcheckError,
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         InputError,
         ShapeMismatchError,
     )
-    from .report import (
+    from gradcheck.report import (
         Blame,
         Check,
         Comparison,

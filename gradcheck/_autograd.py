@@ -10,9 +10,9 @@ from typing import Any
 import torch
 from torch.func import vjp, vmap
 
-from ._chunks import ChunkStats, plan_chunk, run_chunked
-from ._devices import is_out_of_memory
-from ._inputs import call_outputs, checked_outputs
+from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
+from gradcheck._devices import is_out_of_memory
+from gradcheck._inputs import call_outputs, checked_outputs
 
 __all__ = ["AutogradResult", "autograd_jacobian", "first_line", "oldstyle_function"]
 

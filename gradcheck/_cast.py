@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ._notes import dtype_label
+from gradcheck._notes import dtype_label
 
 __all__ = ["Cast", "cast_function"]
 

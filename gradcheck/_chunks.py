@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._devices import free_cached_memory, is_out_of_memory, requested_bytes_text
+from gradcheck._devices import free_cached_memory, is_out_of_memory, requested_bytes_text
 
 __all__ = ["ChunkStats", "OutOfMemory", "plan_chunk", "run_chunked", "human_bytes"]
 

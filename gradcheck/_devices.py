@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .errors import DeviceError
+from gradcheck.errors import DeviceError
 
 __all__ = [
     "resolve_device",

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ._inputs import shape_text
-from .errors import InputError, ShapeMismatchError
+from gradcheck._inputs import shape_text
+from gradcheck.errors import InputError, ShapeMismatchError
 
 __all__ = ["normalize_expected"]
 

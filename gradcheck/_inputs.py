@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from .errors import InputError
-from .report import TensorSummary
+from gradcheck.errors import InputError
+from gradcheck.report import TensorSummary
 
 __all__ = [
     "as_tuple",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .checker import check
-from .errors import GradientAssertionError
-from .report import Report
+from gradcheck.checker import check
+from gradcheck.errors import GradientAssertionError
+from gradcheck.report import Report
 
 __all__ = ["assert_gradients"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .report import Report
+    from gradcheck.report import Report
 
 __all__ = [
     "GradcheckError",

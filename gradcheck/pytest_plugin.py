@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # torch is imported only when a test uses the fixture
-    from .report import Report
+    from gradcheck.report import Report
 
 __all__ = ["GradientChecker", "gradcheck", "pytest_configure"]
 
@@ -39,7 +39,7 @@ class GradientChecker:
         self, fn: Callable[..., Any], inputs: Any, *, expected: Any = None, **options: Any
     ) -> Report:
         __tracebackhide__ = True  # a failing test shows the report, not the plugin's source
-        from .assertions import assert_gradients
+        from gradcheck.assertions import assert_gradients
 
         return assert_gradients(fn, inputs, expected=expected, **{**self.defaults, **options})
 

@@ -5,27 +5,33 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
+from .analysis import module_summary as _module_summary  # noqa: F401 - provides Graph.module_summary()
+from .analysis import summary as _summary  # noqa: F401 - provides Graph.summary()
+from .drawing import notebook as _notebook  # noqa: F401 - provides the notebook display
+from .drawing.renderer import render, save
 from .model import Graph
-from .renderer import render, save
+
+_moved.install()
 
 __all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
 
-# torch is imported on first use only, so the model and the renderer work (and
-# are tested) without it. The modules are named tracer/renderer, not
-# trace/render: a submodule named like the function it exports would replace
-# that function on the package as soon as anyone imported the submodule.
+# torch is imported on first use only, so the model, the analyses and the drawing
+# work (and are tested) without it. No module or subpackage is named like a
+# function exported here (trace, render): importing it would replace that
+# function on the package.
 _LAZY = {
-    "trace": "graphviz_app.tracer",
+    "trace": "graphviz_app.tracing.tracer",
     "make_dot": "graphviz_app.compat",
-    "record": "graphviz_app.recorder",
-    "trace_model": "graphviz_app.model_trace",
+    "record": "graphviz_app.tracing.recorder",
+    "trace_model": "graphviz_app.tracing.module_trace",
 }
 
 if TYPE_CHECKING:
     from .compat import make_dot
-    from .model_trace import trace_model
-    from .recorder import record
-    from .tracer import trace
+    from .tracing.module_trace import trace_model
+    from .tracing.recorder import record
+    from .tracing.tracer import trace
 
 
 def __getattr__(name: str) -> Any:

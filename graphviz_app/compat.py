@@ -7,7 +7,7 @@ from typing import Any
 
 import graphviz
 
-from .renderer import render
+from .drawing.renderer import render
 
 __all__ = ["make_dot"]
 
@@ -35,7 +35,7 @@ def make_dot(
     Returns:
         A `graphviz.Digraph`, as torchviz returns.
     """
-    from .tracer import trace  # torch is needed only once a graph is traced
+    from .tracing.tracer import trace  # torch is needed only once a graph is traced
 
     graph = trace(var, params, show_saved=show_saved, show_attrs=show_attrs)
     return render(graph, max_attr_chars=max_attr_chars, legend=False)

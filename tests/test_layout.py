@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from graphviz_app.drawing.layout import BIG_GRAPH_NODES, choose_engine, find_engine, lay_out
+from graphviz_app.drawing.renderer import export, render
 from graphviz_app.errors import DotNotFoundError, RenderError
-from graphviz_app.layout import BIG_GRAPH_NODES, choose_engine, find_engine, lay_out
 from graphviz_app.model import Graph, Node, NodeKind
-from graphviz_app.renderer import export, render
 
 needs_pure = pytest.mark.skipif(
     find_engine("graphviz-pure") is None, reason="graphviz-pure is not installed (pip install graphviz-pure)"

@@ -1,6 +1,6 @@
 """A safe expression language for tensor programs, shared by the CLI and the web page.
 
-`validate` and `ExprError`/`Limits` need no torch; the rest loads it on first use.
+`validate`, `ExprError`, `Limits` and `JobRef` need no torch; the rest loads it on first use.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import ExprError
+from .jobref import JobRef
 from .limits import Limits
 from .validator import validate
 
@@ -22,6 +23,7 @@ __all__ = [
     "expected_function",
     "run_isolated",
     "IsolatedRunner",
+    "JobRef",
     "LANGUAGE_HELP",
 ]
 

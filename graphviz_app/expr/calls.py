@@ -12,6 +12,7 @@ import torch
 
 from . import custom, modules
 from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
+from .costs import operation_cost
 from .guards import (
     MAX_SEQUENCE,
     Budget,
@@ -23,7 +24,6 @@ from .guards import (
     meta_run,
     tensors_in,
 )
-from .costs import operation_cost
 from .intdiv import INT_DIVISIONS, check_integer_division, division_operands
 from .shapes import constructor_is_floating, constructor_numel, op_numel
 from .translate import Operand, explain
@@ -196,7 +196,9 @@ def admit(value: Any, what: str) -> Any:
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
     for v in [*values, kwargs.get("device")]:
-        if isinstance(v, torch.device) or (isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")):
+        if isinstance(v, torch.device) or (
+            isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")
+        ):
             check_device(v)
 
 

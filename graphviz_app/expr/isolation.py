@@ -44,6 +44,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .errors import ExprError
+from .jobref import JobRef
 from .worker import worker_main
 
 __all__ = ["IsolatedRunner", "run_isolated", "default_runner"]
@@ -84,7 +85,10 @@ class IsolatedRunner:
         self.time_limit, self.memory_limit = time_limit, memory_limit
         self.threads, self.max_jobs_per_worker = threads, max_jobs_per_worker
         methods = multiprocessing.get_all_start_methods()
-        self._ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self._ctx = (
+            multiprocessing.get_context("forkserver") if "forkserver" in methods
+            else multiprocessing.get_context("spawn")
+        )
         if self._ctx.get_start_method() == "forkserver":
             self._ctx.set_forkserver_preload(list(preload))
         self._cond = threading.Condition()
@@ -93,12 +97,13 @@ class IsolatedRunner:
         self._closed = False
 
     # public -------------------------------------------------------------
-    def run(self, job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+    def run(self, job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
             memory_limit: int | None = None, cancel: threading.Event | None = None) -> Any:
         """Run ``job(*args)`` in a worker and return its result.
 
         Args:
-            job: A picklable top-level function.
+            job: A picklable top-level function, or a `JobRef` naming one (then this
+                process never imports it: only the worker does).
             *args: Its picklable arguments.
             time_limit: Seconds before the job is killed (default: the runner's).
             memory_limit: Bytes the job may allocate (default: the runner's).
@@ -171,7 +176,7 @@ class IsolatedRunner:
     def _collect(self, worker: _Worker, limit: float, cancel: threading.Event | None) -> Any:
         try:
             ready = _wait_for_answer(worker.conn, limit, cancel)
-            message = worker.conn.recv() if ready else None
+            message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._retire(worker)
             raise ExprError(_death_message(worker), kind="crash") from None
@@ -363,7 +368,7 @@ def default_runner() -> IsolatedRunner:
         return _default
 
 
-def run_isolated(job: Callable[..., Any], *args: Any, time_limit: float | None = None,
+def run_isolated(job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
                  memory_limit: int | None = None) -> Any:
     """``default_runner().run(job, *args, ...)``; see `IsolatedRunner.run`."""
     return default_runner().run(job, *args, time_limit=time_limit, memory_limit=memory_limit)

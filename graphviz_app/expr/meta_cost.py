@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from ..tracing.torch_internals import TorchDispatchMode
 from .guards import Budget
 
 __all__ = ["CallCost", "size_once"]
@@ -68,7 +68,7 @@ class CallCost(TorchDispatchMode):
                 self.nbytes += t.numel() * t.element_size()
                 if self.budget is not None:
                     self.budget.before(f"{self.what} (on the way)", t.numel(), self.nbytes)
-        count = flop_registry.get(func._overloadpacket)
+        count = flop_registry.get(func.overloadpacket)
         if count is not None:
             self.flops += count(*args, **kwargs, out_val=out)
         return out
@@ -117,7 +117,7 @@ def size_once(meta: torch.nn.Module) -> None:
     mark with the module, so every copy shares the original's key.
     """
     if not isinstance(meta.__dict__.get("forward"), _SizedOnce):
-        meta.forward = _SizedOnce(meta, next(_keys))  # type: ignore[method-assign]
+        meta.forward = _SizedOnce(meta, next(_keys))
 
 
 def _signature(value: Any) -> Any:

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .._autograd import SOURCE_KEY, next_sequence_nr, tag_untagged
-from ..recorder import Recording, record
+from ..tracing.recorder import Recording, record
+from ..tracing.torch_internals import SOURCE_KEY, next_sequence_nr, replace_children, tag_untagged
 from .modules import ProgramModule
 
 __all__ = ["Program", "uses_modules", "ProgramRecording", "program_lines"]
@@ -89,10 +89,8 @@ class ProgramRecording:
         if bound == self._bound:
             return
         self._bound = bound
-        # Straight into _modules: a variable may be called `eval` or `forward`,
-        # names add_module refuses as they shadow Module attributes.
-        self.root._modules.clear()
-        self.root._modules.update(found)
+        # A variable may be called `eval` or `forward`, names add_module refuses.
+        replace_children(self.root, found)
         if self._recording is not None:
             self._recording.names = {id(m): name for name, m in self.root.named_modules()}
 

@@ -38,8 +38,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import ExprError, IsolatedRunner
+from ..expr import ExprError, IsolatedRunner, JobRef
 from .results import Failure
+
+# A job: a picklable top-level function, or one named by module and function.
+Job = Callable[..., Any] | JobRef
 
 __all__ = ["FairRunner", "SessionRunner"]
 
@@ -96,7 +99,7 @@ class FairRunner:
         """A runner whose jobs count as `session`'s; see `SessionRunner`."""
         return SessionRunner(self, session, on_wait=on_wait)
 
-    def start(self, session: str, job: Callable[..., Any], *args: Any) -> Future[Any]:
+    def start(self, session: str, job: Job, *args: Any) -> Future[Any]:
         """``run(session, job, *args)`` on a thread of its own; the same job of the session
         still running is taken up again instead of started twice."""
         key = (session, _digest(job, args))
@@ -120,7 +123,7 @@ class FairRunner:
         threading.Thread(target=target, name="graphviz-app-session-job", daemon=True).start()
         return future
 
-    def run(self, session: str, job: Callable[..., Any], *args: Any) -> Any:
+    def run(self, session: str, job: Job, *args: Any) -> Any:
         """Run ``job(*args)`` for `session` when its turn comes; see `IsolatedRunner.run`.
 
         Raises:
@@ -131,7 +134,7 @@ class FairRunner:
         return self._run(session, job, args, _digest(job, args))
 
     # internals ------------------------------------------------------------
-    def _run(self, session: str, job: Callable[..., Any], args: tuple[Any, ...], digest: str) -> Any:
+    def _run(self, session: str, job: Job, args: tuple[Any, ...], digest: str) -> Any:
         key = _job_key(job, args)
         ticket = self._admit(session, key, kind=_kind(job), digest=digest)
         try:
@@ -253,7 +256,7 @@ class SessionRunner:
         """The runner's time limit per job, in seconds."""
         return self.fair.time_limit
 
-    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+    def run(self, job: Job, *args: Any) -> Any:
         """Run ``job(*args)`` as this session's job."""
         if self.on_wait is None:
             return self.fair.run(self.session, job, *args)
@@ -265,14 +268,16 @@ class SessionRunner:
                 self.on_wait()
 
 
-def _kind(job: Callable[..., Any]) -> str:
+def _kind(job: Job) -> str:
+    if isinstance(job, JobRef):
+        return str(job)
     return f"{getattr(job, '__module__', '')}.{getattr(job, '__qualname__', repr(job))}"
 
 
 _unique = itertools.count()
 
 
-def _digest(job: Callable[..., Any], args: tuple[Any, ...]) -> str:
+def _digest(job: Job, args: tuple[Any, ...]) -> str:
     """The same job again: its function and all its arguments."""
     try:
         return _kind(job) + ":" + hashlib.sha256(pickle.dumps(args)).hexdigest()
@@ -280,10 +285,10 @@ def _digest(job: Callable[..., Any], args: tuple[Any, ...]) -> str:
         return f"{_kind(job)}:unpicklable:{next(_unique)}"
 
 
-def _job_key(job: Callable[..., Any], args: tuple[Any, ...]) -> Hashable:
+def _job_key(job: Job, args: tuple[Any, ...]) -> Hashable:
     """The same job again: its function and first argument (the program, for the page's jobs)."""
     first = args[0] if args and isinstance(args[0], str) else None
-    return None if first is None else ("job", getattr(job, "__qualname__", repr(job)), hash(first))
+    return None if first is None else ("job", _kind(job), hash(first))
 
 
 def _relabel_time_out(e: ExprError, peak: int) -> ExprError:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "TRANSIENT_KINDS"]
+__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "Drawn", "Tolerances", "TRANSIENT_KINDS"]
+
+Tolerances = tuple[float, float, float]  # a gradient check's eps, atol, rtol
 
 # Failures that may pass on a second try (a busy machine, a killed worker, a
 # time-out beside other programs): the page offers Run again for these. A
@@ -93,3 +95,22 @@ class Failure:
             return self.message
         where = f"line {self.line}" + (f", col {self.col}" if self.col is not None else "")
         return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """One laid-out view of a graph, as the viewer shows it.
+
+    `details` is the JSON of `node_details` for the drawn nodes; `note` says
+    what is hidden and how to see it (empty when the whole graph is drawn);
+    `expanded` the module boxes opened (sorted), `depth` the module level.
+    """
+
+    svg: str
+    details: str
+    note: str
+    mode: str
+    drawn_nodes: int
+    total_nodes: int
+    depth: int | None = None
+    expanded: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from types import FrameType
 
 __all__ = ["APP_PATH", "streamlit_command", "serve"]
 
-APP_PATH = Path(__file__).resolve().parent.parent / "app.py"
+APP_PATH = Path(__file__).resolve().parent / "app.py"
 
 # How long a stopped server may take to finish its sessions before we kill it.
 _STOP_GRACE_S = 10.0

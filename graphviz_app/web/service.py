@@ -6,11 +6,11 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..expr import ExprError, IsolatedRunner, validate
-from . import jobs
-from .drawing import Drawn, draw_job
-from .jobs import Tolerances
-from .results import Analysis, Failure, GradientCheck
+from ..drawing.gradient_style import default_coloring
+from ..drawing.renderer import export
+from ..expr import ExprError, IsolatedRunner, JobRef, validate
+from ..model import Graph
+from .results import Analysis, Drawn, Failure, GradientCheck, Tolerances
 from .urlstate import CheckInput, Options
 
 __all__ = [
@@ -25,14 +25,24 @@ __all__ = [
     "dot",
     "draw",
     "syntax_problem",
+    "JOBS",
 ]
 
 # A program gets this long and this much memory in its worker; then it is
 # stopped and the person told so. Override with GRAPHVIZ_APP_TIME_LIMIT (s).
 TIME_LIMIT_S = float(os.environ.get("GRAPHVIZ_APP_TIME_LIMIT", "15"))
 MEMORY_LIMIT_BYTES = 2 * 1024**3
-_PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracer", "graphviz_app.renderer",
-            "gradcheck.checker", "graphviz_app.web.jobs")
+_WORKER = "graphviz_app.web.worker"
+_PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracing.tracer", "graphviz_app.drawing.renderer",
+            "gradcheck.checker", f"{_WORKER}.jobs")
+
+# The jobs, named: this process never imports the worker side (it imports torch).
+DEVICES_JOB = JobRef(f"{_WORKER}.jobs", "devices_job")
+ANALYSIS_JOB = JobRef(f"{_WORKER}.jobs", "analysis_job")
+CHECK_JOB = JobRef(f"{_WORKER}.jobs", "check_job")
+PNG_JOB = JobRef(f"{_WORKER}.jobs", "png_job")
+DRAW_JOB = JobRef(f"{_WORKER}.drawing", "draw_job")
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, DRAW_JOB)
 
 
 class JobRunner(Protocol):
@@ -41,7 +51,7 @@ class JobRunner(Protocol):
     @property
     def time_limit(self) -> float: ...
 
-    def run(self, job: Callable[..., Any], *args: Any) -> Any: ...
+    def run(self, job: Callable[..., Any] | JobRef, *args: Any) -> Any: ...
 
 
 def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = TIME_LIMIT_S) -> IsolatedRunner:
@@ -60,13 +70,13 @@ def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = T
 
 def devices(runner: JobRunner) -> tuple[str, ...]:
     """cpu and each cuda:N the worker's torch sees (the server never loads torch)."""
-    found = _call(runner, jobs.devices_job)
+    found = _call(runner, DEVICES_JOB)
     return ("cpu",) if isinstance(found, Failure) else found
 
 
 def analyze(runner: JobRunner, program: str, options: Options) -> Analysis | Failure:
     """Evaluate, trace, draw and differentiate `program` under `options`."""
-    return _call(runner, jobs.analysis_job, program, options, _budget(runner))
+    return _call(runner, ANALYSIS_JOB, program, options, _budget(runner))
 
 
 def check_gradient(
@@ -77,29 +87,25 @@ def check_gradient(
         return Failure("choose the variable the gradient is taken with respect to", kind="input")
     if not check.expected.strip():
         return Failure("type your hand-derived gradient, e.g. 2*(x+2)/3", kind="input")
-    return _call(runner, jobs.check_job, program, options, check.wrt, check.expected, tolerances)
+    return _call(runner, CHECK_JOB, program, options, check.wrt, check.expected, tolerances)
 
 
 def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
     """The graph as PNG, laid out on demand in the worker."""
-    return _call(runner, jobs.png_job, graph_json, rankdir, _budget(runner))
+    return _call(runner, PNG_JOB, graph_json, rankdir, _budget(runner))
 
 
 def dot(graph_json: str, rankdir: str) -> str:
     """The whole graph as DOT text, for the download: made here from the JSON, when asked
     for (it takes no torch and no layout; 0.2 s for 8,000 nodes, which every run would pay)."""
-    from ..model import Graph
-    from ..renderer import export
-    from .gradients import color_by
-
     graph = Graph.from_json(graph_json)
-    return export(graph, "dot", rankdir=rankdir, color_by=color_by(graph)).decode()
+    return export(graph, "dot", rankdir=rankdir, color_by=default_coloring(graph)).decode()
 
 
 def draw(runner: JobRunner, graph_json: str, rankdir: str, expanded: tuple[str, ...], *,
          depth: int | None = None, roll: bool = False) -> Drawn | Failure:
     """The graph's view with the `expanded` module boxes opened, laid out in the worker."""
-    return _call(runner, draw_job, graph_json, rankdir, expanded, _budget(runner), depth, roll)
+    return _call(runner, DRAW_JOB, graph_json, rankdir, expanded, _budget(runner), depth, roll)
 
 
 def syntax_problem(program: str) -> Failure | None:
@@ -120,7 +126,7 @@ def _budget(runner: JobRunner) -> float:
     return max(1.0, runner.time_limit * 0.85 - 0.5)
 
 
-def _call(runner: JobRunner, job: Callable[..., Any], *args: Any) -> Any:
+def _call(runner: JobRunner, job: JobRef, *args: Any) -> Any:
     """Run `job` in the worker; the runner's and the job's errors become Failures."""
     try:
         return runner.run(job, *args)

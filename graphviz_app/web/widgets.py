@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import streamlit as st
 
@@ -21,7 +22,7 @@ class EditorEvent:
 
 
 @cache
-def _component(name: str):  # noqa: ANN202 - Streamlit's mount callable has no public type
+def _component(name: str) -> Any:  # Streamlit's mount callable has no public type
     files = resources.files("graphviz_app.web") / "static"
     return st.components.v2.component(
         f"graphviz_app.{name}",
@@ -52,7 +53,7 @@ def program_editor(initial: str, *, key: str) -> EditorEvent:
 def graph_viewer(svg: str, *, details: str = "{}", key: str = "graph") -> str | None:
     """Show a Graphviz SVG: zoom, pan, an overview, search, and a details panel per node.
 
-    `details` is `graphviz_app.web.details.details_json` of the drawn graph
+    `details` is `graphviz_app.web.worker.details.details_json` of the drawn graph
     (JSON text, parsed in the browser: the server never re-encodes it).
     Returns the module name when a collapsed module box was clicked in this
     run (the page opens it one level), else None.

@@ -31,4 +31,4 @@ def no_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setattr("graphviz_app.layout.sysconfig.get_path", lambda name: str(empty))
+    monkeypatch.setattr("graphviz_app.drawing.layout.sysconfig.get_path", lambda name: str(empty))

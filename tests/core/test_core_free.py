@@ -1,4 +1,4 @@
-"""Freeing a big traced graph: no crash on the default stack (issue 12.2)."""
+"""Freeing a big traced graph: no crash on the default stack."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import graphviz_app.deep as deep
-import graphviz_app.tracer as tracer_module
+import graphviz_app.tracing.big_stack as big_stack
+import graphviz_app.tracing.big_stack as deep
 from graphviz_app import trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_the_saved_memory_of_a_guarded_graph_is_returned_at_the_next_collection(
     import gc
     import weakref
 
-    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(big_stack, "FREE_GUARD_NODES", 10)
     x = torch.zeros(3, requires_grad=True)
     big = torch.ones(3)
     big_ref = weakref.ref(big)
@@ -78,7 +78,7 @@ def test_a_graph_still_held_by_an_intermediate_tensor_is_kept_until_that_dies(
     import gc
     import weakref
 
-    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(big_stack, "FREE_GUARD_NODES", 10)
     x = torch.zeros(3, requires_grad=True)
     big = torch.ones(3)
     big_ref = weakref.ref(big)
@@ -112,7 +112,7 @@ def test_a_guarded_graph_is_freed_soon_after_its_output_dies_without_a_full_coll
     """A training loop tracing every step must not pile graphs up until a full collection."""
     import weakref
 
-    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(big_stack, "FREE_GUARD_NODES", 10)
     refs = []
     for _ in range(3):
         x = torch.zeros(3, requires_grad=True)
@@ -130,7 +130,7 @@ def test_a_guarded_graph_is_freed_soon_after_its_output_dies_without_a_full_coll
 
 
 def test_outputs_of_a_guarded_trace_save_and_load_as_before(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(big_stack, "FREE_GUARD_NODES", 10)
     x = torch.ones(3, requires_grad=True)
     y = x
     for _ in range(20):
@@ -145,7 +145,7 @@ def test_a_graph_traced_twice_is_still_freed(monkeypatch: pytest.MonkeyPatch) ->
     import gc
     import weakref
 
-    monkeypatch.setattr(tracer_module, "FREE_GUARD_NODES", 10)
+    monkeypatch.setattr(big_stack, "FREE_GUARD_NODES", 10)
     x = torch.zeros(3, requires_grad=True)
     big = torch.ones(3)
     big_ref = weakref.ref(big)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 from core_corpus import build
 from torch import nn
 
 from graphviz_app import render, trace
-from graphviz_app.deep import call_with_large_stack
+from graphviz_app.drawing.style import CROSS_DEVICE_STYLE
 from graphviz_app.model import Edge, EdgeKind, Graph, NodeKind
-from graphviz_app.style import CROSS_DEVICE_STYLE
+from graphviz_app.tracing.big_stack import call_with_large_stack
 
 
 def _saved_of(graph: Graph, op_id: str) -> list[str]:
@@ -161,7 +163,7 @@ def test_cpu_to_cuda_copy_is_a_highlighted_cross_device_op() -> None:
 
 @pytest.mark.filterwarnings("ignore:distutils Version classes:DeprecationWarning")
 def test_show_saved_after_backward_marks_saved_tensors_freed() -> None:
-    torchviz = pytest.importorskip("torchviz", reason="torchviz is the reference answer")
+    torchviz = importlib.import_module("torchviz")  # the reference answer, a dev dependency
     x = torch.arange(3.0, requires_grad=True)
     y = (x * x).sum()
     y.backward()

@@ -11,8 +11,7 @@ import pytest
 
 from graphviz_app.expr import ExprError, IsolatedRunner, Limits
 from graphviz_app.expr.jobs import evaluate_job
-
-from .conftest import SEED_PROGRAM, SEED_VALUE
+from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
 

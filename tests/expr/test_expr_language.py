@@ -8,8 +8,7 @@ import torch.nn.functional as F
 
 from graphviz_app.expr import ExprError, evaluate, expected_function, to_function
 from graphviz_app.expr.custom import square
-
-from .conftest import SEED_GRAD, SEED_PROGRAM, SEED_VALUE
+from tests.expr.conftest import SEED_GRAD, SEED_PROGRAM, SEED_VALUE
 
 
 def test_seed_program_value_and_gradient_match_the_tutorial() -> None:

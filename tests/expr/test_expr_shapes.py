@@ -8,7 +8,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graphviz_app.expr.allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, TORCH_CONSTANTS, TORCH_FUNCTIONS
+from graphviz_app.expr.allowlist import (
+    CUSTOM_FUNCTIONS,
+    F_FUNCTIONS,
+    TENSOR_METHODS,
+    TENSOR_PROPERTIES,
+    TORCH_CONSTANTS,
+    TORCH_FUNCTIONS,
+)
 from graphviz_app.expr.shapes import constructor_is_floating, constructor_numel, nested_numel, op_numel
 
 A = torch.ones(2, 3)
@@ -58,7 +65,8 @@ def test_constructor_size_and_floatness_match_torch(name: str, args: tuple[Any, 
         ("matmul", [BATCH, torch.ones(4, 3, 2)], {}, lambda: BATCH @ torch.ones(4, 3, 2)),
         ("mm", [A, B], {}, lambda: torch.mm(A, B)),
         ("mv", [A, V], {}, lambda: torch.mv(A, V)),
-        ("bmm", [torch.ones(2, 2, 3), torch.ones(2, 3, 5)], {}, lambda: torch.bmm(torch.ones(2, 2, 3), torch.ones(2, 3, 5))),
+        ("bmm", [torch.ones(2, 2, 3), torch.ones(2, 3, 5)], {},
+         lambda: torch.bmm(torch.ones(2, 2, 3), torch.ones(2, 3, 5))),
         ("linear", [torch.ones(4, 3), torch.ones(6, 3)], {}, lambda: F.linear(torch.ones(4, 3), torch.ones(6, 3))),
         ("cat", [[A, A]], {}, lambda: torch.cat([A, A])),
         ("stack", [[V, V, V]], {}, lambda: torch.stack([V, V, V])),

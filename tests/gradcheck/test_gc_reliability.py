@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from gradcheck import Blame, check
-from graphviz_app import cli
+from graphviz_app.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 F64 = torch.float64

@@ -8,7 +8,7 @@ import pytest
 from grad_corpus import FINITE, NONFINITE
 
 from graphviz_app import trace
-from graphviz_app.gradient_report import gradient_summary
+from graphviz_app.analysis.gradient_report import gradient_summary
 
 
 def _traced(make):  # type: ignore[no-untyped-def]
@@ -50,7 +50,7 @@ def test_where_log_note_points_at_the_forward() -> None:
 def test_origin_note_names_module_and_line_when_recorded() -> None:
     import dataclasses
 
-    from graphviz_app.gradient_report import origin_text
+    from graphviz_app.analysis.gradient_report import origin_text
 
     graph = _traced(NONFINITE["sqrt(x) at 0"][0])
     origin = graph.node(graph.nonfinite_origin)  # type: ignore[arg-type]

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from graphviz_app import trace
+from graphviz_app.analysis.repeats import find_repeats
 from graphviz_app.model import Graph
-from graphviz_app.repeats import find_repeats
 
 
 def _accumulated(steps: int) -> tuple[torch.Tensor, nn.Linear]:

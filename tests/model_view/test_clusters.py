@@ -7,8 +7,8 @@ import re
 import pytest
 from mv_graphs import encoder_graph
 
+from graphviz_app.drawing.renderer import export, render
 from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind
-from graphviz_app.renderer import export, render
 
 
 def test_each_module_is_a_cluster_nested_in_its_parent() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mv_graphs import LAYER_PARTS, encoder_graph, tensor
 
-from graphviz_app.collapse import NO_MODULES_NOTE, collapse
+from graphviz_app.analysis.collapse import NO_MODULES_NOTE, collapse
 from graphviz_app.errors import CollapseError
 from graphviz_app.model import Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind
 

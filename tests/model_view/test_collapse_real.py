@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 import torch
 
-from graphviz_app.collapse import collapse
+from graphviz_app.analysis.collapse import collapse
 from graphviz_app.model import NodeKind
-from graphviz_app.model_trace import trace_model
+from graphviz_app.tracing.module_trace import trace_model
 
 
 def _encoder_graph(layers: int):  # noqa: ANN202

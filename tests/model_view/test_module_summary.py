@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mv_graphs import LAYER_PARTS, encoder_graph, tensor
 
+from graphviz_app.analysis.module_summary import ModuleRow, module_summary
 from graphviz_app.model import Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind, TensorInfo
-from graphviz_app.module_summary import ModuleRow, module_summary
 
 
 def test_rows_follow_graph_modules_order_and_include_submodules() -> None:
@@ -63,7 +63,7 @@ def test_saved_memory_of_a_graph_traced_without_saved_tensors_reads_not_traced()
 
 
 def test_a_weight_saved_for_backward_is_a_parameter_not_an_activation() -> None:
-    """nn.Linear saves its input and its weight: only the input is memory the graph adds (issue 12.8)."""
+    """nn.Linear saves its input and its weight: only the input is memory the graph adds."""
     import torch
     from torch import nn
 

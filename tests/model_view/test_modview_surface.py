@@ -1,29 +1,14 @@
-"""The model-view modules: documented names exist, examples hold, and none of them needs torch."""
+"""The model view works without torch, and the README's model-view section is true."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-MODULES = ["collapse", "module_summary", "cluster", "_module_tree", "cli_script"]
 ROOT = Path(__file__).parents[2]
-
-
-@pytest.mark.parametrize("module", MODULES)
-def test_every_module_lists_only_names_it_has(module: str) -> None:
-    mod = importlib.import_module(f"graphviz_app.{module}")
-    assert mod.__all__ and [n for n in mod.__all__ if not hasattr(mod, n)] == []
-
-
-@pytest.mark.parametrize("module", ["collapse", "module_summary", "_module_tree"])
-def test_docstring_examples_hold(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(f"graphviz_app.{module}"))
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_collapse_summary_and_clusters_work_with_torch_blocked() -> None:
@@ -31,7 +16,7 @@ def test_collapse_summary_and_clusters_work_with_torch_blocked() -> None:
         "import sys; sys.modules['torch'] = None\n"
         "sys.path.insert(0, 'tests/model_view')\n"
         "from mv_graphs import encoder_graph\n"
-        "from graphviz_app.renderer import render\n"
+        "from graphviz_app.drawing.renderer import render\n"
         "g = encoder_graph(3)\n"
         "print(len(g.module_summary()), 'TransformerEncoderLayer ×3' in render(g, depth=2, roll=True).source)\n"
     )

@@ -8,9 +8,9 @@ import pytest
 from mv_graphs import encoder_graph
 
 from graphviz_app import render, save
+from graphviz_app.drawing.renderer import export
 from graphviz_app.errors import CollapseError
 from graphviz_app.model import Graph, NodeKind
-from graphviz_app.renderer import export
 
 
 def test_save_json_with_depth_writes_the_collapsed_graph(tmp_path: Path) -> None:

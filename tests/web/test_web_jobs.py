@@ -7,9 +7,9 @@ import pytest
 from graphviz_app.model import Graph
 from graphviz_app.web import present, service
 from graphviz_app.web.gallery import EXAMPLES, example
-from graphviz_app.web.jobs import analysis_job, check_job, png_job
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import SEED_PROGRAM, Options
+from graphviz_app.web.worker.jobs import analysis_job, check_job, png_job
 
 TOL = (1e-6, 1e-5, 1e-3)
 
@@ -165,7 +165,7 @@ def test_a_bad_hand_gradient_says_what_is_wrong(wrt: str, expected: str, words: 
 
 @pytest.mark.cuda
 def test_on_a_gpu_the_device_list_and_the_moved_tensor_show_both_devices() -> None:
-    from graphviz_app.web.jobs import devices_job
+    from graphviz_app.web.worker.jobs import devices_job
 
     assert "cuda:0" in devices_job()
     result = analysis_job(example("devices").program, Options(device="cuda:0"))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from graphviz_app.web.jobs import analysis_job
 from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import Options
+from graphviz_app.web.worker.jobs import analysis_job
 
 # One weight shared by every layer: dot spends minutes on its ~900 nodes.
 SLOW_TO_LAY_OUT = """torch.manual_seed(0)

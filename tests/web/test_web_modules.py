@@ -6,9 +6,9 @@ import pytest
 from web_support import new_app, shown, shown_svg
 
 from graphviz_app.web.gallery import example
-from graphviz_app.web.jobs import analysis_job
 from graphviz_app.web.results import Analysis
 from graphviz_app.web.urlstate import Options, PageState, from_query, to_query
+from graphviz_app.web.worker.jobs import analysis_job
 
 
 def module_table(at) -> dict[str, dict[str, str]]:  # noqa: ANN001
@@ -94,7 +94,7 @@ def test_the_seed_page_shows_no_module_table() -> None:
 
 
 def test_a_box_opened_on_click_keeps_the_sidebar_depth_and_roll() -> None:
-    from graphviz_app.web.drawing import draw_job
+    from graphviz_app.web.worker.drawing import draw_job
 
     result = analysis_job(example("transformer").program, Options(module_depth=1))
     assert isinstance(result, Analysis) and result.drawn.depth == 1

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from graphviz_app.layout import lay_out
+from graphviz_app.drawing.layout import lay_out
 from graphviz_app.web.pngplan import MAX_BITMAP_SIDE, PngPlan, png_note, png_plan, png_refusal
 
 
@@ -41,9 +41,9 @@ def test_dot_shrinking_a_tall_png_is_a_warning_not_silence() -> None:
 
 
 def test_a_png_past_its_time_budget_blames_the_pixels_not_the_layout_and_says_what_to_do() -> None:
-    from graphviz_app.web.jobs import analysis_job, png_job
     from graphviz_app.web.results import Analysis, Failure
     from graphviz_app.web.urlstate import SEED_PROGRAM, Options
+    from graphviz_app.web.worker.jobs import analysis_job, png_job
 
     result = analysis_job(SEED_PROGRAM, Options())
     assert isinstance(result, Analysis)

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from graphviz_app.analysis.collapse import collapse
+from graphviz_app.analysis.nearest import nearest
 from graphviz_app.errors import GraphvizAppError
 from graphviz_app.model import Edge, EdgeKind, GradInfo, Graph, ModuleInfo, Node, NodeKind, TensorInfo
-from graphviz_app.nearest import nearest
-from graphviz_app.web.details import node_details
 from graphviz_app.web.urlstate import PageState, from_query, to_query
-from graphviz_app.web.view import plan
+from graphviz_app.web.worker.details import node_details
+from graphviz_app.web.worker.view import plan
 
 
 def chain(n: int, *, module: str | None = None) -> Graph:
@@ -64,7 +65,7 @@ def test_a_flat_graph_over_the_budget_shows_the_part_nearest_the_output_with_a_n
 
 def fake_collapse(graph: Graph, *, depth: int | None = None, roll: bool = False,
                   expanded: frozenset[str] = frozenset()) -> Graph:
-    """Stands in for graphviz_app.collapse: one MODULE node per module deeper than `depth`."""
+    """Stands in for graphviz_app.analysis.collapse: one MODULE node per module deeper than `depth`."""
     keep, boxes = [], {}
     for n in graph.nodes:
         parts = (n.module or "").split(".") if n.module else []
@@ -175,7 +176,6 @@ def test_a_link_without_opened_boxes_has_no_expand_parameter() -> None:
 
 
 def test_with_the_model_views_collapse_a_click_opens_one_box_and_a_link_reopens_it() -> None:
-    collapse = pytest.importorskip("graphviz_app.collapse", reason="graphviz_app.collapse (issue 8) is not here yet")
     g = layered_chain(6)
     view = plan(g, budget=1500, readable=250)
     boxes = [n for n in view.graph.nodes if n.kind is NodeKind.MODULE]
@@ -186,7 +186,7 @@ def test_with_the_model_views_collapse_a_click_opens_one_box_and_a_link_reopens_
     state, _ = from_query(to_query(PageState(expanded=opened.expanded)))
     again = plan(g, budget=1500, readable=250, expanded=frozenset(state.expanded))
     assert again.graph == opened.graph
-    assert collapse.collapse(g, depth=2) == view.graph
+    assert collapse(g, depth=2) == view.graph
 
 
 def layered_chain(layers: int) -> Graph:
@@ -197,7 +197,7 @@ def layered_chain(layers: int) -> Graph:
         modules.append(ModuleInfo(f"layers.{i}", "Layer"))
         for sub in ("attn", "ff"):
             modules.append(ModuleInfo(f"layers.{i}.{sub}", "Linear", params=100, param_bytes=400))
-            for j in range(40):
+            for _ in range(40):
                 nid = f"n{len(nodes)}"
                 nodes.append(Node(nid, NodeKind.OP, "MmBackward0", module=f"layers.{i}.{sub}"))
                 edges.append(Edge(nid, prev))

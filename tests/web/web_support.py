@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "graphviz_app" / "app.py"
+APP = ROOT / "graphviz_app" / "web" / "app.py"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 SERVE_MODULE = "graphviz_app.cli"  # started as `make run` starts it

@@ -1,0 +1,302 @@
+"""Draw a recorded graph's deep modules as one box each, and fold repeated blocks into one."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable
+
+from ..errors import CollapseError
+from ..model import Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
+from .module_tree import (
+    ancestors,
+    leaf_storages,
+    module_depth,
+    module_names,
+    module_types,
+    node_modules,
+    saved_bytes,
+)
+
+__all__ = ["collapse", "NO_MODULES_NOTE"]
+
+NO_MODULES_NOTE = (
+    "this graph has no module information, so it is drawn flat: run the forward inside "
+    "`with record(model):` before trace(), or use trace_model(model, *inputs)"
+)
+
+
+def collapse(
+    graph: Graph,
+    *,
+    depth: int | None = None,
+    roll: bool = False,
+    expanded: frozenset[str] = frozenset(),
+) -> Graph:
+    """A new Graph where modules are drawn as boxes (`NodeKind.MODULE` nodes).
+
+    Args:
+        graph: a graph traced with module information (`record`, `trace_model`).
+        depth: every module deeper than this becomes one box (the root module
+            is depth 0, its children depth 1, "layers.0" depth 2); None keeps all.
+        roll: fold consecutive sibling modules of the same type and the same
+            inside, where each feeds the next, into one box marked `×k`.
+        expanded: modules to open although deeper than `depth` (a click on a
+            box adds its name). An expanded module is never rolled, so naming
+            a rolled box's `module` (its first member) opens that one and
+            leaves the rest rolled.
+
+    Returns:
+        A Graph whose boxes carry `module` (the module, or the first of a
+        rolled run), a title as `name`, and facts as `attrs`: type, ops,
+        saved bytes (each storage once), params and, when rolled, the modules
+        it stands for. Edges crossing a box's border are kept once per
+        (source, destination, kind). Without module information, `graph` is
+        returned with a note saying how to record it.
+
+    Raises:
+        CollapseError: `depth` is negative or not a whole number, or `expanded` is not a set of names.
+
+    >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
+    >>> g = Graph((Node("n0", NodeKind.OP, "ReluBackward0", module="act"),
+    ...            Node("n1", NodeKind.OP, "AddmmBackward0", module="fc")), (Edge("n1", "n0"),))
+    >>> [n.name for n in collapse(g, depth=0).nodes]
+    ['act', 'fc']
+    """
+    expanded = _check_options(depth, expanded)
+    if depth is None and not roll:
+        return graph
+    modules_of = node_modules(graph)
+    if all(m is None for m in modules_of.values()):
+        if NO_MODULES_NOTE in graph.notes:
+            return graph
+        return dataclasses.replace(graph, notes=graph.notes + (NO_MODULES_NOTE,))
+    tree = _Tree(graph, modules_of)
+    units = _choose_units(tree, depth=depth, roll=roll, expanded=expanded)
+    return _build(graph, tree, units)
+
+
+def _check_options(depth: object, expanded: object) -> frozenset[str]:
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        raise CollapseError(
+            f"depth must be a whole number >= 0 (0: every child of the root is a box) or None, got {depth!r}"
+        )
+    if isinstance(expanded, str) or not isinstance(expanded, Iterable):
+        raise CollapseError(
+            f"expanded must be a set of module names, e.g. frozenset({{'layers.0'}}), got {expanded!r}"
+        )
+    names = frozenset(expanded)
+    if not all(isinstance(n, str) for n in names):
+        raise CollapseError(f"expanded must hold module names (str), got {sorted(map(repr, names))}")
+    return names
+
+
+class _Tree:
+    """The module tree of a graph: children in `named_modules()` order, member nodes, edges."""
+
+    def __init__(self, graph: Graph, modules_of: dict[str, str | None]) -> None:
+        self.graph = graph
+        self.modules_of = modules_of
+        self.types = module_types(graph)
+        self.params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
+        self.children: dict[str, list[str]] = {}
+        for name in module_names(graph, modules_of):
+            if name:
+                self.children.setdefault(name.rpartition(".")[0] if "." in name else "", []).append(name)
+        self.direct: dict[str, list[Node]] = {}
+        for n in graph.nodes:
+            own = modules_of.get(n.id)
+            if own is not None:
+                self.direct.setdefault(own, []).append(n)
+        self.base: dict[str, int] | None = None
+        # Traced with show_saved=False: no saved tensor anywhere, so "0 B" would be untrue.
+        self.saved_traced = any(n.kind is NodeKind.SAVED for n in graph.nodes)
+        self.weights = leaf_storages(graph)  # saved weights are no activation memory
+        self.out_edges: dict[str, list[Edge]] = {}
+        for e in graph.edges:
+            self.out_edges.setdefault(e.src, []).append(e)
+
+    def members(self, name: str) -> list[Node]:
+        """The nodes of a module and of all its submodules."""
+        found: list[Node] = []
+        stack = [name]
+        while stack:
+            m = stack.pop()
+            found.extend(self.direct.get(m, ()))
+            stack.extend(self.children.get(m, ()))
+        return found
+
+    def feeds(self) -> set[tuple[str, str]]:
+        """(a, b) for sibling modules a, b where a data edge goes from inside a to inside b."""
+        pairs: set[tuple[str, str]] = set()
+        done: set[tuple[str, str]] = set()  # a model repeats few (module, module) pairs many times
+        for e in self.graph.edges:
+            a, b = self.modules_of.get(e.src), self.modules_of.get(e.dst)
+            if e.kind is not EdgeKind.DATA or a is None or b is None or a == b or (a, b) in done:
+                continue
+            done.add((a, b))
+            pa, pb = ancestors(a), ancestors(b)
+            i = 0
+            while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
+                i += 1
+            if i < len(pa) and i < len(pb):
+                pairs.add((pa[i], pb[i]))
+        return pairs
+
+    def _base_labels(self) -> dict[str, int]:
+        """Node id -> a small number naming what the node is, wherever it sits."""
+        if self.base is None:
+            numbers: dict[tuple[object, ...], int] = {}
+            self.base = {}
+            for n in self.graph.nodes:
+                own = self.modules_of.get(n.id)
+                # Leaves are named by parameter ("layers.3.linear.weight"): keep the part
+                # after the module, which the module's relative name then completes.
+                in_own = n.kind is NodeKind.LEAF and own and n.name.startswith(own + ".")
+                name = n.name.rpartition(".")[2] if in_own else n.name
+                t = n.tensor
+                key = (n.kind, name, n.attrs, None if t is None else (t.shape, t.dtype))
+                self.base[n.id] = numbers.setdefault(key, len(numbers))
+        return self.base
+
+    def signature(self, name: str) -> tuple[object, ...]:
+        """What must match for two modules to roll: type, params, and the inside's nodes and edges."""
+        base = self._base_labels()
+        prefix = len(name)
+        labels = {n.id: ((self.modules_of[n.id] or "")[prefix:], base[n.id]) for n in self.members(name)}
+        edges = Counter(
+            (label, labels[e.dst], e.kind, e.output_nr, e.slot)
+            for node_id, label in labels.items() for e in self.out_edges.get(node_id, ()) if e.dst in labels
+        )
+        # Plain dicts: their == runs in C, Counter's in Python (a third of the time here).
+        return (self.types.get(name, ""), self.params.get(name), dict(Counter(labels.values())), dict(edges))
+
+
+def _choose_units(tree: _Tree, *, depth: int | None, roll: bool, expanded: frozenset[str]) -> list[list[str]]:
+    """The boxes to draw, each a list of modules: one module, or a rolled run of siblings."""
+    units: list[list[str]] = []
+    feeds = tree.feeds() if roll else set()
+    stack = [""]
+    while stack:
+        parent = stack.pop()
+        kids = tree.children.get(parent, [])
+        for run in _runs(tree, kids, feeds, expanded) if roll else [[k] for k in kids]:
+            if len(run) > 1:
+                units.append(run)
+            elif depth is None or module_depth(run[0]) <= depth or run[0] in expanded:
+                stack.append(run[0])
+            else:
+                units.append(run)
+    return units
+
+
+def _runs(tree: _Tree, kids: list[str], feeds: set[tuple[str, str]], expanded: frozenset[str]) -> list[list[str]]:
+    """Split siblings into runs that roll: same signature, each feeding the next, none expanded."""
+    runs: list[list[str]] = []
+    previous_signature: tuple[object, ...] | None = None
+    for kid in kids:
+        run = runs[-1] if runs else None
+        if kid in expanded or run is None or run[-1] in expanded or (run[-1], kid) not in feeds:
+            runs.append([kid])
+            previous_signature = None
+            continue
+        if previous_signature is None:
+            previous_signature = tree.signature(run[-1])
+        signature = tree.signature(kid)
+        if signature == previous_signature:
+            run.append(kid)
+        else:
+            runs.append([kid])
+            previous_signature = signature
+    return runs
+
+
+def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
+    unit_of = {m: i for i, unit in enumerate(units) for m in unit}
+    taken = {n.id for n in graph.nodes}
+    box_ids: list[str] = []
+    for unit in units:
+        box_id = f"module/{unit[0]}"  # no ":", which DOT reads as a port
+        while box_id in taken:  # a hand-built graph may already use the name
+            box_id += "'"
+        taken.add(box_id)
+        box_ids.append(box_id)
+    rep: dict[str, str] = {}
+    members: list[list[Node]] = [[] for _ in units]
+    order: list[Node | int] = []  # a kept node, or the unit whose box stands here
+    unit_of_module: dict[str | None, int | None] = {None: None}
+    for n in graph.nodes:
+        own = tree.modules_of.get(n.id)
+        if own not in unit_of_module:  # the outermost box around the module, if any
+            unit_of_module[own] = next((unit_of[a] for a in ancestors(own) if a in unit_of), None)
+        unit_index = unit_of_module[own]
+        if unit_index is None:
+            order.append(n)
+            continue
+        if not members[unit_index]:
+            order.append(unit_index)
+        members[unit_index].append(n)
+        rep[n.id] = box_ids[unit_index]
+    nodes = tuple(
+        item if isinstance(item, Node) else _box(tree, units[item], members[item], box_ids[item])
+        for item in order
+    )
+    origin = graph.nonfinite_origin
+    return dataclasses.replace(
+        graph, nodes=nodes, edges=_edges(graph.edges, rep),
+        nonfinite_origin=rep.get(origin, origin) if origin else origin,
+    )
+
+
+def _edges(edges: tuple[Edge, ...], rep: dict[str, str]) -> tuple[Edge, ...]:
+    """Edges with their ends moved onto boxes: inside ones dropped, crossing ones kept once."""
+    kept: list[Edge] = []
+    seen: set[tuple[str, str, EdgeKind]] = set()
+    for e in edges:
+        src, dst = rep.get(e.src, e.src), rep.get(e.dst, e.dst)
+        if src == e.src and dst == e.dst:
+            kept.append(e)
+        elif src != dst and (src, dst, e.kind) not in seen:
+            seen.add((src, dst, e.kind))
+            # An input index means nothing at a box's border; the op's own side keeps its slot.
+            kept.append(Edge(src, dst, e.kind, e.output_nr if src == e.src else 0, e.slot if dst == e.dst else 0))
+    return tuple(kept)
+
+
+def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node:
+    type_name = tree.types.get(unit[0], "")
+    span, stands_for = _span(unit)
+    title = f"{span}: {type_name}" if type_name else span
+    attrs: list[tuple[str, str]] = []
+    if len(unit) > 1:
+        title += f" ×{len(unit)}"
+        attrs.append(("stands for", stands_for))
+    if type_name:
+        attrs.append(("type", type_name))
+    params = sum(tree.params.get(m, (0, 0))[0] for m in unit)
+    param_bytes = sum(tree.params.get(m, (0, 0))[1] for m in unit)
+    attrs += [
+        ("ops", f"{sum(1 for n in members if n.kind is NodeKind.OP):,}"),
+        ("activations", human_bytes(saved_bytes(members, skip=tree.weights)) if tree.saved_traced else "not traced"),
+        ("params", f"{params:,} ({human_bytes(param_bytes)})"),
+    ]
+    return Node(box_id, NodeKind.MODULE, title, attrs=tuple(attrs), module=unit[0])
+
+
+def _span(unit: list[str]) -> tuple[str, str]:
+    """A run's short title and the exact modules it stands for.
+
+    >>> _span(["layers.0", "layers.1", "layers.2"])
+    ('layers.0–2', 'layers.0–2')
+    >>> _span(["a", "b", "c", "d"])
+    ('a … d', 'a, b, c, d')
+    """
+    if len(unit) == 1:
+        return unit[0], unit[0]
+    lasts = [m.rpartition(".")[2] for m in unit]
+    if all(s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(
+        range(int(lasts[0]), int(lasts[0]) + len(unit))
+    ):
+        text = f"{unit[0]}–{lasts[-1]}"
+        return text, text
+    return (", ".join(unit) if len(unit) <= 3 else f"{unit[0]} … {unit[-1]}"), ", ".join(unit)

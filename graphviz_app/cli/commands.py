@@ -1,0 +1,345 @@
+"""The command line: render a graph, check gradients, serve the web page."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ..errors import DotNotFoundError, GraphvizAppError, RenderError
+from ..expr.compose import Composed, compose
+from ..expr.errors import ExprError
+from ..expr.help import LANGUAGE_HELP
+from ..expr.validator import parse, validate
+from .script import script_graph
+
+if TYPE_CHECKING:
+    from ..model import Graph
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_ENVIRONMENT = 3
+
+# The layout's time limit: without one, a graph that `dot` or graphviz-pure
+# cannot finish (a 1,000-step chain on a large stack) leaves the CLI waiting.
+LAYOUT_SECONDS = 300.0
+
+_SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+
+_EXAMPLES = """\
+examples:
+  graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
+  graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
+  graphviz-app render model.py:build -o model.svg --depth 2 --roll
+  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" \\
+      --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
+  graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
+  graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app serve --port 8501
+
+exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
+expressions, scripts), 3 the environment failed (Graphviz or streamlit missing, ...).
+"""
+
+
+class _Fail(Exception):
+    """A failure already worded for people, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, no usage block: the person asked for something specific.
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (its --help documents the expression language)."""
+    parser = _Parser(
+        prog="graphviz-app",
+        description="See, and check, PyTorch's autograd graph.",
+        epilog=_EXAMPLES + "\n" + LANGUAGE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    render = sub.add_parser(
+        "render", help="draw the graph of a script's function or of an expression",
+        description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
+        "takes no arguments and returns the output tensor(s); or (output, model.named_parameters()) "
+        "to name the parameters; or a model and its inputs (model, x) or (model, (x, y)), run under "
+        "record() so modules can be drawn. Notes on the graph go to stderr.",
+        epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
+    render.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="output file: .svg .png .pdf .dot or .json")
+    render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
+                        help="layout direction (default TB)")
+    render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
+    render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
+    render.add_argument("--depth", type=int, metavar="N",
+                        help="draw every module deeper than N as one box (0: the root's children; needs a "
+                        "graph recorded with its modules, e.g. a function returning (model, inputs))")
+    render.add_argument("--roll", action="store_true",
+                        help="fold consecutive identical sibling modules into one box marked ×k")
+    render.add_argument("--gradients", action="store_true",
+                        help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
+    render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
+                        help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
+                        "missing or above 2,000 nodes)")
+    _program_options(render)
+    check = sub.add_parser(
+        "check", help="check an expression's gradients against finite differences",
+        description="Check autograd's gradients of an expression against finite differences, and "
+        "optionally against a hand-derived gradient. Exit 0 when it passes, 1 when it fails.",
+        epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("target", nargs="?", metavar="EXPRESSION")
+    check.add_argument("--expected", metavar="EXPR",
+                       help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
+    check.add_argument("--wrt", metavar="NAMES",
+                       help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
+    check.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
+    check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
+    check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    _program_options(check)
+    serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    return parser
+
+
+def _program_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--var", action="append", default=[], metavar="NAME=EXPR",
+                        help="define a variable, e.g. --var \"x=torch.arange(3., requires_grad=True)\" (repeatable)")
+    parser.add_argument("--program", metavar="FILE",
+                        help="read definitions (and the expression, if not given) from FILE")
+    parser.add_argument("--device", metavar="DEVICE", help="default device for tensors: cpu, cuda, cuda:N or auto")
+    parser.add_argument("--dtype", metavar="DTYPE", choices=("float32", "float64", "float16", "bfloat16"),
+                        help="default floating dtype for tensors: float32, float64, float16, bfloat16")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (never raises, except with --traceback)."""
+    args = build_parser().parse_args(argv)
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "render": _render, "check": _check, "serve": _serve,
+    }
+    try:
+        return commands[args.command](args)
+    except KeyboardInterrupt:
+        print("graphviz-app: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - one line for people; --traceback for developers
+        if args.traceback:
+            raise
+        message, code = _describe(e)
+        print(f"graphviz-app {args.command}: error: {' '.join(message.split())}", file=sys.stderr)
+        return code
+
+
+def _describe(e: Exception) -> tuple[str, int]:
+    if isinstance(e, _Fail):
+        return str(e), e.code
+    if isinstance(e, ExprError):
+        return str(e), EXIT_BAD_INPUT
+    if isinstance(e, (DotNotFoundError,)):
+        return str(e), EXIT_ENVIRONMENT
+    if isinstance(e, RenderError) and not isinstance(e, ValueError) and not isinstance(e.__cause__, OSError):
+        return str(e), EXIT_ENVIRONMENT  # Graphviz failed; an unwritable path is bad input
+    if isinstance(e, GraphvizAppError):
+        return str(e), EXIT_BAD_INPUT
+    return f"unexpected {type(e).__name__}: {e} (run with --traceback for details)", EXIT_ENVIRONMENT
+
+
+def _render(args: argparse.Namespace) -> int:
+    _check_suffix(args.output)
+    from .. import save  # torch loads later, after the quick checks
+
+    # The tensors are made, traced and freed on a big-stack thread: freeing a
+    # graph of 100k+ ops that Python has walked recurses deeply in torch.
+    from ..analysis.collapse import NO_MODULES_NOTE, collapse
+    from ..tracing.big_stack import call_with_large_stack
+
+    traced = call_with_large_stack(_trace_target, args)
+    graph = collapse(traced, depth=args.depth, roll=args.roll)
+    for note in graph.notes:  # truncation, skipped outputs, no module information, ...
+        hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
+        if not _SCRIPT.match(args.target or ""):
+            hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
+        print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
+    try:
+        color_by = "gradient" if args.gradients else "device"
+        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
+                    timeout=LAYOUT_SECONDS)
+    except OSError as e:
+        raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
+    print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
+    if args.gradients:
+        _print_gradients(graph)
+    return EXIT_OK
+
+
+def _print_gradients(graph: Graph) -> None:
+    from ..analysis.gradient_report import gradient_summary
+
+    print(gradient_summary(graph))  # the NaN origin, if any, is among the notes on stderr
+
+
+def _trace_target(args: argparse.Namespace) -> Graph:
+    script = _SCRIPT.match(args.target or "")
+    options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes, "gradients": args.gradients}
+    if script and not (args.var or args.program):
+        result = _run_script(Path(script["path"]), script["func"], args.target)
+        return script_graph(result, args.target, **options)
+    composed = _compose(args)
+    evaluation = _evaluate(composed, args)
+    from .. import trace
+
+    return trace(evaluation.output, evaluation.params, names=evaluation.variables, **options)
+
+
+def _check_suffix(output: str) -> None:
+    from ..drawing.renderer import FORMATS
+
+    suffix = Path(output).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise _Fail(f"cannot write format {suffix or '(no suffix)'!r} ({output}): choose one of "
+                    f"{', '.join('.' + f for f in FORMATS)}")
+
+
+def _compose(args: argparse.Namespace) -> Composed:
+    text = None
+    if args.program:
+        try:
+            text = Path(args.program).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise _Fail(f"cannot read --program {args.program}: {getattr(e, 'strerror', None) or e}") from e
+    try:
+        return compose(args.target, definitions=args.var, program=text, program_name=args.program or "the program")
+    except ExprError as e:
+        raise _Fail(e.message) from e
+
+
+def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
+    try:
+        validate(composed.source)  # fails fast, before torch loads
+        from ..expr.api import evaluate
+
+        return evaluate(composed.source, device=args.device, dtype=args.dtype)
+    except ExprError as e:
+        raise _Fail(composed.locate(e)) from e
+
+
+def _run_script(path: Path, name: str, target: str) -> Any:
+    """Import the person's own script and call `name()` (like pytest imports test files)."""
+    if not path.is_file():
+        raise _Fail(f"no such script: {path}")
+    spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise _Fail(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))  # so the script's own imports work
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # noqa: BLE001 - SystemExit and SyntaxError included
+        raise _Fail(f"importing {path} failed: {_exception_line(e, path)}") from e
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    func = getattr(module, name, None)
+    if func is None:
+        found = sorted(
+            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+        )
+        raise _Fail(f"{path} has no function {name!r} (it defines: {', '.join(found) or 'none'})")
+    if not callable(func):
+        raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")
+    try:
+        return func()
+    except BaseException as e:  # noqa: BLE001
+        raise _Fail(f"{target} raised {_exception_line(e, path)}") from e
+
+
+def _exception_line(e: BaseException, path: Path) -> str:
+    where = ""
+    if isinstance(e, SyntaxError):
+        where = f" (line {e.lineno})"
+    else:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+        if frames:
+            where = f" (line {frames[-1].lineno} of {path.name})"
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}{': ' + text if text else ''}{where}"
+
+
+def _check(args: argparse.Namespace) -> int:
+    composed = _compose(args)
+    try:
+        program = parse(composed.source)
+    except ExprError as e:
+        raise _Fail(composed.locate(e)) from e
+    if args.expected:
+        try:
+            parse(args.expected, known=program.defined)
+        except ExprError as e:
+            raise _Fail(f"in the expected gradient: {e}") from e
+    from gradcheck import GradcheckError, check
+
+    from ..expr.api import expected_function, to_function
+
+    wrt = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else _default_wrt(composed, args)
+    options = {"device": args.device, "dtype": args.dtype}
+    try:
+        fn, inputs = to_function(composed.source, wrt, **options)
+        expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
+    except ExprError as e:
+        raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
+    try:
+        report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                       device=args.device, fast=args.fast)
+    except ExprError as e:
+        raise _Fail(composed.locate(e)) from e
+    except GradcheckError as e:
+        raise _Fail(str(e)) from e
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
+    return EXIT_OK if report.passed else EXIT_CHECK_FAILED
+
+
+def _default_wrt(composed: Composed, args: argparse.Namespace) -> list[str]:
+    from ..expr.validator import parse
+
+    evaluation = _evaluate(composed, args)
+    inputs = parse(composed.source).inputs
+    names = [n for n, t in evaluation.variables.items() if n in inputs and t.requires_grad and t.is_leaf]
+    if not names:
+        raise _Fail("no variable requires grad: create one with requires_grad=True, or name them with --wrt x,y")
+    return names
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from ..web.server import serve
+    except ImportError as e:
+        raise _Fail(f"the web page needs streamlit: pip install 'graphviz-app[web]' ({e})", EXIT_ENVIRONMENT) from e
+    return serve(host=args.host, port=args.port)
+
+
+if __name__ == "__main__":  # `python -m graphviz_app.cli` (the Makefile's `make run`)
+    raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""The plain model of an autograd graph: frozen records and the Graph, no torch; the bottom layer.
+
+Everything else reads or builds these records: the tracer (`graphviz_app.tracing`) makes them from
+live torch objects, the analyses (`graphviz_app.analysis`) and the drawing (`graphviz_app.drawing`)
+read them. The model imports nothing above it.
+"""
+
+from __future__ import annotations
+
+from .graph import Graph, provide
+from .records import (
+    MODIFIED_IN_PLACE,
+    STATE_ATTR,
+    Edge,
+    EdgeKind,
+    GradInfo,
+    ModuleInfo,
+    Node,
+    NodeKind,
+    Scalar,
+    TensorInfo,
+)
+from .regions import REGION_TYPE, CompiledRegion
+from .schema import READABLE_SCHEMAS, SCHEMA_VERSION
+from .summaries import ModuleRow, ModuleSummary, Summary
+from .units import human_bytes
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "READABLE_SCHEMAS",
+    "NodeKind",
+    "EdgeKind",
+    "TensorInfo",
+    "GradInfo",
+    "ModuleInfo",
+    "Node",
+    "Edge",
+    "Graph",
+    "CompiledRegion",
+    "REGION_TYPE",
+    "Summary",
+    "ModuleRow",
+    "ModuleSummary",
+    "Scalar",
+    "human_bytes",
+    "provide",
+    "STATE_ATTR",
+    "MODIFIED_IN_PLACE",
+]

@@ -1,0 +1,208 @@
+"""The graph record: nodes in walk order, the edges between them, and what tracing noted."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GraphvizAppError, SchemaError
+from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
+from .regions import CompiledRegion, region_from_dict, region_to_dict
+from .schema import (
+    SCHEMA_VERSION,
+    check_schema,
+    edge_from_list,
+    edge_to_list,
+    json_items,
+    node_from_dict,
+    node_to_dict,
+)
+from .summaries import ModuleSummary, Summary
+
+__all__ = ["Graph", "provide"]
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """An autograd graph: nodes in walk order and the edges between them.
+
+    `notes` are remarks from tracing a person should see (ignored
+    non-tensor outputs, truncation by `max_nodes`, freed saved tensors).
+    `modules` lists the modules seen while recording, in `named_modules()`
+    order; `nonfinite_origin` is the id of the node where the gradient first
+    became NaN or Inf in backward, when traced with gradients. `regions` holds
+    the inside of each compiled region (`CompiledFunctionBackward` node).
+    """
+
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+    notes: tuple[str, ...] = ()
+    truncated: bool = False
+    modules: tuple[ModuleInfo, ...] = ()
+    nonfinite_origin: str | None = None
+    regions: tuple[CompiledRegion, ...] = ()
+
+    def __repr__(self) -> str:
+        """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
+
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())  # doctest: +NORMALIZE_WHITESPACE
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records,
+        save(graph, "graph.svg") to draw it>
+        """
+        kinds = Counter(n.kind.value for n in self.nodes)
+        parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        extra = (", truncated" if self.truncated else "") + (
+            f", {len(self.notes)} note(s) in .notes" if self.notes else ""
+        )
+        return (
+            f"<Graph: {len(self.nodes)} nodes ({parts or 'none'}), {len(self.edges)} edges{extra}; "
+            '.summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") '
+            "to draw it>"
+        )
+
+    def node(self, node_id: str) -> Node:
+        """The node with this id. Raises KeyError naming the id if absent."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"no node {node_id!r} in this graph")
+
+    def of_kind(self, kind: NodeKind) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.kind is kind)
+
+    def cross_device_ops(self) -> frozenset[str]:
+        """Ids of op nodes whose inputs live on another device than their output."""
+        by_id = {n.id: n for n in self.nodes}
+        found: set[str] = set()
+        for e in self.edges:
+            if e.kind is not EdgeKind.DATA:
+                continue
+            dst = by_id[e.dst]
+            src_dev, dst_dev = by_id[e.src].device, dst.device
+            if dst.kind is NodeKind.OP and src_dev and dst_dev and src_dev != dst_dev:
+                found.add(dst.id)
+        return frozenset(found)
+
+    def summary(self, *, saved_traced: bool | None = None) -> Summary:
+        """Node and edge counts per kind, devices, dtypes, and memory per device.
+
+        Pass `saved_traced=False` for a graph traced with `show_saved=False`
+        so its activation memory reads "not traced", not "0 B" (see `Summary`).
+        Computed by `graphviz_app.analysis.summary.summarize`.
+        """
+        summarize: Callable[..., Summary] = _provided("summary")
+        return summarize(self, saved_traced=saved_traced)
+
+    def module_summary(self) -> ModuleSummary:
+        """One row per module (ops, saved bytes, params), in `named_modules()` order; prints as a table.
+
+        Computed by `graphviz_app.analysis.module_summary.module_summary`.
+        """
+        module_summary: Callable[[Graph], ModuleSummary] = _provided("module_summary")
+        return module_summary(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; `Graph.from_dict` reads it back exactly."""
+        data: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "nodes": [node_to_dict(n) for n in self.nodes],
+            "edges": [edge_to_list(e) for e in self.edges],
+        }
+        data.update(self._tail_dict())
+        return data
+
+    def _tail_dict(self) -> dict[str, Any]:
+        """What `to_dict` holds after the nodes and edges, in its order."""
+        data: dict[str, Any] = {"notes": list(self.notes), "truncated": self.truncated}
+        if self.modules:
+            data["modules"] = [[m.name, m.type, m.params, m.param_bytes] for m in self.modules]
+        if self.nonfinite_origin is not None:
+            data["nonfinite_origin"] = self.nonfinite_origin
+        if self.regions:
+            data["regions"] = [region_to_dict(r) for r in self.regions]
+        return data
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """Serialize to JSON text (schema version 2, see the README)."""
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent)
+        # The text of json.dumps(self.to_dict()), written a few thousand
+        # records at a time: the dict tree of a million-node graph would take
+        # several times the memory of its text.
+        tail = json.dumps(self._tail_dict())
+        return "".join([
+            f'{{"schema": {SCHEMA_VERSION}, "nodes": [', *json_items(self.nodes, node_to_dict),
+            '], "edges": [', *json_items(self.edges, edge_to_list), "], ", tail[1:],
+        ])
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Graph:
+        """Read a graph from `to_dict`'s form. Raises SchemaError if it is not one."""
+        check_schema(data)
+        try:
+            return cls(
+                nodes=tuple(node_from_dict(n) for n in data["nodes"]),
+                edges=tuple(edge_from_list(e) for e in data["edges"]),
+                notes=tuple(data.get("notes", ())),
+                truncated=bool(data.get("truncated", False)),
+                modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
+                nonfinite_origin=data.get("nonfinite_origin"),
+                regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise SchemaError(f"malformed graph JSON: {e!r}") from e
+
+    @classmethod
+    def from_json(cls, text: str) -> Graph:
+        """Read a graph written by `to_json`. Raises SchemaError if it is not one."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"not JSON: {e}") from e
+        return cls.from_dict(data)
+
+    # Notebook display (IPython calls these): provided by graphviz_app.drawing.notebook,
+    # so the model never depends on the renderer.
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        display: Callable[[Graph], dict[str, str]] = _provided("display")
+        return display(self)
+
+    def _repr_svg_(self) -> str:
+        return self._repr_mimebundle_()["image/svg+xml"]
+
+
+# Graph methods whose work is done in a layer above the model, and the module that
+# provides each: the layers register themselves (`provide`) when graphviz_app is
+# imported, so the model imports nothing above it.
+_PROVIDERS = {
+    "summary": "graphviz_app.analysis.summary",
+    "module_summary": "graphviz_app.analysis.module_summary",
+    "display": "graphviz_app.drawing.notebook",
+}
+_PROVIDED: dict[str, Callable[..., Any]] = {}
+
+
+def provide(method: str, implementation: Callable[..., Any]) -> None:
+    """Give `Graph.<method>` its implementation; called once by the providing module.
+
+    >>> provide("colour", print)
+    Traceback (most recent call last):
+    ...
+    ValueError: Graph has no provided method 'colour'; expected one of summary, module_summary, display
+    """
+    if method not in _PROVIDERS:
+        raise ValueError(f"Graph has no provided method {method!r}; expected one of {', '.join(_PROVIDERS)}")
+    _PROVIDED[method] = implementation
+
+
+def _provided(method: str) -> Callable[..., Any]:
+    try:
+        return _PROVIDED[method]
+    except KeyError:
+        raise GraphvizAppError(
+            f"Graph.{method} needs {_PROVIDERS[method]}, which is not loaded: import graphviz_app "
+            "(the package loads it) before using Graph"
+        ) from None

@@ -1,0 +1,364 @@
+"""The one place that reads torch's private internals.
+
+torch exposes what a backward node saved only through generated private
+attributes (`_saved_self`, `_saved_dim`, ...), the forward output's metadata
+through `_input_metadata`, and a few other facts only privately: a view's base
+(`_base`), a tensor's version counter (`_version`), a storage's identity
+(`_cdata`), node sequence numbers (`_sequence_nr`), the dispatch-mode base class
+(`torch.utils._python_dispatch.TorchDispatchMode`), switching torch-function
+modes off (`torch._C.DisableTorchFunction`), a module's child table
+(`_modules`), torch.compile's backward graph (`_forward_cls._lazy_backward_info`)
+and the function every backward call goes through (`torch.autograd._engine_run_backward`).
+When a torch upgrade renames one of them, this module is the only one to change
+(tests/test_architecture.py checks that no other module reads them).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = [
+    "TorchDispatchMode",
+    "view_base",
+    "version_counter",
+    "storage_identity",
+    "torch_function_disabled",
+    "replace_children",
+    "sequence_nr",
+    "SavedValue",
+    "saved_values",
+    "output_metadata",
+    "is_custom_function",
+    "node_type",
+    "NodeType",
+    "FREED",
+    "MODIFIED",
+    "MODULE_KEY",
+    "MODULE_TYPE_KEY",
+    "SOURCE_KEY",
+    "RecordedTags",
+    "recorded_tags",
+    "next_sequence_nr",
+    "tag_untagged",
+    "tags_written",
+    "COMPILED_BACKWARD_PATH",
+    "compiled_backward_graph",
+    "aot_role",
+]
+
+_SAVED_PREFIX = "_saved_"
+_RAW_PREFIX = "_raw_saved_"  # a saved tensor also shows under this name
+
+# Marks a saved tensor that backward() has already released.
+FREED = object()
+# Marks a saved tensor modified in place after it was saved (torch refuses to unpack it).
+MODIFIED = object()
+
+SavedValue = tuple[str, Any]
+
+# What to read from a node is a property of its generated class: the
+# `_saved_*` property names (with the prefix dropped) or, for a custom
+# Function, None (its tensors come from `saved_tensors`). Looked up once per
+# type rather than with dir() and isinstance() on every node.
+_spec_by_type: dict[type, tuple[tuple[str, str], ...] | None] = {}
+_UNKNOWN: Any = object()  # not a spec: `is` tells it from every real one
+
+
+def _spec(cls: type) -> tuple[tuple[str, str], ...] | None:
+    if issubclass(cls, torch.autograd.function.BackwardCFunction):
+        spec = None
+    else:
+        cut = len(_SAVED_PREFIX)
+        spec = tuple((a, a[cut:]) for a in dir(cls) if a.startswith(_SAVED_PREFIX))
+    _spec_by_type[cls] = spec
+    return spec
+
+
+def is_custom_function(fn: Any) -> bool:
+    """Whether `fn` is the backward node of a Python `torch.autograd.Function`."""
+    cls = type(fn)
+    return (_spec_by_type[cls] if cls in _spec_by_type else _spec(cls)) is None
+
+
+# What a walker needs to know of a node's class before touching the node:
+# its name (torchviz's type(fn).__name__; fn.name() spells some C++ nodes
+# "torch::autograd::CopySlices"), how many values `saved_values` reads (most
+# chain ops save one scalar or nothing; 1 for a custom Function, whose count
+# is known only per node), whether it is a custom Function, whether it can
+# hold a leaf's `variable` (AccumulateGrad, or a custom Function whose ctx has
+# one: getattr(fn, "variable", None) on any other node raises and swallows an
+# AttributeError, which costs more than the rest of discovering it), and
+# `scalars` (below).
+NodeType = tuple[str, int, bool, bool, Callable[[Any], Any] | None]
+
+
+def node_type(cls: type) -> NodeType:
+    """(name, values saved, is a custom Function, may hold `variable`, scalars) of a node class.
+
+    `scalars`, for a class that saves no tensor, reads its raw saved values in
+    one C call, in `saved_values` order: the value itself when it saves one,
+    else a tuple. torch keeps a saved tensor as a SavedVariable, which also
+    shows as `_raw_saved_<name>`; a class with none saves plain values only
+    (alpha, dim, sizes), so one call can read them all. The values are raw:
+    `saved_values` is the reading that fixes int64 signs and freed tensors.
+    """
+    spec = _spec_by_type[cls] if cls in _spec_by_type else _spec(cls)
+    custom = spec is None
+    scalars = None
+    if spec and not any(a.startswith(_RAW_PREFIX) for a in dir(cls)):
+        scalars = operator.attrgetter(*(attr for attr, _ in spec))
+    saves = 1 if spec is None else len(spec)
+    return cls.__name__, saves, custom, custom or hasattr(cls, "variable"), scalars
+
+
+def saved_values(fn: Any) -> list[SavedValue]:
+    """What a backward node saved for backward, as (name, value) pairs.
+
+    Values are tensors, None, plain Python values, tuples of those, or
+    FREED when backward() already released them. Names drop the `_saved_`
+    prefix; a custom Function's `ctx.save_for_backward` tensors are named
+    `saved_tensors[i]`.
+    """
+    cls = type(fn)
+    spec = _spec_by_type.get(cls, _UNKNOWN)
+    if spec is _UNKNOWN:
+        spec = _spec(cls)
+    if spec is None:
+        try:
+            tensors = fn.saved_tensors
+        except RuntimeError as e:
+            return [("saved_tensors", _unreadable(e))]
+        return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
+    out: list[SavedValue] = []
+    for attr, name in spec:
+        try:
+            value = getattr(fn, attr)
+        except RuntimeError as e:  # freed by backward(), or modified in place since
+            value = _unreadable(e)
+        kind = type(value)
+        if (kind is int and value >= _INT64_SIGN) or kind is tuple:  # all _signed can change
+            value = _signed(value)
+        out.append((name, value))
+    return out
+
+
+def _unreadable(error: RuntimeError) -> object:
+    # torch says "...has been modified by an inplace operation..." for a saved
+    # tensor changed in place, and "Trying to backward through the graph a
+    # second time..." for one backward() released.
+    return MODIFIED if "modified by an inplace operation" in str(error) else FREED
+
+
+_INT64_SIGN = 1 << 63
+
+
+def _signed(value: Any) -> Any:
+    # torch returns negative int64 attributes as their uint64 bit pattern:
+    # x.sum(-1).grad_fn._saved_dim == (18446744073709551615,); show -1.
+    if type(value) is int and value >= _INT64_SIGN:
+        return value - (_INT64_SIGN << 1)
+    if type(value) is tuple and any(type(v) is int and v >= _INT64_SIGN for v in value):
+        return tuple(_signed(v) for v in value)
+    return value
+
+
+def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | None:
+    """Shape, dtype and device of the first forward output `fn` differentiates."""
+    try:
+        meta = fn._input_metadata
+    except AttributeError:
+        return None
+    if not meta:
+        return None
+    first = meta[0]
+    try:
+        return tuple(first.shape), first.dtype, first.device
+    except (TypeError, RuntimeError):  # nested tensors have no plain shape
+        return None
+
+
+# What `graphviz_app.record` writes into `grad_fn.metadata` (a public, per-node
+# dict). The keys are namespaced so they never clash with the user's own tags.
+MODULE_KEY = "graphviz_app.module"
+MODULE_TYPE_KEY = "graphviz_app.module_type"
+SOURCE_KEY = "graphviz_app.source"  # present on every node the recorder saw
+
+# torch's stubs for torch._C._functions list no AccumulateGrad, though the class is there.
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
+
+RecordedTags = tuple[str | None, str | None, str | None]
+_NO_TAGS: RecordedTags = (None, None, None)
+
+
+# Set once `tag_untagged` has written a tag: until then no node of this
+# process carries one, and a walk need not read `fn.metadata` (which makes a
+# dict on every node it is read from).
+_tagged = False
+
+
+def tags_written() -> bool:
+    """Whether any node of this process may carry tags written by `tag_untagged`."""
+    return _tagged
+
+
+def recorded_tags(fn: Any) -> RecordedTags:
+    """(module, module type, source) that `record()` wrote on node `fn`, None where absent."""
+    try:
+        meta = fn.metadata
+    except (AttributeError, RuntimeError):
+        return _NO_TAGS
+    if not meta:
+        return _NO_TAGS
+    return meta.get(MODULE_KEY), meta.get(MODULE_TYPE_KEY), meta.get(SOURCE_KEY)
+
+
+_peek_sequence_nr = getattr(torch.autograd, "_get_sequence_nr", None)
+
+
+def next_sequence_nr() -> int:
+    """The autograd sequence number the next node made on this thread will get.
+
+    Sequence numbers are per thread and increase with every node created, so
+    a node numbered at least this was made after this call.
+    """
+    if _peek_sequence_nr is not None:
+        return _peek_sequence_nr()
+    # Without torch's private peek: make and drop a one-element probe node.
+    with torch_function_disabled(), torch.inference_mode(False), torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True).clone()
+    assert probe.grad_fn is not None, "a clone of a tensor that requires grad has a grad_fn"
+    return probe.grad_fn._sequence_nr() + 1
+
+
+def tag_untagged(
+    fn: Any, first: int, tags: Callable[[int], Mapping[str, Any]], *, seen_key: str = SOURCE_KEY
+) -> None:
+    """Tag `fn` and every node behind it not yet seen by the recorder.
+
+    The walk stops at nodes already tagged (holding `seen_key`), at leaves
+    (AccumulateGrad, whose sequence number is the maximum) and at nodes
+    numbered below `first`, so a tensor computed before recording began is
+    never claimed. `tags(n)` gives what to write on a node numbered `n`; it
+    must include `seen_key`.
+    """
+    global _tagged
+    _tagged = True  # before the first write: a walk on another thread then reads tags
+    todo = [fn]
+    while todo:
+        node = todo.pop()
+        if type(node) is _ACCUMULATE_GRAD:
+            continue
+        meta = node.metadata
+        if seen_key in meta:
+            continue
+        seq = node._sequence_nr()
+        if seq < first:
+            continue
+        meta.update(tags(seq))
+        for child, _ in node.next_functions:
+            if child is not None:
+                todo.append(child)
+
+
+def view_base(t: torch.Tensor) -> torch.Tensor | None:
+    """The tensor `t` is a view of, or None when `t` owns its memory."""
+    return t._base if t._is_view() else None
+
+
+def version_counter(t: torch.Tensor) -> int:
+    """How many times `t`'s memory has been written in place (torch bumps it on every in-place op)."""
+    return t._version
+
+
+def storage_identity(storage: torch.UntypedStorage) -> int:
+    """A number naming `storage` for as long as it lives, also when it has no data pointer (meta)."""
+    return storage._cdata
+
+
+def torch_function_disabled() -> Any:
+    """A context in which torch-function modes and subclass overrides are off."""
+    return torch._C.DisableTorchFunction()
+
+
+def replace_children(module: torch.nn.Module, children: Mapping[str, torch.nn.Module]) -> None:
+    """Make `children` the module's only submodules, whatever their names.
+
+    `add_module` refuses names that are attributes of nn.Module (`eval`, `forward`),
+    which a program's variables may be called; the child table takes any name.
+    """
+    module._modules.clear()
+    module._modules.update(children)
+
+
+# An autograd node's sequence number: per thread, increasing with every node the
+# forward creates (AccumulateGrad's is the largest integer). torch names it privately.
+sequence_nr: Callable[[Any], int] = operator.methodcaller("_sequence_nr")
+
+
+# torch.compile's backward: a `CompiledFunctionBackward` node is the backward of an
+# autograd.Function class that AOT autograd builds per compiled graph (its
+# `_forward_cls`); the class keeps the backward graph, an FX GraphModule, for the
+# backward compile it may still have to run (`_lazy_backward_info.bw_module`), or, on
+# a hit of AOT autograd's cache, a function that loads it (`bw_module_fn`). These are
+# the names torch 2.13 uses; `compiled_backward_graph` says which one it did not find.
+COMPILED_BACKWARD_PATH = ("_forward_cls", "_lazy_backward_info", "bw_module")
+
+
+def compiled_backward_graph(fn: Any) -> tuple[Any | None, str | None]:
+    """(the FX GraphModule of compiled node `fn`'s backward, None) or (None, why it is not there).
+
+    The graph is AOT autograd's backward graph as handed to the compiler backend
+    (before inductor generates code from it).
+    """
+    where = f"torch {torch.__version__}"
+    forward_cls = getattr(fn, COMPILED_BACKWARD_PATH[0], None)
+    if forward_cls is None:
+        return None, f"{type(fn).__name__} has no {COMPILED_BACKWARD_PATH[0]} in {where}: cannot reach its graph"
+    info = getattr(forward_cls, COMPILED_BACKWARD_PATH[1], _UNKNOWN)
+    if info is _UNKNOWN:
+        return None, (
+            f"the compiled function has no {COMPILED_BACKWARD_PATH[1]} in {where}: this torch keeps the "
+            "backward graph elsewhere (graphviz_app.tracing.torch_internals needs updating)"
+        )
+    if info is None:
+        return None, (
+            "torch compiled this backward without keeping its graph (a backward compiled ahead of time, "
+            "or loaded from the compile cache); run with torch._functorch.config.enable_autograd_cache = False "
+            "and a fresh torch._dynamo.reset() to keep it"
+        )
+    module = getattr(info, COMPILED_BACKWARD_PATH[2], None)
+    if module is None and callable(getattr(info, "bw_module_fn", None)):  # an AOT autograd cache hit
+        try:
+            module = info.bw_module_fn()
+        except Exception as e:  # noqa: BLE001 - a cache entry torch cannot load is reported, not raised
+            return None, f"the cached backward graph did not load: {type(e).__name__}: {e}"
+    if not isinstance(module, torch.fx.GraphModule):
+        return None, (
+            f"{COMPILED_BACKWARD_PATH[1]} holds no {COMPILED_BACKWARD_PATH[2]} GraphModule in {where} "
+            f"(found {type(module).__name__})"
+        )
+    return module, None
+
+
+def aot_role(node: Any) -> tuple[str, int] | None:
+    """What an input or output of AOT autograd's backward graph stands for, from its descriptor.
+
+    ("input", i): the region's forward input i (its gradient edge `i`); ("tangent", j):
+    the gradient coming in for the region's output j; ("grad", i): the gradient of
+    forward input i. None when the descriptor is another kind (a mutated input, an
+    alias, a random-number state) or absent (torch before descriptors).
+    """
+    desc = node.meta.get("desc") if hasattr(node, "meta") else node
+    kind = type(desc).__name__
+    if kind == "PlainAOTInput":
+        return "input", int(desc.idx)
+    if kind == "TangentAOTInput" and type(desc.output).__name__ == "PlainAOTOutput":
+        return "tangent", int(desc.output.idx)
+    if kind == "GradAOTOutput" and type(desc.grad_of).__name__ == "PlainAOTInput":
+        return "grad", int(desc.grad_of.idx)
+    return None

@@ -1,0 +1,500 @@
+"""The web page: type tensors and an expression; see the autograd graph, values, gradients and a gradient check.
+
+Run it with `make run` or `graphviz-app serve`. Everything it shows comes
+from library calls (graphviz_app.web.service runs them in the isolated
+worker); this script only lays the page out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from functools import partial
+from typing import TypeVar
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from graphviz_app.web import pngplan, present, service, urlstate
+from graphviz_app.web.cache import ResultCache
+from graphviz_app.web.fairness import FairRunner, SessionRunner
+from graphviz_app.web.gallery import EXAMPLES, example, example_for
+from graphviz_app.web.results import Analysis, Drawn, Failure, GradientCheck
+from graphviz_app.web.urlstate import CheckInput, Options, PageState
+from graphviz_app.web.widgets import graph_viewer, program_editor
+
+__all__ = ["main"]
+
+RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to top", "RL": "right to left"}
+TOLERANCE_NAMES = ("eps", "atol", "rtol")
+STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
+DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
+T = TypeVar("T")
+
+
+# Shared, cached work ---------------------------------------------------------
+@st.cache_resource(show_spinner="Starting the worker processes…")
+def runner() -> FairRunner:
+    """The worker processes every program runs in, shared fairly by all sessions."""
+    return FairRunner(service.make_runner())
+
+
+@st.cache_resource(show_spinner=False)
+def results_cache() -> ResultCache:
+    """Results shared by all sessions, bounded by bytes and age.
+
+    Not st.cache_data: that stores whatever the function returns, so one
+    visitor's "all workers are busy" was served to every later visitor of the
+    same link; this one keeps successes and the program's own errors only.
+    """
+    return ResultCache()
+
+
+def my_runner(*, interruptible: bool = True) -> SessionRunner:
+    """This session's share of the workers.
+
+    `interruptible`: a newer press of Run ends the wait for the running job at
+    once (Streamlit raises its rerun exception at the next session-state read,
+    `newer_run_point`); the job goes on, so the next run takes it up if the
+    program is the same, and stops it when the program changed.
+    """
+    s = st.session_state
+    if "session_key" not in s:
+        s.session_key = uuid.uuid4().hex
+    return runner().for_session(s.session_key, on_wait=newer_run_point if interruptible else None)
+
+
+def newer_run_point() -> None:
+    """Read the session state: where Streamlit ends this run when the person asked for a newer one."""
+    if get_script_run_ctx(suppress_warning=True) is not None:  # not from a download's thread
+        _ = "session_key" in st.session_state
+
+
+@st.cache_resource(show_spinner=False)
+def available_devices() -> tuple[str, ...]:
+    """cpu and each cuda:N the workers' torch sees."""
+    return service.devices(runner().for_session("server"))
+
+
+def cached(key: Hashable, spinner: str, compute: Callable[[], T]) -> T:
+    """`compute()` unless the shared cache holds `key`; a spinner while it runs."""
+    cache = results_cache()
+    found = cache.get(key)
+    if found is None:
+        with st.spinner(spinner):
+            found = compute()
+        cache.put(key, found)
+    return found
+
+
+def analyze(program: str, options: Options) -> Analysis | Failure:
+    """The program evaluated, traced, drawn and differentiated (cached by program and options)."""
+    return cached(("analysis", program, options), "Running the program…",
+                  lambda: service.analyze(my_runner(), program, options))
+
+
+def check_gradient(
+    program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]
+) -> GradientCheck | Failure:
+    """A hand-derived gradient checked (cached by program, options, gradient and tolerances)."""
+    return cached(("check", program, options, check, tolerances), "Checking the gradient…",
+                  lambda: service.check_gradient(my_runner(), program, options, check, tolerances))
+
+
+def png(graph_json: str, rankdir: str, session_runner: SessionRunner) -> bytes:
+    """The PNG download, drawn when it is asked for (outside any script run)."""
+    key = ("png", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir)
+    found = results_cache().get_or_run(key, lambda: service.png(session_runner, graph_json, rankdir))
+    if isinstance(found, Failure):
+        raise RuntimeError(f"could not draw the PNG: {found}")
+    return found
+
+
+def drawn_view(graph_json: str, rankdir: str, expanded: tuple[str, ...], depth: int, roll: bool) -> Drawn | Failure:
+    """The graph with some module boxes opened, laid out once per graph and set of boxes."""
+    key = ("view", hashlib.sha256(graph_json.encode()).hexdigest(), rankdir, expanded, depth, roll)
+    return cached(key, "Drawing the graph…", lambda: service.draw(
+        my_runner(), graph_json, rankdir, expanded, depth=depth or None, roll=roll))
+
+
+# UI state: the submitted program and the widgets' values, seeded from the URL --
+def start_session(devices: tuple[str, ...]) -> None:
+    """Seed a new session's UI state from the link it was opened with."""
+    s = st.session_state
+    if "submitted" in s:
+        return
+    state, problems = urlstate.from_query(st.query_params.to_dict())
+    o = state.options
+    if o.device not in devices:
+        problems.append(f"ignored ?device={o.device}: this machine offers {', '.join(devices)}")
+        o = replace(o, device="cpu")
+    s.update(
+        submitted=state.program, editor_text=state.program, editor_rev=0,
+        url_problems=problems, opt_device=o.device, opt_dtype=o.dtype, opt_saved=o.show_saved,
+        opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
+        opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
+        check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
+        expanded=state.expanded, expanded_program=state.program,
+        **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
+    )
+
+
+def load_example(key: str) -> None:
+    """Put a gallery example in the editor and show its graph."""
+    s, ex = st.session_state, example(key)
+    s.update(submitted=ex.program, editor_text=ex.program, editor_rev=s.editor_rev + 1,
+             check_wrt=ex.wrt, check_expected="")
+    for key in ("check_wrt", "check_expected"):
+        s.pop(f"w_{key}", None)
+
+
+def kept(key: str) -> str:
+    """The widget key for the UI state `key`, seeded from it.
+
+    Streamlit forgets the value of a widget it did not draw in a run (the
+    check panel is not drawn after a failed run); the value lives on under
+    `key` and comes back when the widget does.
+    """
+    widget = f"w_{key}"
+    if widget not in st.session_state:
+        st.session_state[widget] = st.session_state[key]
+    return widget
+
+
+# The page ---------------------------------------------------------------------
+def sidebar(devices: tuple[str, ...]) -> Options:
+    """The options: device, dtype, what to show, layout direction, node limit."""
+    with st.sidebar:
+        st.header("Options")
+        device = st.selectbox("Device", devices, key="opt_device",
+                              help="Where tensor constructors put tensors that name no device.")
+        if len(devices) == 1:
+            st.caption("No CUDA device here (torch.cuda.device_count() is 0): only cpu is offered.")
+        dtype = st.selectbox("Default dtype", urlstate.DTYPES, key="opt_dtype",
+                             help="The floating dtype of tensors that name none.")
+        saved = st.checkbox("Show saved tensors", key="opt_saved",
+                            help="The tensors each op keeps for its backward.")
+        attrs = st.checkbox("Show op attributes", key="opt_attrs", help="dim, alpha, exponent, …")
+        gradients = st.checkbox(
+            "Show gradients", key="opt_gradients",
+            help="Replay backward: colour edges by gradient size and mark where NaN/Inf first appears.",
+        )
+        rankdir = st.selectbox("Layout direction", urlstate.RANKDIRS, key="opt_rankdir",
+                               format_func=RANKDIR_LABELS.__getitem__)
+        low, high = urlstate.MAX_NODES_RANGE
+        max_nodes = st.number_input("Node limit", low, high, step=100, key="opt_max_nodes",
+                                    help="Tracing stops past this many nodes; the graph is marked truncated.")
+        low, high = urlstate.MODULE_DEPTH_RANGE
+        depth = st.number_input("Module depth", low, high, step=1, key="opt_depth",
+                                help="For programs with nn modules: modules deeper than this are drawn as one "
+                                     "box (1: each module variable is a box); 0 lets the page pick the deepest "
+                                     "level that stays readable.")
+        roll = st.checkbox("Roll repeats", key="opt_roll",
+                           help="Fold consecutive identical modules (layers.0–5) into one box marked ×k.")
+    return Options(device=device, dtype=dtype, show_saved=saved, show_attrs=attrs,
+                   rankdir=rankdir, max_nodes=int(max_nodes), show_gradients=gradients,
+                   module_depth=int(depth), roll=roll)
+
+
+def gallery() -> None:
+    """One button per example."""
+    st.caption("Examples: load one with a click")
+    columns = st.columns(3)
+    for i, ex in enumerate(EXAMPLES):
+        columns[i % 3].button(ex.title, key=f"example-{ex.key}", help=ex.blurb, width="stretch",
+                              on_click=load_example, args=(ex.key,))
+
+
+def editor() -> tuple[bool, Failure | None]:
+    """The program editor, its live parse check and Run.
+
+    Returns whether Run was asked for, and the problem shown under the editor
+    when the editor holds the submitted program (the results need not repeat it).
+    """
+    s = st.session_state
+    event = program_editor(s.editor_text, key=f"editor-{s.editor_rev}")
+    problem = service.syntax_problem(event.text)
+    if problem is not None:
+        show_failure(problem, title="Will not run")
+    else:
+        st.caption("✓ The program parses. Run it to see the graph.")
+    run = st.button("Run", type="primary", key="run") or event.run
+    if run:
+        s.submitted = event.text
+    shown = example_for(s.submitted)
+    if shown is not None:
+        st.info(present.md(shown.blurb))
+    return bool(run), (problem if event.text == s.submitted else None)
+
+
+def show_failure(failure: Failure, *, title: str) -> None:
+    """An error as a message, with the offending line when there is one."""
+    st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
+    if failure.excerpt:
+        st.code(failure.excerpt, language=None)
+    if failure.transient:
+        st.caption("This may pass on a less busy moment: press Run to try again.")
+    elif failure.kind == "overtime":
+        st.caption("Make the program smaller (smaller tensors, fewer loop iterations), then Run.")
+
+
+def results(result: Analysis | Failure, options: Options, *, shown: Failure | None = None) -> None:
+    """The graph, its summary line, the downloads and the tracer's notes.
+
+    `shown` is the problem already shown under the editor: not repeated.
+    """
+    if isinstance(result, Failure):
+        if shown is not None and (shown.message, shown.line) == (result.message, result.line):
+            st.caption("No graph: fix the problem shown under the editor, then Run.")
+        else:
+            show_failure(result, title="Could not draw the graph")
+        return
+    gradient_origin(result)
+    graph_pane(result)
+    st.caption(present.md(present.analysis_caption(result)))
+    downloads(result, options)
+    for note in result.notes:
+        st.info(present.md(note))
+    module_table(result)
+
+
+def module_table(result: Analysis) -> None:
+    """Per module: ops, the bytes its saved tensors hold for backward, parameters."""
+    if not result.modules:
+        return
+    st.markdown("**Modules** (ops and activations, the saved tensors beyond parameters, include those of submodules)")
+    table = present.module_table(result.modules)
+    if len(result.modules) <= STATIC_TABLE_ROWS:
+        st.table(table, hide_index=True)
+    else:
+        st.dataframe(table, hide_index=True)
+
+
+def graph_pane(result: Analysis) -> None:
+    """The graph viewer; module boxes open on click and close from the path above the graph."""
+    s = st.session_state
+    if s.get("expanded_program") != s.submitted:  # a new program starts with every box closed
+        s.expanded, s.expanded_program = (), s.submitted
+    drawn = result.drawn
+    if not isinstance(drawn, Drawn):
+        graph_viewer(result.svg)
+        return
+    if s.expanded and drawn.mode != "modules":
+        s.expanded = ()  # nothing to open in a graph drawn without module boxes
+    if s.expanded:
+        opened = drawn_view(result.graph_json, s.opt_rankdir, tuple(s.expanded), int(s.opt_depth), bool(s.opt_roll))
+        if isinstance(opened, Failure):
+            show_failure(opened, title="Could not open the module")
+        else:
+            drawn, s.expanded = opened, opened.expanded  # names of no module are dropped
+    if drawn.note:  # above the graph: what is hidden, before the person looks for it
+        st.info(present.md(drawn.note))
+    if drawn.mode == "modules":
+        module_path(drawn)
+    clicked = graph_viewer(drawn.svg, details=drawn.details)
+    if clicked is not None and clicked not in s.expanded:
+        s.expanded = tuple(sorted({*s.expanded, clicked}))
+        st.rerun()
+
+
+def module_path(drawn: Drawn) -> None:
+    """The opened module boxes, each a button that closes it (and the boxes opened inside it)."""
+    def close(name: str) -> None:
+        s = st.session_state
+        s.expanded = tuple(m for m in s.expanded if m != name and not m.startswith(name + "."))
+
+    shown = [m for m in st.session_state.expanded if m in drawn.expanded]
+    if not shown:
+        st.caption(f"Module view, level {drawn.depth}: click a 3-D box to open it.")
+        return
+    columns = st.columns(len(shown) + 1, vertical_alignment="center")
+    columns[0].caption(f"Module view, level {drawn.depth}; opened:")
+    for column, name in zip(columns[1:], shown, strict=True):
+        column.button(f"✕ {name}", key=f"close-{name}", help=f"Close {name} into one box again",
+                      on_click=close, args=(name,))
+
+
+def gradient_origin(result: Analysis) -> None:
+    """Where NaN/Inf first appears in backward: the op and the program line."""
+    if result.gradient_origin:
+        st.warning(present.md(result.gradient_origin), icon="⚠️")
+
+
+def downloads(result: Analysis, options: Options) -> None:
+    """SVG, PNG, DOT and JSON downloads, and a link to this graph."""
+    svg, png_col, dot, json_col, link = st.columns([1, 1, 1, 1, 2])
+    svg.download_button("SVG", result.svg, "autograd.svg", "image/svg+xml", on_click="ignore")
+    plan = pngplan.png_plan(result.svg)
+    refusal = pngplan.png_refusal(plan, node_count=result.node_count, time_limit=runner().time_limit)
+    if refusal is None:
+        png_col.download_button("PNG", partial(png, result.graph_json, options.rankdir, my_runner(interruptible=False)),
+                                "autograd.png", "image/png", on_click="ignore")
+    dot.download_button("DOT", partial(service.dot, result.graph_json, options.rankdir), "autograd.dot",
+                        "text/vnd.graphviz", on_click="ignore")
+    json_col.download_button("JSON", result.graph_json, "autograd.json", "application/json",
+                             on_click="ignore")
+    link.markdown(f"[Link to this graph](?{urlstate.share_query(current_state(options))})")
+    for note in (refusal, pngplan.png_note(plan) if refusal is None else None, too_long_for_link()):
+        if note is not None:
+            st.caption(present.md(note + "."))
+
+
+def too_long_for_link() -> str | None:
+    """Why the link and the address bar leave the program out, or None."""
+    chars = len(st.session_state.submitted)
+    if chars <= urlstate.MAX_URL_PROGRAM_CHARS:
+        return None
+    return (f"This program is too long for a link ({chars:,} characters; a link holds at most "
+            f"{urlstate.MAX_URL_PROGRAM_CHARS:,}): the link and the address bar keep the options only, "
+            "and the program stays on this page. Copy it from the editor to share it")
+
+
+def values(result: Analysis | Failure) -> None:
+    """The output's value and each leaf's .grad."""
+    if isinstance(result, Failure):
+        return
+    st.markdown("**Output**")
+    st.table(present.values_table(result.outputs), hide_index=True)
+    st.markdown("**Gradients** (each leaf's `.grad` after backward)")
+    if result.grads:
+        st.table(present.values_table(result.grads), hide_index=True)
+    else:
+        st.caption("No named leaf tensor requires grad: create one with requires_grad=True.")
+
+
+def check_panel(result: Analysis | Failure, options: Options) -> None:
+    """Check my gradient: the variable, the hand-derived expression, the tolerances."""
+    st.subheader("Check my gradient")
+    if isinstance(result, Failure) or not result.leaves:
+        st.caption("Run a program with a named leaf tensor (requires_grad=True) to check a gradient by hand.")
+        return
+    s = st.session_state
+    if s.check_wrt not in result.leaves:
+        if s.check_wrt and s.check_wrt == s.get("link_wrt"):
+            link_problem(f"ignored ?wrt={s.check_wrt}: the program has no leaf tensor named "
+                         f"{s.check_wrt} that requires grad; checking {result.leaves[0]} instead "
+                         f"(choose one of {', '.join(result.leaves)} under 'With respect to')")
+        s.check_wrt = result.leaves[0]
+        s.pop("w_check_wrt", None)
+    wrt_col, expected_col, button_col = st.columns([1, 5, 1], vertical_alignment="bottom")
+    wrt = s.check_wrt = wrt_col.selectbox("With respect to", result.leaves, key=kept("check_wrt"))
+    known = example_for(s.submitted)
+    hint = known.hint if known is not None and known.wrt == wrt else "2*(x+2)/3 for the first example"
+    expected = s.check_expected = expected_col.text_input(
+        f"Your d(output)/d{present.md(wrt)}: an expression over the program's variables",
+        key=kept("check_expected"), placeholder=f"e.g. {hint}")
+    button_col.button("Check", key="check_run")
+    with st.expander("Tolerances"):
+        cols = st.columns(3)
+        eps, atol, rtol = (
+            col.number_input(name, format="%.0e", key=kept(f"tol_{name}"), min_value=0.0)
+            for col, name in zip(cols, TOLERANCE_NAMES, strict=True)
+        )
+    tolerances = (eps, atol, rtol)
+    for name, value in zip(TOLERANCE_NAMES, tolerances, strict=True):
+        s[f"tol_{name}"] = value
+    if not expected.strip():
+        return
+    st.caption("The check runs your program in float64: finite differences need the precision.")
+    outcome = check_gradient(s.submitted, options, CheckInput(wrt, expected), tolerances)
+    if isinstance(outcome, Failure):
+        show_failure(outcome, title="Could not check the gradient")
+        return
+    check_result(outcome)
+
+
+def check_result(check: GradientCheck) -> None:
+    """The verdict, the per-element table, the error heatmap, the full report."""
+    verdict = present.verdict(check)
+    (st.success if verdict.passed else st.error)(f"**{present.md(verdict.headline)}.** {present.md(verdict.detail)}")
+    for pair in present.pairs_of(check):
+        table = present.element_table(pair, wrt=check.wrt, has_expected=True)
+        if table is not None and len(table) <= STATIC_TABLE_ROWS:
+            st.table(present.highlight_failures(table), hide_index=True)
+        elif table is not None:
+            st.dataframe(present.highlight_failures(table), hide_index=True)
+        grid = present.error_grid(pair, wrt=check.wrt)
+        if grid is not None:
+            st.markdown("**Error per Jacobian element** (largest difference between the sides; failing ones outlined)")
+            st.altair_chart(present.error_heatmap(grid))
+    with st.expander("The checker's full report"):
+        st.code(check.text, language=None)
+
+
+def link_warnings(options: Options) -> None:
+    """What the link got wrong, while the page still shows what the link opened.
+
+    Not on every rerun of the session: once the person runs another program or
+    changes an option, the warnings are about a page no longer shown. (Not just
+    the first run either: the editor's first report reruns the page at once.)
+    """
+    s = st.session_state
+    if not s.get("url_problems"):
+        return
+    opened = s.setdefault("url_opened", (s.submitted, options))
+    if (s.submitted, options) != opened:
+        s.url_problems = []
+        return
+    for problem in s.url_problems:
+        st.warning(present.md(f"From the link: {problem}."))
+
+
+def link_problem(problem: str) -> None:
+    """A problem with the link found while drawing: shown here, and kept with the others."""
+    s = st.session_state
+    s.link_wrt = None  # reported once; the person's own choices are never "from the link"
+    s.setdefault("url_problems", []).append(problem)
+    st.warning(present.md(f"From the link: {problem}."))
+
+
+def current_state(options: Options) -> PageState:
+    """What a link to the page as shown must hold."""
+    s = st.session_state
+    return PageState(program=s.submitted, options=options,
+                     check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
+                     expanded=tuple(s.get("expanded") or ()))
+
+
+def sync_url(options: Options) -> None:
+    """Keep the address bar a link to what the page shows."""
+    query = urlstate.to_query(current_state(options))
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def main() -> None:
+    """The page, top to bottom."""
+    st.set_page_config(page_title="graphviz-app: autograd graphs", page_icon="🕸️", layout="wide")
+    devices = available_devices()
+    start_session(devices)
+    options = sidebar(devices)
+    st.title("See, and check, PyTorch's autograd graph")
+    link_warnings(options)
+    gallery()
+    left, right = st.columns([5, 6], gap="large")
+    with left:
+        _, problem = editor()
+    # Transient failures (busy, time-out, a killed worker) are never cached, so
+    # pressing Run again, or the next visitor, runs the program again.
+    result = analyze(st.session_state.submitted, options)
+    with right:
+        results(result, options, shown=problem)
+    with left:
+        values(result)
+    st.divider()
+    check_panel(result, options)
+    sync_url(options)
+
+
+# Streamlit runs this script as __main__; the worker processes the runner
+# starts import it again as __mp_main__, where nothing must be drawn.
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001 - the page shows a message, never a traceback
+        st.error(present.md(
+            f"Something went wrong drawing this page ({type(e).__name__}: {e}). This is a bug in "
+            "graphviz-app; please report it. Change the program or reload the page to go on."
+        ))

@@ -1,0 +1,203 @@
+"""The page's jobs, run inside the isolated worker: program in, plain results out.
+
+Each job is a top-level function (so it pickles by name), takes plain
+arguments and returns an `Analysis`/`GradientCheck`/bytes or a `Failure`;
+no tensor ever leaves the worker. The server names them with `JobRef`s
+(`graphviz_app.web.service`) and never imports this module, which loads torch.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from gradcheck import GradcheckError, check
+
+from ...drawing.gradient_style import default_coloring
+from ...drawing.renderer import export
+from ...errors import GraphvizAppError, RenderError
+from ...expr import ExprError, expected_function, to_function
+from ...expr.validator import parse
+from ...model import Graph, human_bytes
+from ..results import Analysis, Failure, GradientCheck, TensorValue, Tolerances
+from ..urlstate import Options
+from . import gradients
+from .drawing import draw
+
+__all__ = ["analysis_job", "check_job", "png_job", "devices_job", "values_text", "module_rows"]
+
+_SHOWN_ELEMENTS = 64  # tensors above this many elements are shown abridged
+
+
+def devices_job() -> tuple[str, ...]:
+    """The devices this machine offers: cpu, then cuda:0 ... cuda:N-1."""
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ("cpu", *(f"cuda:{i}" for i in range(count)))
+
+
+def analysis_job(program: str, options: Options, time_budget: float = 60.0) -> Analysis | Failure:
+    """Evaluate `program`, trace and draw its graph, run backward, read the grads.
+
+    `time_budget` is the seconds the whole job may take; the layout gets
+    what evaluation and tracing left of it.
+    """
+    start = time.perf_counter()
+    try:
+        ev = gradients.evaluate(program, options)
+    except ExprError as e:
+        return _failure(e)
+    outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
+    try:
+        graph, grad_notes = gradients.trace_graph(ev, options)
+        color_by = default_coloring(graph)
+        # The layout gets what evaluation and tracing left of the budget; it is
+        # stopped at its deadline (the worker's kill would leave dot running).
+        left = max(time_budget - (time.perf_counter() - start), 1.0)
+        drawn = draw(graph, rankdir=options.rankdir, timeout=left, color_by=color_by,
+                     depth=options.module_depth or None, roll=options.roll)
+    except RenderError as e:
+        return Failure(str(e), kind="render")
+    except GraphvizAppError as e:
+        return Failure(str(e), kind="trace")
+    origin = gradients.origin_statement(graph, program)
+    notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
+    notes += gradients.page_notes(graph)
+    notes += _backward(outputs)
+    leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
+    checkable = _inputs(program)
+    return Analysis(
+        summary=str(graph.summary(saved_traced=options.show_saved)),
+        svg=drawn.svg,
+        graph_json=graph.to_json(),
+        node_count=len(graph.nodes),
+        outputs=tuple(
+            _tensor_value("output" if len(outputs) == 1 else f"output[{i}]", t)
+            for i, t in enumerate(outputs)
+        ),
+        grads=tuple(_grad_value(name, t) for name, t in leaves.items()),
+        # The check panel offers only what the checker takes as an input: a name
+        # assigned once at the top level (one assigned in a loop is refused).
+        leaves=tuple(n for n in leaves if n in checkable),
+        notes=tuple(notes),
+        seconds=time.perf_counter() - start,
+        gradient_origin=origin,
+        drawn=drawn,
+        modules=module_rows(graph),
+    )
+
+
+def module_rows(graph: Any) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """`Graph.module_summary()` as text cells, for the page's module table."""
+    summary = graph.module_summary()
+    return tuple((r.module or "(program)", r.type or "?", f"{r.ops:,}",
+                  human_bytes(r.activation_bytes) if summary.saved_traced else "not traced",
+                  f"{r.params:,}", human_bytes(r.param_bytes)) for r in summary)
+
+
+def png_job(graph_json: str, rankdir: str, time_budget: float = 60.0) -> bytes | Failure:
+    """Lay the graph out again as PNG (on demand: it costs a second layout)."""
+    graph = Graph.from_json(graph_json)
+    try:
+        return export(graph, "png", rankdir=rankdir, timeout=time_budget, color_by=default_coloring(graph))
+    except RenderError as e:
+        if not isinstance(e.__cause__, subprocess.TimeoutExpired):
+            return Failure(str(e), kind="render")
+        # Not the layout's fault (1,499 nodes: layout 0.6 s, pixels 18 s; benchmarks/bench_png.py).
+        return Failure(
+            f"drawing the PNG of {len(graph.nodes):,} nodes took over {time_budget:g} s and was stopped: "
+            "the layout is quick, turning it into pixels is what takes long. Download the SVG "
+            "instead (full size, any browser opens it), or lower the node limit", kind="render")
+    except GraphvizAppError as e:
+        return Failure(str(e), kind="render")
+
+
+def check_job(
+    program: str, options: Options, wrt: str, expected: str, tolerances: Tolerances
+) -> GradientCheck | Failure:
+    """Check the hand-derived gradient `expected` of the program's output by `wrt`."""
+    start = time.perf_counter()
+    eps, atol, rtol = tolerances
+    try:
+        # float64 whatever the sidebar says: finite differences need the precision,
+        # and a program holding float32 weights could not be cast by the checker.
+        fn, inputs = to_function(program, [wrt], device=options.device, dtype="float64")
+        hand = expected_function(program, expected, [wrt], device=options.device, dtype="float64")
+        report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol)
+    except ExprError as e:
+        return _failure(e)
+    except GradcheckError as e:
+        return Failure(str(e), kind="check")
+    return GradientCheck(
+        wrt=wrt, expected=expected, passed=report.passed, text=str(report),
+        report=report.to_dict(), seconds=time.perf_counter() - start,
+    )
+
+
+def _inputs(program: str) -> frozenset[str]:
+    """The names the gradient checker accepts as inputs (see `to_function`)."""
+    return parse(program).inputs
+
+
+def _failure(e: Any) -> Failure:
+    return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
+
+
+def _backward(outputs: tuple[torch.Tensor, ...]) -> list[str]:
+    """Run backward from every output that has a graph; notes for the person."""
+    roots = [t for t in outputs if t.requires_grad]
+    if not roots:
+        return []
+    notes = []
+    if any(t.numel() != 1 for t in roots):
+        notes.append(
+            "backward ran with a gradient of ones for the non-scalar output, "
+            "as if you had written .sum() at the end"
+        )
+    try:
+        torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        notes.append(f"backward failed, so no .grad is shown: {first}")
+    return notes
+
+
+def _tensor_value(name: str, t: torch.Tensor) -> TensorValue:
+    return TensorValue(
+        name=name, shape=_shape(t), dtype=str(t.dtype).removeprefix("torch."),
+        device=str(t.device), text=values_text(t),
+    )
+
+
+def _grad_value(name: str, t: torch.Tensor) -> TensorValue:
+    if t.grad is None:
+        return TensorValue(
+            name=f"{name}.grad", shape=_shape(t), dtype=str(t.dtype).removeprefix("torch."),
+            device=str(t.device), text="None: the output does not depend on it",
+        )
+    return _tensor_value(f"{name}.grad", t.grad)
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def values_text(t: torch.Tensor) -> str:
+    """A tensor's values with 4 decimals, abridged past 64 elements.
+
+    >>> import torch
+    >>> values_text(torch.tensor([4/3, 2, 8/3]))
+    '[1.3333, 2.0000, 2.6667]'
+    """
+    data = t.detach().to("cpu")
+    if data.dtype in (torch.float16, torch.bfloat16):
+        data = data.float()
+    if data.is_complex() and data.dtype == torch.complex32:
+        data = data.to(torch.complex64)
+    return np.array2string(
+        data.resolve_conj().resolve_neg().numpy(), precision=4, floatmode="fixed",
+        separator=", ", suppress_small=True, threshold=_SHOWN_ELEMENTS, edgeitems=3, max_line_width=88,
+    )
