@@ -64,7 +64,8 @@ def _headline(report: Report) -> str:
         )
     if report.passed:
         worst = max((p.max_abs_error for p in report.pairs), default=0.0)
-        return f"gradcheck passed: {n} (output, input) pair(s) agree, max abs error {worst:.2g}"
+        kinks = f" apart from {report.kinks_accepted} element(s) at an accepted kink" if report.kinks_accepted else ""
+        return f"gradcheck passed: {n} (output, input) pair(s) agree{kinks}, max abs error {worst:.2g}"
     return f"gradcheck FAILED: {len(report.failed_pairs)} of {n} (output, input) pair(s) disagree"
 
 
