@@ -48,6 +48,9 @@ examples:
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
+      --expected "(x > 0).double()" --kinks warn
+  graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -123,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--fwd", action="store_true",
+                       help="also check forward mode (jvp) against finite differences and reverse mode")
+    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="2: also check second order (double backward, Hessian-vector products); default 1")
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+                       help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
+                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
@@ -312,7 +322,9 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError, check
+    import warnings
+
+    from gradcheck import GradcheckError, GradcheckWarning, check
 
     from ..expr.api import expected_function, to_function
 
@@ -320,18 +332,36 @@ def _check(args: argparse.Namespace) -> int:
     options = {"device": args.device, "dtype": args.dtype}
     try:
         fn, inputs = to_function(composed.source, wrt, **options)
-        expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
+        expected = _expected(expected_function(composed.source, args.expected, wrt, **options), args.expected) \
+            if args.expected else None
     except ExprError as e:
         raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
     try:
-        report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                       device=args.device, fast=args.fast)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", GradcheckWarning)
+            report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                           device=args.device, fast=args.fast, modes=("rev", "fwd") if args.fwd else ("rev",),
+                           order=args.order, kinks=args.kinks)
     except ExprError as e:
         raise _Fail(composed.locate(e)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
+    for w in warned:
+        print(f"graphviz-app check: warning: {w.message}", file=sys.stderr)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return EXIT_OK if report.passed else EXIT_CHECK_FAILED
+
+
+def _expected(hand: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """The hand gradient, its run-time errors (a wrong count of values) said to be in --expected."""
+
+    def expected(*tensors: Any) -> Any:
+        try:
+            return hand(*tensors)
+        except ExprError as e:
+            raise _Fail(f"in --expected ({text}): {e.message}") from e
+
+    return expected
 
 
 def _default_wrt(composed: Composed, args: argparse.Namespace) -> list[str]:
