@@ -17,6 +17,7 @@ from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.validator import parse, validate
+from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
 if TYPE_CHECKING:
@@ -40,7 +41,11 @@ examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
   graphviz-app render model.py:build -o model.svg --depth 2 --roll
-  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
+  graphviz-app render model.py:build -o model.html          (the interactive viewer, one file)
+  graphviz-app render g.json -o g.html                      (a graph saved with save(graph, "g.json"))
+  graphviz-app render g.json -o me.json --format model-explorer
+  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" \\
+      --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
   graphviz-app serve --port 8501
@@ -82,9 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
         "record() so modules can be drawn. Notes on the graph go to stderr.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
-    render.add_argument("-o", "--output", required=True, metavar="FILE", help="output file: .svg .png .pdf .dot or .json")
-    render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction (default TB)")
+    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
+    render.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="output file: .svg .png .pdf .dot .json or .html (the interactive viewer)")
+    render.add_argument("--format", choices=("model-explorer",),
+                        help="write this format whatever the output's suffix: model-explorer "
+                        "(Google's Model Explorer JSON)")
+    render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
+                        help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
     render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
     render.add_argument("--depth", type=int, metavar="N",
@@ -105,8 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("target", nargs="?", metavar="EXPRESSION")
-    check.add_argument("--expected", metavar="EXPR", help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
-    check.add_argument("--wrt", metavar="NAMES", help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
+    check.add_argument("--expected", metavar="EXPR",
+                       help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
+    check.add_argument("--wrt", metavar="NAMES",
+                       help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
     check.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
@@ -114,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     return parser
 
@@ -122,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--var", action="append", default=[], metavar="NAME=EXPR",
                         help="define a variable, e.g. --var \"x=torch.arange(3., requires_grad=True)\" (repeatable)")
-    parser.add_argument("--program", metavar="FILE", help="read definitions (and the expression, if not given) from FILE")
+    parser.add_argument("--program", metavar="FILE",
+                        help="read definitions (and the expression, if not given) from FILE")
     parser.add_argument("--device", metavar="DEVICE", help="default device for tensors: cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", metavar="DTYPE", choices=("float32", "float64", "float16", "bfloat16"),
                         help="default floating dtype for tensors: float32, float64, float16, bfloat16")
@@ -162,7 +176,8 @@ def _describe(e: Exception) -> tuple[str, int]:
 
 
 def _render(args: argparse.Namespace) -> int:
-    _check_suffix(args.output)
+    if not args.format:
+        _check_suffix(args.output)
     from .. import save  # torch loads later, after the quick checks
 
     # The tensors are made, traced and freed on a big-stack thread: freeing a
@@ -170,8 +185,12 @@ def _render(args: argparse.Namespace) -> int:
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
     from ..tracing.big_stack import call_with_large_stack
 
-    traced = call_with_large_stack(_trace_target, args)
-    graph = collapse(traced, depth=args.depth, roll=args.roll)
+    if is_saved_graph(args.target):
+        traced = load_saved_graph(args.target)
+    else:
+        traced = call_with_large_stack(_trace_target, args)
+    whole = output_format(args.output, args.format) in WHOLE_GRAPH_FORMATS  # the viewer folds it itself
+    graph = traced if whole else collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
         hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
         if not _SCRIPT.match(args.target or ""):
@@ -179,8 +198,8 @@ def _render(args: argparse.Namespace) -> int:
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         color_by = "gradient" if args.gradients else "device"
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
-                    timeout=LAYOUT_SECONDS)
+        path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
+                    color_by=color_by, timeout=LAYOUT_SECONDS)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
@@ -258,7 +277,9 @@ def _run_script(path: Path, name: str, target: str) -> Any:
         sys.path.remove(str(path.resolve().parent))
     func = getattr(module, name, None)
     if func is None:
-        found = sorted(n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__)
+        found = sorted(
+            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+        )
         raise _Fail(f"{path} has no function {name!r} (it defines: {', '.join(found) or 'none'})")
     if not callable(func):
         raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")

@@ -10,6 +10,7 @@ import torch
 from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
+from .compiled import COMPILED_NODE, add_regions
 from .param_owners import first_names, model_params
 from .replay import replay
 from .walker import Walker, WalkOptions
@@ -101,6 +102,8 @@ def trace(
     given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
+        if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
+            graph = add_regions(graph, walker.fn_by_node_id())
         if gradients:
             graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph
@@ -140,7 +143,9 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
     return found, notes
 
 
-def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
+def _param_names(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]] | None,
+) -> dict[int, tuple[str, torch.Tensor]]:
     if params is None:
         return {}
     items = params.items() if isinstance(params, Mapping) else params
