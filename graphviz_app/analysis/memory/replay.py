@@ -183,7 +183,7 @@ class EngineReplay:
         for value in inputs.values():
             self._drop(value)
         if not self.retain_graph:
-            for key in self._saved_by(node):
+            for key in self._kept_by(node):
                 self._release(key)
         for target, output_nr, value in made:
             peak = self._deliver(target, output_nr, value, peak)
@@ -192,5 +192,5 @@ class EngineReplay:
                 heapq.heappush(self.ready, (plan.priority(target), target))
         return peak
 
-    def _saved_by(self, node: str) -> list[str]:
+    def _kept_by(self, node: str) -> list[str]:
         return self.plan.saved_by.get(node, [])
