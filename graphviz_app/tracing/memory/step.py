@@ -83,12 +83,13 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
     return named, losses[:1] or [p for p, _ in named]
 
 
-def _walk(step: Step, named: list[tuple[str, torch.Tensor]]) -> tuple[Graph, dict[str, Any]]:
+def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tuple[Graph, dict[str, Any]]:
     params = model_params(step.model)
     leaf_names = {id(t): (name, t) for name, t in first_names(params)}
     options = WalkOptions(
         leaf_names=leaf_names, root_module=step.model, module_params=params,
         module_param_ids=frozenset(leaf_names), given=given_tensors(step.model, step.args, step.kwargs),
+        show_saved=saved, show_attrs=saved,
     )
     notes: list[str] = []
     with Walker(options, notes) as walker:
@@ -118,7 +119,7 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
     return LiveCuda(cuda[0]) if cuda else LiveStorages()
 
 
-def _run(step: Step, measure: bool, retain_graph: bool) -> StepRun:
+def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
         with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
@@ -127,7 +128,7 @@ def _run(step: Step, measure: bool, retain_graph: bool) -> StepRun:
         named, root_paths = step_outputs(outputs)
         if counter is not None:
             counter.paused = True
-        graph, fns = _walk(step, named)
+        graph, fns = _walk(step, named, saved)
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
         if counter is None:
             return StepRun(graph, roots, None)
@@ -162,7 +163,7 @@ def _marker(counter: LiveStorages | LiveCuda, node_id: str) -> Any:
     return prehook
 
 
-def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False) -> StepRun:
+def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False, trace_saved: bool = True) -> StepRun:
     """Run `step` once: forward under `record`, trace its graph, then (with `measure`) backward, measured.
 
     Measured on CPU (and `meta`) by counting every storage an op allocates
@@ -171,7 +172,9 @@ def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False) ->
     count. The measured steps carry the graph's node ids. Runs on a big-stack
     thread, as `trace_model` does; the step's tensors are freed there. The step
     starts with no `.grad` (as after `zero_grad()`); the parameters' own `.grad`
-    are put back afterwards, so the model is as it was.
+    are put back afterwards, so the model is as it was. `trace_saved=False`
+    traces no saved tensor (reading one may run code: a checkpointed module
+    recomputes its forward).
 
     Raises:
         TraceError: the model is not an nn.Module.
@@ -184,7 +187,7 @@ def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False) ->
     for p in params:  # a step starts from zero_grad(set_to_none=True): backward makes every .grad
         p.grad = None
     try:
-        return call_with_large_stack(_run, step, measure, retain_graph)
+        return call_with_large_stack(_run, step, measure, retain_graph, trace_saved)
     finally:
         for p, grad in zip(params, kept, strict=True):
             p.grad = grad
