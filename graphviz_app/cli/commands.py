@@ -18,6 +18,7 @@ from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.validator import parse, validate
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
+from .memory import add_memory_parser, run_memory
 from .script import script_graph
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ examples:
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,serve}", parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -125,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
+    add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
@@ -147,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve,
+        "memory": lambda a: run_memory(a, _run_script),
     }
     try:
         return commands[args.command](args)

@@ -145,10 +145,10 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     """Modules to checkpoint so the predicted peak is at most `budget_bytes`, at little recompute.
 
     Greedy: modules are taken in order of saved bytes freed per recomputed
-    FLOP (none inside another), replaying backward after each, until the peak
-    is under the budget; then the costliest are dropped again where the
-    budget still holds. A module whose inputs are all it saves frees nothing
-    and is never taken. When no choice reaches the budget, the plan is the
+    FLOP (a module replaces those inside it), replaying backward after each,
+    until the peak is under the budget; then the costliest are dropped again
+    where the budget still holds. A module freeing less than 1% of the peak
+    (one whose inputs are all it saves frees nothing) is never taken. When no choice reaches the budget, the plan is the
     one that got lowest (`reached` False).
     """
     plan = plan_backward(graph, roots)
@@ -161,13 +161,14 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     modules = _modules(plan)
     cost = {m: sum(flops.get(n, 0) for n in ops) for m, ops in modules.ops.items()}
     freed = {m: _freed(plan, m, base.order) for m in modules.names}
-    ranked = sorted((m for m in modules.names if freed[m] > 0), key=lambda m: (-freed[m] / max(1, cost[m]), m))
+    worth = max(1, before // 100)  # a module freeing under 1% of the peak cannot move it much
+    ranked = sorted((m for m in modules.names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
     chosen: list[str] = []
     best = (before, list(chosen))
     for m in ranked:
-        if any(_inside(m, c) or _inside(c, m) for c in chosen):
+        if any(_inside(m, c) for c in chosen):  # inside a module already checkpointed
             continue
-        chosen.append(m)
+        chosen = [c for c in chosen if not _inside(c, m)] + [m]  # a module takes the place of those inside it
         peak = _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)
         if peak < best[0]:
             best = (peak, list(chosen))

@@ -20,11 +20,13 @@ __all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes"
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """A step's graph, the timeline predicted from it, and the bytes that exist anyway."""
+    """A step's graph, the timeline predicted from it, the bytes that exist anyway, and the output
+    node ids backward starts from."""
 
     graph: Graph
     timeline: MemoryTimeline
     static: StaticBytes
+    roots: tuple[str, ...] = ()
 
 
 def meta_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -163,4 +165,4 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
                 "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
                 "the real device")
         timeline = dataclasses.replace(timeline, notes=(*timeline.notes, note))
-    return Prediction(run.graph, timeline, static_bytes(step))
+    return Prediction(run.graph, timeline, static_bytes(step), run.roots)
