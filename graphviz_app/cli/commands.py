@@ -17,6 +17,7 @@ from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.validator import parse, validate
+from .memory import add_memory_parser, run_memory
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
@@ -51,6 +52,7 @@ examples:
   graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
       --expected "(x > 0).double()" --kinks warn
   graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
+  graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -81,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,serve}",
+                                parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -135,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
+    add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
@@ -157,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve,
+        "memory": lambda a: run_memory(a, _run_script),
     }
     try:
         return commands[args.command](args)
