@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from ..model import EdgeKind, Graph, Node, NodeKind
+from ..model import EdgeKind, Graph, Node, NodeKind, TensorInfo
 
-__all__ = ["node_modules", "ancestors", "module_depth", "module_names", "module_types", "saved_bytes", "leaf_storages"]
+__all__ = [
+    "node_modules", "ancestors", "module_depth", "module_names", "module_types", "saved_bytes", "leaf_storages",
+    "held_bytes",
+]
 
 
 def node_modules(graph: Graph) -> dict[str, str | None]:
@@ -71,16 +74,30 @@ def leaf_storages(graph: Graph) -> frozenset[str]:
                      if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage)
 
 
-def saved_bytes(nodes: Iterable[Node], *, skip: frozenset[str] = frozenset()) -> int:
-    """Bytes of the live saved tensors among `nodes`, each storage counted once.
+def held_bytes(tensor: TensorInfo) -> int:
+    """The bytes a tensor keeps alive: its whole storage (a view holds all of it), else its own size.
 
-    Storages in `skip` do not count: with `leaf_storages(graph)` this is the
-    activation memory the graph holds, not the weights it saves (they exist anyway).
+    >>> from graphviz_app.model import TensorInfo
+    >>> q = TensorInfo("q", (4, 8), "float32", "cpu", 32, 128, False, storage="s0", storage_bytes=384)
+    >>> held_bytes(q)
+    384
+    """
+    whole = tensor.storage_bytes
+    return tensor.bytes if whole is None else whole
+
+
+def saved_bytes(nodes: Iterable[Node], *, skip: frozenset[str] = frozenset()) -> int:
+    """Bytes of the live saved tensors among `nodes`, each storage counted once and whole.
+
+    A tensor saved through a view (q split from one qkv projection, a gate
+    chunked from a GRU's gates) keeps its whole storage alive, so that is what
+    counts. Storages in `skip` do not count: with `leaf_storages(graph)` this is
+    the activation memory the graph holds, not the weights it saves (they exist anyway).
     """
     storages: dict[str, int] = {}
     for n in nodes:
         t = n.tensor
         if n.kind is NodeKind.SAVED and t is not None and not t.freed and t.storage not in skip:
             key = t.storage or n.id
-            storages[key] = max(storages.get(key, 0), t.bytes)
+            storages[key] = max(storages.get(key, 0), held_bytes(t))
     return sum(storages.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..model import Graph, Summary, provide
+from .module_tree import held_bytes
 
 __all__ = ["summarize"]
 
@@ -40,7 +41,7 @@ def summarize(graph: Graph, *, saved_traced: bool | None = None) -> Summary:
 
 def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:
     """(activation bytes per device, leaf bytes per device, freed saved count)."""
-    # storage key -> (device, bytes); a storage counts once, at its largest view.
+    # storage key -> (device, bytes); a storage counts once and whole: a view keeps all of it alive.
     leaves: dict[str, tuple[str, int]] = {}
     saved: dict[str, tuple[str, int]] = {}
     freed = 0
@@ -53,7 +54,7 @@ def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str,
             continue
         into = leaves if n.kind.value == "leaf" else saved
         key = t.storage or n.id
-        into[key] = (t.device, max(into.get(key, ("", 0))[1], t.bytes))
+        into[key] = (t.device, max(into.get(key, ("", 0))[1], held_bytes(t)))
     # A saved parameter (Linear saves its weight) is no activation memory.
     held = {k: v for k, v in saved.items() if k not in leaves}
     return _by_device(held), _by_device(leaves), freed

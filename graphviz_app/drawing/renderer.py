@@ -9,6 +9,7 @@ import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
+from ..analysis.regions import show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
@@ -49,7 +50,9 @@ def render(
         rankdir: Graphviz direction, one of TB, BT, LR, RL.
         legend: add a box explaining the node shapes and device colours.
         max_attr_chars: cut op attribute lines longer than this.
-        depth, roll, expanded: draw modules as boxes, see `collapse.collapse`.
+        depth, roll, expanded: draw modules as boxes, see `collapse.collapse`;
+            torch.compile's regions are boxes too, open when `expanded` names
+            them (see `regions.show_regions`).
         clusters: frame each module's nodes in a cluster labelled `name: Type`
             (graphs traced with module information only).
         color_by: "device" (fill by device) or "gradient": edges coloured and
@@ -66,7 +69,7 @@ def render(
         CollapseError: `depth` or `expanded` is malformed.
     """
     _check_options(rankdir, color_by)
-    shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)
+    shown = show_regions(collapse(graph, depth=depth, roll=roll, expanded=expanded), expanded=expanded)
     return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                  color_by=color_by)
 
@@ -180,6 +183,7 @@ def export(
     shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
     if fmt == "json":
         return shown.to_json(indent=1).encode()
+    shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
     source = _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                    color_by=color_by).source
     if fmt == "dot":

@@ -214,8 +214,9 @@ def check_no_namespaces(what: str, values: Sequence[Any], kwargs: dict[str, Any]
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
     for v in [*values, kwargs.get("device")]:
-        named = isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")
-        if isinstance(v, torch.device) or named:
+        if isinstance(v, torch.device) or (
+            isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")
+        ):
             check_device(v)
 
 

@@ -57,7 +57,7 @@ def validate(source: str, *, limits: Limits = Limits()) -> None:
         ExprError: naming the problem and its line and column.
 
     >>> validate("x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()")
-    >>> validate("x.__class__")
+    >>> validate("x.__class__")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
     graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed \

@@ -20,6 +20,7 @@ from .records import (
     Scalar,
     TensorInfo,
 )
+from .regions import REGION_TYPE, CompiledRegion
 from .schema import READABLE_SCHEMAS, SCHEMA_VERSION
 from .summaries import ModuleRow, ModuleSummary, Summary
 from .units import human_bytes
@@ -35,6 +36,8 @@ __all__ = [
     "Node",
     "Edge",
     "Graph",
+    "CompiledRegion",
+    "REGION_TYPE",
     "Summary",
     "ModuleRow",
     "ModuleSummary",

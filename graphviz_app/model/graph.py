@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
+from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
     SCHEMA_VERSION,
     check_schema,
@@ -32,7 +33,8 @@ class Graph:
     non-tensor outputs, truncation by `max_nodes`, freed saved tensors).
     `modules` lists the modules seen while recording, in `named_modules()`
     order; `nonfinite_origin` is the id of the node where the gradient first
-    became NaN or Inf in backward, when traced with gradients.
+    became NaN or Inf in backward, when traced with gradients. `regions` holds
+    the inside of each compiled region (`CompiledFunctionBackward` node).
     """
 
     nodes: tuple[Node, ...]
@@ -41,12 +43,14 @@ class Graph:
     truncated: bool = False
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
+    regions: tuple[CompiledRegion, ...] = ()
 
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
 
-        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())
-        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") to draw it>
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())  # doctest: +NORMALIZE_WHITESPACE
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records,
+        save(graph, "graph.svg") to draw it>
         """
         kinds = Counter(n.kind.value for n in self.nodes)
         parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
@@ -117,6 +121,8 @@ class Graph:
             data["modules"] = [[m.name, m.type, m.params, m.param_bytes] for m in self.modules]
         if self.nonfinite_origin is not None:
             data["nonfinite_origin"] = self.nonfinite_origin
+        if self.regions:
+            data["regions"] = [region_to_dict(r) for r in self.regions]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -144,6 +150,7 @@ class Graph:
                 truncated=bool(data.get("truncated", False)),
                 modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
                 nonfinite_origin=data.get("nonfinite_origin"),
+                regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise SchemaError(f"malformed graph JSON: {e!r}") from e

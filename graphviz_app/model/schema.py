@@ -62,6 +62,7 @@ def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:
         "storage": t.storage,
         "freed": t.freed,
         **({} if t.storage_bytes is None else {"storage_bytes": t.storage_bytes}),
+        **({"given": True} if t.given else {}),
     }
 
 
@@ -79,6 +80,7 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
         storage=d.get("storage"),
         freed=d.get("freed", False),
         storage_bytes=d.get("storage_bytes"),
+        given=bool(d.get("given", False)),
     )
 
 

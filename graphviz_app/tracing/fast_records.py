@@ -63,13 +63,13 @@ class _EdgeMaker:
 class _TensorInfoMaker:
     __slots__ = (
         "name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values", "storage",
-        "freed", "storage_bytes",
+        "freed", "storage_bytes", "given",
     )
 
     def __init__(
         self, name: str | None, shape: tuple[int, ...], dtype: str, device: str, numel: int,
         bytes: int, requires_grad: bool, values: Any = None, storage: str | None = None,
-        freed: bool = False, storage_bytes: int | None = None,
+        freed: bool = False, storage_bytes: int | None = None, given: bool = False,
     ) -> None:
         self.name = name
         self.shape = shape
@@ -82,6 +82,7 @@ class _TensorInfoMaker:
         self.storage = storage
         self.freed = freed
         self.storage_bytes = storage_bytes
+        self.given = given
         self.__class__ = TensorInfo  # type: ignore[assignment]
 
 
@@ -90,8 +91,8 @@ def _same_layout(maker: type, record: type) -> bool:
     fields = dataclasses.fields(record)
     defaults = tuple(f.default for f in fields if f.default is not dataclasses.MISSING)
     return (
-        tuple(f.name for f in fields) == maker.__slots__ == getattr(record, "__slots__", None)
-        and defaults == maker.__init__.__defaults__
+        tuple(f.name for f in fields) == vars(maker).get("__slots__") == getattr(record, "__slots__", None)
+        and defaults == getattr(vars(maker).get("__init__"), "__defaults__", None)
         and record.__bases__ == (object,)
         and "__post_init__" not in vars(record)
     )

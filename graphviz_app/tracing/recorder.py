@@ -7,7 +7,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Iterable, Mapping
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import torch
@@ -57,10 +57,11 @@ def record(model: torch.nn.Module | None = None) -> Recording:
     `grad_fn.metadata` dict the qualified name of the innermost module whose
     forward was running (`"layers.3.self_attn"`, `""` for `model` itself; no
     entry outside any module) and the first line of user code that made it
-    (`"model.py:42 in forward"`). Nodes an op makes internally (`F.linear`
-    makes `AddmmBackward0` and `TBackward0`) are attributed to the same
-    module; tensors computed before the block are never claimed. `trace()`
-    copies the tags into `Node.module` and `Node.source`.
+    (`"models/net.py:42 in forward"`, the path from the package or project
+    root). Nodes an op makes internally (`F.linear` makes `AddmmBackward0`
+    and `TBackward0`) are attributed to the same module; tensors computed
+    before the block are never claimed. `trace()` copies the tags into
+    `Node.module` and `Node.source`.
 
     Args:
         model: the root module, which names modules by `named_modules()`.
@@ -302,14 +303,15 @@ def _kind(filename: str) -> int:
 
 
 def _user_source() -> str | None:
-    """`"model.py:42 in forward"`: the first frame outside torch, this package and the stdlib.
+    """`"models/net.py:42 in forward"`: the first frame outside torch, this package and the stdlib.
 
-    A model made only of torch modules (called from `trace_model`) has no
-    such frame; then the innermost line of torch's own model code, such as
-    `"transformer.py:912 in _sa_block"`, says more than nothing.
+    The path is `_shown_path`'s, so two files of the same name tell apart. A
+    model made only of torch modules (called from `trace_model`) has no such
+    frame; then the innermost line of torch's own model code, such as
+    `"torch/nn/modules/transformer.py:912 in _sa_block"`, says more than nothing.
     """
     kinds = _kinds
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     fallback = None
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -327,4 +329,57 @@ def _user_source() -> str | None:
 
 
 def _where(frame: Any) -> str:
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+    filename = frame.f_code.co_filename
+    shown = _shown.get(filename)
+    if shown is None:
+        if len(_shown) >= _MAX_KINDS:
+            _shown.clear()
+        shown = _shown[filename] = _shown_path(filename)
+    return f"{shown}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+_shown: dict[str, str] = {}  # file name -> the path shown, found once per file
+
+
+def _shown_path(filename: str) -> str:
+    """The path that names a source file among the others: from its top package's parent, or its root.
+
+    A file inside a package (folders with `__init__.py`) is named from the
+    folder above the top package: `transformers/models/gpt2/modeling_gpt2.py`,
+    `torch/nn/modules/linear.py`. Any other file is named from the deepest of
+    the working directory and the `sys.path` folders that holds it
+    (`models/tagger.py` in a project); a file under none of them keeps its full
+    path. Names that are no path (`<string>`, the language's `program`) stay as they are.
+
+    >>> _shown_path("program")
+    'program'
+    >>> _shown_path(os.path.join(os.path.dirname(torch.__file__), "nn", "modules", "linear.py"))
+    'torch/nn/modules/linear.py'
+    """
+    if not os.path.isabs(filename):
+        return filename
+    path = os.path.normpath(filename)
+    folder, top = os.path.dirname(path), None
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        top, parent = folder, os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    if top is not None:
+        root = os.path.dirname(top)
+    else:
+        inside = [root for root in _roots() if path.startswith(root.rstrip(os.sep) + os.sep)]
+        if not inside:
+            return path
+        root = max(inside, key=len)
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _roots() -> list[str]:
+    """The working directory and the `sys.path` folders, absolute."""
+    try:
+        found = [os.getcwd()]
+    except OSError:  # the working directory was removed
+        found = []
+    found += [os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)]
+    return [os.path.normpath(p) for p in found]

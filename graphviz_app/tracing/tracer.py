@@ -10,6 +10,7 @@ import torch
 from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
+from .compiled import COMPILED_NODE, add_regions
 from .param_owners import first_names, model_params
 from .replay import replay
 from .walker import Walker, WalkOptions
@@ -29,6 +30,7 @@ def trace(
     gradients: bool = False,
     grad_outputs: Any = None,
     names: Mapping[str, torch.Tensor] | None = None,
+    given: Iterable[torch.Tensor] = (),
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -52,6 +54,9 @@ def trace(
         names: more leaf names, name -> tensor, for leaves `params` does not
             name (a program's variables beside its modules); they belong to
             no module.
+        given: tensors that existed before the step (inputs, buffers): the
+            records of tensors in their storages are marked `TensorInfo.given`,
+            which `memory_timeline` does not count.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -85,6 +90,7 @@ def trace(
         module_params=module_params,
         module_param_ids=frozenset(leaf_names) if root_module is not None else frozenset(),
         guard_nodes=big_stack.FREE_GUARD_NODES,  # read per call: a test may lower it
+        given=tuple(given),
     )
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
@@ -93,11 +99,13 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
-    given = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
+    given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
+        if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
+            graph = add_regions(graph, walker.fn_by_node_id())
         if gradients:
-            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given)
+            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph
 
 
@@ -135,7 +143,9 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
     return found, notes
 
 
-def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
+def _param_names(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]] | None,
+) -> dict[int, tuple[str, torch.Tensor]]:
     if params is None:
         return {}
     items = params.items() if isinstance(params, Mapping) else params

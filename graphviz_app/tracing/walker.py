@@ -65,7 +65,8 @@ class WalkOptions:
     tensor keeps its id valid). With a `root_module`, the leaves whose ids are in
     `module_param_ids` belong to the module owning them (`module_params` is its
     named parameters). Past `guard_nodes` walked nodes, `release()` frees the
-    graph node by node.
+    graph node by node. Tensors in `given` existed before the step (parameters,
+    buffers, inputs): records of tensors living in their storages are marked `given`.
     """
 
     leaf_names: Mapping[int, tuple[str, torch.Tensor]]
@@ -76,6 +77,7 @@ class WalkOptions:
     module_params: NamedParams | None = None
     module_param_ids: frozenset[int] = frozenset()
     guard_nodes: int = FREE_GUARD_NODES
+    given: tuple[torch.Tensor, ...] = ()
 
 
 class Walker:
@@ -176,10 +178,21 @@ class Walker:
             if fn_id is not None:  # None: cut off by max_nodes
                 self.edges.append(new_edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
         self._visit_all()
+        if self.options.given:
+            self._mark_given()
         self._add_notes()
         modules = module_infos(self.root_module, self.modules_seen, self.module_params)
         nodes = cast("tuple[Node, ...]", tuple(self.nodes))  # every slot is filled once the queue is empty
         return Graph(nodes, tuple(self.edges), tuple(self.notes), self.truncated, modules)
+
+    def _mark_given(self) -> None:
+        """Mark the records of tensors living in a storage that existed before the step (`WalkOptions.given`)."""
+        names = {self.describe.known_storage(t) for t in self.options.given} - {None}
+        if not names:
+            return
+        for i, n in enumerate(self.nodes):
+            if n is not None and n.tensor is not None and n.tensor.storage in names:
+                self.nodes[i] = dataclasses.replace(n, tensor=dataclasses.replace(n.tensor, given=True))
 
     def __enter__(self) -> Walker:
         return self
@@ -253,10 +266,13 @@ class Walker:
         million-op graph); leaves go through `_discover_new`.
         """
         queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
-        popleft, enqueue, add_node, add_edge, add_fn = queue.popleft, queue.append, nodes.append, edges.append, self.fns.append
-        known_id, attrs_seen, node_type, plain_get = fn_ids.get, self.attrs_seen.setdefault, self._node_type, self.plain_seen.get
+        popleft, enqueue, add_fn = queue.popleft, queue.append, self.fns.append
+        add_node, add_edge = nodes.append, edges.append
+        known_id, attrs_seen, plain_get = fn_ids.get, self.attrs_seen.setdefault, self.plain_seen.get
+        node_type = self._node_type
         op_classes = self.op_classes
-        discover, add_saved, plain_attrs, op_tags = self._discover_new, self._add_saved, self._plain_attrs, self._op_tags
+        discover, add_saved = self._discover_new, self._add_saved
+        plain_attrs, op_tags = self._plain_attrs, self._op_tags
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
         read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
         tagged = tags_written()
@@ -276,7 +292,9 @@ class Walker:
                 if raw is not _NOT_READ:
                     kind = type(raw)
                     # One plain saved value (a chain's alpha): plain_attrs' lookup, inlined.
-                    if saves != 1 or kind not in _PLAIN or (attrs := plain_get((cls, raw, kind))) is None:
+                    if saves == 1 and kind in _PLAIN and (found := plain_get((cls, raw, kind))) is not None:
+                        attrs = found
+                    else:
                         attrs = plain_attrs(node_id, fn, raw, saves > 1)
                 else:
                     attrs = add_saved(node_id, fn)
@@ -393,9 +411,10 @@ class Walker:
         text once per walk. Other values (floats: 0.0 == -0.0) take `_add_saved`.
         """
         cls = type(fn)
+        kinds: type | tuple[type, ...]
         if several:  # raw is a tuple of the values
             kinds = tuple(map(type, raw))
-            plain = all(k in _PLAIN or (k is tuple and _ints(v)) for k, v in zip(kinds, raw))
+            plain = all(k in _PLAIN or (k is tuple and _ints(v)) for k, v in zip(kinds, raw, strict=True))
         else:
             kinds = type(raw)
             plain = kinds in _PLAIN or (kinds is tuple and _ints(raw))

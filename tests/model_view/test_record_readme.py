@@ -26,7 +26,7 @@ def test_readme_recording_examples_run_and_print_modules_and_lines() -> None:
         for example in examples:
             exec(compile(example, "README.md recording", "exec"), scope)  # noqa: S102
     lines = printed.getvalue().splitlines()
-    assert lines[0].startswith("AddmmBackward0 2 linear.py:")  # as the comment in the README says
+    assert lines[0].startswith("AddmmBackward0 2 torch/nn/modules/linear.py:")  # as the comment in the README says
     assert lines[-1].startswith("[('', 'Sequential', 58), ")
     graph = scope["graph"]  # the second example's, traced from a recorded forward
     assert {n.module for n in graph.nodes if n.name == "AddmmBackward0"} == {"0", "2"}  # type: ignore[attr-defined]
