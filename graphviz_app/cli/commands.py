@@ -16,7 +16,9 @@ from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
+from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from .files import FileProblem, check_script, named_path, read_program
 from .memory import add_memory_parser, run_memory
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
@@ -236,6 +238,9 @@ def _trace_target(args: argparse.Namespace) -> Graph:
     if script and not (args.var or args.program):
         result = _run_script(Path(script["path"]), script["func"], args.target)
         return script_graph(result, args.target, **options)
+    problem = named_path(args.target) if args.target and not (args.var or args.program) else None
+    if problem is not None:  # a directory or a file given where SCRIPT.py:FUNCTION was meant
+        raise _Fail(problem)
     composed = _compose(args)
     evaluation = _evaluate(composed, args)
     from .. import trace
@@ -255,10 +260,10 @@ def _check_suffix(output: str) -> None:
 def _compose(args: argparse.Namespace) -> Composed:
     text = None
     if args.program:
-        try:
-            text = Path(args.program).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise _Fail(f"cannot read --program {args.program}: {getattr(e, 'strerror', None) or e}") from e
+        try:  # at most the limit + 1 characters: --program /dev/zero is refused, not read
+            text = read_program(Path(args.program), limit=Limits().max_source_chars)
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
     try:
         return compose(args.target, definitions=args.var, program=text, program_name=args.program or "the program")
     except ExprError as e:
@@ -277,8 +282,10 @@ def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
 
 def _run_script(path: Path, name: str, target: str) -> Any:
     """Import the person's own script and call `name()` (like pytest imports test files)."""
-    if not path.is_file():
-        raise _Fail(f"no such script: {path}")
+    try:
+        check_script(path)  # a directory, a FIFO or a device is refused, never opened
+    except FileProblem as e:
+        raise _Fail(str(e)) from e
     spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise _Fail(f"cannot import {path}: not a Python file")
