@@ -32,7 +32,10 @@ from graphviz_app.web.urlstate import Options
 # Ops of ~3 s each in a loop: each passes the multiply-add limit (one op of 27 billion
 # steps is now refused before it runs), the loop holds its worker until the language's
 # 10 s limit or the worker's time limit stops it.
-RUNAWAY = "torch.manual_seed({k})\na = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
+RUNAWAY = (
+    "torch.manual_seed({k})\na = torch.randn(400, 20000)\n"
+    "for i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
+)
 VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 

@@ -6,8 +6,8 @@ For each function and input size n (float64) it times, in this order and in the
 same process: our full check, torch's gradcheck(fast_mode=False), our fast check
 and torch's gradcheck(fast_mode=True); it prints each verdict and the speed-up
 ratios. Timings are the best of `--repeat` rounds in which the four calls take
-turns (a call is not repeated once a run took more than 20 s). Then, unless --no-memory, it measures the peak resident memory
-our full check adds, each case in a fresh process (Linux: VmHWM reset through
+turns (a call is not repeated once a run took more than 20 s). Then, unless --no-memory, it measures the peak
+resident memory our full check adds, each case in a fresh process (Linux: VmHWM reset through
 /proc/self/clear_refs after set-up), next to the chunk budget and the size of
 the two Jacobians a full check must hold. Nothing here is a pass/fail test.
 """

@@ -27,6 +27,7 @@ import pstats
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -119,10 +120,10 @@ def bench_forward(repeat: int) -> None:
         torch.manual_seed(0)
         model, x = make()
 
-        def plain() -> None:
+        def plain(model: nn.Module = model, x: torch.Tensor = x) -> None:
             model(x).sum()
 
-        def recorded() -> None:
+        def recorded(model: nn.Module = model, x: torch.Tensor = x) -> None:
             with record(model):
                 model(x).sum()
 
@@ -132,7 +133,8 @@ def bench_forward(repeat: int) -> None:
 
 def bench_trace(repeat: int) -> None:
     print("\nTrace: without module information against with it (ms; goal <= 1.2x)")
-    print("| model | nodes | without best wall | with best wall | ratio | without median CPU | with median CPU | ratio |")
+    print("| model | nodes | without best wall | with best wall | ratio "
+          "| without median CPU | with median CPU | ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for label, make in MODELS.items():
         torch.manual_seed(0)
@@ -142,7 +144,7 @@ def bench_trace(repeat: int) -> None:
             recorded_out = model(x).sum()
         params = dict(model.named_parameters())
         nodes = len(trace(recorded_out, model).nodes)
-        base, ours = _paired(lambda: trace(plain_out, params), lambda: trace(recorded_out, model), repeat)
+        base, ours = _paired(partial(trace, plain_out, params), partial(trace, recorded_out, model), repeat)
         row = _row(label, base, ours)
         print(row.replace(f"| {label} |", f"| {label} | {nodes} |", 1), flush=True)
 

@@ -45,6 +45,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,7 @@ def measure(name: str, repeat: int, before: Any, first: bool = False) -> dict[st
         for k in order if i % 2 == 0 else order[::-1]:
             if first:
                 y, params = GRAPHS[name]()
-            best[k] = min(best[k], _best(lambda: calls[k](y, params), 1))
+            best[k] = min(best[k], _best(partial(calls[k], y, params), 1))
     return {"nodes": nodes, **best}
 
 
@@ -433,7 +434,8 @@ def main() -> None:
               + " | ".join(f"{x:.1f}x" for x in ratios) + " |", flush=True)
     if args.million:
         print("\n| chain y+1 ops | trace wall s | trace CPU s | young GC after CPU s | bare walk CPU s "
-              "| peak RSS built MiB | traced MiB | with to_json() MiB | JSON MB |\n|---|---|---|---|---|---|---|---|---|",
+              "| peak RSS built MiB | traced MiB | with to_json() MiB | JSON MB |\n"
+              "|---|---|---|---|---|---|---|---|---|",
               flush=True)
         subprocess.run([sys.executable, __file__, "--million-child", "1000000"], check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -52,7 +52,8 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 1500, 2000, 3000])
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--encoder", type=int, default=0, metavar="LAYERS", help="also draw an encoder of this many layers")
+    parser.add_argument("--encoder", type=int, default=0, metavar="LAYERS",
+                        help="also draw an encoder of this many layers")
     args = parser.parse_args()
     if args.encoder:
         encoder(args.encoder, args.repeat)
@@ -64,7 +65,7 @@ def main() -> int:
     for size in args.sizes:
         part = nearest(graph, limit=size).graph
         found = [timed(part, e, args.timeout, args.repeat) for e in engines]
-        cells = " ".join(f"{'> %gs' % args.timeout if t is None else f'{t:.2f}':>14}" for t in found)
+        cells = " ".join(f"{f'> {args.timeout:g}s' if t is None else f'{t:.2f}':>14}" for t in found)
         ratio = (f"{found[0] / found[1]:.2f}x" if len(found) == 2 and None not in found else "-")
         print(f"{len(part.nodes):>12,} {cells}   {ratio}", flush=True)
     return 0

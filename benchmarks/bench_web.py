@@ -49,7 +49,7 @@ x = torch.randn(2, 5, 16, requires_grad=True)
 enc(x).sum()"""
 RUN_TO_GRAPH = {"seed program": SEED, "2,000-node graph": BIG, "10,000-op flat program (partial view)": FLAT_10K,
                 "100-layer encoder (module view)": ENCODER_100}
-PROGRAM_KEYS = dict(zip(("seed", "big", "flat", "encoder"), RUN_TO_GRAPH))
+PROGRAM_KEYS = dict(zip(("seed", "big", "flat", "encoder"), RUN_TO_GRAPH, strict=True))
 LOAD = [  # (program, what shows it worked): one of five is hostile
     (SEED, None),
     ("torch.manual_seed({k})\nx = torch.randn(4, 3)\nW1 = torch.randn(3, 8, requires_grad=True)\n"

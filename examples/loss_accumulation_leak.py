@@ -39,7 +39,7 @@ def main(out: Path, steps: int) -> None:
     fixed = train(steps, use_item=True)
     print("graph kept alive by total_loss after each step")
     print(f"{'step':>4}  {'total_loss += loss':<28}  total_loss += loss.item()")
-    for step, (a, b) in enumerate(zip(leaking, fixed), start=1):
+    for step, (a, b) in enumerate(zip(leaking, fixed, strict=True), start=1):
         print(f"{step:>4}  {a:<28}  {b}")
     torch.manual_seed(0)
     model = nn.Linear(3, 1)

@@ -68,7 +68,9 @@ def collapse(
         return graph
     modules_of = node_modules(graph)
     if all(m is None for m in modules_of.values()):
-        return graph if NO_MODULES_NOTE in graph.notes else dataclasses.replace(graph, notes=graph.notes + (NO_MODULES_NOTE,))
+        if NO_MODULES_NOTE in graph.notes:
+            return graph
+        return dataclasses.replace(graph, notes=graph.notes + (NO_MODULES_NOTE,))
     tree = _Tree(graph, modules_of)
     units = _choose_units(tree, depth=depth, roll=roll, expanded=expanded)
     return _build(graph, tree, units)
@@ -150,7 +152,8 @@ class _Tree:
                 own = self.modules_of.get(n.id)
                 # Leaves are named by parameter ("layers.3.linear.weight"): keep the part
                 # after the module, which the module's relative name then completes.
-                name = n.name.rpartition(".")[2] if n.kind is NodeKind.LEAF and own and n.name.startswith(own + ".") else n.name
+                in_own = n.kind is NodeKind.LEAF and own and n.name.startswith(own + ".")
+                name = n.name.rpartition(".")[2] if in_own else n.name
                 t = n.tensor
                 key = (n.kind, name, n.attrs, None if t is None else (t.shape, t.dtype))
                 self.base[n.id] = numbers.setdefault(key, len(numbers))
@@ -225,22 +228,23 @@ def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
     for n in graph.nodes:
         own = tree.modules_of.get(n.id)
         if own not in unit_of_module:  # the outermost box around the module, if any
-            unit_of_module[own] = next((unit_of[a] for a in ancestors(own) if a in unit_of), None)  # type: ignore[arg-type]
-        unit = unit_of_module[own]
-        if unit is None:
+            unit_of_module[own] = next((unit_of[a] for a in ancestors(own) if a in unit_of), None)
+        unit_index = unit_of_module[own]
+        if unit_index is None:
             order.append(n)
             continue
-        if not members[unit]:
-            order.append(unit)
-        members[unit].append(n)
-        rep[n.id] = box_ids[unit]
+        if not members[unit_index]:
+            order.append(unit_index)
+        members[unit_index].append(n)
+        rep[n.id] = box_ids[unit_index]
     nodes = tuple(
         item if isinstance(item, Node) else _box(tree, units[item], members[item], box_ids[item])
         for item in order
     )
     origin = graph.nonfinite_origin
     return dataclasses.replace(
-        graph, nodes=nodes, edges=_edges(graph.edges, rep), nonfinite_origin=rep.get(origin, origin) if origin else origin
+        graph, nodes=nodes, edges=_edges(graph.edges, rep),
+        nonfinite_origin=rep.get(origin, origin) if origin else origin,
     )
 
 
@@ -290,7 +294,9 @@ def _span(unit: list[str]) -> tuple[str, str]:
     if len(unit) == 1:
         return unit[0], unit[0]
     lasts = [m.rpartition(".")[2] for m in unit]
-    if all(s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(range(int(lasts[0]), int(lasts[0]) + len(unit))):
+    if all(s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(
+        range(int(lasts[0]), int(lasts[0]) + len(unit))
+    ):
         text = f"{unit[0]}–{lasts[-1]}"
         return text, text
     return (", ".join(unit) if len(unit) <= 3 else f"{unit[0]} … {unit[-1]}"), ", ".join(unit)

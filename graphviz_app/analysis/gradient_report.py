@@ -79,7 +79,7 @@ def attach(graph: Graph, flow: GradFlow) -> Graph:
     origin = step.node if step is not None else None
     out = dataclasses.replace(graph, nodes=nodes, edges=edges, nonfinite_origin=origin)
     if step is not None:
-        notes.append(origin_text(out, slot=step.bad_slot, forward=flow.forward_nonfinite.get(origin)))
+        notes.append(origin_text(out, slot=step.bad_slot, forward=flow.forward_nonfinite.get(step.node)))
     elif any(g is not None and not g.finite for g in flow.nodes.values()):
         notes.append("the gradient given to the output is already NaN/Inf: check grad_outputs")
     return dataclasses.replace(out, notes=tuple(notes))

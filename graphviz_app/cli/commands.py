@@ -40,7 +40,8 @@ examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
   graphviz-app render model.py:build -o model.svg --depth 2 --roll
-  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
+  graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" \\
+      --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
   graphviz-app serve --port 8501
@@ -83,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
-    render.add_argument("-o", "--output", required=True, metavar="FILE", help="output file: .svg .png .pdf .dot or .json")
-    render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction (default TB)")
+    render.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="output file: .svg .png .pdf .dot or .json")
+    render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
+                        help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
     render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
     render.add_argument("--depth", type=int, metavar="N",
@@ -105,8 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("target", nargs="?", metavar="EXPRESSION")
-    check.add_argument("--expected", metavar="EXPR", help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
-    check.add_argument("--wrt", metavar="NAMES", help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
+    check.add_argument("--expected", metavar="EXPR",
+                       help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
+    check.add_argument("--wrt", metavar="NAMES",
+                       help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
     check.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
@@ -114,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     return parser
 
@@ -122,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _program_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--var", action="append", default=[], metavar="NAME=EXPR",
                         help="define a variable, e.g. --var \"x=torch.arange(3., requires_grad=True)\" (repeatable)")
-    parser.add_argument("--program", metavar="FILE", help="read definitions (and the expression, if not given) from FILE")
+    parser.add_argument("--program", metavar="FILE",
+                        help="read definitions (and the expression, if not given) from FILE")
     parser.add_argument("--device", metavar="DEVICE", help="default device for tensors: cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", metavar="DTYPE", choices=("float32", "float64", "float16", "bfloat16"),
                         help="default floating dtype for tensors: float32, float64, float16, bfloat16")
@@ -258,7 +265,9 @@ def _run_script(path: Path, name: str, target: str) -> Any:
         sys.path.remove(str(path.resolve().parent))
     func = getattr(module, name, None)
     if func is None:
-        found = sorted(n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__)
+        found = sorted(
+            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+        )
         raise _Fail(f"{path} has no function {name!r} (it defines: {', '.join(found) or 'none'})")
     if not callable(func):
         raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")

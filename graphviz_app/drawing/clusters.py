@@ -37,7 +37,7 @@ def clustered(graph: Graph, lines: list[str]) -> list[str]:
     if all(p is None for p in places):
         return lines
     items: dict[str | None, list[str | _Cluster]] = {None: []}
-    for place, line in zip(places, lines):
+    for place, line in zip(places, lines, strict=True):
         if place is not None:
             parent: str | None = None
             for name in ancestors(place):

@@ -233,8 +233,10 @@ def _tensor_variable(env: dict[str, Any], name: str) -> torch.Tensor:
 
 def _bind(wrt: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
     if len(tensors) != len(wrt):
-        raise ExprError(f"the program function takes {len(wrt)} tensor(s) ({', '.join(wrt)}), got {len(tensors)}", kind="input")
-    return dict(zip(wrt, tensors))
+        raise ExprError(
+            f"the program function takes {len(wrt)} tensor(s) ({', '.join(wrt)}), got {len(tensors)}", kind="input"
+        )
+    return dict(zip(wrt, tensors, strict=True))
 
 
 def _dependents(program: Program, wrt: tuple[str, ...]) -> set[str]:

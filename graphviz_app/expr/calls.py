@@ -196,7 +196,9 @@ def admit(value: Any, what: str) -> Any:
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
     for v in [*values, kwargs.get("device")]:
-        if isinstance(v, torch.device) or (isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")):
+        if isinstance(v, torch.device) or (
+            isinstance(v, str) and v.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xpu")
+        ):
             check_device(v)
 
 

@@ -42,7 +42,9 @@ class Composed:
                 line = error.line - part.first + 1
                 where = [f"line {line}"] if part.numbered else []
                 where += [f"col {error.col}"] if error.col is not None else []
-                return f"in {part.label} ({', '.join(where)}): {error.message}" if where else f"in {part.label}: {error.message}"
+                if where:
+                    return f"in {part.label} ({', '.join(where)}): {error.message}"
+                return f"in {part.label}: {error.message}"
         return str(error)
 
 

@@ -103,14 +103,16 @@ def _einsum_operands(values: Sequence[Any]) -> tuple[str, list[torch.Tensor]] | 
     return values[0].replace(" ", ""), rest
 
 
-def _einsum_terms(equation: str, operands: list[torch.Tensor]) -> tuple[list[list[str]], list[str], dict[str, int]] | None:
+def _einsum_terms(
+    equation: str, operands: list[torch.Tensor]
+) -> tuple[list[list[str]], list[str], dict[str, int]] | None:
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
         return None
     sizes: dict[str, int] = {}
     labelled: list[list[str]] = []
-    for term, t in zip(terms, operands):
+    for term, t in zip(terms, operands, strict=True):
         letters = term.replace("...", "")
         if not letters.isalpha() and letters:
             return None
@@ -120,7 +122,7 @@ def _einsum_terms(equation: str, operands: list[torch.Tensor]) -> tuple[list[lis
         # Ellipsis dims get names "0", "1", ... counted from the right, as they broadcast.
         head, _, tail = term.partition("...")
         names = list(head) + [str(n_ellipsis - 1 - i) for i in range(n_ellipsis)] + list(tail)
-        for label, size in zip(names, t.shape):
+        for label, size in zip(names, t.shape, strict=True):
             sizes[label] = max(sizes.get(label, 1), int(size))
         labelled.append(names)
     if arrow:
@@ -187,7 +189,7 @@ def _expand(value: Any, n: int) -> list[int] | None:
 
 def _conv_cost(values: Sequence[Any], kwargs: dict[str, Any], *, spatial: int) -> Cost | None:
     names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
-    bound = dict(zip(names, values))
+    bound = dict(zip(names, values, strict=False))  # positional arguments may stop early
     bound.update({k: v for k, v in kwargs.items() if k in names})
     x, w = bound.get("input"), bound.get("weight")
     if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() != spatial + 2:
@@ -209,7 +211,7 @@ def _conv_cost(values: Sequence[Any], kwargs: dict[str, Any], *, spatial: int) -
         if pads is None:
             return None
         out = [max((n + 2 * p - d * (k - 1) - 1) // s + 1, 0)
-               for n, p, d, k, s in zip(lengths, pads, dilation, kernel, stride)]
+               for n, p, d, k, s in zip(lengths, pads, dilation, kernel, stride, strict=True)]
     columns = _prod([batch, channels, *kernel, *out])  # the CPU's im2col buffer
     macs = _prod([batch, w.shape[0], *out, w.shape[1], *kernel])
     return Cost(temporary=columns, multiply_adds=macs)

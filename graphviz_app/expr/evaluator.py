@@ -123,7 +123,8 @@ class Interpreter:
             evaluation = self._run_body()
         self.recording.refresh(self.env)
         root = self.recording.root
-        return Evaluation(evaluation.output, evaluation.variables, root if next(root.children(), None) is not None else None)
+        has_calls = next(root.children(), None) is not None
+        return Evaluation(evaluation.output, evaluation.variables, root if has_calls else None)
 
     def _run_body(self) -> Evaluation:
         body = self.program.tree.body
@@ -179,7 +180,7 @@ class Interpreter:
             raise self.program.error(
                 stmt, f"{', '.join(names)} = ... needs {len(names)} values, found {count}", kind="input"
             )
-        self.env.update(zip(names, value))
+        self.env.update(zip(names, value, strict=True))
 
     def _for(self, stmt: ast.For) -> None:
         call = stmt.iter
@@ -275,9 +276,13 @@ class Interpreter:
         if isinstance(a, str) or isinstance(b, str):
             if symbol in ("==", "!="):
                 return fn(a, b)
-            raise self.program.error(node, f"{what}: strings are only used as arguments, not in arithmetic", kind="input")
+            raise self.program.error(
+                node, f"{what}: strings are only used as arguments, not in arithmetic", kind="input"
+            )
         if type(a) is int and type(b) is int and not int_operation_fits(symbol, a, b):
-            raise self.program.error(node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit")
+            raise self.program.error(
+                node, f"{what} gives an integer beyond 64 bits; use floats (e.g. 10.0**100)", kind="limit"
+            )
         if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
             self._check_sequence_op(node, what, symbol, a, b)
         try:
@@ -297,7 +302,9 @@ class Interpreter:
         elif symbol in ("==", "!="):
             return
         else:
-            raise self.program.error(node, f"{what}: lists and tuples only support + and * by a whole number", kind="input")
+            raise self.program.error(
+                node, f"{what}: lists and tuples only support + and * by a whole number", kind="input"
+            )
         try:
             check_sequence_length(length, what)
         except Refused as e:
@@ -313,11 +320,14 @@ class Interpreter:
             except Refused as e:
                 raise self.program.error(node, e.message, kind=e.kind) from e
         if not isinstance(base, (torch.Tensor, tuple, list)):
-            raise self.program.error(node, f"{what}: only tensors, lists and tuples can be indexed, not {type(base).__name__}", kind="input")
+            raise self.program.error(
+                node, f"{what}: only tensors, lists and tuples can be indexed, not {type(base).__name__}", kind="input"
+            )
         parts = index if isinstance(index, tuple) else (index,)
         fancy = any(isinstance(p, (torch.Tensor, list)) for p in parts)
         growth = "meta" if isinstance(base, torch.Tensor) and fancy else "same"
-        return self._apply(node, what, operator.getitem, [(self._label(node.value), base), ("index", index)], growth=growth)
+        operands = [(self._label(node.value), base), ("index", index)]
+        return self._apply(node, what, operator.getitem, operands, growth=growth)
 
     def _e_Attribute(self, node: ast.Attribute) -> Any:
         base = self._value(node.value)

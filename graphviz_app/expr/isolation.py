@@ -85,7 +85,10 @@ class IsolatedRunner:
         self.time_limit, self.memory_limit = time_limit, memory_limit
         self.threads, self.max_jobs_per_worker = threads, max_jobs_per_worker
         methods = multiprocessing.get_all_start_methods()
-        self._ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self._ctx = (
+            multiprocessing.get_context("forkserver") if "forkserver" in methods
+            else multiprocessing.get_context("spawn")
+        )
         if self._ctx.get_start_method() == "forkserver":
             self._ctx.set_forkserver_preload(list(preload))
         self._cond = threading.Condition()
@@ -173,7 +176,7 @@ class IsolatedRunner:
     def _collect(self, worker: _Worker, limit: float, cancel: threading.Event | None) -> Any:
         try:
             ready = _wait_for_answer(worker.conn, limit, cancel)
-            message = worker.conn.recv() if ready else None
+            message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._retire(worker)
             raise ExprError(_death_message(worker), kind="crash") from None

@@ -117,7 +117,7 @@ def size_once(meta: torch.nn.Module) -> None:
     mark with the module, so every copy shares the original's key.
     """
     if not isinstance(meta.__dict__.get("forward"), _SizedOnce):
-        meta.forward = _SizedOnce(meta, next(_keys))  # type: ignore[method-assign]
+        meta.forward = _SizedOnce(meta, next(_keys))
 
 
 def _signature(value: Any) -> Any:

@@ -143,7 +143,9 @@ def _size(what: str, kind: str, cls: type, values: list[Any], kwargs: dict[str, 
     return calls, nesting
 
 
-def _build(what: str, cls: type, kind: str, values: list[Any], kwargs: dict[str, Any], *, meta: bool) -> torch.nn.Module:
+def _build(
+    what: str, cls: type, kind: str, values: list[Any], kwargs: dict[str, Any], *, meta: bool
+) -> torch.nn.Module:
     def unwrap(v: Any) -> Any:
         return (v.meta if meta else v.module) if isinstance(v, ProgramModule) else v
 

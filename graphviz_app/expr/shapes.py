@@ -71,9 +71,9 @@ def _arange_numel(args: Sequence[Any], kwargs: dict[str, Any]) -> int | None:
     given = list(args[:3])
     if len(given) == 1:
         given = [0, given[0]]
-    bound = dict(zip(names, given))
+    bound = dict(zip(names, given, strict=False))  # positional arguments may stop early
     bound.update({k: kwargs[k] for k in names if k in kwargs})
-    start, end, step = (_number(bound.get(k, d)) for k, d in zip(names, (0, None, 1)))
+    start, end, step = (_number(bound.get(k, d)) for k, d in zip(names, (0, None, 1), strict=True))
     if start is None or end is None or step is None or step == 0:
         return None
     count = (end - start) / step

@@ -52,10 +52,11 @@ def validate(source: str, *, limits: Limits = Limits()) -> None:
         ExprError: naming the problem and its line and column.
 
     >>> validate("x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()")
-    >>> validate("x.__class__")
+    >>> validate("x.__class__")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed (x.__class__): they reach Python internals
+    graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed
+    (x.__class__): they reach Python internals
     """
     parse(source, limits=limits)
 
@@ -294,7 +295,8 @@ def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int], as
             raise program.error(node, f"{func.id}() is not allowed: {reason}")
         raise program.error(
             node, f"{func.id}(...) is not an allowed function: call torch.*, F.*, custom.* "
-            f"functions, nn.* modules held in a variable, tensor methods, or one of {', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
+            f"functions, nn.* modules held in a variable, tensor methods, or one of "
+            f"{', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
         )
 
 
@@ -403,6 +405,9 @@ class _Scope:
         reason = refusal_reason(name)
         if reason is not None:
             return f"{name} is not available: {reason}"
-        message = f"{name} is not defined: define it above the expression, e.g. {name} = torch.arange(3., requires_grad=True)"
+        message = (
+            f"{name} is not defined: define it above the expression, "
+            f"e.g. {name} = torch.arange(3., requires_grad=True)"
+        )
         close = difflib.get_close_matches(name, [*self.defined, *RESERVED_NAMES], n=1)
         return message + (f" (or did you mean {close[0]}?)" if close else "")

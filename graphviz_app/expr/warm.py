@@ -16,8 +16,10 @@ __all__ = ["warm_up"]
 _PROGRAMS = (
     "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()",
     "x = torch.ones(3)\ntorch.einsum('i,j->ij', x, x).sum() + F.conv1d(x.reshape(1, 1, 3), torch.ones(1, 1, 2)).sum()",
-    "x = torch.ones(3)\nF.pad(x, (1, 0)).sum() + F.one_hot(torch.arange(3), 3).sum() + x.diag().sum() + x[[0, 1]].sum()",
-    "x = torch.ones(3)\ntorch.cdist(x[None], x[None]).sum() + F.interpolate(x.reshape(1, 1, 3), scale_factor=2.0).sum()",
+    "x = torch.ones(3)\n"
+    "F.pad(x, (1, 0)).sum() + F.one_hot(torch.arange(3), 3).sum() + x.diag().sum() + x[[0, 1]].sum()",
+    "x = torch.ones(3)\n"
+    "torch.cdist(x[None], x[None]).sum() + F.interpolate(x.reshape(1, 1, 3), scale_factor=2.0).sum()",
     "x = torch.ones(3, requires_grad=True)\n(F.softmax(x, dim=0) * custom.square(x)).sum() + F.mse_loss(x, x * 0)",
     # nn modules: built and sized on meta, then run (the gallery's CNN, encoder and LSTM kinds)
     "net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Conv2d(2, 1, 1))\n"

@@ -45,8 +45,9 @@ class Graph:
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
 
-        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())
-        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records, save(graph, "graph.svg") to draw it>
+        >>> Graph((Node("n0", NodeKind.OUTPUT, "output"),), ())  # doctest: +NORMALIZE_WHITESPACE
+        <Graph: 1 nodes (1 output), 0 edges; .summary() for memory, .nodes and .edges for the records,
+        save(graph, "graph.svg") to draw it>
         """
         kinds = Counter(n.kind.value for n in self.nodes)
         parts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))

@@ -115,6 +115,6 @@ class ModuleSummary:
         lines = []
         for row in table:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:])]
+            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:], strict=True)]
             lines.append("  ".join(cells).rstrip())
         return "\n".join(lines)

@@ -90,8 +90,8 @@ def _same_layout(maker: type, record: type) -> bool:
     fields = dataclasses.fields(record)
     defaults = tuple(f.default for f in fields if f.default is not dataclasses.MISSING)
     return (
-        tuple(f.name for f in fields) == maker.__slots__ == getattr(record, "__slots__", None)
-        and defaults == maker.__init__.__defaults__
+        tuple(f.name for f in fields) == vars(maker).get("__slots__") == getattr(record, "__slots__", None)
+        and defaults == getattr(vars(maker).get("__init__"), "__defaults__", None)
         and record.__bases__ == (object,)
         and "__post_init__" not in vars(record)
     )

@@ -7,7 +7,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Iterable, Mapping
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import torch
@@ -311,7 +311,7 @@ def _user_source() -> str | None:
     `"torch/nn/modules/transformer.py:912 in _sa_block"`, says more than nothing.
     """
     kinds = _kinds
-    frame: Any = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     fallback = None
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -328,7 +328,7 @@ def _user_source() -> str | None:
     return None if fallback is None else _where(fallback)
 
 
-def _where(frame: Any) -> str:
+def _where(frame: FrameType) -> str:
     filename = frame.f_code.co_filename
     shown = _shown.get(filename)
     if shown is None:

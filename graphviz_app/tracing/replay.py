@@ -147,7 +147,7 @@ class _Stats:
         fetched = iter(torch.stack([r.cpu() for r in on_device]).tolist() if on_device else [])
         rows = [r if isinstance(r, list) else next(fetched) for r in self.rows]
         out = []
-        for (n_fin, nan, norm, mx, total, zeros), vals, n in zip(rows, self.values, self.numels):
+        for (n_fin, nan, norm, mx, total, zeros), vals, n in zip(rows, self.values, self.numels, strict=True):
             if isinstance(vals, torch.Tensor):
                 vals = vals.cpu().tolist()
             out.append(GradInfo(
@@ -208,7 +208,7 @@ def replay(
     retained = [(t, t.grad) for _, t in outputs if t.retains_grad]
     handles = [fn.register_hook(rec.hook_for(nid)) for nid, fn in fns.items() if nid not in leaves]
     try:
-        for g, out in zip(grads, graph.of_kind(NodeKind.OUTPUT)):
+        for g, out in zip(grads, graph.of_kind(NodeKind.OUTPUT), strict=True):
             rec.node_rows[out.id] = rec.edge_rows[(out.id, 0)] = rec.stats.add(g)
         try:
             got = torch.autograd.grad(
@@ -217,7 +217,7 @@ def replay(
             )
         except RuntimeError as e:
             raise _translate(e) from e
-        for nid, g in zip(leaves, got):
+        for nid, g in zip(leaves, got, strict=True):
             if g is not None:
                 rec.node_rows[nid] = rec.stats.add(g)
     finally:

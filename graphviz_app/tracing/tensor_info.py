@@ -101,8 +101,8 @@ class TensorDescriber:
             cached = self._leaves.get(id(t))
             if cached is None:
                 cached = self._leaves[id(t)] = (t, self._fields(t))
-            return new_tensor_info(name, *cached[1])  # type: ignore[no-any-return]
-        return new_tensor_info(name, *self._fields(t))  # type: ignore[no-any-return]
+            return new_tensor_info(name, *cached[1])
+        return new_tensor_info(name, *self._fields(t))
 
     def _fields(self, t: torch.Tensor) -> tuple[Any, ...]:
         """TensorInfo's fields after the name, each torch property read once.
@@ -118,7 +118,9 @@ class TensorDescriber:
         dtype = t.dtype
         known = self._dtypes.get(dtype)
         if known is None:
-            known = self._dtypes[dtype] = (dtype_name(dtype), t.element_size(), dtype.is_complex, dtype.is_floating_point)
+            known = self._dtypes[dtype] = (
+                dtype_name(dtype), t.element_size(), dtype.is_complex, dtype.is_floating_point
+            )
         numel = t.numel()
         storage_bytes = None
         try:

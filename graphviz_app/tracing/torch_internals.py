@@ -183,7 +183,8 @@ MODULE_KEY = "graphviz_app.module"
 MODULE_TYPE_KEY = "graphviz_app.module_type"
 SOURCE_KEY = "graphviz_app.source"  # present on every node the recorder saw
 
-_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+# torch's stubs for torch._C._functions list no AccumulateGrad, though the class is there.
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
 
 RecordedTags = tuple[str | None, str | None, str | None]
 _NO_TAGS: RecordedTags = (None, None, None)
@@ -225,6 +226,7 @@ def next_sequence_nr() -> int:
     # Without torch's private peek: make and drop a one-element probe node.
     with torch_function_disabled(), torch.inference_mode(False), torch.enable_grad():
         probe = torch.zeros((), requires_grad=True).clone()
+    assert probe.grad_fn is not None, "a clone of a tensor that requires grad has a grad_fn"
     return probe.grad_fn._sequence_nr() + 1
 
 

@@ -135,7 +135,9 @@ def _flatten_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list
     return found, notes
 
 
-def _param_names(params: Params | None) -> dict[int, tuple[str, torch.Tensor]]:
+def _param_names(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]] | None,
+) -> dict[int, tuple[str, torch.Tensor]]:
     if params is None:
         return {}
     items = params.items() if isinstance(params, Mapping) else params

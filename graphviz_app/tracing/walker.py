@@ -253,10 +253,13 @@ class Walker:
         million-op graph); leaves go through `_discover_new`.
         """
         queue, nodes, edges, fn_ids, types = self.queue, self.nodes, self.edges, self.fn_ids, self.types
-        popleft, enqueue, add_node, add_edge, add_fn = queue.popleft, queue.append, nodes.append, edges.append, self.fns.append
-        known_id, attrs_seen, node_type, plain_get = fn_ids.get, self.attrs_seen.setdefault, self._node_type, self.plain_seen.get
+        popleft, enqueue, add_fn = queue.popleft, queue.append, self.fns.append
+        add_node, add_edge = nodes.append, edges.append
+        known_id, attrs_seen, plain_get = fn_ids.get, self.attrs_seen.setdefault, self.plain_seen.get
+        node_type = self._node_type
         op_classes = self.op_classes
-        discover, add_saved, plain_attrs, op_tags = self._discover_new, self._add_saved, self._plain_attrs, self._op_tags
+        discover, add_saved = self._discover_new, self._add_saved
+        plain_attrs, op_tags = self._plain_attrs, self._op_tags
         meta_seen, meta_info = self.describe.meta_records.get, self.describe.from_metadata
         read_saved, max_nodes = self.show_saved or self.show_attrs, self.max_nodes
         tagged = tags_written()
@@ -276,7 +279,9 @@ class Walker:
                 if raw is not _NOT_READ:
                     kind = type(raw)
                     # One plain saved value (a chain's alpha): plain_attrs' lookup, inlined.
-                    if saves != 1 or kind not in _PLAIN or (attrs := plain_get((cls, raw, kind))) is None:
+                    if saves == 1 and kind in _PLAIN and (found := plain_get((cls, raw, kind))) is not None:
+                        attrs = found
+                    else:
                         attrs = plain_attrs(node_id, fn, raw, saves > 1)
                 else:
                     attrs = add_saved(node_id, fn)
@@ -393,9 +398,10 @@ class Walker:
         text once per walk. Other values (floats: 0.0 == -0.0) take `_add_saved`.
         """
         cls = type(fn)
+        kinds: type | tuple[type, ...]
         if several:  # raw is a tuple of the values
             kinds = tuple(map(type, raw))
-            plain = all(k in _PLAIN or (k is tuple and _ints(v)) for k, v in zip(kinds, raw))
+            plain = all(k in _PLAIN or (k is tuple and _ints(v)) for k, v in zip(kinds, raw, strict=True))
         else:
             kinds = type(raw)
             plain = kinds in _PLAIN or (kinds is tuple and _ints(raw))

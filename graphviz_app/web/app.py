@@ -95,7 +95,9 @@ def analyze(program: str, options: Options) -> Analysis | Failure:
                   lambda: service.analyze(my_runner(), program, options))
 
 
-def check_gradient(program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]) -> GradientCheck | Failure:
+def check_gradient(
+    program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]
+) -> GradientCheck | Failure:
     """A hand-derived gradient checked (cached by program, options, gradient and tolerances)."""
     return cached(("check", program, options, check, tolerances), "Checking the gradient…",
                   lambda: service.check_gradient(my_runner(), program, options, check, tolerances))
@@ -135,7 +137,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         expanded=state.expanded, expanded_program=state.program,
-        **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES)},
+        **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
     )
 
 
@@ -175,8 +177,10 @@ def sidebar(devices: tuple[str, ...]) -> Options:
         saved = st.checkbox("Show saved tensors", key="opt_saved",
                             help="The tensors each op keeps for its backward.")
         attrs = st.checkbox("Show op attributes", key="opt_attrs", help="dim, alpha, exponent, …")
-        gradients = st.checkbox("Show gradients", key="opt_gradients",
-                                help="Replay backward: colour edges by gradient size and mark where NaN/Inf first appears.")
+        gradients = st.checkbox(
+            "Show gradients", key="opt_gradients",
+            help="Replay backward: colour edges by gradient size and mark where NaN/Inf first appears.",
+        )
         rankdir = st.selectbox("Layout direction", urlstate.RANKDIRS, key="opt_rankdir",
                                format_func=RANKDIR_LABELS.__getitem__)
         low, high = urlstate.MAX_NODES_RANGE
@@ -307,7 +311,7 @@ def module_path(drawn: Drawn) -> None:
         return
     columns = st.columns(len(shown) + 1, vertical_alignment="center")
     columns[0].caption(f"Module view, level {drawn.depth}; opened:")
-    for column, name in zip(columns[1:], shown):
+    for column, name in zip(columns[1:], shown, strict=True):
         column.button(f"✕ {name}", key=f"close-{name}", help=f"Close {name} into one box again",
                       on_click=close, args=(name,))
 
@@ -384,11 +388,12 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
     button_col.button("Check", key="check_run")
     with st.expander("Tolerances"):
         cols = st.columns(3)
-        tolerances = tuple(
+        eps, atol, rtol = (
             col.number_input(name, format="%.0e", key=kept(f"tol_{name}"), min_value=0.0)
-            for col, name in zip(cols, TOLERANCE_NAMES)
+            for col, name in zip(cols, TOLERANCE_NAMES, strict=True)
         )
-    for name, value in zip(TOLERANCE_NAMES, tolerances):
+    tolerances = (eps, atol, rtol)
+    for name, value in zip(TOLERANCE_NAMES, tolerances, strict=True):
         s[f"tol_{name}"] = value
     if not expected.strip():
         return

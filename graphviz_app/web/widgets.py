@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import streamlit as st
 
@@ -21,7 +22,7 @@ class EditorEvent:
 
 
 @cache
-def _component(name: str):  # noqa: ANN202 - Streamlit's mount callable has no public type
+def _component(name: str) -> Any:  # Streamlit's mount callable has no public type
     files = resources.files("graphviz_app.web") / "static"
     return st.components.v2.component(
         f"graphviz_app.{name}",

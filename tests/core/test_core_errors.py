@@ -76,7 +76,8 @@ def test_outputs_holding_no_tensor(outputs: Any, found: str) -> None:
 BAD_PARAMS = [
     ("not iterable", lambda m: 5, "params must be a dict name -> tensor or an iterable of"),
     ("value not a tensor", lambda m: {"w": 3}, r"params\['w'\] is a int, expected a tensor"),
-    ("parameters() not named", lambda m: m.parameters(), r"model\.named_parameters\(\): found a bare tensor of shape \(2, 3\)"),
+    ("parameters() not named", lambda m: m.parameters(),
+     r"model\.named_parameters\(\): found a bare tensor of shape \(2, 3\)"),
     ("list of tensors", lambda m: list(m.parameters()), r"bare tensor of shape \(2, 3\)"),
     ("pairs too short", lambda m: [("w",)], "not enough values to unpack"),
     ("strings", lambda m: ["weight"], "too many values to unpack"),
@@ -152,9 +153,11 @@ def test_dot_and_json_need_no_dot_program(tmp_path: Path, suffix: str) -> None:
 
 
 SCHEMA = [
-    ("newer version", json.dumps({"schema": 3, "nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found 3'),
+    ("newer version", json.dumps({"schema": 3, "nodes": [], "edges": []}),
+     'expected a graph with "schema": 1 or 2, found 3'),
     ("no version", json.dumps({"nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found None'),
-    ("a boolean version", json.dumps({"schema": True, "nodes": [], "edges": []}), 'expected a graph with "schema": 1 or 2, found True'),
+    ("a boolean version", json.dumps({"schema": True, "nodes": [], "edges": []}),
+     'expected a graph with "schema": 1 or 2, found True'),
     ("a list", "[1, 2]", 'expected a graph with "schema": 1 or 2, found None'),
     ("not JSON", "digraph { a -> b }", "not JSON: Expecting value"),
     ("empty", "", "not JSON"),

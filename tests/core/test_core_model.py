@@ -96,7 +96,8 @@ def _seed() -> Any:
 
 
 SUMMARIES = [
-    ("x*x saves the leaf x: no activation", _xx, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2}, ("float32",), 0, 12),
+    ("x*x saves the leaf x: no activation", _xx, 6, 6, {"leaf": 1, "op": 2, "output": 1, "saved": 2},
+     ("float32",), 0, 12),
     ("x*y saves two leaves", _xy, 7, 6, {"leaf": 2, "op": 2, "output": 1, "saved": 2}, ("float32",), 0, 24),
     ("exp saves its result", _exp64, 5, 4, {"leaf": 1, "op": 2, "output": 1, "saved": 1}, ("float64",), 32, 32),
     ("seed example", _seed, 7, 6, {"leaf": 1, "op": 4, "output": 1, "saved": 1}, ("float32",), 12, 12),

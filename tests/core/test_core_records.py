@@ -39,7 +39,10 @@ def test_fast_records_equal_hash_and_stay_frozen_like_the_class(fast: object, cl
 def test_a_graph_of_fast_records_round_trips_through_json() -> None:
     info = _records.new_tensor_info(*INFO_ARGS)
     graph = Graph(
-        (_records.new_node("n0", NodeKind.OUTPUT, "output", info), _records.new_node("n1", NodeKind.OP, "AddBackward0")),
+        (
+            _records.new_node("n0", NodeKind.OUTPUT, "output", info),
+            _records.new_node("n1", NodeKind.OP, "AddBackward0"),
+        ),
         (_records.new_edge("n1", "n0"),),
     )
     assert Graph.from_json(graph.to_json()) == graph

@@ -162,7 +162,9 @@ def test_graph_repr_is_short_and_says_how_to_see_more() -> None:
     """Before: the dataclass repr, 110,129 characters for ResNet-18."""
     torch.manual_seed(0)
     blocks = [nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()) for _ in range(12)]
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)
+    )
     graph = trace(model(torch.randn(2, 3, 16, 16)), dict(model.named_parameters()))
     text = repr(graph)
     assert len(graph.nodes) > 100 and len(text) < 300 and "\n" not in text

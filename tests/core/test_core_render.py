@@ -109,7 +109,9 @@ def test_labels_show_name_shape_dtype_device_and_bytes(node: Node, label: str) -
     assert node_label(node) == label
 
 
-@pytest.mark.parametrize(("max_chars", "line"), [(50, "bias: " + "x" * 40), (20, "bias: xxxxxxxxxxx..."), (10, "bias: x...")])
+@pytest.mark.parametrize(
+    ("max_chars", "line"), [(50, "bias: " + "x" * 40), (20, "bias: xxxxxxxxxxx..."), (10, "bias: x...")]
+)
 def test_long_attributes_are_cut(max_chars: int, line: str) -> None:
     node = Node("n0", NodeKind.OP, "Op", None, (("bias", "x" * 40),))
     assert node_label(node, max_attr_chars=max_chars) == "Op\\n" + line
@@ -123,13 +125,15 @@ def test_seed_svg_shows_every_label_line() -> None:
         assert line in texts
 
 
-HOSTILE = ["<script>alert(1)</script>", "back\\slash", "trailing\\", 'quo"te', "esc\\n\\N\\G", "a&lt;b", "&#60;img&#62;"]
+HOSTILE = [
+    "<script>alert(1)</script>", "back\\slash", "trailing\\", 'quo"te', "esc\\n\\N\\G", "a&lt;b", "&#60;img&#62;"
+]
 
 
 def test_hostile_names_are_escaped_in_svg_and_show_as_typed() -> None:
     leaves = [torch.ones(2, requires_grad=True) for _ in HOSTILE]
     y = sum(((i + 1) * t).sum() for i, t in enumerate(leaves))
-    svg = render(trace(y, dict(zip(HOSTILE, leaves)))).pipe(format="svg", encoding="utf-8")
+    svg = render(trace(y, dict(zip(HOSTILE, leaves, strict=True)))).pipe(format="svg", encoding="utf-8")
     root = ET.fromstring(svg)  # still well-formed XML
     assert not any(el.tag.endswith(("script", "img")) for el in root.iter())
     assert "<script>" not in svg and "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
@@ -204,7 +208,7 @@ def _graphviz_statements(graph: Graph, max_attr_chars: int = 50) -> list[str]:
 
 def _hostile_graph() -> Graph:
     leaves = [torch.ones(2, requires_grad=True) for _ in HOSTILE]
-    return trace(sum(((i + 1) * t).sum() for i, t in enumerate(leaves)), dict(zip(HOSTILE, leaves)))
+    return trace(sum(((i + 1) * t).sum() for i, t in enumerate(leaves)), dict(zip(HOSTILE, leaves, strict=True)))
 
 
 @pytest.mark.parametrize("name", [*CORPUS, "hostile", "three_devices"])

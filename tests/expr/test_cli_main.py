@@ -31,7 +31,8 @@ def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
         (["render", "--program", "bad.txt", "-o", "x.svg"], 2, r"in bad.txt \(line 2, col 5\): syntax error"),
         (["render", "-o", "x.svg"], 2, r"give an expression, or a program with --program FILE"),
         (["render", *SEED, "-o", "no/such/dir/x.svg"], 2, r"cannot write no/such/dir/x.svg|No such file"),
-        (["render", *SEED, "-o", "x.svg", "--device", "tpu"], 2, r"device must be 'cpu', 'cuda' or 'cuda:N', found 'tpu'"),
+        (["render", *SEED, "-o", "x.svg", "--device", "tpu"], 2,
+         r"device must be 'cpu', 'cuda' or 'cuda:N', found 'tpu'"),
         (["render", "torch.randn(int(3e10))", "-o", "x.svg"], 2, r"30,000,000,000 elements"),
         (["check", *SEED, "--wrt", "z"], 2, r"z is not a variable of the program \(it defines x\)"),
         (["check", "x.sum()", "--var", "x=torch.ones(2)"], 2, r"no variable requires grad"),
@@ -95,7 +96,10 @@ def test_unexpected_errors_are_one_line_unless_traceback_is_asked(monkeypatch: p
 
     monkeypatch.setattr(cli, "_render", broken)
     code, _, err = _main(["render", *SEED, "-o", "x.svg"], capsys)
-    assert code == 3 and err.strip() == "graphviz-app render: error: unexpected KeyError: 'surprise' (run with --traceback for details)"
+    assert code == 3
+    assert err.strip() == (
+        "graphviz-app render: error: unexpected KeyError: 'surprise' (run with --traceback for details)"
+    )
     with pytest.raises(KeyError, match="surprise"):
         cli.main(["--traceback", "render", *SEED, "-o", "x.svg"])
 

@@ -131,7 +131,8 @@ def test_without_dot_svg_is_laid_out_by_graphviz_pure(runs: dict, work: Path) ->
         (["render", SEED_EXPR, "--var", SEED_VAR, "-o", "x.bmp"], r"cannot write format 'bmp'"),
         (["render", SEED_EXPR], r"the following arguments are required: -o/--output"),
         (["render", "__import__('os').system('echo hi')", "-o", "x.svg"], r"names starting with _ are not allowed"),
-        (["check", "x.sum()", "--var", "x=torch.ones(2)", "--expected", "q"], r"in the expected gradient: line 1, col 1: q is not defined"),
+        (["check", "x.sum()", "--var", "x=torch.ones(2)", "--expected", "q"],
+         r"in the expected gradient: line 1, col 1: q is not defined"),
         (["bogus"], r"invalid choice: 'bogus'"),
     ],
 )

@@ -84,7 +84,9 @@ def test_safe_integer_division_still_runs(program: str, value: list[float]) -> N
 
 
 def test_cli_render_refuses_the_trapping_division(tmp_path: Path) -> None:
-    program = f"x = torch.ones(1, requires_grad=True)\ny = torch.div({INT32_MIN}, -1, rounding_mode='trunc')\n(x * y).sum()"
+    program = (
+        f"x = torch.ones(1, requires_grad=True)\ny = torch.div({INT32_MIN}, -1, rounding_mode='trunc')\n(x * y).sum()"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "graphviz_app", "render", program, "-o", str(tmp_path / "g.dot")],
         capture_output=True, text=True, env=_env(), timeout=300,

@@ -141,7 +141,10 @@ def test_cuda_out_of_memory_says_how_much_was_asked_and_free(monkeypatch: pytest
     monkeypatch.setattr(torch, "ones", ones)
     err = _error("torch.ones(5000, 1000)")
     assert err.kind == "memory"
-    assert "CUDA ran out of memory in torch.ones(...): it asked for 20.00 GiB and 3.50 GiB was free on GPU 0" in err.message
+    assert (
+        "CUDA ran out of memory in torch.ones(...): it asked for 20.00 GiB and 3.50 GiB was free on GPU 0"
+        in err.message
+    )
 
 
 @pytest.mark.parametrize(
@@ -176,12 +179,15 @@ def test_other_torch_failures_name_the_call_and_torchs_reason() -> None:
     [
         ("x" * 11, Limits(max_source_chars=10), r"11 characters long; the limit is 10 \(Limits.max_source_chars\)"),
         ("x = 1\n" + "+".join(["1"] * 50), Limits(max_nodes=40), r"more than 40 syntax nodes \(Limits.max_nodes\)"),
-        ("x = torch.ones(1)\n" + "-" * 30 + "x", Limits(max_depth=10), r"nests deeper than 10 levels \(Limits.max_depth\)"),
+        ("x = torch.ones(1)\n" + "-" * 30 + "x", Limits(max_depth=10),
+         r"nests deeper than 10 levels \(Limits.max_depth\)"),
         ("torch.randn(int(3e10))", Limits(), r"30,000,000,000 elements .* limit is 10,000,000 elements per tensor"),
         ("torch.ones(1000, 1001)", Limits(max_tensor_elements=10**6), r"1,001,000 elements"),
-        ("a = torch.ones(10**6)\nb = a * 2\nb", Limits(max_total_bytes=6 * 10**6), r"8,000,000 bytes .* limit is 6,000,000 bytes in all"),
+        ("a = torch.ones(10**6)\nb = a * 2\nb", Limits(max_total_bytes=6 * 10**6),
+         r"8,000,000 bytes .* limit is 6,000,000 bytes in all"),
         ("torch.ones(10**4, 1) + torch.ones(1, 10**4)", Limits(), r"would create a tensor of 100,000,000 elements"),
-        ("for i in range(5000):\n    y = 1\ntorch.ones(1)", Limits(), r"runs 5,000 times; the limit is 1,000 iterations"),
+        ("for i in range(5000):\n    y = 1\ntorch.ones(1)", Limits(),
+         r"runs 5,000 times; the limit is 1,000 iterations"),
         ("n = 600\nfor i in range(n):\n    for j in range(2):\n        y = 1\ntorch.ones(1)", Limits(),
          r"loops would run 1,002 iterations in all; the limit is 1,000"),
         ("10**10**10", Limits(), r"integer beyond 64 bits"),

@@ -27,12 +27,15 @@ CASES = corpus()
 # translation), so torch's own lazy imports happen before the baseline.
 _WARM_UP = [
     SEED_PROGRAM,
-    "x = torch.ones(3)\nF.interpolate(torch.ones(1, 1, 2), scale_factor=2.0).sum() + torch.cdist(x[None], x[None]).sum()",
+    "x = torch.ones(3)\n"
+    "F.interpolate(torch.ones(1, 1, 2), scale_factor=2.0).sum() + torch.cdist(x[None], x[None]).sum()",
     "x = torch.ones(3)\nF.one_hot(torch.arange(3), 3).sum() + F.pad(x, (1, 0)).sum() + torch.kron(x, x).sum()",
     "x = torch.ones(3)\ntorch.block_diag(x[None], x[None]).sum() + torch.cartesian_prod(x, x).sum() + x.diag().sum()",
-    "x = torch.ones(3)\nx.tile(2).sum() + x.repeat(2).sum() + x.outer(x).sum() + x.new_zeros(2).sum() + x[[0, 1]].sum()",
+    "x = torch.ones(3)\n"
+    "x.tile(2).sum() + x.repeat(2).sum() + x.outer(x).sum() + x.new_zeros(2).sum() + x[[0, 1]].sum()",
     "x = torch.ones(3)\ntorch.randperm(3).sum() + torch.randint(0, 2, (3,)).sum() + torch.linspace(0, 1, 3).sum()",
-    "x = torch.ones(3)\ntorch.eye(2).sum() + torch.full((2,), 1.0).sum() + torch.stack([x, x]).sum() + x.expand(2, 3).sum()",
+    "x = torch.ones(3)\n"
+    "torch.eye(2).sum() + torch.full((2,), 1.0).sum() + torch.stack([x, x]).sum() + x.expand(2, 3).sum()",
 ]
 _FAILING_WARM_UP = ["torch.tensor('abc')", "torch.ones(2) + torch.ones(3)", "x = torch.ones(2, 3)\nx.reshape(4)",
                     "2.0**99999", "torch.ones(2) if torch.ones(2) else 1", "x = torch.ones(3)\nx.to('meta')"]
@@ -100,7 +103,8 @@ def _expressions() -> st.SearchStrategy[str]:
             st.builds(lambda a, op, b: f"({a} {op} {b})", inner,
                       st.sampled_from(["+", "*", "**", "@", "-", "/", "==", "&", "%"]), inner),
             st.builds(lambda e: f"-{e}", inner),
-            st.builds(lambda e, k, v: f"{e}({k}={v})", inner, st.sampled_from(["dtype", "device", "dim", "out"]), inner),
+            st.builds(lambda e, k, v: f"{e}({k}={v})", inner,
+                      st.sampled_from(["dtype", "device", "dim", "out"]), inner),
         )
 
     return st.recursive(leaf, grow, max_leaves=12)

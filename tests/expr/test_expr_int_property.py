@@ -67,7 +67,9 @@ def runner() -> Iterator[IsolatedRunner]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(program=_program())
 @example(program="a = torch.tensor([-2147483648], dtype=torch.int32)\nb = -1\ntorch.div(a, b, rounding_mode='trunc')")
-@example(program="a = torch.tensor([-9223372036854775807]) - 1\nb = torch.tensor([-1])\na.divide(b, rounding_mode='trunc')")
+@example(
+    program="a = torch.tensor([-9223372036854775807]) - 1\nb = torch.tensor([-1])\na.divide(b, rounding_mode='trunc')"
+)
 @example(program="a = torch.tensor([-9223372036854775807, 0]) - 1\nb = torch.tensor([-1, 0])\nc = a\nc //= b\nc")
 def test_integer_arithmetic_never_ends_the_process(runner: IsolatedRunner, program: str) -> None:
     try:

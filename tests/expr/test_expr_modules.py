@@ -74,20 +74,24 @@ def test_sequential_indexing_and_slicing_share_the_same_layers() -> None:
 @pytest.mark.parametrize(
     ("program", "message"),
     [
-        ("lin = nn.Linear(2, 2)\nlin.register_forward_hook(lin)\ntorch.ones(1)", r"lin\.register_forward_hook is not on the allow-list"),
+        ("lin = nn.Linear(2, 2)\nlin.register_forward_hook(lin)\ntorch.ones(1)",
+         r"lin\.register_forward_hook is not on the allow-list"),
         ("lin = nn.Linear(2, 2)\nlin._forward_hooks\ntorch.ones(1)", r"starting with _ are not allowed"),
         ("lin = nn.Linear(2, 2)\nlin.__dict__\ntorch.ones(1)", r"starting with _ are not allowed"),
         ("lin = nn.Linear(2, 2)\nlin.apply(lin)\ntorch.ones(1)", r"lin\.apply is not on the allow-list"),
-        ("lin = nn.Linear(2, 2)\nlin.load_state_dict(1)\ntorch.ones(1)", r"lin\.load_state_dict is not on the allow-list"),
+        ("lin = nn.Linear(2, 2)\nlin.load_state_dict(1)\ntorch.ones(1)",
+         r"lin\.load_state_dict is not on the allow-list"),
         ("lin = nn.Linear(2, 2)\nlin.state_dict()\ntorch.ones(1)", r"lin\.state_dict is not on the allow-list"),
         ("lin = nn.Linear(2, 2)\nlin.weight.register_hook(1)\ntorch.ones(1)", r"hooks run Python functions"),
         ("lin = nn.Linear(2, 2)\nlin.weight.grad_fn\ntorch.ones(1)", r"autograd internals"),
-        ("lin = nn.Linear(2, 2)\nlin.to('cuda')\ntorch.ones(1)", r"lin\.to: a module's only readable attributes are lin\.bias and lin\.weight"),
+        ("lin = nn.Linear(2, 2)\nlin.to('cuda')\ntorch.ones(1)",
+         r"lin\.to: a module's only readable attributes are lin\.bias and lin\.weight"),
         ("lin = nn.Linear(2, 2)\nlin.cpu()\ntorch.ones(1)", r"only readable attributes"),
         ("lin = nn.Linear(2, 2)\nlin.eval()\ntorch.ones(1)", r"eval"),
         ("lin = nn.Linear(2, 2)\nlin.T\ntorch.ones(1)", r"lin\.T: a module's only readable attributes"),
         ("m = nn.MultiheadAttention(4, 2)\nm.weight\ntorch.ones(1)", r"m\.weight: a MultiheadAttention has no weight"),
-        ("lin = nn.Linear(2, 2, device='meta')\ntorch.ones(1)", r"device must be 'cpu', 'cuda' or 'cuda:N', found 'meta'"),
+        ("lin = nn.Linear(2, 2, device='meta')\ntorch.ones(1)",
+         r"device must be 'cpu', 'cuda' or 'cuda:N', found 'meta'"),
         ("lin = nn.Linear(2, 2)\nlin(lin)", r"a module takes tensors, not another module"),
         ("lin = nn.Linear(2, 2)\nm = nn.Linear(lin, 2)\ntorch.ones(1)", r"takes sizes and options, not a module"),
         ("s = nn.Sequential(torch.ones(2))\ntorch.ones(1)", r"holds modules only, found a Tensor"),
@@ -140,7 +144,8 @@ def test_a_transformer_encoder_is_charged_for_every_copy_of_its_layer() -> None:
         ("r = nn.ReLU(True)\nx = torch.ones(2, requires_grad=True)\nr(x * 1)", r"inplace=True"),
         ("d = nn.Dropout(0.5, True)\nd(torch.ones(2))", r"inplace=True"),
         ("r = nn.ReLU(inplace=True)\nr(torch.ones(2))", r"inplace= is not allowed"),
-        ("e = nn.Embedding(10, 3, None, 1.0)\ne(torch.arange(3))", r"max_norm renormalizes rows of the weight in place"),
+        ("e = nn.Embedding(10, 3, None, 1.0)\ne(torch.arange(3))",
+         r"max_norm renormalizes rows of the weight in place"),
         ("e = nn.Embedding(10, 3, max_norm=1.0)\ne(torch.arange(3))", r"max_norm renormalizes"),
     ],
 )
@@ -154,7 +159,8 @@ def test_modules_that_would_change_tensors_in_place_are_refused(program: str, me
         # a module inside itself, doubled 40 times: 2**41 forwards from 41 objects
         ("l = nn.Linear(2, 2)\ns = nn.Sequential(l, l)\nfor i in range(40):\n    s = nn.Sequential(s, s)\n"
          "s(torch.ones(2)).sum()", r"would run 16,383 module forwards per call.*the limit is 10,000"),
-        ("l = nn.Linear(2, 2)\ns = nn.Sequential(l)\nfor i in range(30):\n    s = nn.Sequential(s)\ns(torch.ones(2)).sum()",
+        ("l = nn.Linear(2, 2)\ns = nn.Sequential(l)\nfor i in range(30):\n    s = nn.Sequential(s)\n"
+         "s(torch.ones(2)).sum()",
          r"nests modules 17 levels deep; the limit is 16"),
         ("s = nn.Sequential(*[nn.Linear(2, 2)] * 10**6)\ntorch.ones(1)", r"\* unpacking is not allowed"),
         ("l = nn.ReLU()\ns = nn.Sequential([l] * 10**6)\ntorch.ones(1)", r"would make a list of 1,000,000 items"),
@@ -185,7 +191,9 @@ def test_a_module_call_with_too_many_multiply_adds_is_refused() -> None:
 
 
 def test_validate_accepts_module_programs_and_refuses_module_internals_as_you_type() -> None:
-    assert validate("enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2)\nenc(torch.ones(3, 1, 8)).sum()") is None
+    assert validate(
+        "enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2)\nenc(torch.ones(3, 1, 8)).sum()"
+    ) is None
     with pytest.raises(ExprError, match=r"line 2, col 1: lin.register_forward_hook is not on the allow-list"):
         validate("lin = nn.Linear(2, 2)\nlin.register_forward_hook(lin)")
 
@@ -259,7 +267,8 @@ def test_a_program_without_modules_is_traced_as_before() -> None:
 def test_an_anonymous_module_shares_no_name_with_a_variable() -> None:
     ev = evaluate("s = nn.Sequential(nn.Linear(2, 2))\nlin = s[0]\nlin(torch.ones(1, 2)).sum()")
     graph = trace(ev.output, ev.params, names=ev.variables)
-    assert {n.module for n in graph.of_kind(NodeKind.OP) if n.name != "SumBackward0"} == {"s.0"}  # the container's name wins
+    # the container's name wins
+    assert {n.module for n in graph.of_kind(NodeKind.OP) if n.name != "SumBackward0"} == {"s.0"}
 
 
 # The command line ------------------------------------------------------------------
@@ -268,7 +277,8 @@ def test_the_cli_expression_mode_draws_modules_with_depth_and_roll(tmp_path, cap
 
     out = tmp_path / "enc.dot"
     code = cli.main(["render", "enc(x).sum()", "--var", "layer=nn.TransformerEncoderLayer(8, 2, 16)",
-                     "--var", "enc=nn.TransformerEncoder(layer, 4)", "--var", "x=torch.randn(3, 2, 8, requires_grad=True)",
+                     "--var", "enc=nn.TransformerEncoder(layer, 4)",
+                     "--var", "x=torch.randn(3, 2, 8, requires_grad=True)",
                      "-o", str(out), "--depth", "3", "--roll"])
     stdout, stderr = capsys.readouterr()
     assert code == 0, stderr

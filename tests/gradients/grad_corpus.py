@@ -130,14 +130,18 @@ def _masked_softmax_all_masked() -> Case:
 NONFINITE: dict[str, tuple[Callable[[], Case], str, bool]] = {
     "where(x > 0, log(x), 0) at 0": (_where_log, "LogBackward0", True),
     "sqrt(x) at 0": (lambda: (lambda x: Case(x.sqrt().sum(), {"x": x}))(_x(0.0, 4.0)), "SqrtBackward0", False),
-    "x / y at y = 0": (lambda: (lambda x, y: Case((x / y).sum(), {"x": x, "y": y}))(_x(1.0), _x(0.0)), "DivBackward0", True),
+    "x / y at y = 0": (
+        lambda: (lambda x, y: Case((x / y).sum(), {"x": x, "y": y}))(_x(1.0), _x(0.0)), "DivBackward0", True
+    ),
     "x ** 0.5 at 0": (lambda: (lambda x: Case((x**0.5).sum(), {"x": x}))(_x(0.0, 1.0)), "PowBackward0", False),
     "acos(x) at 1": (lambda: (lambda x: Case(x.acos().sum(), {"x": x}))(_x(1.0, 0.0)), "AcosBackward0", False),
     "atanh(x) at 1": (lambda: (lambda x: Case(x.atanh().sum(), {"x": x}))(_x(1.0)), "AtanhBackward0", True),
     "rsqrt(x) at 0": (lambda: (lambda x: Case(x.rsqrt().mean(), {"x": x}))(_x(0.0, 1.0)), "RsqrtBackward0", True),
     "exp(100) * 0 in float32": (_exp_overflow, "ExpBackward0", True),
     "std of one sample": (_one_sample_std, "StdBackward0", True),
-    "custom Function dividing by zero": (lambda: (lambda x: Case(BadBackward.apply(x).sum(), {"x": x}))(_x(1.0)), "BadBackwardBackward", False),
+    "custom Function dividing by zero": (
+        lambda: (lambda x: Case(BadBackward.apply(x).sum(), {"x": x}))(_x(1.0)), "BadBackwardBackward", False
+    ),
     "softmax with every logit masked": (_masked_softmax_all_masked, "SoftmaxBackward0", True),
 }
 
@@ -159,5 +163,7 @@ FINITE: dict[str, Callable[[], Case]] = {
     "abs and relu at 0": lambda: (lambda x: Case((x.abs() + x.relu()).sum(), {"x": x}))(_x(0.0, 0.0)),
     "log of where(x > 0, x, 1) at 0 (the safe where)": _safe_where,
     "softmax over a -inf masked logit": _masked_softmax,
-    "logsumexp with a -inf entry": lambda: (lambda x: Case(torch.logsumexp(x.masked_fill(torch.tensor([True, False]), float("-inf")), 0), {"x": x}))(_x(5.0, 1.0)),
+    "logsumexp with a -inf entry": lambda: (
+        lambda x: Case(torch.logsumexp(x.masked_fill(torch.tensor([True, False]), float("-inf")), 0), {"x": x})
+    )(_x(5.0, 1.0)),
 }

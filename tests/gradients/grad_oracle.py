@@ -33,7 +33,9 @@ def walk_fns(outputs: list[torch.Tensor]) -> list[Any]:
     return order
 
 
-def reference_gradients(outputs: list[torch.Tensor], fns: list[Any]) -> tuple[dict[int, Any], dict[tuple[int, int], Any]]:
+def reference_gradients(
+    outputs: list[torch.Tensor], fns: list[Any]
+) -> tuple[dict[int, Any], dict[tuple[int, int], Any]]:
     """Gradient w.r.t. each node's output (by position in `fns`) and along each (node, slot)."""
     node_grads: dict[int, torch.Tensor] = {}
     edge_grads: dict[tuple[int, int], torch.Tensor] = {}
@@ -60,7 +62,7 @@ def reference_gradients(outputs: list[torch.Tensor], fns: list[Any]) -> tuple[di
     finally:
         for h in handles:
             h.remove()
-    for (i, _), g in zip(leaves, got):
+    for (i, _), g in zip(leaves, got, strict=True):
         if g is not None:
             node_grads[i] = g
     return node_grads, edge_grads

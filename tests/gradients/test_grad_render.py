@@ -46,7 +46,10 @@ def test_edges_get_wider_with_larger_gradients() -> None:
     x = torch.tensor([1.0], requires_grad=True)
     y = ((x * 1000) * 0.001).sum()  # gradient 0.001 on the inner edge, 1 further out
     text = render(trace(y, {"x": x}, gradients=True), color_by="gradient", legend=False).source
-    widths = [float(line.split("penwidth=")[1].split()[0]) for line in text.splitlines() if "->" in line and "penwidth" in line]
+    widths = [
+        float(line.split("penwidth=")[1].split()[0])
+        for line in text.splitlines() if "->" in line and "penwidth" in line
+    ]
     assert max(widths) > min(widths)
 
 

@@ -27,7 +27,7 @@ def _close(ours: GradInfo | None, ref: GradInfo) -> None:
         assert ours.values is None
     else:
         assert ours.values is not None and len(ours.values) == len(ref.values)
-        for a, b in zip(ours.values, ref.values):
+        for a, b in zip(ours.values, ref.values, strict=True):
             assert a == b if isinstance(b, str) else a == pytest.approx(b, rel=1e-6, abs=1e-12)
 
 
@@ -75,7 +75,7 @@ def test_grad_fields_unchanged_and_graph_still_backpropagates(name: str) -> None
     assert all(t.grad is None for t in leaves[1:]), "a None .grad was filled"
     expected = torch.autograd.grad(_outputs(case.outputs)[0].sum(), leaves, retain_graph=True, allow_unused=True)
     _outputs(case.outputs)[0].sum().backward()  # the graph was retained
-    for t, g in zip(leaves[1:], expected[1:]):
+    for t, g in zip(leaves[1:], expected[1:], strict=True):
         assert (t.grad is None) == (g is None)
         if g is not None:
             assert torch.allclose(t.grad, g)
@@ -146,7 +146,7 @@ def test_cuda_gradients_match_cpu() -> None:
     cpu = trace(net(x).pow(2).mean(), dict(net.named_parameters()), gradients=True)
     net.cuda()
     gpu = trace(net(x.cuda()).pow(2).mean(), dict(net.named_parameters()), gradients=True)
-    for a, b in zip(cpu.nodes, gpu.nodes):
+    for a, b in zip(cpu.nodes, gpu.nodes, strict=True):
         assert (a.grad is None) == (b.grad is None)
         if a.grad is not None and b.grad is not None:
             assert b.grad.norm == pytest.approx(a.grad.norm, rel=1e-4)

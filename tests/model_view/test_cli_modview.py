@@ -122,8 +122,11 @@ def test_a_model_and_inputs_are_traced_with_their_modules(runs: dict, work: Path
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("model_alone", "m.py:model_alone returned a model without inputs: return the model and its inputs, e.g. return model, x"),
-        ("number", "m.py:number returned int, not tensors: return the output tensor(s) (return loss), the output and its parameters"),
+        ("model_alone",
+         "m.py:model_alone returned a model without inputs: return the model and its inputs, e.g. return model, x"),
+        ("number",
+         "m.py:number returned int, not tensors: return the output tensor(s) (return loss), "
+         "the output and its parameters"),
         ("negative_depth", "depth must be a whole number >= 0"),
     ],
 )

@@ -34,7 +34,9 @@ def test_a_100_layer_encoder_rolls_into_one_box(depth: int | None) -> None:
 
 def test_roll_without_depth_keeps_the_rest_of_the_graph_as_it_was() -> None:
     graph = collapse(encoder_graph(5), roll=True)
-    assert [(e.src, e.dst) for e in graph.edges] == [("n1", "n0"), ("module/layers.0", "n1"), (graph.nodes[-1].id, "module/layers.0")]
+    assert [(e.src, e.dst) for e in graph.edges] == [
+        ("n1", "n0"), ("module/layers.0", "n1"), (graph.nodes[-1].id, "module/layers.0")
+    ]
 
 
 def _with_layer(graph: Graph, layer: str, change: str) -> Graph:

@@ -31,7 +31,8 @@ def test_the_page_opens_on_the_seed_example_with_its_graph_and_gradient(seed_pag
     assert not at.error
     assert "MeanBackward0" in shown_svg(at)
     assert grads(at) == {"x.grad": SEED_GRAD}
-    assert any(c.startswith("7 nodes, 6 edges, activations held 12 B, parameters referenced 12 B, devices: cpu") for c in shown(at, "caption"))
+    summary = "7 nodes, 6 edges, activations held 12 B, parameters referenced 12 B, devices: cpu"
+    assert any(c.startswith(summary) for c in shown(at, "caption"))
     assert [b.label for b in at.download_button] == ["SVG", "PNG", "DOT", "JSON"]
 
 

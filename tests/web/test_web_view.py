@@ -197,7 +197,7 @@ def layered_chain(layers: int) -> Graph:
         modules.append(ModuleInfo(f"layers.{i}", "Layer"))
         for sub in ("attn", "ff"):
             modules.append(ModuleInfo(f"layers.{i}.{sub}", "Linear", params=100, param_bytes=400))
-            for j in range(40):
+            for _ in range(40):
                 nid = f"n{len(nodes)}"
                 nodes.append(Node(nid, NodeKind.OP, "MmBackward0", module=f"layers.{i}.{sub}"))
                 edges.append(Edge(nid, prev))

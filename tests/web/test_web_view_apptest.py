@@ -26,7 +26,10 @@ def test_a_10000_op_program_shows_the_part_nearest_the_output_with_a_note_not_a_
 
 
 def test_a_module_box_opened_by_link_shows_its_ops_and_its_close_button_closes_it(monkeypatch) -> None:  # noqa: ANN001
-    """The page's module path with a made graph and the real collapse (tests/web/test_web_viewer.py clicks a real one)."""
+    """The page's module path with a made graph and the real collapse.
+
+    tests/web/test_web_viewer.py clicks a real one.
+    """
     from dataclasses import replace
 
     from test_web_view import layered_chain

@@ -30,13 +30,16 @@ def evaluate(program: str, options: Options) -> Any:
 
 def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
     """The traced graph, with gradients when asked and possible; notes say when not."""
-    kwargs = dict(show_saved=options.show_saved, show_attrs=options.show_attrs, max_nodes=options.max_nodes)
+    def traced(gradients: bool) -> Graph:
+        return trace(ev.output, ev.params, names=ev.variables, show_saved=options.show_saved,
+                     show_attrs=options.show_attrs, max_nodes=options.max_nodes, gradients=gradients)
+
     if not options.show_gradients:
-        return trace(ev.output, ev.params, names=ev.variables, **kwargs), []
+        return traced(False), []
     try:
-        return trace(ev.output, ev.params, names=ev.variables, gradients=True, **kwargs), []
+        return traced(True), []
     except GradientError as e:
-        return trace(ev.output, ev.params, names=ev.variables, **kwargs), [f"gradients are not shown: {e}"]
+        return traced(False), [f"gradients are not shown: {e}"]
 
 
 def origin_statement(graph: Graph, program: str) -> str | None:

@@ -1,4 +1,7 @@
-"""What the page draws of a graph: all of it, its modules collapsed to a depth that fits, or the part nearest the output."""
+"""What the page draws of a graph.
+
+All of it, its modules collapsed to a depth that fits, or the part nearest the output.
+"""
 
 from __future__ import annotations
 
