@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import CollapseError
-from ..model import Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
+from ..model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
+from .gradient_report import combine_grads
 from .module_tree import (
     ancestors,
     leaf_storages,
@@ -242,25 +243,48 @@ def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
         for item in order
     )
     origin = graph.nonfinite_origin
+    edges = _edges(graph.edges, rep)
     return dataclasses.replace(
-        graph, nodes=nodes, edges=_edges(graph.edges, rep),
+        graph, nodes=_box_grads(nodes, edges, set(box_ids)), edges=edges,
         nonfinite_origin=rep.get(origin, origin) if origin else origin,
     )
 
 
 def _edges(edges: tuple[Edge, ...], rep: dict[str, str]) -> tuple[Edge, ...]:
-    """Edges with their ends moved onto boxes: inside ones dropped, crossing ones kept once."""
+    """Edges with their ends moved onto boxes: inside ones dropped, crossing ones kept once.
+
+    A kept crossing edge carries the gradients of all the edges it stands for,
+    taken together (`combine_grads`), so a folded view can be coloured by gradient.
+    """
     kept: list[Edge] = []
-    seen: set[tuple[str, str, EdgeKind]] = set()
+    merged: dict[tuple[str, str, EdgeKind], tuple[int, list[GradInfo]]] = {}
     for e in edges:
         src, dst = rep.get(e.src, e.src), rep.get(e.dst, e.dst)
         if src == e.src and dst == e.dst:
             kept.append(e)
-        elif src != dst and (src, dst, e.kind) not in seen:
-            seen.add((src, dst, e.kind))
-            # An input index means nothing at a box's border; the op's own side keeps its slot.
-            kept.append(Edge(src, dst, e.kind, e.output_nr if src == e.src else 0, e.slot if dst == e.dst else 0))
+        elif src != dst:
+            key = (src, dst, e.kind)
+            if key not in merged:
+                merged[key] = (len(kept), [])
+                # An input index means nothing at a box's border; the op's own side keeps its slot.
+                kept.append(Edge(src, dst, e.kind, e.output_nr if src == e.src else 0, e.slot if dst == e.dst else 0))
+            if e.grad is not None:
+                merged[key][1].append(e.grad)
+    for at, grads in merged.values():
+        if grads:
+            kept[at] = dataclasses.replace(kept[at], grad=combine_grads(grads))
     return tuple(kept)
+
+
+def _box_grads(nodes: tuple[Node, ...], edges: tuple[Edge, ...], boxes: set[str]) -> tuple[Node, ...]:
+    """Boxes with the gradient their outputs receive: the edges leaving the box, taken together."""
+    leaving: dict[str, list[GradInfo]] = {}
+    for e in edges:
+        if e.src in boxes and e.grad is not None and e.kind is EdgeKind.DATA:
+            leaving.setdefault(e.src, []).append(e.grad)
+    if not leaving:
+        return nodes
+    return tuple(dataclasses.replace(n, grad=combine_grads(leaving[n.id])) if n.id in leaving else n for n in nodes)
 
 
 def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node:
