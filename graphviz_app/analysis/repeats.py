@@ -123,10 +123,11 @@ def find_repeats(graph: Graph, *, min_count: int = 2) -> Repeat | None:
 
     >>> from graphviz_app.model import Edge, Graph, Node, NodeKind
     >>> w = Node("w", NodeKind.LEAF, "weight")
-    >>> steps = [Node(f"m{i}", NodeKind.OP, "MulBackward0", module="") for i in range(3)]
+    >>> ops = (("m", "MulBackward0"), ("s", "SumBackward0"))
+    >>> steps = [Node(f"{k}{i}", NodeKind.OP, op) for i in range(3) for k, op in ops]
     >>> total = [Node("a0", NodeKind.OP, "AddBackward0"), Node("a1", NodeKind.OP, "AddBackward0")]
-    >>> edges = [Edge("w", f"m{i}") for i in range(3)] + [
-    ...     Edge("m0", "a0"), Edge("m1", "a0", slot=1), Edge("a0", "a1"), Edge("m2", "a1", slot=1)]
+    >>> edges = [e for i in range(3) for e in (Edge("w", f"m{i}"), Edge(f"m{i}", f"s{i}"))] + [
+    ...     Edge("s0", "a0"), Edge("s1", "a0", slot=1), Edge("a0", "a1"), Edge("s2", "a1", slot=1)]
     >>> find_repeats(Graph((w, *steps, *total), tuple(edges))).count
     3
     """
