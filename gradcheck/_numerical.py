@@ -72,9 +72,14 @@ class _Slot:
         count = cols.numel()
         rows = len(steps) * count + int(plain)
         batch = x.reshape(1, -1).expand(rows, -1).clone()
-        at = torch.arange(count, device=x.device)
+        first, last = int(cols[0]), int(cols[-1]) + 1
+        contiguous = last - first == count  # a range of columns: each step is a diagonal
+        at = None if contiguous else torch.arange(count, device=x.device)
         for k, s in enumerate(steps):
-            batch[at + k * count, cols] += s * self.eps
+            if at is None:
+                batch[k * count : (k + 1) * count, first:last].diagonal().add_(s * self.eps)
+            else:
+                batch[at + k * count, cols] += s * self.eps
         batch = batch.reshape(rows, *x.shape)
         if method == VMAP:
             outs = [y.reshape(rows, -1) for y in vmap(self.call)(batch)]

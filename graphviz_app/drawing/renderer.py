@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import html
+import threading
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import graphviz
@@ -13,7 +16,7 @@ from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
-from .layout import lay_out
+from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
 from .overlays import Overlay, overlay_for
 from .style import (
     CROSS_DEVICE_STYLE,
@@ -25,7 +28,10 @@ from .style import (
     node_label,
 )
 
-__all__ = ["FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "render", "export", "save"]
+__all__ = [
+    "FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT",
+    "render", "export", "export_drawing", "save",
+]
 
 FORMATS = ("svg", "png", "pdf", "dot", "json", "html")  # by suffix
 EXPORT_FORMATS = (*FORMATS, "model-explorer")  # html and model-explorer: the whole graph, no layout here
@@ -160,7 +166,8 @@ def export(
     clusters: bool = True,
     color_by: str = "device",
     engine: str = "auto",
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
 ) -> bytes:
     """The graph as bytes in `fmt` (svg, png, pdf, dot, json, html or model-explorer).
 
@@ -172,14 +179,21 @@ def export(
         fmt: the format.
         rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by:
             as for `render`; `depth`, `roll` and `expanded` also shape JSON.
-        engine: layout program: "auto" (dot; graphviz-pure for SVG/PNG when dot
-            is missing or the graph is big), "dot" or "graphviz-pure".
-        timeout: seconds the layout may take, None for no limit.
+        engine: layout program: "auto" (chosen by the layout's measured cost: dot, or
+            graphviz-pure for SVG/PNG when it is predicted faster or dot is missing),
+            "dot" or "graphviz-pure".
+        timeout: seconds the layout may take (60 by default). A view predicted or found
+            to take longer is drawn folded (its largest modules as boxes) or cut to the
+            nodes nearest the output, with a note in the picture and a warning; None waits
+            for the full view however long it takes.
+        progress: called with a line of text at each step of a layout and every few
+            seconds while one runs (the CLI prints them on stderr).
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those.
         DotNotFoundError: the layout program is needed and missing.
-        RenderError: the layout failed or took too long, or an option is not one `render` takes.
+        LayoutTimeout: not even the smallest view could be laid out in time (a RenderError).
+        RenderError: the layout failed, or an option is not one `render` takes.
         CollapseError: `depth` or `expanded` is malformed.
     """
     fmt = fmt.lower().lstrip(".")
@@ -191,15 +205,70 @@ def export(
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
         return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir)
-    shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
-    if fmt == "json":
-        return shown.to_json(indent=1).encode()
-    shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
-    source = _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
-                   color_by=color_by).source
-    if fmt == "dot":
-        return source.encode()
-    return lay_out(source, fmt, engine=engine, node_count=len(shown.nodes), timeout=timeout)
+    if fmt in ("json", "dot"):
+        shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
+        if fmt == "json":
+            return shown.to_json(indent=1).encode()
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
+        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
+                     color_by=color_by).source.encode()
+    drawn = export_drawing(
+        graph, fmt, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
+        expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout, progress=progress,
+    )
+    _warn(drawn.notes)
+    return drawn.data
+
+
+def _warn(notes: tuple[str, ...]) -> None:
+    """Each note as a warning at the line that called export() or save()."""
+    for note in notes:
+        warnings.warn(note, stacklevel=3 + _WARN_DEPTH.depth)
+
+
+class _WarnDepth(threading.local):
+    depth = 0  # 1 while save() calls export(): the warning belongs to save()'s caller
+
+
+_WARN_DEPTH = _WarnDepth()
+
+
+def export_drawing(
+    graph: Graph,
+    fmt: str,
+    *,
+    rankdir: str = "TB",
+    legend: bool = True,
+    max_attr_chars: int = 50,
+    depth: int | None = None,
+    roll: bool = False,
+    expanded: frozenset[str] = frozenset(),
+    clusters: bool = True,
+    color_by: str = "device",
+    engine: str = "auto",
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
+) -> Drawing:
+    """Lay out `graph` into `fmt` (svg, png or pdf) as `export` does, and say what was drawn.
+
+    Returns:
+        A `fallback.Drawing`: the bytes, the graph drawn (folded or cut if the deadline
+        asked for it), the engine, the notes (`export` turns them into warnings), and any
+        layouts stopped on the way with whether the machine was busy then.
+
+    Raises:
+        As for `export`.
+    """
+    fmt = fmt.lower().lstrip(".")
+    _check_options(rankdir, color_by)
+
+    def to_dot(shown: Graph) -> str:
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
+        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
+                     color_by=color_by).source
+
+    return lay_out_within(graph, fmt, view=View(depth, roll, expanded), to_dot=to_dot, engine=engine,
+                          timeout=timeout, clusters=clusters, legend=legend, progress=progress)
 
 
 def _viewer_export(graph: Graph, fmt: str, *, rankdir: str) -> bytes:
@@ -225,7 +294,8 @@ def save(
     clusters: bool = True,
     color_by: str = "device",
     engine: str = "auto",
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
@@ -233,8 +303,8 @@ def save(
         graph: the traced graph.
         path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
-        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout:
-            as for `export`.
+        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout, progress:
+            as for `export` (a layout gets 60 s by default, then a smaller view is drawn, with a note).
 
     Returns:
         The path written.
@@ -250,10 +320,15 @@ def save(
             f"cannot tell the format of {str(path)!r} from its suffix {path.suffix!r}: "
             f"end the name in one of {', '.join('.' + f for f in FORMATS)}"
         )
-    data = export(
-        graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
-        expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
-    )
+    _WARN_DEPTH.depth += 1
+    try:
+        data = export(
+            graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
+            expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
+            progress=progress,
+        )
+    finally:
+        _WARN_DEPTH.depth -= 1
     try:
         path.write_bytes(data)
     except OSError as e:
