@@ -145,3 +145,15 @@ def test_roots_must_be_outputs() -> None:
 def test_a_graph_without_saved_tensors_says_so() -> None:
     timeline = memory_timeline(trace(_chain(_vector()), show_saved=False))
     assert any("no saved tensor in the graph" in note for note in timeline.notes)
+
+
+def test_module_summary_gives_the_bytes_each_module_holds_at_the_peak() -> None:
+    torch.manual_seed(0)
+    graph = trace_model(MODELS["encoder"][0](), torch.randn(8, 12, 64))
+    rows = {r.module: r for r in graph.module_summary()}
+    timeline = memory_timeline(graph)
+    inside = sum(m.total for m in timeline.at_peak if m.module is not None)
+    assert rows[""].peak_bytes == inside > 0  # the root holds what every module holds
+    layers = [rows[f"encoder.layers.{i}"].peak_bytes or 0 for i in range(2)]
+    assert rows["encoder.layers"].peak_bytes == sum(layers) + sum(
+        m.total for m in timeline.at_peak if m.module == "encoder.layers")
