@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 from . import _moved
 from .analysis import module_summary as _module_summary  # noqa: F401 - provides Graph.module_summary()
 from .analysis import summary as _summary  # noqa: F401 - provides Graph.summary()
+from .analysis.memory import memory_timeline
 from .drawing import notebook as _notebook  # noqa: F401 - provides the notebook display
 from .drawing.renderer import render, save
 from .model import Graph
 
 _moved.install()
 
-__all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
+__all__ = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "memory_timeline"]
 
 # torch is imported on first use only, so the model, the analyses and the drawing
 # work (and are tested) without it. No module or subpackage is named like a
