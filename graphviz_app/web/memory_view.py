@@ -54,7 +54,7 @@ def caption(panel: MemoryPanel) -> str:
             if t.peak_node is not None else "at the end of the forward")
     return (f"Predicted peak of one step (forward, then backward from the output's sum): "
             f"{human_bytes(t.peak_bytes)} {when}; {human_bytes(t.forward_bytes)} alive when backward starts. "
-            "Parameters and the program's input tensors are not counted.")
+            "Parameters (leaf tensors that require grad) are not counted.")
 
 
 def live_frame(panel: MemoryPanel) -> pd.DataFrame:
