@@ -38,7 +38,14 @@ viewer: $(BUNDLE)
 
 # npm ci installs exactly the lockfile; it runs again only when the lockfile changes.
 $(VIEWER_DEPS): $(VIEWER)/package.json $(VIEWER)/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { echo "npm is not on PATH: install Node.js 20 or later (Debian: apt-get install nodejs npm), then run make again"; exit 1; }
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Node.js and npm with apt-get for the viewer's bundle..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else \
+	    echo "npm is not on PATH: install Node.js 18 or later (Debian: apt-get install nodejs npm), then run make again"; \
+	    exit 1; \
+	  fi; }
 	cd $(VIEWER) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 

@@ -16,9 +16,12 @@ from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
+from ..expr.limits import Limits
 from ..expr.validator import parse, validate
-from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
+from .diff import add_diff_parser, run_diff
+from .files import FileProblem, check_script, named_path, read_program
 from .memory import add_memory_parser, run_memory
+from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
 if TYPE_CHECKING:
@@ -49,6 +52,9 @@ examples:
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
+      --expected "(x > 0).double()" --kinks warn
+  graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
   graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
@@ -80,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,diff,serve}",
+                                parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -125,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--fwd", action="store_true",
+                       help="also check forward mode (jvp) against finite differences and reverse mode")
+    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="2: also check second order (double backward, Hessian-vector products); default 1")
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+                       help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
+                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
     add_memory_parser(sub)
@@ -132,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    add_diff_parser(sub)
     return parser
 
 
@@ -149,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "render": _render, "check": _check, "serve": _serve,
+        "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
         "memory": lambda a: run_memory(a, _run_script),
     }
     try:
@@ -225,6 +240,9 @@ def _trace_target(args: argparse.Namespace) -> Graph:
     if script and not (args.var or args.program):
         result = _run_script(Path(script["path"]), script["func"], args.target)
         return script_graph(result, args.target, **options)
+    problem = named_path(args.target) if args.target and not (args.var or args.program) else None
+    if problem is not None:  # a directory or a file given where SCRIPT.py:FUNCTION was meant
+        raise _Fail(problem)
     composed = _compose(args)
     evaluation = _evaluate(composed, args)
     from .. import trace
@@ -244,10 +262,10 @@ def _check_suffix(output: str) -> None:
 def _compose(args: argparse.Namespace) -> Composed:
     text = None
     if args.program:
-        try:
-            text = Path(args.program).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise _Fail(f"cannot read --program {args.program}: {getattr(e, 'strerror', None) or e}") from e
+        try:  # at most the limit + 1 characters: --program /dev/zero is refused, not read
+            text = read_program(Path(args.program), limit=Limits().max_source_chars)
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
     try:
         return compose(args.target, definitions=args.var, program=text, program_name=args.program or "the program")
     except ExprError as e:
@@ -266,8 +284,10 @@ def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
 
 def _run_script(path: Path, name: str, target: str) -> Any:
     """Import the person's own script and call `name()` (like pytest imports test files)."""
-    if not path.is_file():
-        raise _Fail(f"no such script: {path}")
+    try:
+        check_script(path)  # a directory, a FIFO or a device is refused, never opened
+    except FileProblem as e:
+        raise _Fail(str(e)) from e
     spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise _Fail(f"cannot import {path}: not a Python file")
@@ -316,7 +336,9 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError, check
+    import warnings
+
+    from gradcheck import GradcheckError, GradcheckWarning, check
 
     from ..expr.api import expected_function, to_function
 
@@ -324,18 +346,36 @@ def _check(args: argparse.Namespace) -> int:
     options = {"device": args.device, "dtype": args.dtype}
     try:
         fn, inputs = to_function(composed.source, wrt, **options)
-        expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
+        expected = _expected(expected_function(composed.source, args.expected, wrt, **options), args.expected) \
+            if args.expected else None
     except ExprError as e:
         raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
     try:
-        report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                       device=args.device, fast=args.fast)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", GradcheckWarning)
+            report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                           device=args.device, fast=args.fast, modes=("rev", "fwd") if args.fwd else ("rev",),
+                           order=args.order, kinks=args.kinks)
     except ExprError as e:
         raise _Fail(composed.locate(e)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
+    for w in warned:
+        print(f"graphviz-app check: warning: {w.message}", file=sys.stderr)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return EXIT_OK if report.passed else EXIT_CHECK_FAILED
+
+
+def _expected(hand: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """The hand gradient, its run-time errors (a wrong count of values) said to be in --expected."""
+
+    def expected(*tensors: Any) -> Any:
+        try:
+            return hand(*tensors)
+        except ExprError as e:
+            raise _Fail(f"in --expected ({text}): {e.message}") from e
+
+    return expected
 
 
 def _default_wrt(composed: Composed, args: argparse.Namespace) -> list[str]:

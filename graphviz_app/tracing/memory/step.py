@@ -14,7 +14,7 @@ from ...errors import NoGradFnError, TraceError
 from ...model import Graph
 from ..big_stack import call_with_large_stack
 from ..module_trace import given_tensors
-from ..param_owners import first_names, model_params
+from ..param_owners import all_named_params, first_names
 from ..recorder import record
 from ..walker import Walker, WalkOptions
 from .autocast import MetaAutocast
@@ -84,7 +84,7 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
 
 
 def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tuple[Graph, dict[str, Any]]:
-    params = model_params(step.model)
+    params = all_named_params(step.model)
     leaf_names = {id(t): (name, t) for name, t in first_names(params)}
     options = WalkOptions(
         leaf_names=leaf_names, root_module=step.model, module_params=params,
