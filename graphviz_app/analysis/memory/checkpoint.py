@@ -19,7 +19,6 @@ from .flops import forward_flops
 from .plan import BackwardPlan, plan_backward
 from .records import MemoryTimeline
 from .replay import EngineReplay, Recompute
-from .timeline import memory_timeline
 
 __all__ = ["CheckpointPlan", "plan_checkpoints", "recompute_for", "checkpointed_timeline", "POOL", "REPLAYS"]
 
@@ -215,11 +214,9 @@ def _freed(plan: BackwardPlan, module: str, order: list[str]) -> int:
 def checkpointed_timeline(graph: Graph, modules: Collection[str], *, roots: Collection[str] | None = None,
                           retain_graph: bool = False) -> MemoryTimeline:
     """The timeline of the step with `modules` checkpointed (steps and peak; no breakdown)."""
-    timeline = memory_timeline(graph, roots=roots, retain_graph=retain_graph)
     plan = plan_backward(graph, roots)
     base = EngineReplay(plan, retain_graph=retain_graph)
     base.run()
     steps = EngineReplay(plan, retain_graph=retain_graph, recompute=recompute_for(plan, modules, base.order)).run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
-    return MemoryTimeline(tuple(steps), steps[peak_step].peak, peak_step, retain_graph=retain_graph,
-                          notes=timeline.notes)
+    return MemoryTimeline(tuple(steps), steps[peak_step].peak, peak_step, retain_graph=retain_graph)
