@@ -50,7 +50,14 @@ class BackwardPlan:
         return (1, recency, self.index[node_id])
 
     def output_bytes(self, node_id: str, output_nr: int) -> int:
-        """The size of forward output `output_nr` of a node: the gradient sent to it has this size."""
+        """The size of forward output `output_nr` of a node: the gradient sent to it has this size.
+
+        Past the first output, the traced `Node.output_bytes`; without it, the first output's size.
+        """
+        if output_nr:
+            several = self.nodes[node_id].output_bytes
+            if several is not None and output_nr < len(several):
+                return several[output_nr]
         return self.sizes.get(node_id, 0)
 
 
