@@ -173,3 +173,14 @@ def test_an_uneven_split_sends_each_output_a_gradient_of_its_own_size() -> None:
     assert [(s.node and run.graph.node(s.node).name, s.peak) for s in predicted.steps][:4] == [
         (None, 72), ("AddBackward0", 72), ("SumBackward0", 72), ("ExpBackward0", 88)]
     assert predicted.peak_bytes == run.measured.peak_bytes
+
+
+def test_the_readme_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
+    example = section.split("```python\n")[1].split("```")[0]
+    exec(compile(example, "README.md memory", "exec"), {})  # noqa: S102
+    shown = section.split("```text\n")[1].split("```")[0]
+    assert capsys.readouterr().out == shown
