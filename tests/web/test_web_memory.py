@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from web_support import new_app, page_text
 
 from graphviz_app.web import memory_view
@@ -38,6 +40,7 @@ def test_the_float16_branch_saves_half_of_the_float32_one() -> None:
     assert "saves 16 KiB" in example("memory-half").blurb and "branch 8 KiB" in example("memory-half").blurb
 
 
+@pytest.mark.slow
 def test_the_panel_names_the_peak_node_and_charts_every_backward_step() -> None:
     panel = _panel("transformer")
     timeline = panel.timeline
@@ -53,6 +56,7 @@ def test_a_graph_that_is_not_json_is_a_failure_not_a_crash() -> None:
     assert isinstance(memory_job("not json"), Failure)
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_memory_panel() -> None:
     at = new_app({"program": example("memory-accumulate").program})
     assert not at.exception and not at.error
