@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from web_support import new_app, page_text
 
 from graphviz_app.web import memory_view
