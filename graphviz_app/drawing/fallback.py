@@ -139,7 +139,7 @@ class _Planner:
                 low = mid
             else:
                 high = mid
-        return self.predict(_cut(plan.graph, low), plan.folded, cut_from=total)
+        return self.predict(_cut(plan.graph, low), plan.folded, cut_from=plan.cut_from or total)
 
 
 def lay_out_within(
