@@ -1,154 +1,153 @@
-"""gradcheck.check side by side with torch.autograd.gradcheck, in one process: a table of ratios.
+"""gradcheck.check before and after, beside torch.autograd.gradcheck, in one process: CPU time.
 
-Run: .venv/bin/python benchmarks/bench_gradcheck.py [--sizes 100 1000 3000] [--repeat 3]
+Run: .venv/bin/python benchmarks/bench_gradcheck.py [--n 1000] [--repeat 5] [--before REV]
 
-For each function and input size n (float64) it times, in this order and in the
-same process: our full check, torch's gradcheck(fast_mode=False), our fast check
-and torch's gradcheck(fast_mode=True); it prints each verdict and the speed-up
-ratios. Timings are the best of `--repeat` rounds in which the four calls take
-turns (a call is not repeated once a run took more than 20 s). Then, unless --no-memory, it measures the peak
-resident memory our full check adds, each case in a fresh process (Linux: VmHWM reset through
-/proc/self/clear_refs after set-up), next to the chunk budget and the size of
-the two Jacobians a full check must hold. Nothing here is a pass/fail test.
+For each function of n float64 input elements it measures, with one torch thread
+(`torch.set_num_threads(1)`) and CPU time (`time.process_time`), the full checks
+of torch.autograd.gradcheck(fast_mode=False), of this checkout's `gradcheck.check`
+("after") and of the `gradcheck` package at git revision REV ("before", loaded from
+`git archive` under another name, so both run in the same process). The calls take
+turns, best of `--repeat`; the speed-up is torch's time over ours. It prints one
+table and the geometric means. Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib.util
+import io
+import math
 import os
 import platform
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 
 from gradcheck import check
 
+ROOT = Path(__file__).resolve().parents[1]
+START = "6308560"  # main when the round that asked for 10x began: the "before" code
 D = torch.float64
-MIB = 2**20
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One (function, n) measurement."""
+    """One function's best CPU seconds per checker, and each checker's verdict."""
 
     function: str
     n: int
-    ours_s: float
-    torch_s: float
-    ours_fast_s: float
-    torch_fast_s: float
-    ours_passed: bool
-    torch_passed: bool
-    ours_fast_passed: bool
-    torch_fast_passed: bool
-    chunk_size: int
-    chunk_mib: float
-    budget_mib: float
+    seconds: dict[str, float]
+    passed: dict[str, bool]
 
-    @property
-    def speedup(self) -> float:
-        return self.torch_s / self.ours_s
+    def speedup(self, who: str) -> float:
+        return self.seconds["torch"] / self.seconds[who]
 
-    @property
-    def fast_speedup(self) -> float:
-        return self.torch_fast_s / self.ours_fast_s
+
+class _OldStyleSwish(torch.autograd.Function):
+    """x * sigmoid(x) as an old-style Function (forward takes ctx): vmap cannot take it."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        s = torch.sigmoid(x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        x, s = ctx.saved_tensors
+        return grad * (s + x * s * (1 - s))
 
 
 def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch.Tensor]]:
-    """The three functions of the issue, with fixed weights, at input size n."""
+    """The issue's layer-shaped functions and an old-style Function, each of n input elements."""
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(n, generator=gen, dtype=D).requires_grad_()
+    x = torch.randn(n, generator=gen, dtype=D)
     w = torch.randn(n, n, generator=gen, dtype=D) / n**0.5
     w1 = torch.randn(64, n, generator=gen, dtype=D) / n**0.5
     w2 = torch.randn(16, 64, generator=gen, dtype=D) / 8.0
     b1 = torch.randn(64, generator=gen, dtype=D)
+    gamma = 1 + 0.1 * torch.randn(n, generator=gen, dtype=D)
+    beta = 0.1 * torch.randn(n, generator=gen, dtype=D)
+    d = 20
+    seq = max(1, n // d)
+    wq, wk, wv = (torch.randn(d, d, generator=gen, dtype=D) / d**0.5 for _ in range(3))
+    tokens = torch.randn(seq, d, generator=gen, dtype=D)
+
+    def attention(t: torch.Tensor) -> torch.Tensor:
+        q, k, v = t @ wq, t @ wk, t @ wv
+        return torch.softmax(q @ k.T / d**0.5, dim=-1) @ v
 
     def mlp(x: torch.Tensor) -> torch.Tensor:
         return w2 @ torch.tanh(w1 @ x + b1)
 
+    def old_style(x: torch.Tensor) -> torch.Tensor:
+        return _OldStyleSwish.apply(x)
+
+    def grad(t: torch.Tensor) -> torch.Tensor:
+        return t.clone().requires_grad_()
+
     return {
-        "elementwise sin(x)*x^2": (lambda x: torch.sin(x) * x**2, x),
-        "tanh(W @ x)": (lambda x: torch.tanh(w @ x), x),
-        "MLP n-64-16 (tanh)": (mlp, x),
+        "tanh(W @ x)": (lambda x: torch.tanh(w @ x), grad(x)),
+        "softmax": (lambda x: torch.softmax(x, dim=0), grad(x)),
+        "layernorm": (lambda x: torch.nn.functional.layer_norm(x, (n,), gamma, beta), grad(x)),
+        "cumsum": (lambda x: torch.cumsum(x, dim=0), grad(x)),
+        f"attention ({seq}x{d} tokens)": (attention, grad(tokens)),
+        "MLP n-64-16 (tanh)": (mlp, grad(x)),
+        "old-style Function (swish)": (old_style, grad(x)),
     }
 
 
-def _rss_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
+def load_before(rev: str) -> ModuleType:
+    """The `gradcheck` package as it was at `rev`, imported as `gradcheck_before`."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "gradcheck"], capture_output=True, check=True
+    ).stdout
+    where = Path(tempfile.mkdtemp(prefix="gradcheck_before_"))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(where, filter="data")
+    package = where / "gradcheck"
+    spec = importlib.util.spec_from_file_location(
+        "gradcheck_before", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gradcheck_before"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def peak_mib(call: Callable[[], Any]) -> float:
-    """Peak resident memory the call added above what the process held before it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # resets VmHWM (the peak) to the current resident size
-    except OSError:
-        return float("nan")
-    before = _rss_kib("VmRSS")
-    call()
-    return (_rss_kib("VmHWM") - before) / 1024
-
-
-def interleaved(calls: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[float, Any]]:
-    """Best wall time and result of each call over `repeat` rounds, the calls taking turns.
-
-    Taking turns spreads the load other processes put on a shared machine over all
-    calls alike; a call whose first run took over 20 s is not run again.
-    """
-    best: dict[str, tuple[float, Any]] = {}
+def best_cpu(calls: dict[str, Callable[[], bool]], repeat: int) -> tuple[dict[str, float], dict[str, bool]]:
+    """Best CPU time and the verdict of each call over `repeat` rounds, the calls taking turns."""
+    seconds: dict[str, float] = {}
+    passed: dict[str, bool] = {}
     for _ in range(repeat):
         for name, call in calls.items():
-            if name in best and best[name][0] > 20:
+            if seconds.get(name, 0.0) > 20:  # one slow run is enough
                 continue
-            start = time.perf_counter()
-            result = call()
-            elapsed = time.perf_counter() - start
-            if name not in best or elapsed < best[name][0]:
-                best[name] = (elapsed, result)
-    return best
+            start = time.process_time()
+            passed[name] = call()
+            elapsed = time.process_time() - start
+            seconds[name] = min(seconds.get(name, math.inf), elapsed)
+    return seconds, passed
 
 
-def torch_check(fn: Callable[..., Any], x: torch.Tensor, fast: bool) -> bool:
-    return bool(torch.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=fast))
-
-
-def measure(name: str, fn: Callable[..., Any], x: torch.Tensor, repeat: int) -> Row:
-    best = interleaved(
-        {
-            "ours": lambda: check(fn, x),
-            "torch": lambda: torch_check(fn, x, False),
-            "ours fast": lambda: check(fn, x, fast=True),
-            "torch fast": lambda: torch_check(fn, x, True),
-        },
-        repeat,
-    )
-    (ours_s, report), (torch_s, theirs) = best["ours"], best["torch"]
-    (ours_fast_s, fast_report), (torch_fast_s, theirs_fast) = best["ours fast"], best["torch fast"]
-    return Row(
-        function=name,
-        n=x.numel(),
-        ours_s=ours_s,
-        torch_s=torch_s,
-        ours_fast_s=ours_fast_s,
-        torch_fast_s=torch_fast_s,
-        ours_passed=report.passed,
-        torch_passed=theirs,
-        ours_fast_passed=fast_report.passed,
-        torch_fast_passed=theirs_fast,
-        chunk_size=report.memory.chunk_size,
-        chunk_mib=report.memory.chunk_bytes / MIB,
-        budget_mib=report.memory.budget_bytes / MIB,
-    )
+def measure(name: str, fn: Callable[..., Any], x: torch.Tensor, before: ModuleType, repeat: int) -> Row:
+    calls = {
+        "torch": lambda: bool(torch.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=False)),
+        "before": lambda: bool(before.check(fn, x).passed),
+        "after": lambda: bool(check(fn, x).passed),
+    }
+    seconds, passed = best_cpu(calls, repeat)
+    return Row(name, x.numel(), seconds, passed)
 
 
 def machine() -> str:
@@ -158,116 +157,61 @@ def machine() -> str:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     return (
-        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-        f"Python {platform.python_version()}, {platform.system()}"
+        f"{cpu}, {os.cpu_count()} cores{load}, torch {torch.__version__} "
+        f"({torch.get_num_threads()} thread(s)), Python {platform.python_version()}, {platform.system()}"
     )
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f}"
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _verdicts(*passed: bool) -> str:
-    return "/".join("pass" if p else "FAIL" for p in passed)
-
-
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], rev: str) -> str:
     header = (
-        "| function | n | ours ms | torch ms | speed-up | ours fast ms | torch fast ms | fast speed-up "
-        "| verdicts (ours/torch/ours fast/torch fast) | chunk: elements, MiB est. of budget |"
+        f"| function | n | torch ms | before ({rev}) ms | after ms | before speed-up | after speed-up "
+        "| verdicts (torch/before/after) |"
     )
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
+        s = r.seconds
+        verdicts = "/".join("pass" if r.passed[k] else "FAIL" for k in ("torch", "before", "after"))
         lines.append(
-            f"| {r.function} | {r.n} | {_ms(r.ours_s)} | {_ms(r.torch_s)} | {r.speedup:.1f}x "
-            f"| {_ms(r.ours_fast_s)} | {_ms(r.torch_fast_s)} | {r.fast_speedup:.1f}x "
-            f"| {_verdicts(r.ours_passed, r.torch_passed, r.ours_fast_passed, r.torch_fast_passed)} "
-            f"| {r.chunk_size}, {r.chunk_mib:.1f} of {r.budget_mib:.0f} |"
+            f"| {r.function} | {r.n} | {s['torch'] * 1e3:.1f} | {s['before'] * 1e3:.1f} | {s['after'] * 1e3:.1f} "
+            f"| {r.speedup('before'):.1f}x | {r.speedup('after'):.1f}x | {verdicts} |"
         )
-    return "\n".join(lines)
-
-
-def peak_in_fresh_process(name: str, n: int) -> dict[str, float]:
-    """Runs `--peak-case` in a new interpreter, so earlier runs' cached memory cannot hide the peak."""
-    out = subprocess.run(
-        [sys.executable, __file__, "--peak-case", name, str(n)],
-        capture_output=True,
-        text=True,
-        check=True,
+    layer = [r for r in rows if not r.function.startswith("old-style")]
+    lines.append(
+        f"| geometric mean, layer-shaped (all but the old-style Function) | | | | "
+        f"| {geomean([r.speedup('before') for r in layer]):.1f}x "
+        f"| {geomean([r.speedup('after') for r in layer]):.1f}x | |"
     )
-    return json.loads(out.stdout.splitlines()[-1])
-
-
-def peak_case(name: str, n: int) -> None:
-    """Prints, as JSON, the peak memory one full check of (name, n) adds after set-up."""
-    fn, x = make_functions(n)[name]
-    check(*make_functions(8)[name])  # one-off set-up costs, at a tiny size
-    out = fn(x)
-    report_holder: list[Any] = []
-    peak = peak_mib(lambda: report_holder.append(check(fn, x)))
-    report = report_holder[0]
-    print(
-        json.dumps(
-            {
-                "peak_mib": peak,
-                "budget_mib": report.memory.budget_bytes / MIB,
-                "jacobians_mib": 2 * out.numel() * x.numel() * 8 / MIB,
-            }
-        )
-    )
-
-
-def memory_table(names: list[str], sizes: list[int]) -> str:
-    lines = [
-        "| function | n | peak MiB (fresh process) | chunk budget MiB | two Jacobians MiB | peak - Jacobians |",
-        "|---|---|---|---|---|---|",
-    ]
-    for n in sizes:
-        for name in names:
-            m = peak_in_fresh_process(name, n)
-            lines.append(
-                f"| {name} | {n} | {m['peak_mib']:.1f} | {m['budget_mib']:.0f} | {m['jacobians_mib']:.1f} "
-                f"| {m['peak_mib'] - m['jacobians_mib']:.1f} |"
-            )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 3000])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--threads", type=int, help="torch.set_num_threads for both sides (default: torch's)"
-    )
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument(
-        "--no-memory", action="store_true", help="skip the fresh-process memory table"
-    )
-    parser.add_argument("--peak-case", nargs=2, metavar=("NAME", "N"), help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="input elements per function (default 1000)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    parser.add_argument("--before", default=START, help=f"git revision of the 'before' code (default {START})")
+    parser.add_argument("--only", nargs="*", help="run only the functions whose names start with these")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.peak_case:
-        peak_case(args.peak_case[0], int(args.peak_case[1]))
-        return 0
-
+    torch.set_num_threads(args.threads)
+    before = load_before(args.before)
     warm_fn, warm_x = make_functions(8)["tanh(W @ x)"]
-    for fast in (False, True):  # first calls pay one-off set-up costs
-        check(warm_fn, warm_x, fast=fast)
-        torch_check(warm_fn, warm_x, fast)
+    for checker in (before.check, check):  # first calls pay one-off set-up costs
+        checker(warm_fn, warm_x)
+    torch.autograd.gradcheck(warm_fn, (warm_x,))
     print(f"machine: {machine()}")
     rows = []
-    for n in args.sizes:
-        for name, (fn, x) in make_functions(n).items():
-            rows.append(measure(name, fn, x, args.repeat))
-            print(f"  done: {name}, n={n}", flush=True)
-    print(table(rows))
-    if not args.no_memory:
-        print(memory_table(list(make_functions(8)), args.sizes))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine": machine(), "rows": [asdict(r) for r in rows]}, f, indent=2)
+    for name, (fn, x) in make_functions(args.n).items():
+        if args.only and not any(name.startswith(p) for p in args.only):
+            continue
+        rows.append(measure(name, fn, x, before, args.repeat))
+        print(f"  done: {name}", flush=True)
+    print(table(rows, args.before))
     return 0
 
 

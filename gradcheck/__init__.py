@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _format  # noqa: F401 - gives Report its readable text (neither imports torch)
+
 if TYPE_CHECKING:
     from gradcheck.assertions import assert_gradients
     from gradcheck.checker import check
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
         CheckMemoryError,
         DeviceError,
         GradcheckError,
+        GradcheckWarning,
         GradientAssertionError,
         GradientMismatchError,
         InputError,
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     )
     from gradcheck.report import (
         Blame,
+        Check,
         Comparison,
         Element,
         MemoryInfo,
@@ -44,6 +48,7 @@ __all__ = [
     "Timings",
     "MemoryInfo",
     "Blame",
+    "Check",
     "DeviceComparison",
     "GradcheckError",
     "InputError",
@@ -52,6 +57,7 @@ __all__ = [
     "CheckMemoryError",
     "GradientMismatchError",
     "GradientAssertionError",
+    "GradcheckWarning",
 ]
 
 _HOME = {
@@ -69,6 +75,7 @@ _HOME = {
             "Timings",
             "MemoryInfo",
             "Blame",
+            "Check",
         ],
         "report",
     ),
@@ -81,6 +88,7 @@ _HOME = {
             "CheckMemoryError",
             "GradientMismatchError",
             "GradientAssertionError",
+            "GradcheckWarning",
         ],
         "errors",
     ),

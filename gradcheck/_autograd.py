@@ -14,7 +14,7 @@ from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
 from gradcheck._devices import is_out_of_memory
 from gradcheck._inputs import call_outputs, checked_outputs
 
-__all__ = ["AutogradResult", "autograd_jacobian", "first_line"]
+__all__ = ["AutogradResult", "autograd_jacobian", "first_line", "oldstyle_function"]
 
 Pair = tuple[int, int]
 
@@ -26,6 +26,11 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message, prefixed with its type."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def oldstyle_function(error: BaseException) -> bool:
+    """Whether `error` is torch.func refusing an autograd.Function that has no setup_context."""
+    return "setup_context" in str(error) and "autograd.Function" in str(error)
 
 
 @dataclass(slots=True)
@@ -63,16 +68,18 @@ def autograd_jacobian(
     *,
     budget_bytes: int,
     device: torch.device,
+    found_complex: list[int] | None = None,
 ) -> AutogradResult:
     """Runs `fn` with grad enabled and builds the Jacobian of every checked output.
 
     Rows are vector-Jacobian products for a chunk of one-hot vectors at a time,
     sized to `budget_bytes`: through `torch.func.vjp` + `vmap` when fn allows it,
     else a batched backward over the recorded graph (`is_grads_batched`), else
-    one backward per output element, with a note saying why.
+    one backward per output element, with a note saying why. The indices of
+    complex outputs (checked as real views) are appended to `found_complex`.
     """
     with torch.enable_grad():
-        outs = call_outputs(fn, leaves)
+        outs = call_outputs(fn, leaves, found_complex=found_complex)
     checked = checked_outputs(outs)
     jac: dict[Pair, torch.Tensor] = {}
     notes = [
@@ -134,7 +141,7 @@ def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:
     count = stop - start
     first = rows.outs[rows.live[0]]
     basis = torch.zeros(count, rows.offsets[-1], dtype=first.dtype, device=first.device)
-    basis[torch.arange(count), torch.arange(start, stop)] = 1
+    basis[:, start:stop].diagonal().fill_(1)
     return [
         basis[:, rows.offsets[k] : rows.offsets[k + 1]]
         .to(rows.outs[o].dtype)
@@ -149,7 +156,7 @@ def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
 
         def pure(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
             call = list(args)
-            for i, x in zip(rows.diff, xs):
+            for i, x in zip(rows.diff, xs, strict=True):
                 call[i] = x
             outs = call_outputs(rows.fn, call)
             return tuple(outs[o] for o in live)
@@ -157,7 +164,7 @@ def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
         primals = [args[i].detach() for i in rows.diff]
         rows.vjp_fn = vjp(pure, *primals)[1]
     grads = vmap(rows.vjp_fn)(tuple(_basis(rows, start, stop)))
-    for i, g in zip(rows.diff, grads):
+    for i, g in zip(rows.diff, grads, strict=True):
         _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
 
 
@@ -173,9 +180,8 @@ def _batched_rows(rows: _Rows, start: int, stop: int) -> None:
             allow_unused=True,
             is_grads_batched=True,
         )
-    for i, g in zip(rows.diff, grads):
-        if g is not None:
-            _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
+    for i, g in zip(rows.diff, grads, strict=True):
+        _scatter(rows, i, start, stop, None if g is None else g.reshape(stop - start, -1))
 
 
 def _single_row(rows: _Rows, r: int) -> None:
@@ -190,27 +196,32 @@ def _single_row(rows: _Rows, r: int) -> None:
         retain_graph=True,
         allow_unused=True,
     )
-    for i, g in zip(rows.diff, grads):
-        if g is not None:
-            _scatter(rows, i, r, r + 1, g.reshape(1, -1))
+    for i, g in zip(rows.diff, grads, strict=True):
+        _scatter(rows, i, r, r + 1, None if g is None else g.reshape(1, -1))
 
 
-def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor) -> None:
+def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor | None) -> None:
     """Writes global rows [start, stop) of input i's gradients into each output's Jacobian.
 
-    A block holding all of an output's rows becomes its Jacobian without a copy.
+    Every row is written once: with the block's values, or zeros where autograd found
+    no path (`block` None). A block holding all of an output's rows becomes its
+    Jacobian without a copy.
     """
+    n_in = rows.leaves[i].numel()
     for k, o in enumerate(rows.live):
         first, end = rows.offsets[k], rows.offsets[k + 1]
         lo, hi = max(start, first), min(stop, end)
         if lo >= hi:
             continue
-        part = block[lo - start : hi - start].detach().to(torch.float64)
-        if (lo, hi) == (first, end):
+        part = None if block is None else block[lo - start : hi - start].detach().to(torch.float64)
+        if part is not None and (lo, hi) == (first, end):
             rows.jac[(o, i)] = part
             continue
         if (o, i) not in rows.jac:
-            rows.jac[(o, i)] = torch.zeros(
-                end - first, block.shape[1], dtype=torch.float64, device=block.device
-            )
-        rows.jac[(o, i)][lo - first : hi - first] = part
+            device = rows.leaves[i].device
+            rows.jac[(o, i)] = torch.empty(end - first, n_in, dtype=torch.float64, device=device)
+        target = rows.jac[(o, i)][lo - first : hi - first]
+        if part is None:
+            target.zero_()
+        else:
+            target.copy_(part)

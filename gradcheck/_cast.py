@@ -95,7 +95,7 @@ def _cast_function(fn: types.FunctionType, dtype: torch.dtype, cast: Cast) -> Ca
         names = fn.__code__.co_freevars
         cells = tuple(
             types.CellType(_cast_value(v, dtype, cast, n)) if v is not _EMPTY else c
-            for v, n, c in zip(values, names, fn.__closure__)
+            for v, n, c in zip(values, names, fn.__closure__, strict=True)
         )
     scope = fn.__globals__
     swapped = {

@@ -7,23 +7,38 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gradcheck.report import Blame, Comparison, Element, PairReport
+from ._blame import SideStats, Tally, blame_of, constant_ratio
+from .report import Check, Comparison, Element, PairReport
 
-__all__ = ["PairData", "compare_pair", "WORST_ELEMENTS", "BLOCK_ELEMENTS"]
+__all__ = ["PairData", "Probe", "compare_pair", "WORST_ELEMENTS", "BLOCK_ELEMENTS", "REV_SIDES"]
 
 WORST_ELEMENTS = 10  # how many of the worst elements every pair report keeps
 # Elements compared at a time: a block's temporaries stay in cache, and a Jacobian of
 # millions of elements costs a few blocks' memory, not several copies of itself.
-BLOCK_ELEMENTS = 1 << 16
+BLOCK_ELEMENTS = 1 << 17
 
 # Each comparison `left ~ right`; the right-hand side is the reference rtol scales with.
-_SIDES = (
-    ("autograd~numerical", "a", "n"),
-    ("expected~autograd", "e", "a"),
-    ("expected~numerical", "e", "n"),
-)
-# For each blame, the ratio that says by what factor the blamed side is off.
-_RATIOS = {Blame.EXPECTED: ("e", "a"), Blame.AUTOGRAD: ("a", "n"), Blame.NUMERICAL: ("n", "a")}
+_PAIRS = (("a", "n"), ("e", "a"), ("e", "n"))
+REV_SIDES = ("autograd", "numerical", "expected")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What finite differences at more step sizes say about a pair's failing elements.
+
+    Flat boolean masks in row-major order of the pair's values; False where not probed.
+    `kink`: the one-sided slopes differ (relu at 0, or a step). `verified`: a kink whose
+    jump is the same at steps h and 2h, a true corner with two one-sided slopes.
+    `valid[side]` ("a", "e"): that side's value lies between the one-sided slopes (a
+    valid one-sided or sub-gradient). `smooth`: no kink, the central differences at h
+    and 2h agree far better than they disagree with autograd, and the gap is far above
+    the rounding floor, so finite differences are to be believed.
+    """
+
+    kink: torch.Tensor
+    verified: torch.Tensor
+    valid: dict[str, torch.Tensor]
+    smooth: torch.Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +46,10 @@ class PairData:
     """One pair's float64 values and how to judge them.
 
     The value tensors share one shape (flat, or (m_o, n_i)) and are read in
-    row-major order; so is `kinks`, which marks elements where fn has a kink.
+    row-major order. `sides` names the three value columns for people: autograd
+    (the side under test), finite differences and the third opinion. `tested_tol`
+    is (atol, rtol) for comparisons with the side under test, when its dtype calls
+    for wider tolerances than (atol, rtol). `kinks`: "fail", "warn" or "pass".
     """
 
     output_index: int
@@ -41,73 +59,102 @@ class PairData:
     autograd: torch.Tensor
     numerical: torch.Tensor
     expected: torch.Tensor | None
-    kinks: torch.Tensor | None
     atol: float
     rtol: float
+    probe: Probe | None = None
+    kinks: str = "fail"
+    check: str = Check.REV
+    sides: tuple[str, str, str] = REV_SIDES
+    tested_tol: tuple[float, float] | None = None
+
+    def tolerance(self, left: str, right: str) -> tuple[float, float]:
+        """(atol, rtol) of the comparison left ~ right."""
+        if self.tested_tol is not None and "a" in (left, right):
+            return self.tested_tol
+        return self.atol, self.rtol
 
 
 @dataclass(slots=True)
-class _SideStats:
-    name: str
-    left: str
-    right: str
-    failed: int = 0
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    max_violation: float = 0.0
+class _Flat:
+    """The pair's values and masks as flat tensors, maybe only at the judged positions."""
+
+    values: dict[str, torch.Tensor]
+    kink: torch.Tensor | None = None
+    accepted: torch.Tensor | None = None
+    smooth: torch.Tensor | None = None
+    invalid: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def take(self, positions: torch.Tensor) -> _Flat:
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[positions]
+
+        return _Flat(
+            {k: v[positions] for k, v in self.values.items()},
+            pick(self.kink),
+            pick(self.accepted),
+            pick(self.smooth),
+            {k: v[positions] for k, v in self.invalid.items()},
+        )
+
+    def block(self, start: int, stop: int) -> _Flat:
+        def part(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[start:stop]
+
+        return _Flat(
+            {k: v[start:stop] for k, v in self.values.items()},
+            part(self.kink),
+            part(self.accepted),
+            part(self.smooth),
+            {k: v[start:stop] for k, v in self.invalid.items()},
+        )
 
 
-@dataclass(slots=True)
-class _Tally:
-    """What the blocks add up to."""
-
-    sides: list[_SideStats]
-    failed: int = 0
-    kinks: int = 0
-    failed_at: list[torch.Tensor] = field(default_factory=list)
-    top_key: list[torch.Tensor] = field(default_factory=list)
-    top_index: list[torch.Tensor] = field(default_factory=list)
-    top_failed: list[torch.Tensor] = field(default_factory=list)
-    ratio_low: dict[str, float] = field(default_factory=dict)
-    ratio_high: dict[str, float] = field(default_factory=dict)
-    ratio_usable: dict[str, bool] = field(default_factory=dict)
-    error: list[torch.Tensor] = field(default_factory=list)
-    mask: list[torch.Tensor] = field(default_factory=list)
-    nonfinite: dict[str, int] = field(default_factory=dict)  # side key -> NaN/Inf elements
+def _flat(data: PairData) -> _Flat:
+    values = {"a": data.autograd.reshape(-1), "n": data.numerical.reshape(-1)}
+    if data.expected is not None:
+        values["e"] = data.expected.reshape(-1)
+    flat = _Flat(values)
+    probe = data.probe
+    if probe is not None:
+        flat.kink = probe.kink.reshape(-1)
+        flat.smooth = probe.smooth.reshape(-1)
+        valid = [probe.valid[k].reshape(-1) for k in ("a", "e") if k in values and k in probe.valid]
+        flat.invalid = {k: probe.kink.reshape(-1) & ~probe.valid[k].reshape(-1) for k in probe.valid if k in values}
+        if data.kinks != "fail":
+            accepted = probe.verified.reshape(-1).clone()
+            for v in valid:
+                accepted &= v
+            flat.accepted = accepted
+    return flat
 
 
 def compare_pair(data: PairData, *, detail_limit: int) -> PairReport:
     """Judges one pair: pass/fail per element, the worst elements, and which side to blame."""
-    values = {"a": data.autograd.reshape(-1), "n": data.numerical.reshape(-1)}
-    if data.expected is not None:
-        values["e"] = data.expected.reshape(-1)
-    kinks = None if data.kinks is None else data.kinks.reshape(-1)
-    sides = [_SideStats(*s) for s in _SIDES if s[1] in values and s[2] in values]
-    tally = _Tally(sides)
+    flat = _flat(data)
+    values = flat.values
+    names = dict(zip("ane", data.sides, strict=True))
+    tally = Tally(
+        [
+            SideStats(f"{names[left]}~{names[right]}", left, right)
+            for left, right in _PAIRS
+            if {left, right} <= set(values)
+        ]
+    )
     small = values["a"].numel() <= detail_limit
-    judged, judged_kinks, positions = values, kinks, None
+    judged, positions = flat, None
     if not small:
         positions = _nonzero_positions(values)
         if positions is not None:
-            judged = {k: v[positions] for k, v in values.items()}
-            judged_kinks = None if kinks is None else kinks[positions]
-    numel = judged["a"].numel()
+            judged = flat.take(positions)
+    numel = judged.values["a"].numel()
     for start in range(0, numel, BLOCK_ELEMENTS):
         stop = min(numel, start + BLOCK_ELEMENTS)
-        block = {k: v[start:stop] for k, v in judged.items()}
-        _block(
-            block,
-            start,
-            None if judged_kinks is None else judged_kinks[start:stop],
-            data,
-            tally,
-            small,
-            detail_limit,
-        )
+        _block(judged.block(start, stop), start, data, tally, small, detail_limit)
+    _locate_lazy(judged, data, tally)
     if positions is not None:  # back from judged to flat Jacobian indices
         tally.top_index = [positions[i] for i in tally.top_index]
         tally.failed_at = [positions[i] for i in tally.failed_at]
-    return _pair_report(data, values, tally, small, detail_limit)
+    return _pair_report(data, flat, tally, small, detail_limit)
 
 
 def _nonzero_positions(values: dict[str, torch.Tensor]) -> torch.Tensor | None:
@@ -115,8 +162,12 @@ def _nonzero_positions(values: dict[str, torch.Tensor]) -> torch.Tensor | None:
 
     Elements that are exactly 0 on every side agree and pass; diagonal or banded
     Jacobians (elementwise functions) are mostly such zeros, and judging only the
-    rest saves a dozen full passes over n*n elements. NaN counts as non-zero.
+    rest saves a dozen full passes over n*n elements. NaN counts as non-zero. One
+    side already non-zero at a quarter of the elements settles it without the union.
     """
+    total = values["a"].numel()
+    if any(int(torch.count_nonzero(v)) * 4 >= total for v in values.values()):
+        return None
     nonzero = None
     for v in values.values():
         nonzero = v != 0 if nonzero is None else nonzero.logical_or_(v != 0)
@@ -127,15 +178,10 @@ def _nonzero_positions(values: dict[str, torch.Tensor]) -> torch.Tensor | None:
     return positions if positions.numel() else torch.zeros(1, dtype=torch.long, device=nonzero.device)
 
 
-def _block(
-    values: dict[str, torch.Tensor],
-    start: int,
-    kinks: torch.Tensor | None,
-    data: PairData,
-    tally: _Tally,
-    keep: bool,
-    detail_limit: int,
-) -> None:
+def _block(flat: _Flat, start: int, data: PairData, tally: Tally, keep: bool, detail_limit: int) -> None:
+    if not keep and _passing_block(flat.values, start, data, tally):
+        return
+    values = flat.values
     failed = error = violation = None
     # A NaN or Inf on any side is a failure of its own: |a - b| <= tol is no
     # test there (inf - inf is NaN, and a NaN reference makes tol NaN).
@@ -145,25 +191,33 @@ def _block(
         if count:
             tally.nonfinite[name] = tally.nonfinite.get(name, 0) + count
             failed = bad if failed is None else failed.logical_or_(bad)
+    spared = flat.accepted
+    would_fail = None
     for side in tally.sides:
         left, right = values[side.left], values[side.right]
+        atol, rtol = data.tolerance(side.left, side.right)
         diff = torch.sub(left, right).abs_().nan_to_num_(nan=math.inf, posinf=math.inf)
         ref = right.abs()
-        tol = ref.mul(data.rtol).add_(data.atol)
+        tol = ref.mul(rtol).add_(atol)
         over = diff / tol
-        if data.atol == 0:  # 0/0 is no violation
+        if atol == 0:  # 0/0 is no violation
             over.nan_to_num_(nan=0.0, posinf=math.inf)
         side_failed = ~(diff <= tol) | ~torch.isfinite(left) | ~torch.isfinite(right)
+        if spared is not None:
+            would_fail = side_failed.clone() if would_fail is None else would_fail.logical_or_(side_failed)
+            side_failed &= ~spared
         side.failed += int(side_failed.sum())
+        off_kink = side_failed if flat.kink is None else side_failed & ~flat.kink
+        side.failed_off_kink += int(off_kink.sum())
         side.max_abs = max(side.max_abs, float(diff.max()))
-        side.max_rel = max(
-            side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max())
-        )
+        side.max_rel = max(side.max_rel, float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max()))
         side.max_violation = max(side.max_violation, float(over.max()))
         failed = side_failed if failed is None else failed.logical_or_(side_failed)
         error = diff if error is None else torch.maximum(error, diff)
         violation = over if violation is None else torch.maximum(violation, over)
     assert failed is not None and error is not None and violation is not None  # noqa: S101 - typing only
+    if spared is not None and would_fail is not None:
+        tally.accepted += int((would_fail & spared & ~failed).sum())
     key = violation.nan_to_num_(nan=math.inf)
     if keep:
         tally.error.append(error)
@@ -172,7 +226,7 @@ def _block(
     if count:
         at = torch.nonzero(failed).reshape(-1)
         chosen = at[_top(key[at], WORST_ELEMENTS)]
-        _failing(values, start, kinks, failed, at, tally, detail_limit)
+        _failing(flat, start, failed, at, tally, detail_limit)
     else:  # a passing block only matters if the whole pair passes: keep its worst element
         chosen = key.argmax().reshape(1)
     tally.top_key.append(key[chosen])
@@ -180,21 +234,61 @@ def _block(
     tally.top_failed.append(torch.full((chosen.numel(),), count > 0))
 
 
-def _failing(
-    values: dict[str, torch.Tensor],
-    start: int,
-    kinks: torch.Tensor | None,
-    failed: torch.Tensor,
-    at: torch.Tensor,
-    tally: _Tally,
-    detail_limit: int,
-) -> None:
+def _passing_block(values: dict[str, torch.Tensor], start: int, data: PairData, tally: Tally) -> bool:
+    """Tallies a block in a few passes when every element passes; False (nothing tallied) else.
+
+    A NaN or Inf on either side makes the difference NaN or Inf, so the block's
+    largest violation is not <= 1 and the careful path takes over.
+    """
+    found = []
+    for side in tally.sides:
+        right = values[side.right]
+        atol, rtol = data.tolerance(side.left, side.right)
+        diff = torch.sub(values[side.left], right).abs_()
+        ref = right.abs()
+        max_abs = float(diff.max())
+        max_rel = float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max())
+        worst = float(diff.div_(ref.mul_(rtol).add_(atol)).amax())
+        if not worst <= 1:  # NaN included
+            return False
+        found.append((side, max_abs, max_rel, worst))
+    for side, max_abs, max_rel, worst in found:
+        side.max_abs = max(side.max_abs, max_abs)
+        side.max_rel = max(side.max_rel, max_rel)
+        side.max_violation = max(side.max_violation, worst)
+    k = max(range(len(found)), key=lambda j: found[j][3])
+    if tally.lazy is None or found[k][3] > tally.lazy[0]:
+        tally.lazy = (found[k][3], start, k)  # where is found only if it is the pair's worst
+    return True
+
+
+def _locate_lazy(judged: _Flat, data: PairData, tally: Tally) -> None:
+    """Finds the element of the worst passing block that the fast path did not locate."""
+    if tally.lazy is None or tally.failed:
+        return
+    worst, start, k = tally.lazy
+    side = tally.sides[k]
+    block = judged.block(start, start + BLOCK_ELEMENTS).values
+    atol, rtol = data.tolerance(side.left, side.right)
+    right = block[side.right]
+    over = torch.sub(block[side.left], right).abs_().div_(right.abs().mul_(rtol).add_(atol))
+    tally.top_key.append(torch.tensor([worst], dtype=torch.float64))
+    tally.top_index.append(torch.tensor([start + int(over.argmax())]))
+    tally.top_failed.append(torch.tensor([False]))
+
+
+def _failing(flat: _Flat, start: int, failed: torch.Tensor, at: torch.Tensor, tally: Tally, detail_limit: int) -> None:
     """Tallies a block's failing elements (`at`): where, kinks, and the ratios between sides."""
+    values = flat.values
     if tally.failed < detail_limit:
         tally.failed_at.append(at[: detail_limit - tally.failed] + start)
     tally.failed += at.numel()
-    if kinks is not None:
-        tally.kinks += int((kinks & failed).sum())
+    if flat.kink is not None:
+        tally.kinks += int((flat.kink & failed).sum())
+    if flat.smooth is not None:
+        tally.smooth += int((flat.smooth & failed).sum())
+    for key, invalid in flat.invalid.items():
+        tally.invalid[key] = tally.invalid.get(key, 0) + int((invalid & failed).sum())
     for blame, (top_name, bottom_name) in _RATIOS.items():
         if top_name not in values:
             continue
@@ -204,25 +298,22 @@ def _failing(
         if usable:
             ratio = top / bottom
             tally.ratio_low[blame] = min(tally.ratio_low.get(blame, math.inf), float(ratio.min()))
-            tally.ratio_high[blame] = max(
-                tally.ratio_high.get(blame, -math.inf), float(ratio.max())
-            )
+            tally.ratio_high[blame] = max(tally.ratio_high.get(blame, -math.inf), float(ratio.max()))
 
 
-def _pair_report(
-    data: PairData, values: dict[str, torch.Tensor], tally: _Tally, small: bool, detail_limit: int
-) -> PairReport:
+# For each blame, the ratio that says by what factor the blamed side is off.
+_RATIOS = {"expected": ("e", "a"), "autograd": ("a", "n"), "numerical": ("n", "a"), "shared": ("a", "n")}
+
+
+def _pair_report(data: PairData, flat: _Flat, tally: Tally, small: bool, detail_limit: int) -> PairReport:
+    values = flat.values
     shape = tuple(data.output_shape) + tuple(data.input_shape)
-    comparisons = tuple(
-        Comparison(s.name, s.failed == 0, s.max_abs, s.max_rel, s.failed) for s in tally.sides
-    )
-    if tally.nonfinite:
-        blame = Blame.NONFINITE
-    else:
-        blame = _blame(tally) if tally.failed else Blame.NONE
-    worst = tuple(_element(values, shape, k, data, tally) for k in _ranked(tally))
+    comparisons = tuple(Comparison(s.name, s.failed == 0, s.max_abs, s.max_rel, s.failed) for s in tally.sides)
+    blame = blame_of(tally)
+    worst = tuple(_element(flat, shape, k, data, tally) for k in _ranked(tally))
     failed_at = torch.cat(tally.failed_at)[:detail_limit].tolist() if tally.failed_at else []
     e = values.get("e")
+    tested_atol, tested_rtol = data.tolerance("a", "n")
     return PairReport(
         output_index=data.output_index,
         input_index=data.input_index,
@@ -235,7 +326,7 @@ def _pair_report(
         max_abs_error=max((c.max_abs_error for c in comparisons), default=0.0),
         max_rel_error=max((c.max_rel_error for c in comparisons), default=0.0),
         failed_count=tally.failed,
-        worst=worst[0] if worst else _empty_element(shape),
+        worst=worst[0] if worst else _empty_element(data),
         worst_elements=worst,
         comparisons=comparisons,
         failed=tuple(failed_at),
@@ -243,14 +334,15 @@ def _pair_report(
         autograd=_listed(values["a"]) if small else None,
         numerical=_listed(values["n"]) if small else None,
         expected=_listed(e) if (small and e is not None) else None,
-        error=_listed(torch.cat(tally.error))
-        if (small and tally.error)
-        else (() if small else None),
-        failed_mask=tuple(torch.cat(tally.mask).tolist())
-        if (small and tally.mask)
-        else (() if small else None),
-        constant_ratio=_constant_ratio(tally, blame),
+        error=_listed(torch.cat(tally.error)) if (small and tally.error) else (() if small else None),
+        failed_mask=tuple(torch.cat(tally.mask).tolist()) if (small and tally.mask) else (() if small else None),
+        constant_ratio=constant_ratio(tally, blame),
         nonfinite=tuple((_SIDE_NAMES[k], n) for k, n in sorted(tally.nonfinite.items(), key=_side_order)),
+        check=data.check,
+        sides=data.sides,
+        kinks_accepted=max(0, tally.accepted),
+        atol=tested_atol,
+        rtol=tested_rtol,
     )
 
 
@@ -277,7 +369,7 @@ def _top(key: torch.Tensor, k: int) -> torch.Tensor:
     return torch.sort(torch.cat([above, ties])).values
 
 
-def _ranked(tally: _Tally) -> list[int]:
+def _ranked(tally: Tally) -> list[int]:
     """Flat indices of the worst elements, largest violation first.
 
     The failing ones (at most WORST_ELEMENTS) when any fail, else the single worst.
@@ -292,79 +384,37 @@ def _ranked(tally: _Tally) -> list[int]:
     return indices[order[: WORST_ELEMENTS if tally.failed else 1]].tolist()
 
 
-def _blame(tally: _Tally) -> str:
-    flags = {s.name: s.failed > 0 for s in tally.sides}
-    worst = {s.name: s.max_violation for s in tally.sides}
-    all_kinks = tally.kinks == tally.failed
-    an = flags["autograd~numerical"]
-    if len(tally.sides) == 1:
-        return Blame.NUMERICAL if all_kinks else Blame.AUTOGRAD
-    ea, en = flags["expected~autograd"], flags["expected~numerical"]
-    if ea and en and not an:
-        return Blame.EXPECTED
-    if an and ea and not en:
-        return Blame.AUTOGRAD
-    if an and en and not ea:
-        return Blame.NUMERICAL
-    if an and ea and en:
-        return Blame.NUMERICAL if all_kinks else Blame.UNCLEAR
-    # One comparison fails alone: blame the side farther from the third one.
-    if ea:
-        return (
-            Blame.EXPECTED
-            if worst["expected~numerical"] >= worst["autograd~numerical"]
-            else Blame.AUTOGRAD
-        )
-    if an:
-        return (
-            Blame.AUTOGRAD
-            if worst["expected~autograd"] >= worst["expected~numerical"]
-            else Blame.NUMERICAL
-        )
-    return (
-        Blame.EXPECTED
-        if worst["expected~autograd"] >= worst["autograd~numerical"]
-        else Blame.NUMERICAL
-    )
-
-
-def _constant_ratio(tally: _Tally, blame: str) -> float | None:
-    """The factor by which the blamed side is off, when it is the same at every failing element."""
-    if tally.failed < 2 or not tally.ratio_usable.get(blame, False):
-        return None  # one element is always "off by a constant factor": say nothing
-    low, high = tally.ratio_low[blame], tally.ratio_high[blame]
-    mid = (low + high) / 2
-    if mid == 0 or high - low > 1e-3 * max(abs(low), abs(high)):
-        return None
-    return mid
-
-
-def _element(
-    values: dict[str, torch.Tensor], shape: tuple[int, ...], k: int, data: PairData, tally: _Tally
-) -> Element:
+def _element(flat: _Flat, shape: tuple[int, ...], k: int, data: PairData, tally: Tally) -> Element:
+    values, accepted = flat.values, flat.accepted
     at = {name: float(v[k]) for name, v in values.items()}
     diffs, rels, failed = [], [], False
     for side in tally.sides:
         left, right = at[side.left], at[side.right]
+        atol, rtol = data.tolerance(side.left, side.right)
         diff = abs(left - right)
         diff = math.inf if math.isnan(diff) else diff
         diffs.append(diff)
         rels.append(diff / abs(right) if right != 0 else (0.0 if diff == 0 else math.inf))
-        failed = failed or not diff <= data.atol + data.rtol * abs(right)
+        failed = failed or not diff <= atol + rtol * abs(right)
+    index = _unravel(k, shape)
+    split = len(data.output_shape)
     return Element(
-        index=_unravel(k, shape),
+        index=index,
         autograd=at["a"],
         numerical=at["n"],
         expected=at.get("e"),
         abs_error=max(diffs),
         rel_error=max(rels),
-        failed=failed,
+        failed=failed and not (accepted is not None and bool(accepted[k])),
+        output_element=index[:split],
+        input_element=index[split:],
     )
 
 
-def _empty_element(shape: tuple[int, ...]) -> Element:
+def _empty_element(data: PairData) -> Element:
     nan = float("nan")
-    return Element(tuple(0 for _ in shape), nan, nan, None, 0.0, 0.0, False)
+    out, inp = tuple(0 for _ in data.output_shape), tuple(0 for _ in data.input_shape)
+    return Element(out + inp, nan, nan, None, 0.0, 0.0, False, out, inp)
 
 
 def _unravel(k: int, shape: tuple[int, ...]) -> tuple[int, ...]:

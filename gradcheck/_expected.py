@@ -56,9 +56,9 @@ def normalize_expected(
             grid = [[None] * len(inputs) if row is None else _row(row) for row in items]
     grid = _select(grid, outputs, n_outputs, "outputs", "expected[output]")
     result: dict[Pair, torch.Tensor] = {}
-    for o, row in zip(outputs, grid):
+    for o, row in zip(outputs, grid, strict=True):
         row = _select(row, inputs, n_inputs, "inputs", f"expected[{o}]")
-        for i, entry in zip(inputs, row):
+        for i, entry in zip(inputs, row, strict=True):
             if entry is not None:
                 result[(o, i)] = _as_jacobian(entry, (o, i), shapes[(o, i)], device)
     return result

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from gradcheck._compare import PairData
-from gradcheck._inputs import call_outputs
+from ._compare import PairData, Probe
+from ._inputs import call_outputs
 
 __all__ = ["Projections", "random_projections", "analytic_projections", "project_fast"]
 
@@ -85,7 +85,7 @@ def project_fast(
                     autograd=_scalar(analytic[(o, i)]),
                     numerical=_scalar(numeric),
                     expected=None if ex is None else _scalar(ex),
-                    kinks=torch.tensor([jump > scaled_atol + rtol * abs(numeric)]),
+                    probe=_kink_probe(jump > scaled_atol + rtol * abs(numeric)),
                     atol=scaled_atol,
                     rtol=rtol,
                 )
@@ -113,7 +113,7 @@ def analytic_projections(
             retain_graph=True,
             allow_unused=True,
         )
-        for i, g in zip(diff, grads):
+        for i, g in zip(diff, grads, strict=True):
             if g is not None:
                 values[(o, i)] = float(g.reshape(-1).to(torch.float64) @ proj.v[i])
     return values
@@ -123,6 +123,12 @@ def _replace(args: Sequence[Any], i: int, x: torch.Tensor) -> list[Any]:
     call = list(args)
     call[i] = x
     return call
+
+
+def _kink_probe(kink: bool) -> Probe:
+    """A kink seen by the projection: one-sided slopes of u^T f along v differ."""
+    no = torch.tensor([False])
+    return Probe(kink=torch.tensor([kink]), verified=no, valid={}, smooth=no)
 
 
 def _scalar(value: float) -> torch.Tensor:

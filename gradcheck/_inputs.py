@@ -12,7 +12,9 @@ from gradcheck.report import TensorSummary
 
 __all__ = [
     "as_tuple",
+    "refuse_unusable",
     "differentiated_indices",
+    "same_layout_copy",
     "autograd_copies",
     "numerical_copies",
     "call_outputs",
@@ -39,6 +41,11 @@ def as_tuple(inputs: Any) -> tuple[Any, ...]:
     if isinstance(inputs, (tuple, list)):
         if not inputs:
             raise InputError("inputs is empty: pass the tensor(s) to differentiate at")
+        if all(_is_numbers(v) for v in inputs):
+            raise InputError(
+                f"inputs is a {type(inputs).__name__} of numbers, not a tensor: make it one, e.g. "
+                f"torch.tensor({_preview(inputs)}, dtype=torch.float64, requires_grad=True)"
+            )
         return tuple(inputs)
     raise InputError(
         f"inputs must be a tensor or a tuple of tensors, but got {type(inputs).__name__}. "
@@ -46,48 +53,99 @@ def as_tuple(inputs: Any) -> tuple[Any, ...]:
     )
 
 
+def _is_numbers(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_is_numbers(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _preview(values: Any) -> str:
+    text = repr(list(values) if isinstance(values, tuple) else values)
+    return text if len(text) <= 40 else text[:36] + "...]"
+
+
+def refuse_unusable(args: Sequence[Any]) -> None:
+    """Refuses tensors the checker cannot differentiate at: sparse, meta, and lists of numbers.
+
+    Raises:
+        InputError: naming the input, what it is, and what to pass instead.
+    """
+    for i, x in enumerate(args):
+        if isinstance(x, torch.Tensor):
+            if x.layout != torch.strided:
+                raise InputError(
+                    f"input {i} is a sparse tensor (layout {x.layout}); the checker perturbs and "
+                    "differentiates dense tensors only. Pass input.to_dense(), and convert it back "
+                    "inside fn (to_sparse()) if fn needs a sparse one."
+                )
+            if x.device.type == "meta":
+                raise InputError(
+                    f"input {i} is on the meta device: it has a shape {shape_text(x.shape)} but no "
+                    "values, so there is no point to differentiate at. Make it on cpu or cuda "
+                    "(e.g. torch.randn(shape, dtype=torch.float64))."
+                )
+        elif isinstance(x, (list, tuple)) and x and _is_numbers(x):
+            raise InputError(
+                f"input {i} is a {type(x).__name__} of numbers, not a tensor: make it one, e.g. "
+                f"torch.tensor({_preview(x)}, dtype=torch.float64, requires_grad=True)"
+            )
+
+
 def differentiated_indices(args: Sequence[Any]) -> tuple[int, ...]:
     """Which inputs to differentiate: those requiring grad, else every floating tensor.
 
+    Complex inputs are seen here as their real views, which are floating.
+
     Raises:
-        InputError: when no input can be differentiated, or one is complex.
+        InputError: when no input can be differentiated.
     """
     tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)]
-    for i, x in tensors:
-        if x.is_complex() and x.requires_grad:
-            raise InputError(
-                f"input {i} is complex ({x.dtype}); this checker handles real floating "
-                "tensors only. Check the real and imaginary parts as two real inputs."
-            )
     chosen = tuple(i for i, x in tensors if x.requires_grad)
     if not chosen:
         chosen = tuple(i for i, x in tensors if x.is_floating_point())
     if not chosen:
         found = ", ".join(
-            f"input {i}: {x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}"
+            f"input {i}: {x.dtype}" if isinstance(x, torch.Tensor) else f"input {i}: a {type(x).__name__}, not a tensor"
             for i, x in enumerate(args)
         )
         raise InputError(
-            f"no input can be differentiated: expected at least one floating-point tensor, "
-            f"found {found}. Make x with a float dtype, e.g. torch.tensor([0., 1., 2.])."
+            f"no input can be differentiated: expected at least one floating-point or complex tensor, "
+            f"found {found}. Make the inputs to differentiate float tensors, e.g. "
+            "torch.tensor([0.0, 1.0, 2.0]) or tensor.double()."
         )
     return chosen
 
 
-def autograd_copies(
-    args: Sequence[Any], diff: Sequence[int], device: torch.device
-) -> tuple[Any, ...]:
-    """Fresh leaf tensors in the inputs' own dtype; the differentiated ones require grad.
+def autograd_copies(args: Sequence[Any], diff: Sequence[int], device: torch.device) -> tuple[Any, ...]:
+    """Fresh leaf tensors in the inputs' own dtype and layout; the differentiated ones require grad.
 
-    Clones, so neither the user's tensors nor their `.grad` are touched.
+    Copies, so neither the user's tensors nor their `.grad` are touched; each keeps
+    its strides and storage offset (a slice x[:, ::2], an expanded tensor), so a
+    backward that is wrong only for such layouts is checked as the user calls it.
     """
     out: list[Any] = []
     for i, x in enumerate(args):
         if isinstance(x, torch.Tensor):
-            x = x.detach().to(device).clone()
+            x = same_layout_copy(x.detach(), device)
             x.requires_grad_(i in diff)
         out.append(x)
     return tuple(out)
+
+
+_OFFSET_SLACK = 4096  # storage elements before a view kept in the copy, at most this many beyond its extent
+
+
+def same_layout_copy(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy of `x` on `device` with x's sizes, strides and (when cheap) storage offset."""
+    if (x.is_contiguous() and x.storage_offset() == 0) or x.numel() == 0:
+        return x.to(device).clone()
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(x.shape, x.stride(), strict=True))
+    offset = x.storage_offset()
+    keep = offset if offset <= 4 * extent + _OFFSET_SLACK else 0
+    region = torch.as_strided(x, (extent,), (1,), offset).to(device)
+    storage = torch.empty(keep + extent, dtype=x.dtype, device=device)
+    storage[keep:] = region
+    return storage.as_strided(x.shape, x.stride(), keep)
 
 
 def numerical_copies(
@@ -106,30 +164,36 @@ def numerical_copies(
     return tuple(out)
 
 
-def call_outputs(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[torch.Tensor, ...]:
-    """Calls `fn(*args)` and returns its outputs as a tuple of tensors.
+def call_outputs(
+    fn: Callable[..., Any], args: Sequence[Any], *, found_complex: list[int] | None = None
+) -> tuple[torch.Tensor, ...]:
+    """Calls `fn(*args)` and returns its outputs as a tuple of tensors, complex ones as real views.
+
+    Args:
+        found_complex: when given, the indices of complex outputs are appended to it.
 
     Raises:
         InputError: when `fn` returns something other than a tensor or a tuple of them.
     """
     result = fn(*args)
     if isinstance(result, torch.Tensor):
-        return (result,)
-    if isinstance(result, (tuple, list)) and result:
-        bad = [
-            (k, type(r).__name__) for k, r in enumerate(result) if not isinstance(r, torch.Tensor)
-        ]
-        if not bad:
-            return tuple(result)
-        k, name = bad[0]
+        result = (result,)
+    elif not (isinstance(result, (tuple, list)) and result):
         raise InputError(
-            f"fn must return a tensor or a tuple of tensors, but its output {k} is a {name}. "
-            "Return only tensors (drop the others, or wrap numbers with torch.tensor)."
+            f"fn must return a tensor or a tuple of tensors, but it returned "
+            f"{type(result).__name__}. Return the tensor whose gradient you want checked."
         )
-    raise InputError(
-        f"fn must return a tensor or a tuple of tensors, but it returned "
-        f"{type(result).__name__}. Return the tensor whose gradient you want checked."
-    )
+    for k, r in enumerate(result):
+        if not isinstance(r, torch.Tensor):
+            raise InputError(
+                f"fn must return a tensor or a tuple of tensors, but its output {k} is a "
+                f"{type(r).__name__}. Return only tensors (drop the others, or wrap numbers with torch.tensor)."
+            )
+    if not any(r.is_complex() for r in result):
+        return tuple(result)
+    if found_complex is not None:
+        found_complex.extend(k for k, r in enumerate(result) if r.is_complex())
+    return tuple(torch.view_as_real(r.resolve_conj()) if r.is_complex() else r for r in result)
 
 
 def checked_outputs(outputs: Sequence[torch.Tensor]) -> tuple[int, ...]:
@@ -141,8 +205,9 @@ def checked_outputs(outputs: Sequence[torch.Tensor]) -> tuple[int, ...]:
     chosen = tuple(k for k, y in enumerate(outputs) if y.is_floating_point())
     if not chosen:
         dtypes = ", ".join(str(y.dtype) for y in outputs)
+        kinds = sorted({"boolean" if y.dtype == torch.bool else "integer" for y in outputs})
         raise InputError(
-            f"fn returned no floating-point output (found {dtypes}); integer and boolean "
+            f"fn returned no floating-point or complex output (found {dtypes}); {' and '.join(kinds)} "
             "outputs have no gradient. Return the floating-point result before rounding."
         )
     return chosen

@@ -10,14 +10,15 @@ from typing import Any
 import torch
 from torch.func import vmap
 
-from gradcheck._autograd import first_line
-from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
-from gradcheck._devices import is_out_of_memory
-from gradcheck._inputs import call_outputs
+from ._autograd import first_line, oldstyle_function
+from ._chunks import ChunkStats, plan_chunk, run_chunked
+from ._devices import is_out_of_memory
+from ._inputs import call_outputs
 
-__all__ = ["NumericalResult", "numerical_jacobian", "kink_mask", "rounding_floor"]
+__all__ = ["NumericalResult", "numerical_jacobian", "evaluate_steps", "rounding_floor"]
 
 Pair = tuple[int, int]
+VMAP, LOOP = "vmap", "loop"
 
 
 def rounding_floor(dtype: torch.dtype, scale: float, eps: float) -> float:
@@ -34,6 +35,7 @@ class NumericalResult:
     stats: ChunkStats
     floors: dict[int, float]
     notes: list[str] = field(default_factory=list)
+    verified: bool = False  # vmap's values were checked against a plain call
 
 
 @dataclass(slots=True)
@@ -47,6 +49,8 @@ class _Slot:
     eps: float
     result: NumericalResult
     jac: dict[int, torch.Tensor]  # per output: its (m_o, n_i) Jacobian, filled column by column
+    base: Sequence[torch.Tensor] = ()
+    atol: float = 0.0
 
     def call(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The checked outputs of fn with this slot's input replaced by `x`."""
@@ -56,25 +60,36 @@ class _Slot:
         return tuple(outs[o] for o in self.checked)
 
     def evaluate(
-        self, cols: torch.Tensor, method: str
-    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """fn at x + eps e_j and x - eps e_j for each j in `cols`: (plus, minus) per output.
+        self, cols: torch.Tensor, method: str, steps: Sequence[float] = (1.0, -1.0), plain: bool = False
+    ) -> list[list[torch.Tensor]]:
+        """fn at x + s eps e_j for each step multiple s and each j in `cols`.
 
-        Each tensor has one row per column j, flattened over the output's elements.
+        Returns one list per step, of one tensor per checked output with a row per
+        column j, flattened over the output's elements. With `plain`, one more entry
+        at the end holds fn at x itself (one row), evaluated the same way.
         """
         x = self.args[self.index]
         count = cols.numel()
-        batch = x.reshape(1, -1).repeat(2 * count, 1)
-        rows = torch.arange(count, device=x.device)
-        batch[rows, cols] += self.eps
-        batch[rows + count, cols] -= self.eps
-        batch = batch.reshape(2 * count, *x.shape)
-        if method == "vmap":
-            outs = [y.reshape(2 * count, -1) for y in vmap(self.call)(batch)]
+        rows = len(steps) * count + int(plain)
+        batch = x.reshape(1, -1).expand(rows, -1).clone()
+        first, last = int(cols[0]), int(cols[-1]) + 1
+        contiguous = last - first == count  # a range of columns: each step is a diagonal
+        at = None if contiguous else torch.arange(count, device=x.device)
+        for k, s in enumerate(steps):
+            if at is None:
+                batch[k * count : (k + 1) * count, first:last].diagonal().add_(s * self.eps)
+            else:
+                batch[at + k * count, cols] += s * self.eps
+        batch = batch.reshape(rows, *x.shape)
+        if method == VMAP:
+            outs = [y.reshape(rows, -1) for y in vmap(self.call)(batch)]
         else:
             each = [self.call(b) for b in batch]
             outs = [torch.stack([e[k].reshape(-1) for e in each]) for k in range(len(self.checked))]
-        return [y[:count] for y in outs], [y[count:] for y in outs]
+        parts = [[y[k * count : (k + 1) * count] for y in outs] for k in range(len(steps))]
+        if plain:
+            parts.append([y[-1:] for y in outs])
+        return parts
 
 
 def numerical_jacobian(
@@ -85,15 +100,22 @@ def numerical_jacobian(
     base: Sequence[torch.Tensor],
     *,
     eps: float,
+    atol: float = 1e-5,
     budget_bytes: int,
     device: torch.device,
 ) -> NumericalResult:
     """Central differences (f(x + eps e_j) - f(x - eps e_j)) / 2 eps for every input element.
 
+    The first batched chunk also evaluates fn at x itself under vmap; when that
+    differs from `base` (a wrong custom vmap rule), every column runs in a loop.
+
     Args:
-        base: fn's checked outputs at the unperturbed `args` (sizes and rounding floors).
+        base: fn's checked outputs at the unperturbed `args` (sizes, rounding floors,
+            and the plain call that vmap's values are checked against).
+        atol: the check's absolute tolerance; vmap may differ from the plain call by
+            no more than would move a difference quotient by a tenth of it.
     """
-    floors = {o: rounding_floor(y.dtype, _max_abs(y), eps) for o, y in zip(checked, base)}
+    floors = {o: rounding_floor(y.dtype, _max_abs(y), eps) for o, y in zip(checked, base, strict=True)}
     n_in = sum(x.numel() for x in args if isinstance(x, torch.Tensor))
     stats = plan_chunk(
         budget_bytes=budget_bytes,
@@ -101,46 +123,36 @@ def numerical_jacobian(
         itemsize=max(args[i].element_size() for i in diff),
         total=max(args[i].numel() for i in diff),
     )
-    result = NumericalResult({}, "vmap", stats, floors)
+    result = NumericalResult({}, VMAP, stats, floors)
     for i in diff:
         jac = {
             o: torch.empty(y.numel(), args[i].numel(), dtype=torch.float64, device=device)
-            for o, y in zip(checked, base)
+            for o, y in zip(checked, base, strict=True)
         }
-        slot = _Slot(fn, args, i, checked, eps, result, jac)
+        slot = _Slot(fn, args, i, checked, eps, result, jac, base, atol)
         run_chunked(args[i].numel(), stats, functools.partial(_work, slot), device)
-        result.jac.update({(o, i): t for o, t in jac.items()})
+        result.jac.update({(o, i): t.div_(2 * eps) for o, t in jac.items()})
     return result
 
 
-def kink_mask(
+def evaluate_steps(
     fn: Callable[..., Any],
     args: Sequence[Any],
-    pair: Pair,
+    index: int,
     checked: Sequence[int],
-    base: torch.Tensor,
     cols: torch.Tensor,
     *,
     eps: float,
     method: str,
-    limit: torch.Tensor,
-) -> torch.Tensor:
-    """Which of the input elements `cols` are kinks of output `pair[0]`, shape (m_o, len(cols)).
+    steps: Sequence[float],
+) -> list[list[torch.Tensor]]:
+    """fn's checked outputs at x + s eps e_j for each step multiple s and input element j in `cols`.
 
-    A kink is where the one-sided slopes (f(x+h)-f(x))/h and (f(x)-f(x-h))/h differ
-    by more than `limit` (per element, same shape as the result): there the function
-    has no single derivative and a central difference cannot be trusted. Their
-    difference, (f(x+h) - 2 f(x) + f(x-h)) / h, is O(h f'') where fn is smooth.
+    One list per step, of one float64 (len(cols), m_o) tensor per checked output.
     """
-    o, i = pair
     result = NumericalResult({}, method, ChunkStats(1, 1), {})
-    slot = _Slot(fn, args, i, checked, eps, result, {})
-    plus, minus = slot.evaluate(cols, method)
-    k = list(checked).index(o)
-    y0 = base.detach().reshape(1, -1).to(torch.float64)
-    yp, ym = plus[k].detach().to(torch.float64), minus[k].detach().to(torch.float64)
-    jump = (yp - 2 * y0 + ym).abs() / eps
-    return jump.T > limit
+    slot = _Slot(fn, args, index, checked, eps, result, {})
+    return [[y.detach().to(torch.float64) for y in step] for step in slot.evaluate(cols, method, steps)]
 
 
 def _max_abs(y: torch.Tensor) -> float:
@@ -149,28 +161,70 @@ def _max_abs(y: torch.Tensor) -> float:
 
 def _work(slot: _Slot, start: int, stop: int) -> None:
     cols = torch.arange(start, stop, device=slot.args[slot.index].device)
-    if slot.result.method == "vmap":
+    result = slot.result
+    if result.method == VMAP:
         try:
-            _store(slot, start, stop, *slot.evaluate(cols, "vmap"))
-            return
+            parts = slot.evaluate(cols, VMAP, plain=not result.verified)
         except Exception as e:  # noqa: BLE001 - the loop below re-raises real bugs
             if is_out_of_memory(e):
                 raise
-            slot.result.method = "loop"
-            slot.result.notes.append(
-                "finite differences ran one element at a time because fn cannot be "
-                f"vmapped ({first_line(e)}). In-place ops on inputs, .item(), data-dependent "
-                "if/while and autograd.Functions without setup_context + "
-                "generate_vmap_rule=True prevent batching; the results are the same, only slower."
-            )
-    for j in range(start, stop):
-        _store(slot, j, j + 1, *slot.evaluate(cols[j - start : j - start + 1], "loop"))
+            result.method = LOOP
+            result.notes.append(_no_vmap_note(e))
+        else:
+            if result.verified or _same_as_plain(slot, parts[-1]):
+                result.verified = True
+                _store(slot, start, stop, parts[0], parts[1])
+                return
+            result.method = LOOP
+    _store(slot, start, stop, *slot.evaluate(cols, LOOP))
 
 
-def _store(
-    slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]
-) -> None:
-    """Writes columns [start, stop) of each output's Jacobian: row j of plus/minus is column j."""
-    for o, yp, ym in zip(slot.checked, plus, minus):
-        central = torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64))
-        slot.jac[o][:, start:stop] = central.div_(2 * slot.eps).T
+def _no_vmap_note(error: Exception) -> str:
+    if oldstyle_function(error):
+        return (
+            "fn uses an autograd.Function without setup_context, which vmap cannot batch: finite "
+            "differences ran one element at a time (same numbers, slower)."
+        )
+    return (
+        "finite differences ran one element at a time because fn cannot be "
+        f"vmapped ({first_line(error)}). In-place ops on inputs, .item(), data-dependent "
+        "if/while and autograd.Functions without setup_context + "
+        "generate_vmap_rule=True prevent batching; the results are the same, only slower."
+    )
+
+
+def _same_as_plain(slot: _Slot, batched: list[torch.Tensor]) -> bool:
+    """Whether fn under vmap gives the plain call's values at the unperturbed input.
+
+    A wrong custom vmap rule (or an op batched differently) gives other values; then
+    finite differences through vmap cannot be trusted, and a note says so.
+    """
+    worst = 0.0
+    for got, want in zip(batched, slot.base, strict=True):
+        want64 = want.detach().reshape(1, -1).to(torch.float64)
+        diff = (got.detach().to(torch.float64) - want64).abs()
+        both_nan = got.detach().isnan() & want64.isnan()
+        diff = diff.masked_fill(both_nan, 0.0).nan_to_num(nan=float("inf"))
+        roundoff = torch.finfo(want.dtype).eps if want.is_floating_point() else 0.0
+        scale = float(want64.abs().nan_to_num(0.0, 0.0, 0.0).max()) if want64.numel() else 0.0
+        limit = slot.atol * slot.eps / 10 + 1e3 * roundoff * scale
+        if diff.numel() and float(diff.max()) > limit:
+            worst = max(worst, float(diff.max()))
+    if worst == 0.0:
+        return True
+    slot.result.notes.append(
+        f"fn gives different values under vmap than when called plainly (by up to {worst:.3g} at the "
+        "unperturbed input): its batching (a custom vmap rule, or generate_vmap_rule on a forward "
+        "that is not batch-safe) is wrong, so finite differences ran one element at a time "
+        "without vmap. Anything run under torch.func.vmap with this function gets wrong values."
+    )
+    return False
+
+
+def _store(slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]) -> None:
+    """Writes columns [start, stop) of each output's Jacobian: row j of plus/minus is column j.
+
+    The differences go straight into the (transposed) columns; `_finish` divides by 2 eps.
+    """
+    for o, yp, ym in zip(slot.checked, plus, minus, strict=True):
+        torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64), out=slot.jac[o][:, start:stop].T)

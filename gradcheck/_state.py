@@ -6,17 +6,17 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from gradcheck._chunks import ChunkStats, OutOfMemory, human_bytes
-from gradcheck._inputs import summarize
-from gradcheck._notes import dtype_label, precision_notes
-from gradcheck._numerical import rounding_floor
-from gradcheck.errors import InputError
-from gradcheck.report import Blame, MemoryInfo, PairReport, Report, Timings
+from ._chunks import ChunkStats, OutOfMemory, human_bytes
+from ._inputs import summarize
+from ._notes import dtype_label, precision_notes
+from ._numerical import rounding_floor
+from .errors import InputError
+from .report import MemoryInfo, PairReport, Report, Timings
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -24,11 +24,14 @@ __all__ = [
     "CUDA_MEMORY_BUDGET",
     "resolve_budget",
     "DEFAULT_DETAIL_LIMIT",
+    "MODES",
+    "KINKS",
     "CheckOptions",
     "CheckOutcome",
     "Clock",
     "RunState",
     "build_report",
+    "kinks_note",
     "oom_report",
 ]
 
@@ -38,6 +41,8 @@ CPU_MEMORY_BUDGET = 32 * 2**20
 CUDA_MEMORY_BUDGET = 1024 * 2**20
 DEFAULT_MEMORY_BUDGET = None
 DEFAULT_DETAIL_LIMIT = 10_000  # pairs up to this many elements keep every element
+MODES = ("rev", "fwd")
+KINKS = ("fail", "warn", "pass")
 
 Pair = tuple[int, int]
 
@@ -55,6 +60,9 @@ class CheckOptions:
     memory_budget: int | None = DEFAULT_MEMORY_BUDGET
     detail_limit: int = DEFAULT_DETAIL_LIMIT
     seed: int = 0
+    modes: tuple[str, ...] = ("rev",)
+    order: int = 1
+    kinks: str = "fail"
 
     def __post_init__(self) -> None:
         for name in ("eps", "atol", "rtol"):
@@ -79,6 +87,32 @@ class CheckOptions:
             )
         if not isinstance(self.detail_limit, int) or self.detail_limit < 0:
             raise InputError(f"detail_limit must be an int >= 0, but got {self.detail_limit!r}")
+        self._check_modes()
+
+    def _check_modes(self) -> None:
+        modes = self.modes
+        if isinstance(modes, str) or not modes or not all(isinstance(m, str) and m in MODES for m in modes):
+            raise InputError(
+                f"modes must be a non-empty tuple of {', '.join(map(repr, MODES))} (reverse mode: the "
+                f"backward; forward mode: jvp), but got {modes!r}"
+            )
+        if len(set(modes)) != len(modes):
+            raise InputError(f"modes names a mode twice: {modes!r}")
+        if self.order not in (1, 2) or isinstance(self.order, bool):
+            raise InputError(
+                f"order must be 1 (gradients) or 2 (also the gradient of the gradient and "
+                f"Hessian-vector products), but got {self.order!r}"
+            )
+        if self.kinks not in KINKS:
+            raise InputError(
+                f"kinks must be one of {', '.join(map(repr, KINKS))} (what a verified kink with a valid "
+                f"one-sided gradient does to the verdict), but got {self.kinks!r}"
+            )
+        if self.fast and (self.modes != ("rev",) or self.order != 1):
+            raise InputError(
+                "fast=True compares random projections of the reverse-mode Jacobian only; drop fast=True "
+                "to check forward mode (modes=...) or second order (order=2)"
+            )
 
 
 @dataclass(slots=True)
@@ -113,6 +147,8 @@ class Clock:
             numerical_s=s.get("numerical", 0.0),
             expected_s=s.get("expected", 0.0),
             compare_s=s.get("compare", 0.0),
+            forward_s=s.get("forward", 0.0),
+            second_order_s=s.get("second order", 0.0),
             total_s=time.perf_counter() - self.start,
         )
 
@@ -129,6 +165,7 @@ class RunState:
     clock: Clock
     budget: int
     num_fn: Callable[..., Any]  # what finite differences call: fn, or a cast copy of it
+    user_fn: Callable[..., Any]  # fn as given (complex inputs as complex tensors)
     notes: list[str] = field(default_factory=list)
     stats: ChunkStats | None = None
     outputs: tuple[torch.Tensor, ...] = ()
@@ -136,6 +173,11 @@ class RunState:
     num_args: tuple[Any, ...] = ()
     expected_dtype: str | None = None
     retries: int = 0  # out-of-memory halvings on the autograd side
+    complex_inputs: tuple[int, ...] = ()
+    complex_outputs: list[int] = field(default_factory=list)
+    forward_method: str | None = None
+    hvp_method: str | None = None
+    float64_jac: dict[Pair, torch.Tensor] | None = None  # autograd on the float64 copies, when asked for
 
 
 def resolve_budget(budget: int | None, device: torch.device) -> int:
@@ -154,6 +196,7 @@ def resolve_budget(budget: int | None, device: torch.device) -> int:
 def build_report(
     state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str
 ) -> Report:
+    """The Report of a finished run."""
     opts = state.opts
     num_dtype = state.num_args[state.diff[0]].dtype
     # NaN/Inf outputs fail on their own; the rounding floor is that of the finite values.
@@ -169,7 +212,9 @@ def build_report(
         rtol=opts.rtol,
         requested_dtype=opts.dtype,
     )
-    pairs = [_floor_blame(p, floor, opts.atol) for p in pairs]
+    accepted = sum(p.kinks_accepted for p in pairs)
+    if accepted:
+        notes.append(kinks_note(accepted, opts.kinks))
     stats = state.stats or ChunkStats(chunk_size=1, item_bytes=0)
     return Report(
         passed=all(p.passed for p in pairs),
@@ -191,7 +236,22 @@ def build_report(
         memory=MemoryInfo(
             state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries + state.retries, None
         ),
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(notes)),
+        modes=opts.modes,
+        order=opts.order,
+        kinks=opts.kinks,
+        forward_method=state.forward_method,
+        hvp_method=state.hvp_method,
+    )
+
+
+def kinks_note(accepted: int, kinks: str) -> str:
+    """The sentence saying that kinks were accepted, and how to see them fail."""
+    return (
+        f"kinks={kinks!r}: {accepted} element(s) passed only because the function has a verified kink "
+        "there (its one-sided slopes differ, as relu at 0) and each gradient given is one of them or "
+        "between them (a valid one-sided or sub-gradient); finite differences give their average. "
+        "kinks='fail' fails them."
     )
 
 
@@ -200,13 +260,6 @@ def _max_input(state: RunState) -> float:
         (float(state.num_args[i].abs().max()) for i in state.diff if state.num_args[i].numel()),
         default=0.0,
     )
-
-
-def _floor_blame(pair: PairReport, floor: float, atol: float) -> PairReport:
-    """A failure no bigger than the finite differences' rounding floor is theirs to explain."""
-    if pair.passed or pair.blame == Blame.NONFINITE or floor <= atol or pair.max_abs_error > 10 * floor:
-        return pair
-    return replace(pair, blame=Blame.NUMERICAL, constant_ratio=None)
 
 
 def oom_report(state: RunState, oom: OutOfMemory) -> Report:
@@ -237,5 +290,8 @@ def oom_report(state: RunState, oom: OutOfMemory) -> Report:
         precision_floor=0.0,
         timings=state.clock.timings(),
         memory=MemoryInfo(state.budget, stats.chunk_size, stats.chunk_bytes, stats.retries, text),
-        notes=tuple(state.notes),
+        notes=tuple(dict.fromkeys(state.notes)),
+        modes=opts.modes,
+        order=opts.order,
+        kinks=opts.kinks,
     )

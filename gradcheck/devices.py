@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
-from gradcheck._devices import resolve_device
-from gradcheck._format import table
-from gradcheck._state import CheckOptions, CheckOutcome
-from gradcheck.checker import run_check
-from gradcheck.errors import InputError
-from gradcheck.report import Report, to_plain
+from ._devices import resolve_device
+from ._format import table
+from ._state import CheckOptions, CheckOutcome
+from .checker import raised_here, run_check
+from .errors import InputError
+from .report import Report, to_plain
 
 __all__ = ["DeviceDifference", "DeviceComparison", "compare_devices"]
 
@@ -64,7 +64,7 @@ class DeviceComparison:
             if all(r.passed for r in self.reports)
             else (
                 "failing on "
-                + ", ".join(d for d, r in zip(self.devices, self.reports) if not r.passed)
+                + ", ".join(d for d, r in zip(self.devices, self.reports, strict=True) if not r.passed)
             )
         )
         lines = [f"compare_devices: gradients {word} across {', '.join(self.devices)} ({own})"]
@@ -80,7 +80,7 @@ class DeviceComparison:
         ]
         header = ["output/input", "devices", "autograd max diff", "numerical max diff", "agree"]
         lines += table(header, rows)
-        for device, report in zip(self.devices, self.reports):
+        for device, report in zip(self.devices, self.reports, strict=True):
             body = str(report).splitlines()
             lines += ["", f"on {device}:"] + ["  " + line for line in body]
         return "\n".join(lines)
@@ -107,6 +107,14 @@ def compare_devices(
         InputError: fewer than two devices, or a `device` option (use `devices`).
         DeviceError: a device that does not exist here, before anything runs.
     """
+    __tracebackhide__ = True  # under pytest, errors point at the caller's line
+    with raised_here():
+        return _compare(fn, inputs, devices, expected, options)
+
+
+def _compare(
+    fn: Callable[..., Any], inputs: Any, devices: Sequence[str | torch.device], expected: Any, options: dict[str, Any]
+) -> DeviceComparison:
     if "device" in options or "raise_exception" in options:
         raise InputError(
             "compare_devices takes devices=(...) and returns a DeviceComparison; drop the "
@@ -124,7 +132,7 @@ def compare_devices(
     ]
     differences = tuple(
         diff
-        for device, outcome in zip(resolved[1:], outcomes[1:])
+        for device, outcome in zip(resolved[1:], outcomes[1:], strict=True)
         for diff in _differences(str(device), outcomes[0], outcome, base)
     )
     reports = tuple(o.report for o in outcomes)

@@ -11,6 +11,8 @@ Hierarchy::
 
     GradientAssertionError (AssertionError): raised by `assert_gradients` (has `.report`)
 
+    GradcheckWarning (UserWarning): issued by `check(..., kinks="warn")` when a kink was accepted
+
 An exception raised by the user's own function is never wrapped, with one
 exception: PyTorch's "Expected all tensors to be on the same device" becomes a
 `DeviceError` that says which tensor is where (the original is its `__cause__`).
@@ -31,6 +33,7 @@ __all__ = [
     "CheckMemoryError",
     "GradientMismatchError",
     "GradientAssertionError",
+    "GradcheckWarning",
 ]
 
 
@@ -72,3 +75,7 @@ class GradientAssertionError(AssertionError):
     def __init__(self, report: Report) -> None:
         super().__init__(str(report))
         self.report = report
+
+
+class GradcheckWarning(UserWarning):
+    """A check passed with something a person should know: `kinks="warn"` accepted a kink."""

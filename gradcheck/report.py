@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
     "SCHEMA_VERSION",
     "Blame",
+    "Check",
     "Element",
     "Comparison",
     "PairReport",
@@ -17,9 +19,10 @@ __all__ = [
     "MemoryInfo",
     "Report",
     "to_plain",
+    "set_text_formatter",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Blame:
@@ -32,16 +35,29 @@ class Blame:
     EXPECTED = "expected"  # the hand derivation disagrees with autograd and finite differences
     AUTOGRAD = "autograd"  # the backward disagrees with finite differences (and expected)
     NUMERICAL = "numerical"  # finite differences disagree: a kink, or too little precision
+    SHARED = "shared"  # autograd and expected agree, finite differences are sound: one shared mistake
+    ROUNDING = "rounding"  # low-precision autograd off by rounding; in float64 it agrees (inconclusive)
     UNCLEAR = "unclear"  # all three sides disagree with each other
     NONFINITE = "nonfinite"  # a side gives NaN or Inf: nothing can be compared there
+
+
+class Check:
+    """What a pair checks: plain string constants, as `PairReport.check` carries them."""
+
+    REV = "rev"  # reverse mode (backward, vector-Jacobian products) against finite differences
+    FWD = "fwd"  # forward mode (jvp) against finite differences and reverse mode
+    REV2 = "rev2"  # second order: the Jacobian of the gradient (double backward) against differences of it
+    REV2_U = "rev2-u"  # second order: the gradient differentiated by an output's weights (grad_outputs)
+    HVP = "hvp"  # second order: Hessian-vector products against differences of the gradient
 
 
 @dataclass(frozen=True, slots=True)
 class Element:
     """One Jacobian element: the values each side gives and how far apart they are.
 
-    `index` indexes the Jacobian, whose shape is output shape + input shape, so
-    its first part is the output element and its last part the input element.
+    `index` indexes the Jacobian, whose shape is output shape + input shape:
+    `output_element` is its first part (the output element), `input_element` the
+    rest (the input element).
     """
 
     index: tuple[int, ...]
@@ -51,6 +67,8 @@ class Element:
     abs_error: float
     rel_error: float
     failed: bool
+    output_element: tuple[int, ...] = ()
+    input_element: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +98,13 @@ class PairReport:
     element, the largest absolute difference between any two sides.
     `nonfinite` counts NaN/Inf elements per side ("autograd", "numerical",
     "expected"); any makes the pair fail with blame `Blame.NONFINITE`.
+
+    `check` says what the pair checks (`Check`); `sides` names its three value
+    columns (for `Check.REV`: autograd, numerical, expected; for `Check.FWD`:
+    forward, numerical, reverse). `kinks_accepted` counts elements that failed only
+    at a verified kink and passed under `kinks="warn"` or `"pass"`. `atol`/`rtol`
+    are the tolerances of comparisons with the side under test (wider than the
+    check's for bfloat16/float16 autograd).
     """
 
     output_index: int
@@ -105,11 +130,16 @@ class PairReport:
     failed_mask: tuple[bool, ...] | None
     constant_ratio: float | None = None
     nonfinite: tuple[tuple[str, int], ...] = ()
+    check: str = Check.REV
+    sides: tuple[str, str, str] = ("autograd", "numerical", "expected")
+    kinks_accepted: int = 0
+    atol: float = 0.0
+    rtol: float = 0.0
 
     def __repr__(self) -> str:
         verdict = "passed" if self.passed else f"FAILED at {self.failed_count} element(s), blame {self.blame}"
         return (
-            f"<PairReport output {self.output_index}, input {self.input_index}: {verdict}, "
+            f"<PairReport {self.check} output {self.output_index}, input {self.input_index}: {verdict}, "
             f"{self.numel} elements, max abs error {self.max_abs_error:.2g}; .worst_elements, "
             ".autograd, .numerical for the values>"
         )
@@ -135,6 +165,8 @@ class Timings:
     expected_s: float
     compare_s: float
     total_s: float
+    forward_s: float = 0.0
+    second_order_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +212,22 @@ class Report:
     timings: Timings
     memory: MemoryInfo
     notes: tuple[str, ...]
+    modes: tuple[str, ...] = ("rev",)
+    order: int = 1
+    kinks: str = "fail"
+    forward_method: str | None = None
+    hvp_method: str | None = None
+
+    @property
+    def inconclusive(self) -> bool:
+        """Whether every failing pair only differs by low-precision rounding (blame `rounding`)."""
+        failing = self.failed_pairs
+        return bool(failing) and all(p.blame == Blame.ROUNDING for p in failing)
+
+    @property
+    def kinks_accepted(self) -> int:
+        """Elements that passed only because `kinks` accepted a verified kink there."""
+        return sum(p.kinks_accepted for p in self.pairs)
 
     @property
     def failed_pairs(self) -> tuple[PairReport, ...]:
@@ -191,18 +239,23 @@ class Report:
         """Whether a hand-derived gradient took part in the check."""
         return self.expected_dtype is not None
 
-    def pair(self, output_index: int, input_index: int) -> PairReport:
-        """The report of one (output, input) pair.
+    def pair(self, output_index: int, input_index: int, check: str | None = None) -> PairReport:
+        """The report of one (output, input) pair: the first checked, or that of `check`.
+
+        For the second-order checks ("rev2", "hvp") `output_index` is the input
+        whose gradient is differentiated and `input_index` the input it is
+        differentiated by.
 
         Raises:
             KeyError: when no such pair was checked.
         """
         for p in self.pairs:
-            if (p.output_index, p.input_index) == (output_index, input_index):
+            if (p.output_index, p.input_index) == (output_index, input_index) and check in (None, p.check):
                 return p
-        checked = [(p.output_index, p.input_index) for p in self.pairs]
+        checked = sorted({(p.output_index, p.input_index) for p in self.pairs if check in (None, p.check)})
+        what = f"{check} pair" if check else "pair"
         raise KeyError(
-            f"no pair (output {output_index}, input {input_index}) in this report; "
+            f"no {what} (output {output_index}, input {input_index}) in this report; "
             f"the checked pairs are {checked}"
         )
 
@@ -216,15 +269,15 @@ class Report:
         return data
 
     def __str__(self) -> str:
-        from gradcheck._format import format_report
-
-        return format_report(self)
+        return _TEXT[0](self)
 
     def __repr__(self) -> str:
         # A notebook shows this for a report left as a cell's last value: keep it
         # one line that says what it is and how to see the rest.
         if self.memory.out_of_memory:
             verdict = "did not finish (out of memory)"
+        elif self.inconclusive:
+            verdict = "INCONCLUSIVE (low-precision rounding)"
         elif self.passed:
             verdict = "passed"
         else:
@@ -235,6 +288,20 @@ class Report:
             f"max abs error {worst:.2g}, on {self.device}; print(report) for the table, "
             "report.pairs for the numbers, report.to_dict() for JSON>"
         )
+
+
+def _plain_text(report: Report) -> str:
+    return repr(report)
+
+
+# The readable text comes from `_format`, which imports these records and registers
+# itself (the package imports it first), so this module imports nothing of the checker.
+_TEXT: list[Callable[[Report], str]] = [_plain_text]
+
+
+def set_text_formatter(formatter: Callable[[Report], str]) -> None:
+    """Makes `formatter` what `str(report)` calls."""
+    _TEXT[0] = formatter
 
 
 def to_plain(value: Any) -> Any:

@@ -163,7 +163,7 @@ class _Tree:
     def feeds(self) -> set[tuple[str, str]]:
         """(a, b) for sibling modules a, b where a data edge goes from inside a to inside b."""
         pairs: set[tuple[str, str]] = set()
-        done: set[tuple[str, str]] = set()  # a model repeats few (module, module) pairs many times
+        done: set[tuple[str, str]] = set()  # a network repeats few (module, module) pairs many times
         for e in self.graph.edges:
             a, b = self.modules_of.get(e.src), self.modules_of.get(e.dst)
             if e.kind is not EdgeKind.DATA or a is None or b is None or a == b or (a, b) in done:

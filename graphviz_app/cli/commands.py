@@ -16,7 +16,11 @@ from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
+from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from .files import FileProblem, check_script, named_path, read_program
+from .memory import add_memory_parser, run_memory
+from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
 if TYPE_CHECKING:
@@ -40,10 +44,17 @@ examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
   graphviz-app render model.py:build -o model.svg --depth 2 --roll
+  graphviz-app render model.py:build -o model.html          (the interactive viewer, one file)
+  graphviz-app render g.json -o g.html                      (a graph saved with save(graph, "g.json"))
+  graphviz-app render g.json -o me.json --format model-explorer
   graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" \\
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
+      --expected "(x > 0).double()" --kinks warn
+  graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
+  graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -74,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,serve}",
+                                parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -83,9 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         "record() so modules can be drawn. Notes on the graph go to stderr.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
+    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
     render.add_argument("-o", "--output", required=True, metavar="FILE",
-                        help="output file: .svg .png .pdf .dot or .json")
+                        help="output file: .svg .png .pdf .dot .json or .html (the interactive viewer)")
+    render.add_argument("--format", choices=("model-explorer",),
+                        help="write this format whatever the output's suffix: model-explorer "
+                        "(Google's Model Explorer JSON)")
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
                         help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
@@ -116,8 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--fwd", action="store_true",
+                       help="also check forward mode (jvp) against finite differences and reverse mode")
+    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="2: also check second order (double backward, Hessian-vector products); default 1")
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+                       help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
+                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _program_options(check)
+    add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
@@ -140,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve,
+        "memory": lambda a: run_memory(a, _run_script),
     }
     try:
         return commands[args.command](args)
@@ -169,7 +193,8 @@ def _describe(e: Exception) -> tuple[str, int]:
 
 
 def _render(args: argparse.Namespace) -> int:
-    _check_suffix(args.output)
+    if not args.format:
+        _check_suffix(args.output)
     from .. import save  # torch loads later, after the quick checks
 
     # The tensors are made, traced and freed on a big-stack thread: freeing a
@@ -177,8 +202,12 @@ def _render(args: argparse.Namespace) -> int:
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
     from ..tracing.big_stack import call_with_large_stack
 
-    traced = call_with_large_stack(_trace_target, args)
-    graph = collapse(traced, depth=args.depth, roll=args.roll)
+    if is_saved_graph(args.target):
+        traced = load_saved_graph(args.target)
+    else:
+        traced = call_with_large_stack(_trace_target, args)
+    whole = output_format(args.output, args.format) in WHOLE_GRAPH_FORMATS  # the viewer folds it itself
+    graph = traced if whole else collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
         hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
         if not _SCRIPT.match(args.target or ""):
@@ -186,8 +215,8 @@ def _render(args: argparse.Namespace) -> int:
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
     try:
         color_by = "gradient" if args.gradients else "device"
-        path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
-                    timeout=LAYOUT_SECONDS)
+        path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
+                    color_by=color_by, timeout=LAYOUT_SECONDS)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
@@ -209,6 +238,9 @@ def _trace_target(args: argparse.Namespace) -> Graph:
     if script and not (args.var or args.program):
         result = _run_script(Path(script["path"]), script["func"], args.target)
         return script_graph(result, args.target, **options)
+    problem = named_path(args.target) if args.target and not (args.var or args.program) else None
+    if problem is not None:  # a directory or a file given where SCRIPT.py:FUNCTION was meant
+        raise _Fail(problem)
     composed = _compose(args)
     evaluation = _evaluate(composed, args)
     from .. import trace
@@ -228,10 +260,10 @@ def _check_suffix(output: str) -> None:
 def _compose(args: argparse.Namespace) -> Composed:
     text = None
     if args.program:
-        try:
-            text = Path(args.program).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise _Fail(f"cannot read --program {args.program}: {getattr(e, 'strerror', None) or e}") from e
+        try:  # at most the limit + 1 characters: --program /dev/zero is refused, not read
+            text = read_program(Path(args.program), limit=Limits().max_source_chars)
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
     try:
         return compose(args.target, definitions=args.var, program=text, program_name=args.program or "the program")
     except ExprError as e:
@@ -250,8 +282,10 @@ def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
 
 def _run_script(path: Path, name: str, target: str) -> Any:
     """Import the person's own script and call `name()` (like pytest imports test files)."""
-    if not path.is_file():
-        raise _Fail(f"no such script: {path}")
+    try:
+        check_script(path)  # a directory, a FIFO or a device is refused, never opened
+    except FileProblem as e:
+        raise _Fail(str(e)) from e
     spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise _Fail(f"cannot import {path}: not a Python file")
@@ -300,7 +334,9 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError, check
+    import warnings
+
+    from gradcheck import GradcheckError, GradcheckWarning, check
 
     from ..expr.api import expected_function, to_function
 
@@ -308,18 +344,36 @@ def _check(args: argparse.Namespace) -> int:
     options = {"device": args.device, "dtype": args.dtype}
     try:
         fn, inputs = to_function(composed.source, wrt, **options)
-        expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
+        expected = _expected(expected_function(composed.source, args.expected, wrt, **options), args.expected) \
+            if args.expected else None
     except ExprError as e:
         raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
     try:
-        report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                       device=args.device, fast=args.fast)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", GradcheckWarning)
+            report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                           device=args.device, fast=args.fast, modes=("rev", "fwd") if args.fwd else ("rev",),
+                           order=args.order, kinks=args.kinks)
     except ExprError as e:
         raise _Fail(composed.locate(e)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
+    for w in warned:
+        print(f"graphviz-app check: warning: {w.message}", file=sys.stderr)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return EXIT_OK if report.passed else EXIT_CHECK_FAILED
+
+
+def _expected(hand: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """The hand gradient, its run-time errors (a wrong count of values) said to be in --expected."""
+
+    def expected(*tensors: Any) -> Any:
+        try:
+            return hand(*tensors)
+        except ExprError as e:
+            raise _Fail(f"in --expected ({text}): {e.message}") from e
+
+    return expected
 
 
 def _default_wrt(composed: Composed, args: argparse.Namespace) -> list[str]:

@@ -12,6 +12,7 @@ import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
+from ..analysis.regions import show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
@@ -27,9 +28,13 @@ from .style import (
     node_label,
 )
 
-__all__ = ["FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT", "render", "export", "export_drawing", "save"]
+__all__ = [
+    "FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT",
+    "render", "export", "export_drawing", "save",
+]
 
-FORMATS = ("svg", "png", "pdf", "dot", "json")
+FORMATS = ("svg", "png", "pdf", "dot", "json", "html")  # by suffix
+EXPORT_FORMATS = (*FORMATS, "model-explorer")  # html and model-explorer: the whole graph, no layout here
 RANKDIRS = ("TB", "BT", "LR", "RL")
 COLOR_BY = ("device", "gradient")
 
@@ -52,7 +57,9 @@ def render(
         rankdir: Graphviz direction, one of TB, BT, LR, RL.
         legend: add a box explaining the node shapes and device colours.
         max_attr_chars: cut op attribute lines longer than this.
-        depth, roll, expanded: draw modules as boxes, see `collapse.collapse`.
+        depth, roll, expanded: draw modules as boxes, see `collapse.collapse`;
+            torch.compile's regions are boxes too, open when `expanded` names
+            them (see `regions.show_regions`).
         clusters: frame each module's nodes in a cluster labelled `name: Type`
             (graphs traced with module information only).
         color_by: "device" (fill by device) or "gradient": edges coloured and
@@ -69,7 +76,7 @@ def render(
         CollapseError: `depth` or `expanded` is malformed.
     """
     _check_options(rankdir, color_by)
-    shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)
+    shown = show_regions(collapse(graph, depth=depth, roll=roll, expanded=expanded), expanded=expanded)
     return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                  color_by=color_by)
 
@@ -158,7 +165,10 @@ def export(
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
 ) -> bytes:
-    """The graph as bytes in `fmt` (svg, png, pdf, dot or json).
+    """The graph as bytes in `fmt` (svg, png, pdf, dot, json, html or model-explorer).
+
+    "html" is the interactive viewer as one self-contained file, "model-explorer" the graph
+    as Google's Model Explorer reads it (see `graphviz_app.viewer`); both hold the whole graph.
 
     Args:
         graph: the traced graph.
@@ -183,15 +193,18 @@ def export(
         CollapseError: `depth` or `expanded` is malformed.
     """
     fmt = fmt.lower().lstrip(".")
-    if fmt not in FORMATS:
+    if fmt not in EXPORT_FORMATS:
         raise UnsupportedFormatError(
-            f"cannot write format {fmt!r}: choose one of {', '.join('.' + f for f in FORMATS)}"
+            f"cannot write format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}"
         )
     _check_options(rankdir, color_by)
+    if fmt in ("html", "model-explorer"):
+        return _viewer_export(graph, fmt, rankdir=rankdir)
     if fmt in ("json", "dot"):
         shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
         if fmt == "json":
             return shown.to_json(indent=1).encode()
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
         return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                      color_by=color_by).source.encode()
     drawn = export_drawing(
@@ -245,6 +258,7 @@ def export_drawing(
     _check_options(rankdir, color_by)
 
     def to_dot(shown: Graph) -> str:
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
         return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                      color_by=color_by).source
 
@@ -252,10 +266,20 @@ def export_drawing(
                           timeout=timeout, clusters=clusters, legend=legend, progress=progress)
 
 
+def _viewer_export(graph: Graph, fmt: str, *, rankdir: str) -> bytes:
+    from ..viewer import viewer_html
+    from ..viewer.model_explorer import model_explorer_json
+
+    if fmt == "html":
+        return viewer_html(graph, rankdir=rankdir).encode()
+    return model_explorer_json(graph).encode()
+
+
 def save(
     graph: Graph,
     path: str | Path,
     *,
+    format: str | None = None,
     rankdir: str = "TB",
     legend: bool = True,
     max_attr_chars: int = 50,
@@ -272,7 +296,8 @@ def save(
 
     Args:
         graph: the traced graph.
-        path: where to write; the suffix (.svg .png .pdf .dot .json) picks the format.
+        path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
+        format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
         rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout, progress:
             as for `export` (a layout gets 60 s by default, then a smaller view is drawn, with a note).
 
@@ -284,8 +309,8 @@ def save(
         RenderError: the file cannot be written, or as for `export`.
     """
     path = Path(path)
-    suffix = path.suffix.lower().lstrip(".")
-    if suffix not in FORMATS:
+    suffix = path.suffix.lower().lstrip(".") if format is None else format
+    if suffix not in (FORMATS if format is None else EXPORT_FORMATS):
         raise UnsupportedFormatError(
             f"cannot tell the format of {str(path)!r} from its suffix {path.suffix!r}: "
             f"end the name in one of {', '.join('.' + f for f in FORMATS)}"

@@ -12,6 +12,7 @@ import torch
 
 from . import custom, modules
 from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
+from .argchecks import check_arguments
 from .costs import operation_cost
 from .guards import (
     MAX_SEQUENCE,
@@ -37,6 +38,7 @@ __all__ = [
     "call_builtin",
     "admit",
     "precheck",
+    "check_no_namespaces",
 ]
 
 _MAX_CHUNKS = 10_000
@@ -92,11 +94,13 @@ def call_function(
     """Call `ns.name(*args, **kwargs)` with its checks; `args` carry their labels."""
     if name not in NAMESPACES[ns.path]:
         raise Refused(f"{ns.path}.{name} is not on the allow-list", kind="refused")
+    what = f"{ns.path}.{name}(...)"
+    values = [v for _, v in args]
+    check_no_namespaces(what, values, kwargs)
     if ns.path in ("nn", "torch.nn") and name in NN_MODULES:
         return modules.construct(f"{ns.path}.{name}", name, args, kwargs, defaults)
     fn, growth = _target(ns.path, name)
-    what = f"{ns.path}.{name}(...)"
-    values = [v for _, v in args]
+    check_arguments(name, what, values, kwargs)
     _check_devices(values, kwargs)
     if ns.path == "torch" and name == "manual_seed":
         return _manual_seed(values, kwargs)
@@ -125,6 +129,9 @@ def call_method(
     if name not in TENSOR_METHODS:
         raise Refused(f"{label}.{name} is not an allowed tensor method", kind="refused")
     values = [v for _, v in args]
+    what = f"{label}.{name}(...)"
+    check_no_namespaces(what, values, kwargs)
+    check_arguments(name, what, [tensor, *values], kwargs)
     _check_devices(values, kwargs)
     if name == "cuda":
         index = values[0] if values else kwargs.get("device")
@@ -192,6 +199,17 @@ def admit(value: Any, what: str) -> Any:
         else:
             raise Refused(f"{what} returned a {type(item).__name__}, which programs cannot hold", kind="refused")
     return value
+
+
+def check_no_namespaces(what: str, values: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Refuse `torch`, `F`, `nn`... given as an argument: programs pass values, never functions."""
+    for key, value in [*((None, v) for v in values), *kwargs.items()]:
+        if isinstance(value, Namespace):
+            given = f"{key}={value.path}" if key else value.path
+            hint = (": pass the activation by name, e.g. activation='gelu' or activation='relu'"
+                    if key == "activation" else ": pass a number, a string or a tensor")
+            raise Refused(f"{what} was given {given}, the {value.path} namespace (a group of functions), not a "
+                          f"value; programs cannot pass functions as arguments{hint}", kind="input")
 
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:

@@ -25,6 +25,11 @@ __all__ = ["parse", "validate", "range_length"]
 
 _INT64_MAX = 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Python refuses decimal literals past 4,300 digits while parsing, with advice
+# (sys.set_int_max_str_digits) a person typing a program cannot follow.
+_LONG_DECIMAL = re.compile(r"\d[\d_]{100,}")
+_DIGITS_LIMIT = "for integer string conversion"
+_INT_LIMIT_ADVICE = "integers must fit in 64 bits (at most 9,223,372,036,854,775,807): write 1e30 for a large float"
 
 
 def range_length(start: int, stop: int | None = None, step: int = 1) -> int:
@@ -55,8 +60,8 @@ def validate(source: str, *, limits: Limits = Limits()) -> None:
     >>> validate("x.__class__")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed
-    (x.__class__): they reach Python internals
+    graphviz_app.expr.errors.ExprError: line 1, col 1: attribute names starting with _ are not allowed \
+(x.__class__): they reach Python internals
     """
     parse(source, limits=limits)
 
@@ -65,8 +70,23 @@ def parse(source: str, *, limits: Limits = Limits(), known: Iterable[str] = ()) 
     """Like `validate`, and return the checked `Program` for the evaluator.
 
     `known` names variables defined before this program runs (the program
-    a hand-gradient expression refers to).
+    a hand-gradient expression refers to). Raises only `ExprError`, whatever
+    the text: the server runs this on every keystroke.
     """
+    try:
+        return _parse(source, limits, known)
+    except ExprError:
+        raise
+    except RecursionError as e:
+        raise ExprError("the program nests too deeply to check: use fewer brackets or split it into "
+                        "assignments", kind="limit") from e
+    except Exception as e:  # noqa: BLE001 - the page must get the language's own error, never a surprise
+        raise ExprError(f"the checker failed unexpectedly on this program ({type(e).__name__}); please "
+                        "report the program. Changing the line you typed last usually gets past it",
+                        kind="internal") from e
+
+
+def _parse(source: str, limits: Limits, known: Iterable[str]) -> Program:
     if not isinstance(source, str):
         raise ExprError(f"expected the program as text (str), found {type(source).__name__}", kind="input")
     if len(source) > limits.max_source_chars:
@@ -113,6 +133,8 @@ def _parse_syntax(source: str) -> ast.Module:
     except SyntaxError as e:
         text = e.text.rstrip("\r\n") if e.text else None
         col = e.offset if e.offset and e.offset > 0 else None
+        if _DIGITS_LIMIT in str(e.msg):
+            raise _long_decimal(e.lineno, text) from e
         raise ExprError(
             f"syntax error: {e.msg}", line=e.lineno, col=col, kind="syntax", source_line=text
         ) from e
@@ -121,6 +143,15 @@ def _parse_syntax(source: str) -> ast.Module:
             "the program nests too deeply for the parser: use fewer brackets or split it into assignments",
             kind="limit",
         ) from e
+
+
+def _long_decimal(line: int | None, text: str | None) -> ExprError:
+    """The parser's refusal of a decimal literal past 4,300 digits, in words a person can act on."""
+    found = _LONG_DECIMAL.search(text or "")
+    col = found.start() + 1 if found else None
+    digits = f"{sum(ch.isdigit() for ch in found.group()):,} digits" if found else "more than 4,300 digits"
+    return ExprError(f"the integer literal has {digits}; {_INT_LIMIT_ADVICE}", line=line, col=col,
+                     kind="limit", source_line=text)
 
 
 @dataclass(frozen=True)
@@ -295,7 +326,7 @@ def _check_call(node: ast.Call, program: Program, loop_iters: frozenset[int], as
             raise program.error(node, f"{func.id}() is not allowed: {reason}")
         raise program.error(
             node, f"{func.id}(...) is not an allowed function: call torch.*, F.*, custom.* "
-            f"functions, nn.* modules held in a variable, tensor methods, or one of "
+            "functions, nn.* modules held in a variable, tensor methods, or one of "
             f"{', '.join(sorted(BUILTIN_FUNCTIONS - {'range'}))}",
         )
 
@@ -312,10 +343,15 @@ def _check_constant(node: ast.Constant, program: Program) -> None:
     if isinstance(value, (bytes, bytearray)):
         raise program.error(node, "bytes literals are not allowed")
     if isinstance(value, int) and not isinstance(value, bool) and value > _INT64_MAX:
-        raise program.error(
-            node, f"the integer literal has {len(str(value))} digits; integers must fit in 64 bits "
-            "(write 1e30 for a large float)", kind="limit",
-        )
+        # Sized in bits, never converted to decimal: a long hex literal has more
+        # decimal digits than Python converts (ValueError past 4,300).
+        typed = program.text(node)
+        if typed[:2].lower() in ("0x", "0o", "0b"):
+            shown = typed if len(typed) <= 24 else f"{typed[:12]}...{typed[-4:]} ({len(typed):,} characters)"
+            size = f"{shown} needs {value.bit_length():,} bits"
+        else:
+            size = f"has {sum(ch.isdigit() for ch in typed):,} digits"
+        raise program.error(node, f"the integer literal {size}; {_INT_LIMIT_ADVICE}", kind="limit")
 
 
 def _check_assign_targets(node: ast.Assign, program: Program) -> None:
@@ -344,8 +380,10 @@ def _check_for(node: ast.For, program: Program, limits: Limits) -> None:
         args = [a.value for a in it.args]  # type: ignore[attr-defined]
         steps = range_length(*args) if len(args) < 3 or args[2] != 0 else 0
         if steps > limits.max_loop_iterations:
+            # A count from a long hex literal has more decimal digits than Python prints.
+            shown = f"{steps:,}" if steps.bit_length() <= 256 else f"more than 2**{steps.bit_length() - 1}"
             raise program.error(
-                it, f"the loop runs {steps:,} times; the limit is "
+                it, f"the loop runs {shown} times; the limit is "
                 f"{limits.max_loop_iterations:,} iterations (Limits.max_loop_iterations)", kind="limit",
             )
 
@@ -405,9 +443,7 @@ class _Scope:
         reason = refusal_reason(name)
         if reason is not None:
             return f"{name} is not available: {reason}"
-        message = (
-            f"{name} is not defined: define it above the expression, "
-            f"e.g. {name} = torch.arange(3., requires_grad=True)"
-        )
+        message = (f"{name} is not defined: define it above the expression, "
+                   f"e.g. {name} = torch.arange(3., requires_grad=True)")
         close = difflib.get_close_matches(name, [*self.defined, *RESERVED_NAMES], n=1)
         return message + (f" (or did you mean {close[0]}?)" if close else "")

@@ -7,6 +7,7 @@ read them. The model imports nothing above it.
 
 from __future__ import annotations
 
+from .compact import COMPACT_SCHEMA, from_compact, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
@@ -20,6 +21,7 @@ from .records import (
     Scalar,
     TensorInfo,
 )
+from .regions import REGION_TYPE, CompiledRegion
 from .schema import READABLE_SCHEMAS, SCHEMA_VERSION
 from .summaries import ModuleRow, ModuleSummary, Summary
 from .units import human_bytes
@@ -27,6 +29,9 @@ from .units import human_bytes
 __all__ = [
     "SCHEMA_VERSION",
     "READABLE_SCHEMAS",
+    "COMPACT_SCHEMA",
+    "to_compact",
+    "from_compact",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -35,6 +40,8 @@ __all__ = [
     "Node",
     "Edge",
     "Graph",
+    "CompiledRegion",
+    "REGION_TYPE",
     "Summary",
     "ModuleRow",
     "ModuleSummary",

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
+from .compact import COMPACT_SCHEMA, from_compact
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
+from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
     SCHEMA_VERSION,
     check_schema,
@@ -32,7 +34,8 @@ class Graph:
     non-tensor outputs, truncation by `max_nodes`, freed saved tensors).
     `modules` lists the modules seen while recording, in `named_modules()`
     order; `nonfinite_origin` is the id of the node where the gradient first
-    became NaN or Inf in backward, when traced with gradients.
+    became NaN or Inf in backward, when traced with gradients. `regions` holds
+    the inside of each compiled region (`CompiledFunctionBackward` node).
     """
 
     nodes: tuple[Node, ...]
@@ -41,6 +44,7 @@ class Graph:
     truncated: bool = False
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
+    regions: tuple[CompiledRegion, ...] = ()
 
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
@@ -118,6 +122,8 @@ class Graph:
             data["modules"] = [[m.name, m.type, m.params, m.param_bytes] for m in self.modules]
         if self.nonfinite_origin is not None:
             data["nonfinite_origin"] = self.nonfinite_origin
+        if self.regions:
+            data["regions"] = [region_to_dict(r) for r in self.regions]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -135,8 +141,10 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form. Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
         check_schema(data)
+        if data["schema"] == COMPACT_SCHEMA:
+            return from_compact(data)
         try:
             return cls(
                 nodes=tuple(node_from_dict(n) for n in data["nodes"]),
@@ -145,6 +153,7 @@ class Graph:
                 truncated=bool(data.get("truncated", False)),
                 modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
                 nonfinite_origin=data.get("nonfinite_origin"),
+                regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise SchemaError(f"malformed graph JSON: {e!r}") from e
@@ -163,6 +172,9 @@ class Graph:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         display: Callable[[Graph], dict[str, str]] = _provided("display")
         return display(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]

@@ -53,6 +53,8 @@ class TensorInfo:
     (complex, nan and inf values as strings), else None. `storage` names the storage the
     tensor lives in (`s0`, `s1`, ... in walk order) so shared memory is
     counted once. `freed` marks a saved tensor released by `backward()`.
+    `given` marks a tensor whose storage existed before the step that traced it
+    (a parameter, buffer or input given to the model), known when traced with `trace_model`.
     """
 
     name: str | None
@@ -66,6 +68,7 @@ class TensorInfo:
     storage: str | None = None
     freed: bool = False
     storage_bytes: int | None = None
+    given: bool = False
 
     @property
     def shape_text(self) -> str:

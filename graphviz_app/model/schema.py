@@ -20,15 +20,17 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients.
-READABLE_SCHEMAS = (1, 2)
+# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients; 3 is the
+# compact, columnar form of 2 (graphviz_app.model.compact).
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 def check_schema(data: Any) -> None:
     """Raise SchemaError unless `data` is a dict of a schema version this code reads."""
     version = data.get("schema") if isinstance(data, dict) else None
     if type(version) is not int or version not in READABLE_SCHEMAS:  # True == 1 in Python
-        readable = " or ".join(str(v) for v in READABLE_SCHEMAS)
+        *first, last = (str(v) for v in READABLE_SCHEMAS)
+        readable = f"{', '.join(first)} or {last}" if first else last
         raise SchemaError(
             f"expected a graph with \"schema\": {readable}, found {version!r}; "
             "was this JSON written by graphviz_app's Graph.to_json()?"
@@ -62,6 +64,7 @@ def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:
         "storage": t.storage,
         "freed": t.freed,
         **({} if t.storage_bytes is None else {"storage_bytes": t.storage_bytes}),
+        **({"given": True} if t.given else {}),
     }
 
 
@@ -79,6 +82,7 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
         storage=d.get("storage"),
         freed=d.get("freed", False),
         storage_bytes=d.get("storage_bytes"),
+        given=bool(d.get("given", False)),
     )
 
 

@@ -63,13 +63,13 @@ class _EdgeMaker:
 class _TensorInfoMaker:
     __slots__ = (
         "name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values", "storage",
-        "freed", "storage_bytes",
+        "freed", "storage_bytes", "given",
     )
 
     def __init__(
         self, name: str | None, shape: tuple[int, ...], dtype: str, device: str, numel: int,
         bytes: int, requires_grad: bool, values: Any = None, storage: str | None = None,
-        freed: bool = False, storage_bytes: int | None = None,
+        freed: bool = False, storage_bytes: int | None = None, given: bool = False,
     ) -> None:
         self.name = name
         self.shape = shape
@@ -82,6 +82,7 @@ class _TensorInfoMaker:
         self.storage = storage
         self.freed = freed
         self.storage_bytes = storage_bytes
+        self.given = given
         self.__class__ = TensorInfo  # type: ignore[assignment]
 
 

@@ -1,4 +1,4 @@
-"""Run a model forward under `record` and trace what it computed, in one call."""
+"""Run an `nn.Module` forward under `record` and trace what it computed, in one call."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .big_stack import call_with_large_stack
 from .recorder import record
 from .tracer import trace
 
-__all__ = ["trace_model"]
+__all__ = ["trace_model", "given_tensors"]
 
 
 def trace_model(
@@ -33,6 +33,8 @@ def trace_model(
     filled), and frees them, all on a big-stack thread so that a model of
     more than 100,000 ops does not crash the process when its graph is freed.
     The forward runs with grad enabled even if the caller is under `no_grad`.
+    The model's parameters and buffers and the tensors among the inputs existed
+    before the step: their records are marked `TensorInfo.given`.
 
     Args:
         model: the `nn.Module` to call.
@@ -67,6 +69,7 @@ def trace_model(
                 return trace(
                     outputs, model, show_saved=show_saved, show_attrs=show_attrs, max_nodes=max_nodes,
                     gradients=gradients, grad_outputs=grad_outputs,
+                    given=given_tensors(model, inputs, forward_kwargs),
                 )
             finally:
                 del outputs  # freed here, on the big stack, also when trace() raises
@@ -77,3 +80,25 @@ def trace_model(
             raise
 
     return call_with_large_stack(forward_and_trace)
+
+
+def given_tensors(model: torch.nn.Module, *inputs: Any) -> tuple[torch.Tensor, ...]:
+    """The tensors a step of `model` starts from: its parameters, its buffers, the tensors in `inputs`.
+
+    `inputs` may nest tuples, lists and dicts (other values are skipped).
+
+    >>> import torch
+    >>> len(given_tensors(torch.nn.BatchNorm1d(3), (torch.ones(2, 3),), {}))
+    6
+    """
+    found: list[torch.Tensor] = [*model.parameters(), *model.buffers()]
+    stack: list[Any] = list(inputs)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (tuple, list)):
+            stack.extend(value)
+    return tuple(found)

@@ -145,6 +145,16 @@ class TensorDescriber:
             t.requires_grad, values, storage, False, storage_bytes,
         )
 
+    def known_storage(self, t: torch.Tensor) -> str | None:
+        """The name already given to `t`'s storage in this walk, or None if no tensor described so far lives in it."""
+        try:
+            untyped = t.untyped_storage()
+            ptr = untyped.data_ptr()
+        except (RuntimeError, NotImplementedError):
+            return None
+        device = str(t.device)
+        return self._storages.get((device, ptr) if ptr else (device, -storage_identity(untyped)))
+
     def from_metadata(
         self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
     ) -> TensorInfo:

@@ -10,7 +10,8 @@ import torch
 from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
-from .param_owners import first_names, model_params
+from .compiled import COMPILED_NODE, add_regions
+from .param_owners import all_named_params, first_names
 from .replay import replay
 from .walker import Walker, WalkOptions
 
@@ -29,6 +30,7 @@ def trace(
     gradients: bool = False,
     grad_outputs: Any = None,
     names: Mapping[str, torch.Tensor] | None = None,
+    given: Iterable[torch.Tensor] = (),
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -52,6 +54,9 @@ def trace(
         names: more leaf names, name -> tensor, for leaves `params` does not
             name (a program's variables beside its modules); they belong to
             no module.
+        given: tensors that existed before the step (inputs, buffers): the
+            records of tensors in their storages are marked `TensorInfo.given`,
+            which `memory_timeline` does not count.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -73,7 +78,7 @@ def trace(
     named, notes = _flatten_outputs(outputs)
     root_module, module_params = None, None
     if isinstance(params, torch.nn.Module):
-        root_module, module_params = params, model_params(params)
+        root_module, module_params = params, all_named_params(params)
         params = first_names(module_params)
     leaf_names = _param_names(params)
     options = WalkOptions(
@@ -85,6 +90,7 @@ def trace(
         module_params=module_params,
         module_param_ids=frozenset(leaf_names) if root_module is not None else frozenset(),
         guard_nodes=big_stack.FREE_GUARD_NODES,  # read per call: a test may lower it
+        given=tuple(given),
     )
     with_graph = [(path, t) for path, t in named if t.grad_fn is not None]
     if not with_graph:
@@ -93,11 +99,13 @@ def trace(
     for path, t in named:
         if t.grad_fn is None:
             notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
-    given = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
+    given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
+        if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
+            graph = add_regions(graph, walker.fn_by_node_id())
         if gradients:
-            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given)
+            graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph
 
 
@@ -144,7 +152,7 @@ def _param_names(
     names: dict[int, tuple[str, torch.Tensor]] = {}
     try:
         for item in items:
-            # Unpacking a bare tensor (model.parameters()) would split its first
+            # Unpacking a bare tensor (module.parameters()) would split its first
             # dim into a "name" and a "tensor" and name nothing, silently.
             if isinstance(item, torch.Tensor):
                 raise TraceError(f"found a bare tensor of shape {tuple(item.shape)}, not a pair")

@@ -65,7 +65,8 @@ class WalkOptions:
     tensor keeps its id valid). With a `root_module`, the leaves whose ids are in
     `module_param_ids` belong to the module owning them (`module_params` is its
     named parameters). Past `guard_nodes` walked nodes, `release()` frees the
-    graph node by node.
+    graph node by node. Tensors in `given` existed before the step (parameters,
+    buffers, inputs): records of tensors living in their storages are marked `given`.
     """
 
     leaf_names: Mapping[int, tuple[str, torch.Tensor]]
@@ -76,6 +77,7 @@ class WalkOptions:
     module_params: NamedParams | None = None
     module_param_ids: frozenset[int] = frozenset()
     guard_nodes: int = FREE_GUARD_NODES
+    given: tuple[torch.Tensor, ...] = ()
 
 
 class Walker:
@@ -176,10 +178,21 @@ class Walker:
             if fn_id is not None:  # None: cut off by max_nodes
                 self.edges.append(new_edge(fn_id, out_id, EdgeKind.DATA, t.output_nr, 0))
         self._visit_all()
+        if self.options.given:
+            self._mark_given()
         self._add_notes()
         modules = module_infos(self.root_module, self.modules_seen, self.module_params)
         nodes = cast("tuple[Node, ...]", tuple(self.nodes))  # every slot is filled once the queue is empty
         return Graph(nodes, tuple(self.edges), tuple(self.notes), self.truncated, modules)
+
+    def _mark_given(self) -> None:
+        """Mark the records of tensors living in a storage that existed before the step (`WalkOptions.given`)."""
+        names = {self.describe.known_storage(t) for t in self.options.given} - {None}
+        if not names:
+            return
+        for i, n in enumerate(self.nodes):
+            if n is not None and n.tensor is not None and n.tensor.storage in names:
+                self.nodes[i] = dataclasses.replace(n, tensor=dataclasses.replace(n.tensor, given=True))
 
     def __enter__(self) -> Walker:
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
@@ -34,6 +35,9 @@ SEED_PROGRAM = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()\n"
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
+# A lone surrogate is not text: a URL cannot carry it (urlencode raises), so a
+# link shows it as U+FFFD, as browsers do.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +143,7 @@ def to_query(state: PageState) -> dict[str, str]:
         query.update(wrt=state.check.wrt, grad=state.check.expected)
     if state.expanded:
         query["expand"] = ",".join(state.expanded)
-    return query
+    return {key: _SURROGATE.sub("\ufffd", value) for key, value in query.items()}
 
 
 def _expanded(raw: str) -> tuple[str, ...]:

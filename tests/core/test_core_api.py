@@ -146,6 +146,7 @@ def test_readme_signatures_match_the_code(name: str) -> None:
     assert f"`{_signature_text(getattr(graphviz_app, name))}" in section
 
 
+@pytest.mark.slow  # a 12-layer encoder, traced with gradients and drawn
 def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     blocks = re.findall(r"```python\n(.*?)```", _readme_section("quickstart"), re.S)

@@ -29,7 +29,7 @@ def test_the_exact_jacobian_of_a_linear_map_passes(case: tuple[torch.Tensor, tor
     assert report.passed, str(report)
     numerical = report.pair(0, 0).numerical
     assert numerical is not None
-    assert max(abs(u - v) for u, v in zip(numerical, a.reshape(-1).tolist())) < 1e-6
+    assert max(abs(u - v) for u, v in zip(numerical, a.reshape(-1).tolist(), strict=True)) < 1e-6
 
 
 @settings(max_examples=25, deadline=None)

@@ -152,7 +152,7 @@ def test_report_repr_is_one_short_line_saying_how_to_see_more() -> None:
     assert text.startswith("<gradcheck Report: passed, 1 (output, input) pair(s)")
     assert "print(report)" in text
     pair_text = repr(report.pairs[0])
-    assert len(pair_text) < 200 and pair_text.startswith("<PairReport output 0, input 0: passed")
+    assert len(pair_text) < 200 and pair_text.startswith("<PairReport rev output 0, input 0: passed")
 
 
 TEST_FILE = textwrap.dedent(
@@ -186,6 +186,7 @@ def test_pytest_failures_show_the_report_not_the_library_source(tmp_path: Path) 
     assert done.returncode == 1, done.stdout[-3000:]
     out = done.stdout
     assert out.count("FAIL: expected (hand derivation) likely wrong") == 2
-    for library_line in ("def assert_gradients", "report = check(", "return assert_gradients(", "raise GradientAssertionError"):
+    library = ("def assert_gradients", "report = check(", "return assert_gradients(", "raise GradientAssertionError")
+    for library_line in library:
         assert library_line not in out
     assert "gradcheck/assertions.py" not in out and "gradcheck/pytest_plugin.py" not in out

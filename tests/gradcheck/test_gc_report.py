@@ -34,6 +34,11 @@ TOP_KEYS = {
     "timings",
     "memory",
     "notes",
+    "modes",
+    "order",
+    "kinks",
+    "forward_method",
+    "hvp_method",
 }
 PAIR_KEYS = {
     "output_index",
@@ -59,8 +64,23 @@ PAIR_KEYS = {
     "failed_mask",
     "constant_ratio",
     "nonfinite",
+    "check",
+    "sides",
+    "kinks_accepted",
+    "atol",
+    "rtol",
 }
-ELEMENT_KEYS = {"index", "autograd", "numerical", "expected", "abs_error", "rel_error", "failed"}
+ELEMENT_KEYS = {
+    "index",
+    "output_element",
+    "input_element",
+    "autograd",
+    "numerical",
+    "expected",
+    "abs_error",
+    "rel_error",
+    "failed",
+}
 
 
 def _failing_matrix_report(**options: Any) -> Report:
@@ -88,6 +108,8 @@ def test_to_dict_is_strict_json_with_the_documented_keys() -> None:
         "expected_s",
         "compare_s",
         "total_s",
+        "forward_s",
+        "second_order_s",
     }
     assert set(data["memory"]) == {
         "budget_bytes",
@@ -166,8 +188,9 @@ def test_text_shows_the_failing_element_and_its_values() -> None:
 
     assert text.startswith("gradcheck FAILED: 1 of 1 (output, input) pair(s) disagree")
     assert "FAIL: expected (hand derivation) likely wrong" in text
-    row = next(line for line in text.splitlines() if line.strip().startswith("[1, 2, 1, 2]"))
+    row = next(line for line in text.splitlines() if line.strip().startswith("out[1, 2] in[1, 2]"))
     assert row.split()[-1] == "FAIL"
+    assert "element: out[...] the element of output 0, in[...] the element of input 0" in text
     assert "time:" in text.splitlines()[-1]
 
 

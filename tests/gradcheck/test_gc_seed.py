@@ -45,8 +45,8 @@ def test_wrong_hand_gradient_names_the_factor_three_at_every_element(x: torch.Te
     assert "the hand derivation (expected) is likely wrong" in text
     assert "expected = 3 x autograd at every failing element (3 of 3)" in text
     # one table row per element, each with the ratio 3
-    rows = [line for line in text.splitlines() if line.strip().startswith("[")]
-    assert sorted(r.split()[0] for r in rows) == ["[0]", "[1]", "[2]"]
+    rows = [line for line in text.splitlines() if line.strip().startswith("in[")]
+    assert sorted(r.split()[0] for r in rows) == ["in[0]", "in[1]", "in[2]"]
     assert all(r.split()[-2] == "3" for r in rows)
 
 

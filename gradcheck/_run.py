@@ -1,0 +1,234 @@
+"""One check run at first order: reverse and forward mode against finite differences, or fast mode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ._autograd import AutogradResult, autograd_jacobian
+from ._chunks import plan_chunk, run_chunked
+from ._compare import PairData, compare_pair
+from ._fast import analytic_projections, project_fast, random_projections
+from ._forward import forward_jacobian
+from ._inputs import autograd_copies, call_outputs, checked_outputs
+from ._lowprec import is_low_precision, tested_tolerance
+from ._numerical import NumericalResult, numerical_jacobian
+from ._pairs import Differences, judge
+from ._second import second_order_pairs
+from ._setup import hand_values, numerical_base
+from ._state import CheckOutcome, RunState, build_report
+from .report import Blame, Check, PairReport
+
+__all__ = ["run_full", "run_fast"]
+
+Pair = tuple[int, int]
+
+
+def run_full(state: RunState, expected: Any, expected_hessian: Any) -> CheckOutcome:
+    """Whole Jacobians by each asked-for mode and by finite differences, compared element by element."""
+    opts = state.opts
+    leaves = autograd_copies(state.args, state.diff, state.device)
+    ag = None
+    with state.clock("autograd"):
+        if "rev" in opts.modes:
+            ag = autograd_jacobian(
+                state.fn,
+                leaves,
+                state.diff,
+                budget_bytes=state.budget,
+                device=state.device,
+                found_complex=state.complex_outputs,
+            )
+            state.outputs, state.checked = ag.outputs, ag.checked
+            state.notes += ag.notes
+            state.retries = ag.stats.retries
+        else:
+            outs = call_outputs(state.fn, leaves, found_complex=state.complex_outputs)
+            state.outputs, state.checked = tuple(y.detach() for y in outs), checked_outputs(outs)
+    base = numerical_base(state)
+    opts = state.opts  # the step and tolerances may have been chosen for fn's own dtype
+    with state.clock("expected"):
+        wanted = hand_values(
+            state, expected, outputs=state.checked, n_outputs=len(state.outputs), shapes=_shapes(state)
+        )
+    with state.clock("numerical"):
+        nm = numerical_jacobian(
+            state.num_fn,
+            state.num_args,
+            state.diff,
+            state.checked,
+            base,
+            eps=opts.eps,
+            atol=opts.atol,
+            budget_bytes=state.budget,
+            device=state.device,
+        )
+    state.stats = nm.stats
+    state.notes += nm.notes
+    fd = Differences(
+        state.num_fn, state.num_args, state.checked, base, [nm.floors[o] for o in state.checked], nm.method, opts.eps
+    )
+    pairs: list[PairReport] = []
+    if ag is not None:
+        with state.clock("compare"):
+            pairs += [_rev_pair(state, ag, nm, fd, wanted, o, i) for o in state.checked for i in state.diff]
+    if "fwd" in opts.modes:
+        pairs += _fwd_pairs(state, leaves, nm, fd, ag.jac if ag is not None else wanted, ag is not None)
+    if opts.order == 2:
+        with state.clock("second order"):
+            pairs += second_order_pairs(state, leaves, expected_hessian)
+    report = build_report(state, pairs, base, nm.method, ag.method if ag is not None else "none")
+    return CheckOutcome(
+        report,
+        {p: t.cpu() for p, t in ag.jac.items()} if ag is not None else {},
+        {p: t.cpu() for p, t in nm.jac.items()},
+    )
+
+
+def _shapes(state: RunState) -> dict[Pair, tuple[tuple[int, ...], tuple[int, ...]]]:
+    return {
+        (o, i): (tuple(state.outputs[o].shape), tuple(state.args[i].shape)) for o in state.checked for i in state.diff
+    }
+
+
+def _pair_data(
+    state: RunState, o: int, i: int, tested: torch.Tensor, numerical: torch.Tensor, third: torch.Tensor | None
+) -> PairData:
+    numerical = numerical.cpu()
+    dtypes = (state.args[i].dtype, state.outputs[o].dtype)
+    tested_tol = None
+    if is_low_precision(*dtypes):
+        scale = float(numerical.abs().nan_to_num(0.0, 0.0, 0.0).max()) if numerical.numel() else 0.0
+        tested_tol = tested_tolerance(dtypes, state.opts.atol, state.opts.rtol, scale)
+    return PairData(
+        output_index=o,
+        input_index=i,
+        output_shape=tuple(state.outputs[o].shape),
+        input_shape=tuple(state.args[i].shape),
+        autograd=tested.cpu(),
+        numerical=numerical,
+        expected=None if third is None else third.reshape(tested.shape).cpu(),
+        atol=state.opts.atol,
+        rtol=state.opts.rtol,
+        kinks=state.opts.kinks,
+        tested_tol=tested_tol,
+    )
+
+
+def _rev_pair(
+    state: RunState,
+    ag: AutogradResult,
+    nm: NumericalResult,
+    fd: Differences,
+    wanted: dict[Pair, torch.Tensor],
+    o: int,
+    i: int,
+) -> PairReport:
+    """One reverse-mode pair; a low-precision backward that is right in float64 is only rounding."""
+    data = _pair_data(state, o, i, ag.jac[(o, i)], nm.jac[(o, i)], wanted.get((o, i)))
+    report = judge(data, fd, state.checked.index(o), detail_limit=state.opts.detail_limit)
+    suspect = report.blame in (Blame.AUTOGRAD, Blame.UNCLEAR, Blame.SHARED)
+    if report.passed or not suspect or not is_low_precision(state.args[i].dtype, state.outputs[o].dtype):
+        return report
+    precise = _float64_autograd(state)
+    if precise is None:
+        return report
+    again = compare_pair(replace(data, autograd=precise[(o, i)].cpu(), tested_tol=None), detail_limit=0)
+    return replace(report, blame=Blame.ROUNDING, constant_ratio=None) if again.passed else report
+
+
+def _float64_autograd(state: RunState) -> dict[Pair, torch.Tensor] | None:
+    """The same backward run on the float64 copies finite differences used (once per run)."""
+    if state.float64_jac is None and state.num_args[state.diff[0]].dtype == torch.float64:
+        leaves = autograd_copies(state.num_args, state.diff, state.device)
+        result = autograd_jacobian(state.num_fn, leaves, state.diff, budget_bytes=state.budget, device=state.device)
+        state.float64_jac = result.jac
+    return state.float64_jac
+
+
+def _fwd_pairs(
+    state: RunState,
+    leaves: Sequence[Any],
+    nm: NumericalResult,
+    fd: Differences,
+    third: dict[Pair, torch.Tensor],
+    reverse: bool,
+) -> list[PairReport]:
+    """Forward-mode pairs: jvp columns against finite differences and reverse mode (or expected)."""
+    with state.clock("forward"):
+        fw = forward_jacobian(
+            state.fn,
+            tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in leaves),
+            state.diff,
+            state.checked,
+            budget_bytes=state.budget,
+            device=state.device,
+        )
+    state.forward_method = fw.method
+    state.notes += fw.notes
+    sides = ("forward", "numerical", "reverse" if reverse else "expected")
+    pairs = []
+    with state.clock("compare"):
+        for o in state.checked:
+            for i in state.diff:
+                data = _pair_data(state, o, i, fw.jac[(o, i)], nm.jac[(o, i)], third.get((o, i)))
+                data = replace(data, check=Check.FWD, sides=sides)
+                pairs.append(judge(data, fd, state.checked.index(o), detail_limit=state.opts.detail_limit))
+    return pairs
+
+
+def run_fast(state: RunState, expected: Any) -> CheckOutcome:
+    """u^T J v for random unit vectors u, v by autograd, finite differences and `expected`."""
+    opts = state.opts
+    leaves = autograd_copies(state.args, state.diff, state.device)
+    with state.clock("autograd"), torch.enable_grad():
+        graph_outputs = call_outputs(state.fn, leaves, found_complex=state.complex_outputs)
+    state.outputs = tuple(y.detach() for y in graph_outputs)
+    state.checked = checked_outputs(graph_outputs)
+    base = numerical_base(state)
+    opts = state.opts
+    with state.clock("expected"):
+        wanted = hand_values(
+            state, expected, outputs=state.checked, n_outputs=len(state.outputs), shapes=_shapes(state)
+        )
+    proj = random_projections(
+        {o: state.outputs[o].numel() for o in state.checked},
+        {i: state.args[i].numel() for i in state.diff},
+        seed=opts.seed,
+        device=state.device,
+    )
+    with state.clock("autograd"):
+        analytic = analytic_projections(graph_outputs, leaves, state.diff, state.checked, proj)
+    state.stats = plan_chunk(budget_bytes=state.budget, item_elements=1, itemsize=1, total=1)
+    data: list[PairData] = []
+
+    def work(start: int, stop: int) -> None:
+        data[:] = project_fast(
+            state.num_fn,
+            analytic,
+            state.num_args,
+            base,
+            diff=state.diff,
+            checked=state.checked,
+            expected=wanted,
+            proj=proj,
+            eps=opts.eps,
+            atol=opts.atol,
+            rtol=opts.rtol,
+        )
+
+    with state.clock("numerical"):
+        run_chunked(1, state.stats, work, state.device)
+    state.notes.append(
+        f"fast mode: each pair compares the single number u^T J v for random positive unit "
+        f"vectors u, v (seed {opts.seed}), with atol scaled by sum(u) * sum(v); a wrong "
+        "Jacobian almost never passes, but the failing element is not located. Run with "
+        "fast=False to see which elements disagree."
+    )
+    with state.clock("compare"):
+        pairs = [compare_pair(d, detail_limit=opts.detail_limit) for d in data]
+    report = build_report(state, pairs, base, "projection", "projection")
+    return CheckOutcome(report, {}, {})

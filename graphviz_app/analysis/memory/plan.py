@@ -1,0 +1,122 @@
+"""What a backward pass over a graph will do, read from the graph once: who sends gradients where, who saves what."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ...model import EdgeKind, Graph, Node, NodeKind
+
+__all__ = ["BackwardPlan", "plan_backward"]
+
+# Ops of unknown recency run after those of known recency, in walk order.
+_UNKNOWN_RECENCY = 1 << 62
+
+
+@dataclass(slots=True)
+class BackwardPlan:
+    """The facts a replay of backward needs, keyed by node id.
+
+    `sends[n]` lists (target, output_nr, slot) for every gradient node `n`
+    sends (one per data edge into it); `deps[t]` counts the gradients `t`
+    waits for before it runs; `roots` lists (op, output_nr, grad bytes,
+    grad storage bytes) for the gradient each output starts backward with.
+    `storage_bytes` and `savers` describe the saved storages that count (not
+    parameters, buffers, inputs or leaves); `outputs` the storages the user
+    holds, each with the output node that names it.
+    """
+
+    nodes: dict[str, Node]
+    index: dict[str, int]
+    sends: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    deps: dict[str, int] = field(default_factory=dict)
+    roots: list[tuple[str, int, int, int]] = field(default_factory=list)
+    reachable: set[str] = field(default_factory=set)
+    storage_bytes: dict[str, int] = field(default_factory=dict)
+    savers: dict[str, list[str]] = field(default_factory=dict)
+    saved_by: dict[str, list[str]] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    output_op: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def priority(self, node_id: str) -> tuple[int, int, int]:
+        """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
+        n = self.nodes[node_id]
+        if n.kind is NodeKind.LEAF:
+            return (0, 0, self.index[node_id])
+        recency = n.recency if n.recency is not None else _UNKNOWN_RECENCY
+        return (1, recency, self.index[node_id])
+
+    def output_bytes(self, node_id: str, output_nr: int) -> int:
+        """The size of forward output `output_nr` of a node: the gradient sent to it has this size."""
+        t = self.nodes[node_id].tensor
+        return t.bytes if t is not None else 0
+
+
+def _counted_key(n: Node, skip: set[str]) -> tuple[str, int] | None:
+    """(storage key, bytes) of a node's tensor when it counts towards the step's memory."""
+    t = n.tensor
+    if t is None or t.freed or t.given or (t.storage is not None and t.storage in skip):
+        return None
+    size = t.storage_bytes if t.storage_bytes is not None else t.bytes
+    return (t.storage or n.id, size)
+
+
+def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> BackwardPlan:
+    """Read `graph` into a BackwardPlan; `roots` are the output node ids backward starts from (default all)."""
+    nodes = {n.id: n for n in graph.nodes}
+    plan = BackwardPlan(nodes, {n.id: i for i, n in enumerate(graph.nodes)})
+    outputs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
+    wanted = {n.id for n in outputs} if roots is None else set(roots)
+    unknown = sorted(wanted - {n.id for n in outputs})
+    if unknown:
+        raise ValueError(f"roots must be output node ids of the graph; {', '.join(unknown)} are not "
+                         f"(its outputs: {', '.join(n.id for n in outputs) or 'none'})")
+    skip = {n.tensor.storage for n in graph.nodes
+            if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
+    _read_edges(graph, plan, wanted, skip)
+    _reach(plan)
+    for n in outputs:
+        counted = _counted_key(n, skip)
+        if counted is not None:
+            plan.outputs.setdefault(counted[0], n.id)
+            plan.storage_bytes[counted[0]] = max(plan.storage_bytes.get(counted[0], 0), counted[1])
+    return plan
+
+
+def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[str]) -> None:
+    nodes = plan.nodes
+    for e in graph.edges:
+        src, dst = nodes[e.src], nodes[e.dst]
+        if e.kind is EdgeKind.SAVED:
+            counted = _counted_key(src, skip) if src.kind is NodeKind.SAVED else None
+            if counted is not None:
+                key, size = counted
+                plan.storage_bytes[key] = max(plan.storage_bytes.get(key, 0), size)
+                savers = plan.savers.setdefault(key, [])
+                if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
+                    savers.append(e.dst)
+                    plan.saved_by.setdefault(e.dst, []).append(key)
+        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OUTPUT:
+            plan.output_op[dst.id] = src.id
+            if dst.id in wanted and src.kind is NodeKind.OP:
+                t = dst.tensor
+                size = t.bytes if t is not None else 0
+                item = size // t.numel if t is not None and t.numel else size
+                plan.roots.append((src.id, e.output_nr, size, item))
+        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OP and src.kind in (NodeKind.OP, NodeKind.LEAF):
+            plan.sends.setdefault(dst.id, []).append((src.id, e.output_nr, e.slot))
+
+
+def _reach(plan: BackwardPlan) -> None:
+    """Mark the nodes backward runs from the roots, and count the gradients each waits for."""
+    todo = deque(dict.fromkeys(op for op, _, _, _ in plan.roots))
+    plan.reachable.update(todo)
+    while todo:
+        node = todo.popleft()
+        for target, _, _ in plan.sends.get(node, ()):
+            plan.deps[target] = plan.deps.get(target, 0) + 1
+            if target not in plan.reachable:
+                plan.reachable.add(target)
+                todo.append(target)

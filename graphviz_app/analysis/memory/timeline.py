@@ -1,0 +1,124 @@
+"""`memory_timeline(graph)`: the bytes a training step holds before and after every backward node, from its graph.
+
+The order modelled is the one torch's engine uses on one device (CPU, or one GPU):
+the ready node with the highest sequence number runs first, AccumulateGrad (whose
+sequence number is the largest) as soon as its gradient is complete; a node is ready
+once every gradient it waits for has arrived. A node's saved tensors are released when
+it has run (unless `retain_graph`), its input buffer when it has consumed it. Where
+torch differs: with several devices each device's nodes run on that device's own
+thread, interleaved as the threads go; reentrant checkpointing runs a nested backward
+inside the checkpointed node (its recompute is not in this graph).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection
+
+from ...model import Graph, NodeKind
+from .plan import BackwardPlan, plan_backward
+from .records import MemoryTimeline, ModuleBytes
+from .replay import EngineReplay
+
+__all__ = ["memory_timeline"]
+
+
+def memory_timeline(
+    graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None
+) -> MemoryTimeline:
+    """Replay backward over `graph` and count the bytes alive at every step.
+
+    What counts (the **peak**'s definition): saved tensors, gradients waiting in
+    input buffers or being made, the `.grad` of leaves made during the step, and
+    the outputs the user still holds, each storage once (a view counts its whole
+    base). What does not: parameters and leaf tensors, and tensors marked
+    `TensorInfo.given` (buffers and inputs, known when traced by `trace_model`).
+
+    Args:
+        graph: a graph traced before `backward()` with its saved tensors.
+        retain_graph: saved tensors stay alive after their node has run.
+        roots: the output node ids backward starts from (default every output);
+            each gets a one-element gradient, as `loss.backward()` or
+            `out.sum().backward()` gives.
+
+    Returns:
+        A MemoryTimeline: steps, the peak, who holds what at the peak.
+
+    Raises:
+        ValueError: a root is not an output node of the graph.
+
+    >>> from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo
+    >>> y = TensorInfo(None, (4,), "float32", "cpu", 4, 16, True, storage="s0", storage_bytes=16)
+    >>> x = TensorInfo("x", (4,), "float32", "cpu", 4, 16, True, storage="s1", storage_bytes=16)
+    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output", y), Node("n1", NodeKind.OP, "ExpBackward0", y, recency=0),
+    ...            Node("n2", NodeKind.SAVED, "result", y), Node("n3", NodeKind.LEAF, "x", x)),
+    ...           (Edge("n1", "n0"), Edge("n2", "n1", EdgeKind.SAVED), Edge("n3", "n1")))
+    >>> # y = x.exp(): the output (also saved), its 4-byte gradient, and the 16 bytes ExpBackward0 makes for x
+    >>> memory_timeline(g).peak_bytes
+    36
+    """
+    plan = plan_backward(graph, roots)
+    first = EngineReplay(plan, retain_graph=retain_graph)
+    steps = first.run()
+    peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
+    peak_bytes = steps[peak_step].peak
+    owners = _last_savers(plan, first.order)
+    second = EngineReplay(plan, retain_graph=retain_graph, owners=owners)
+    second.run(peak_at=peak_bytes)
+    snapshot = second.snapshot or {}
+    held: Counter[str] = Counter()
+    for key, savers in plan.savers.items():
+        held[owners.get(key, savers[0])] += plan.storage_bytes[key]
+    held_at_peak: Counter[str] = Counter()
+    for _, owner, size in snapshot.values():
+        held_at_peak[owner] += size
+    return MemoryTimeline(
+        steps=tuple(steps),
+        peak_bytes=peak_bytes,
+        peak_step=peak_step,
+        held=tuple(sorted(held.items(), key=lambda kv: plan.index[kv[0]])),
+        held_at_peak=tuple(sorted(held_at_peak.items(), key=lambda kv: plan.index[kv[0]])),
+        at_peak=_by_module(plan, snapshot),
+        retain_graph=retain_graph,
+        notes=tuple(_notes(graph, plan)),
+    )
+
+
+def _last_savers(plan: BackwardPlan, order: list[str]) -> dict[str, str]:
+    """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs."""
+    ran = {node: i for i, node in enumerate(order)}
+    never = len(order)
+    return {key: max(savers, key=lambda s: (ran.get(s, never), -plan.index[s]))
+            for key, savers in plan.savers.items()}
+
+
+def _module_of(plan: BackwardPlan, node_id: str) -> str | None:
+    n = plan.nodes[node_id]
+    if n.kind is NodeKind.OUTPUT:
+        op = plan.output_op.get(node_id)
+        return plan.nodes[op].module if op is not None else None
+    return n.module
+
+
+def _by_module(plan: BackwardPlan, snapshot: dict[str, tuple[str, str, int]]) -> tuple[ModuleBytes, ...]:
+    totals: dict[str | None, Counter[str]] = defaultdict(Counter)
+    for kind, owner, size in snapshot.values():
+        totals[_module_of(plan, owner)][kind] += size
+    rows = [ModuleBytes(module, **dict(kinds)) for module, kinds in totals.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.total, r.module or "")))
+
+
+def _notes(graph: Graph, plan: BackwardPlan) -> list[str]:
+    notes = []
+    if graph.truncated:
+        notes.append("the graph was cut off by max_nodes: ops further from the output are not counted")
+    if not any(n.kind is NodeKind.SAVED for n in graph.nodes):
+        notes.append("no saved tensor in the graph (traced with show_saved=False, or an op-only graph): "
+                     "only gradients and outputs are counted")
+    freed = sum(1 for n in graph.nodes if n.kind is NodeKind.SAVED and n.tensor is not None and n.tensor.freed)
+    if freed:
+        notes.append(f"{freed} saved tensor(s) were already freed by backward() when traced: trace before "
+                     "backward() to count them")
+    if any(n.kind is NodeKind.OP and n.recency is None for n in graph.nodes):
+        notes.append("some ops have no recency (a graph from an older file): they run in walk order")
+    return notes

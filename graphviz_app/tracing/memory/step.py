@@ -1,0 +1,193 @@
+"""Run one training step of a model: trace its graph, and measure the bytes alive as each backward node runs."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ...analysis.memory import MeasuredMemory, MemoryStep
+from ...errors import NoGradFnError, TraceError
+from ...model import Graph
+from ..big_stack import call_with_large_stack
+from ..module_trace import given_tensors
+from ..param_owners import all_named_params, first_names
+from ..recorder import record
+from ..walker import Walker, WalkOptions
+from .autocast import MetaAutocast
+from .counting import LiveCuda, LiveStorages
+
+__all__ = ["Step", "StepRun", "run_step", "step_outputs"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step runs: `model(*args, **kwargs)`, then backward from its loss.
+
+    The loss is the output if it is a scalar, its sum if not, the `loss` of an
+    output object that has one; with several tensor outputs, backward starts
+    from every one of them (their sums). `autocast` runs the forward under
+    `torch.autocast` with that dtype (float16, bfloat16) on the inputs' device;
+    on `meta`, which torch.autocast leaves alone, under `MetaAutocast` with the
+    `autocast_policy` of "cuda" or "cpu" (which ops run in which precision).
+    """
+
+    model: torch.nn.Module
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    autocast: torch.dtype | None = None
+    autocast_policy: str = "cuda"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """The graph of a step (with `TensorInfo.given` marked), the output node ids backward starts
+    from, and what the step measured (None when not measured)."""
+
+    graph: Graph
+    roots: tuple[str, ...]
+    measured: MeasuredMemory | None
+
+
+def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
+    """The tensors a forward returned, named as `trace` names them, and the paths backward starts from.
+
+    >>> named, roots = step_outputs((torch.ones(2, requires_grad=True) * 2, 3))
+    >>> [path for path, _ in named], roots
+    (['output[0]'], ['output[0]'])
+    """
+    named: list[tuple[str, torch.Tensor]] = []
+    loss = getattr(outputs, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.grad_fn is not None and not isinstance(outputs, Mapping):
+        named.append(("output.loss", loss))
+    stack: list[tuple[str, Any]] = [("output", outputs)]
+    seen: set[int] = set()
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if value.grad_fn is not None and id(value) not in seen:
+                seen.add(id(value))
+                named.append((path, value))
+        elif isinstance(value, Mapping):
+            stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, (tuple, list)):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    if not named:
+        raise NoGradFnError(
+            f"the step's output ({type(outputs).__name__}) holds no tensor with a grad_fn: nothing to run backward "
+            "from; the model's parameters must require grad, and the forward must not run under no_grad")
+    losses = [p for p, t in named if p.endswith((".loss", "['loss']")) and t.dim() == 0]
+    return named, losses[:1] or [p for p, _ in named]
+
+
+def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tuple[Graph, dict[str, Any]]:
+    params = all_named_params(step.model)
+    leaf_names = {id(t): (name, t) for name, t in first_names(params)}
+    options = WalkOptions(
+        leaf_names=leaf_names, root_module=step.model, module_params=params,
+        module_param_ids=frozenset(leaf_names), given=given_tensors(step.model, step.args, step.kwargs),
+        show_saved=saved, show_attrs=saved,
+    )
+    notes: list[str] = []
+    with Walker(options, notes) as walker:
+        graph = walker.walk(named)
+        return graph, walker.fn_by_node_id()
+
+
+def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
+    if step.autocast is None:
+        return contextlib.nullcontext()
+    devices = [t.device.type for t in given_tensors(step.model, step.args, step.kwargs)]
+    device = devices[0] if devices else "cpu"
+    if device == "meta":
+        return MetaAutocast(step.autocast, step.autocast_policy)
+    return torch.autocast(device, dtype=step.autocast)
+
+
+def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return torch.device("meta") if devices == {"meta"} else contextlib.nullcontext()
+
+
+def _counter(step: Step) -> LiveStorages | LiveCuda:
+    devices = {t.device for t in given_tensors(step.model, step.args, step.kwargs)}
+    cuda = [d for d in devices if d.type == "cuda"]
+    return LiveCuda(cuda[0]) if cuda else LiveStorages()
+
+
+def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
+    counter = _counter(step) if measure else None
+    with counter if counter is not None else contextlib.nullcontext():
+        with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
+            outputs = step.model(*step.args, **step.kwargs)
+        forward_peak = counter.peak if counter is not None else 0
+        named, root_paths = step_outputs(outputs)
+        if counter is not None:
+            counter.paused = True
+        graph, fns = _walk(step, named, saved)
+        roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
+        if counter is None:
+            return StepRun(graph, roots, None)
+        handles = [fn.register_prehook(_marker(counter, node_id)) for node_id, fn in fns.items()]
+        del fns
+        counter.paused = False
+        counter.mark(None)
+        tensors = [t for p, t in named if p in root_paths]
+        grads = [torch.ones((), dtype=t.dtype, device=t.device).expand(t.shape) for t in tensors]
+        try:
+            torch.autograd.backward(tensors, grads, retain_graph=retain_graph)
+        finally:
+            for h in handles:
+                h.remove()
+        del tensors, grads, outputs, named
+    steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
+    device = counter.device if isinstance(counter, LiveCuda) else _device_of(step)
+    method = "cuda" if isinstance(counter, LiveCuda) else "storages"
+    measured = MeasuredMemory(steps, counter.peak, forward_peak, method, str(device))
+    return StepRun(graph, roots, measured)
+
+
+def _device_of(step: Step) -> str:
+    tensors = given_tensors(step.model, step.args, step.kwargs)
+    return str(tensors[0].device) if tensors else "cpu"
+
+
+def _marker(counter: LiveStorages | LiveCuda, node_id: str) -> Any:
+    def prehook(grad_outputs: Any) -> None:
+        counter.mark(node_id)
+
+    return prehook
+
+
+def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False, trace_saved: bool = True) -> StepRun:
+    """Run `step` once: forward under `record`, trace its graph, then (with `measure`) backward, measured.
+
+    Measured on CPU (and `meta`) by counting every storage an op allocates
+    while it lives (`LiveStorages`), on CUDA by the allocator's counters
+    (`LiveCuda`); either way tensors that existed before the step do not
+    count. The measured steps carry the graph's node ids. Runs on a big-stack
+    thread, as `trace_model` does; the step's tensors are freed there. The step
+    starts with no `.grad` (as after `zero_grad()`); the parameters' own `.grad`
+    are put back afterwards, so the model is as it was. `trace_saved=False`
+    traces no saved tensor (reading one may run code: a checkpointed module
+    recomputes its forward).
+
+    Raises:
+        TraceError: the model is not an nn.Module.
+        NoGradFnError: no output has a graph to run backward from.
+    """
+    if not isinstance(step.model, torch.nn.Module):
+        raise TraceError(f"a step runs an nn.Module, got a {type(step.model).__name__}")
+    params = list(step.model.parameters())
+    kept = [p.grad for p in params]
+    for p in params:  # a step starts from zero_grad(set_to_none=True): backward makes every .grad
+        p.grad = None
+    try:
+        return call_with_large_stack(_run, step, measure, retain_graph, trace_saved)
+    finally:
+        for p, grad in zip(params, kept, strict=True):
+            p.grad = grad

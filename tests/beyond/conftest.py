@@ -1,0 +1,10 @@
+"""Fixtures of the compiled, higher-order and diff tests: the helper models on sys.path (importlib mode)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
