@@ -132,7 +132,9 @@ class _Planner:
     def _cut(self, plan: _Plan, budget: float) -> _Plan:
         """The first nodes (nearest the output) of `plan`'s view, as many as fit, at least MIN_NODES."""
         total = len(plan.graph.nodes)
-        low, high = min(MIN_NODES, total), total  # low always drawable, high never fits
+        if total <= MIN_NODES:
+            return plan  # small already: cutting it would say nothing new
+        low, high = MIN_NODES, total  # low always drawable, high never fits
         while high - low > max(1, low // 20):
             mid = (low + high) // 2
             if self.predict(_cut(plan.graph, mid)).seconds <= budget:
@@ -220,7 +222,7 @@ def _changes(asked: _Plan, plan: _Plan, timeout: float | None) -> list[str]:
     if plan is asked:
         return []
     deadline = f"the {timeout:g} s deadline" if timeout is not None else "the time"
-    full = f"the full view ({asked.cost}) would take about {_seconds(asked.seconds)} to lay out here"
+    full = f"the full view ({asked.cost}) would take about {_seconds(asked.seconds)} to lay out now"
     notes = []
     if plan.folded:
         types = module_types(asked.graph)
