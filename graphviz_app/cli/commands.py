@@ -18,6 +18,7 @@ from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from .diff import add_diff_parser, run_diff
 from .files import FileProblem, check_script, named_path, read_program
 from .memory import add_memory_parser, run_memory
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,serve}",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,diff,serve}",
                                 parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    add_diff_parser(sub)
     return parser
 
 
@@ -162,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "render": _render, "check": _check, "serve": _serve,
+        "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
         "memory": lambda a: run_memory(a, _run_script),
     }
     try:

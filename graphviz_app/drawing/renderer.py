@@ -12,12 +12,12 @@ import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
-from ..analysis.regions import show_regions
+from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
 from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
-from .gradient_style import GradientOverlay
+from .overlays import Overlay, overlay_for
 from .style import (
     CROSS_DEVICE_STYLE,
     EDGE_STYLE,
@@ -36,7 +36,7 @@ __all__ = [
 FORMATS = ("svg", "png", "pdf", "dot", "json", "html")  # by suffix
 EXPORT_FORMATS = (*FORMATS, "model-explorer")  # html and model-explorer: the whole graph, no layout here
 RANKDIRS = ("TB", "BT", "LR", "RL")
-COLOR_BY = ("device", "gradient")
+COLOR_BY = ("device", "gradient", "order")
 
 def render(
     graph: Graph,
@@ -65,14 +65,15 @@ def render(
         color_by: "device" (fill by device) or "gradient": edges coloured and
             widened by log10 of the gradient norm, NaN/Inf nodes in red, the
             NaN origin marked, small gradients written out, a summary line.
-            Needs a graph traced with `gradients=True`.
+            Needs a graph traced with `gradients=True`. Or "order": nodes
+            filled by order of derivative (see `record_orders`).
 
     Returns:
         A `graphviz.Digraph`; `.source` is DOT text, `.pipe("svg")` lays it out.
 
     Raises:
         RenderError: `rankdir` is not one Graphviz knows, or `color_by` is
-            "gradient" and the graph has no gradients.
+            "gradient" and the graph has no gradients, or "order" and it has no orders.
         CollapseError: `depth` or `expanded` is malformed.
     """
     _check_options(rankdir, color_by)
@@ -89,10 +90,11 @@ def _check_options(rankdir: str, color_by: str) -> None:
 
 
 def _draw(
-    graph: Graph, *, rankdir: str, legend: bool, max_attr_chars: int, clusters: bool, color_by: str
+    graph: Graph, *, rankdir: str, legend: bool, max_attr_chars: int, clusters: bool, color_by: str,
+    overlay: Overlay | None = None,
 ) -> graphviz.Digraph:
     """The Graphviz description of a graph already collapsed as it is to be drawn."""
-    grad = GradientOverlay(graph) if color_by == "gradient" else None
+    grad = overlay or overlay_for(graph, color_by)
     dot = graphviz.Digraph(
         name="autograd",
         graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "12"},
@@ -117,7 +119,9 @@ def _draw(
         if grad is not None:
             text, extra = grad.node(node, text)
         label = quote(graphviz.nohtml(text))
-        lines.append(f"\t{quote(node.id)} [label={label} {extra}{attrs}\n")
+        # An overlay's attributes come last: Graphviz keeps the last value of one given twice.
+        lines.append(f"\t{quote(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
+                     else f"\t{quote(node.id)} [label={label} {attrs}\n")
     dot.body.extend(clustered(graph, lines) if clusters else lines)
     edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
@@ -199,7 +203,8 @@ def export(
         )
     _check_options(rankdir, color_by)
     if fmt in ("html", "model-explorer"):
-        return _viewer_export(graph, fmt, rankdir=rankdir)
+        # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
+        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir)
     if fmt in ("json", "dot"):
         shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
         if fmt == "json":

@@ -11,6 +11,7 @@ from .compact import COMPACT_SCHEMA, from_compact, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
+    PACKED_BY_HOOK,
     STATE_ATTR,
     Edge,
     EdgeKind,
@@ -50,4 +51,5 @@ __all__ = [
     "provide",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
 ]

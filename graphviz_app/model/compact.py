@@ -12,7 +12,7 @@ Layout (all columns of one table have the same length)::
     {"schema": 3, "strings": [...],
      "nodes": {"id": [s] | null (ids are n0, n1, ...), "kind": [s], "name": [s], "module": [s],
                "source": [s], "recency": [int | null], "attrs": [[s, s, ...] | 0], "tensor": [t | -1],
-               "grad": [g | -1]},
+               "grad": [g | -1], "order": [int | null] and "differentiates": [s] (only when known)},
      "tensors": {"name": [s], "shape": [[int, ...]], "dtype": [s], "device": [s], "numel": [int],
                  "bytes": [int], "requires_grad": [0 | 1], "values": [[...] | null], "storage": [s],
                  "freed": [0 | 1], "storage_bytes": [int | null]},
@@ -20,7 +20,7 @@ Layout (all columns of one table have the same length)::
      "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
                "output_nr": [int], "slot": [int], "grad": [g | -1]},
      "notes": [...], "truncated": false, "modules": [[name, type, params, param_bytes]],
-     "nonfinite_origin": node index | null}
+     "nonfinite_origin": node index | null, "regions": [region, ...] (compiled regions, schema 2's form)}
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
+from .regions import region_from_dict, region_to_dict
 
 __all__ = ["COMPACT_SCHEMA", "to_compact", "from_compact"]
 
@@ -101,6 +102,9 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "tensor": tensor_col,
         "grad": grad_col,
     }
+    if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
+        node_cols["order"] = [n.order for n in nodes]
+        node_cols["differentiates"] = [s(n.differentiates) for n in nodes]
     tensor_cols: dict[str, list[Any]] = {
         "name": [s(t.name) for t in tensors], "shape": [list(t.shape) for t in tensors],
         "dtype": [s(t.dtype) for t in tensors], "device": [s(t.device) for t in tensors],
@@ -133,6 +137,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "truncated": graph.truncated,
         "modules": [[m.name, m.type, m.params, m.param_bytes] for m in graph.modules],
         "nonfinite_origin": None if origin is None else position.get(origin, -1),
+        **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
     }
 
 
@@ -203,6 +208,8 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
     nc = data["nodes"]
     count = len(nc["kind"])
     ids = [f"n{i}" for i in range(count)] if nc.get("id") is None else [required(i, "a node id") for i in nc["id"]]
+    orders = nc.get("order") or [None] * count
+    differentiates = nc.get("differentiates") or [-1] * count
     nodes = []
     for i in range(count):
         attrs = nc["attrs"][i] or []
@@ -213,6 +220,7 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
             id=ids[i], kind=NodeKind(text(nc["kind"][i])), name=required(nc["name"][i], "a node name"),
             tensor=None if tensor == -1 else tensors[tensor], attrs=pairs, module=text(nc["module"][i]),
             source=text(nc["source"][i]), grad=None if grad == -1 else grads[grad], recency=nc["recency"][i],
+            order=orders[i], differentiates=text(differentiates[i]),
         ))
     ec = data["edges"]
     edges = []
@@ -228,4 +236,5 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
         truncated=bool(data.get("truncated", False)),
         modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
         nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
+        regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
     )
