@@ -3,7 +3,9 @@
 The oracle is torch's own `saved_tensors_hooks`: every tensor autograd saves
 passes through `pack`, which notes its whole untyped storage (a view such as q
 split from one qkv projection keeps all of it alive) and the modules whose
-forward is running. Parameters are weights, not activations, and are left out
+forward is running. The graph is traced from a second, identical forward
+without the hook (tensors a hook packed are not held as tensors, and the
+tracer says so). Parameters are weights, not activations, and are left out
 on both sides.
 """
 
@@ -173,8 +175,10 @@ def traced(case: Case) -> tuple[Graph, HookCount, nn.Module]:
     torch.manual_seed(0)
     model = case.build()
     inputs = case.inputs()
-    with counting(model, inputs) as count, record(model):
-        out = model(*inputs)
+    with counting(model, inputs) as count:
+        model(*inputs)  # the oracle's pass: tensors its hook packed are not held by the graph as tensors
+    with record(model):
+        out = model(*inputs)  # the same forward, unhooked, for the graph
     return trace(out, model), count, model
 
 
