@@ -183,7 +183,8 @@ def lay_out_within(
                 raise timeouts[-1]
             plan = planner.fit(plan, SHARE * left)
             smallest = plan.cut_from is not None and len(plan.graph.nodes) <= MIN_NODES
-            limit: float | None = left if smallest else max(left - min(max(2.0, 0.1 * timeout), 0.5 * left), 0.5)
+            reserve = min(max(2.0, 0.1 * timeout), 0.5 * left)  # time kept back for a smaller view
+            limit: float | None = left if smallest else max(left - reserve, min(left, 0.5))
         else:
             limit = None
         say(f"laying out {plan.cost} with {plan.engine}: about {_seconds(plan.seconds)}"
