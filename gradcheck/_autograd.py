@@ -98,6 +98,9 @@ def autograd_jacobian(
         item_elements=n_in + offsets[-1],
         itemsize=max(leaves[i].element_size() for i in diff),
         total=max(1, offsets[-1]),
+        # A row is a one-hot cotangent and its gradient, with fewer temporaries than an
+        # evaluation: one chunk holds the rows of a 1000 x 1000 Jacobian, written in place.
+        working_factor=2,
     )
     rows = _Rows(fn, leaves, list(outs), live, offsets, diff, jac)
     if offsets[-1] == 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .report import Blame, Check, PairReport, Report
+from gradcheck.report import Blame, Check, PairReport, Report
 
 __all__ = ["verdict", "explain", "ratio_sides", "SHARED_MISTAKE"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._explain import explain, ratio_sides, verdict
-from .report import Check, PairReport, Report, set_text_formatter
+from gradcheck._explain import explain, ratio_sides, verdict
+from gradcheck.report import Check, PairReport, Report, set_text_formatter
 
 __all__ = ["format_report", "table"]
 

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch.func import vjp
 
-from ._devices import is_out_of_memory
-from ._inputs import call_outputs
+from gradcheck._devices import is_out_of_memory
+from gradcheck._inputs import call_outputs
 
 __all__ = ["GradientFunction", "output_weights"]
 

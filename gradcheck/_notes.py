@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import torch
 
-from ._lowprec import TOLERANCE_UNITS, is_low_precision
+from gradcheck._lowprec import TOLERANCE_UNITS, is_low_precision
 
 __all__ = ["dtype_label", "precision_notes"]
 

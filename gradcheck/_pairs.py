@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from ._compare import PairData, compare_pair
-from ._probe import KINK_COLUMNS, probe_columns
-from .report import Blame, PairReport
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._probe import KINK_COLUMNS, probe_columns
+from gradcheck.report import Blame, PairReport
 
 __all__ = ["Differences", "judge"]
 

@@ -8,16 +8,16 @@ from typing import Any
 import torch
 from torch.func import jvp
 
-from ._autograd import autograd_jacobian, first_line
-from ._compare import PairData, compare_pair
-from ._devices import is_out_of_memory
-from ._gradient import GradientFunction, output_weights
-from ._numerical import numerical_jacobian
-from ._pairs import Differences, judge
-from ._setup import hand_values
-from ._state import RunState
-from .errors import InputError
-from .report import Check, PairReport
+from gradcheck._autograd import autograd_jacobian, first_line
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._devices import is_out_of_memory
+from gradcheck._gradient import GradientFunction, output_weights
+from gradcheck._numerical import numerical_jacobian
+from gradcheck._pairs import Differences, judge
+from gradcheck._setup import hand_values
+from gradcheck._state import RunState
+from gradcheck.errors import InputError
+from gradcheck.report import Check, PairReport
 
 __all__ = ["second_order_pairs", "FORWARD_OVER_REVERSE", "DOUBLE_BACKWARD"]
 

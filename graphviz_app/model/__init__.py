@@ -7,7 +7,7 @@ read them. The model imports nothing above it.
 
 from __future__ import annotations
 
-from .compact import COMPACT_SCHEMA, from_compact, to_compact
+from .compact import COMPACT_SCHEMA, compact_fields, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
@@ -32,7 +32,7 @@ __all__ = [
     "READABLE_SCHEMAS",
     "COMPACT_SCHEMA",
     "to_compact",
-    "from_compact",
+    "compact_fields",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",

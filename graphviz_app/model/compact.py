@@ -31,7 +31,7 @@ from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
 from .regions import region_from_dict, region_to_dict
 
-__all__ = ["COMPACT_SCHEMA", "to_compact", "from_compact"]
+__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
 
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
@@ -65,7 +65,7 @@ def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
 
 
 def to_compact(graph: Any) -> dict[str, Any]:
-    """`graph` (a `Graph`) as schema-3 columns; `from_compact` reads it back exactly.
+    """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
 
     >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
@@ -73,7 +73,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
     >>> data = to_compact(g)
     >>> data["nodes"]["kind"], data["strings"][:3], data["edges"]["src"]
     ([0, 1], ['output', 'op', 'MulBackward0'], [1])
-    >>> from_compact(data) == g
+    >>> Graph.from_dict(data) == g
     True
     """
     s = _Strings()
@@ -145,16 +145,14 @@ def _values(raw: Any) -> tuple[Scalar, ...] | None:
     return None if raw is None else tuple(raw)
 
 
-def from_compact(data: dict[str, Any]) -> Any:
-    """Read schema-3 columns back into a `Graph`.
+def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the `Graph` that schema-3 columns describe (`Graph.from_dict` builds it).
 
     Raises:
         SchemaError: `data` is not a well-formed schema-3 graph (the message names the field).
     """
-    from .graph import Graph  # the Graph's reader calls this module
-
     try:
-        return _read(data, Graph)
+        return _read(data)
     except SchemaError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -173,7 +171,7 @@ def _text(strings: list[Any], index: int) -> str | None:
     return value
 
 
-def _read(data: dict[str, Any], graph_type: Any) -> Any:
+def _read(data: dict[str, Any]) -> dict[str, Any]:
     strings = data["strings"]
     if not isinstance(strings, list):
         raise ValueError("\"strings\" must be a list")
@@ -231,7 +229,7 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
         edges.append(Edge(ids[src], ids[dst], _EDGE_KINDS[kind], int(ec["output_nr"][i]), int(ec["slot"][i]),
                           None if grad == -1 else grads[grad]))
     origin = data.get("nonfinite_origin")
-    return graph_type(
+    return dict(
         nodes=tuple(nodes), edges=tuple(edges), notes=tuple(str(n) for n in data.get("notes", ())),
         truncated=bool(data.get("truncated", False)),
         modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
