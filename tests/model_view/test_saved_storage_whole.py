@@ -3,9 +3,7 @@
 The oracle is torch's own `saved_tensors_hooks`: every tensor autograd saves
 passes through `pack`, which notes its whole untyped storage (a view such as q
 split from one qkv projection keeps all of it alive) and the modules whose
-forward is running. The graph is traced from a second, identical forward
-without the hook (tensors a hook packed are not held as tensors, and the
-tracer says so). Parameters are weights, not activations, and are left out
+forward is running. Parameters are weights, not activations, and are left out
 on both sides.
 """
 
@@ -172,13 +170,18 @@ def counting(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Iterator[Hoo
 
 
 def traced(case: Case) -> tuple[Graph, HookCount, nn.Module]:
+    """The graph of one forward, and what a saved-tensor hook counted on the same forward run again.
+
+    The tracer does not unpack tensors a saved-tensor hook packed (unpacking runs the hook; for
+    checkpointing it recomputes), so the hook counts a second, identical forward.
+    """
     torch.manual_seed(0)
     model = case.build()
     inputs = case.inputs()
     with counting(model, inputs) as count:
-        model(*inputs)  # the oracle's pass: tensors its hook packed are not held by the graph as tensors
+        model(*inputs)
     with record(model):
-        out = model(*inputs)  # the same forward, unhooked, for the graph
+        out = model(*inputs)
     return trace(out, model), count, model
 
 
