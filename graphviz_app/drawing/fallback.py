@@ -211,8 +211,10 @@ def lay_out_within(
             left = timeout - (time.monotonic() - start)
             if left <= 0 and timeouts:
                 raise timeouts[-1]
-            if left <= 0:  # planning a huge graph on a busy machine took it all: the smallest view, briefly
-                plan, limit = planner.fit(plan, 0.0), LAST_CHANCE_S
+            if left <= 0:
+                # Planning took it all (a huge graph, a busy machine): the smallest view gets a last second
+                # when the deadline was one a picture could meet; a tiny one is held to.
+                plan, limit = planner.fit(plan, 0.0), (LAST_CHANCE_S if timeout >= 10 * LAST_CHANCE_S else 0.0)
             else:
                 plan = planner.fit(plan, SHARE * left)
                 smallest = plan.cut_from is not None and len(plan.graph.nodes) <= MIN_NODES
