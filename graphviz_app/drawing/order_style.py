@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from graphviz.quoting import attr_list
 
 from ..analysis.orders import node_orders, order_counts
 from ..errors import RenderError
 from ..model import Edge, Graph, Node, NodeKind
 
-__all__ = ["OrderOverlay", "ORDER_FILLS", "order_fill"]
+__all__ = ["OrderOverlay", "ORDER_FILLS", "order_fill", "order_viewer_overlay"]
 
 # Order 1, 2, 3, ... (order 0, the forward, keeps its device colour).
 ORDER_FILLS = ("#fff3bf", "#ffc9c9", "#e5dbff", "#c3fae8")
@@ -65,3 +67,23 @@ class OrderOverlay:
 
     def graph_attrs(self) -> dict[str, str]:
         return {}
+
+
+def order_viewer_overlay(graph: Graph) -> dict[str, Any]:
+    """The interactive viewer's "order" colouring of a graph with orders (see `graphviz_app.viewer`).
+
+    Each op and saved tensor holds its order (0 the forward's), each box the highest order inside it.
+    """
+    from ..viewer.tree import build_tree
+
+    orders = node_orders(graph)
+    values: list[float | None] = [orders.get(n.id) for n in graph.nodes]
+    tree = build_tree(graph)
+    group: list[float | None] = [None] * len(tree.parent)
+    for i, value in enumerate(values):
+        g = tree.node_group[i]
+        while value is not None and g >= 0 and (group[g] is None or group[g] < value):  # type: ignore[operator]
+            group[g] = value
+            g = tree.parent[g]
+    return {"key": "order", "label": "order of derivative (0: the forward's ops)", "scale": "linear", "unit": "",
+            "node": values, "group": group, "flag": []}

@@ -272,9 +272,13 @@ def export_drawing(
 
 
 def _viewer_export(graph: Graph, fmt: str, *, rankdir: str) -> bytes:
-    from ..viewer import viewer_html
+    from ..viewer import page_html, payload, viewer_html
     from ..viewer.model_explorer import model_explorer_json
 
+    if fmt == "html" and any(n.order for n in graph.nodes):  # gradients of gradients: an "order" colouring
+        from .order_style import order_viewer_overlay
+
+        return page_html(payload(graph, rankdir=rankdir, extra_overlays=[order_viewer_overlay(graph)])).encode()
     if fmt == "html":
         return viewer_html(graph, rankdir=rankdir).encode()
     return model_explorer_json(graph).encode()

@@ -128,8 +128,9 @@ def saved_values(fn: Any) -> list[SavedValue]:
     """What a backward node saved for backward, as (name, value) pairs.
 
     Values are tensors, None, plain Python values, tuples of those, FREED when
-    backward() already released them, or PACKED when a saved-tensor hook packed
-    them (checkpointing: read without running the hook). Names drop the `_saved_`
+    backward() already released them, or, for a tensor a saved-tensor hook packed,
+    what the hook kept (read without running its unpack: an identity hook's tensor,
+    `save_on_cpu`'s copy) or PACKED when it kept no tensor (checkpointing). Names drop the `_saved_`
     prefix; a custom Function's `ctx.save_for_backward` tensors are named
     `saved_tensors[i]`.
     """
@@ -138,9 +139,9 @@ def saved_values(fn: Any) -> list[SavedValue]:
     if spec is _UNKNOWN:
         spec = _spec(cls)
     if spec is None:
-        hooked = _hooked(_raw(fn, "_raw_saved_tensors"))
-        if hooked:
-            return [(f"saved_tensors[{i}]", PACKED) for i in range(len(hooked))]
+        raws = _raw(fn, "_raw_saved_tensors")
+        if _hooked(raws):
+            return [(f"saved_tensors[{i}]", _held_by_hook(r)) for i, r in enumerate(raws)]
         try:
             tensors = fn.saved_tensors
         except RuntimeError as e:
@@ -202,11 +203,11 @@ def _packed_names(fn: Any, getter: tuple[Any, tuple[str, ...]]) -> dict[str, Any
         if type(raw) is _SAVED_TENSOR:
             if raw.unpack_hook is None:  # type: ignore[attr-defined]
                 continue
-            value: Any = PACKED
-        elif raw is None or not (hooked := _hooked(raw)):
+            value: Any = _held_by_hook(raw)
+        elif raw is None or not _hooked(raw):
             continue
         else:
-            value = tuple(PACKED for _ in hooked)
+            value = tuple(_held_by_hook(r) for r in raw)
         if found is None:
             found = {}
         found[raw_name[len(_RAW_PREFIX):]] = value
@@ -218,6 +219,19 @@ def _raw(fn: Any, attr: str) -> Any:
         return getattr(fn, attr, None)
     except RuntimeError:  # freed by backward(): the plain reading says so
         return None
+
+
+def _held_by_hook(raw: Any) -> Any:
+    """What a saved-tensor hook's pack function kept, read without unpacking: the tensor it holds
+    (an identity hook's own tensor, `save_on_cpu`'s copy), else PACKED (checkpointing keeps none)."""
+    if getattr(raw, "unpack_hook", None) is None:
+        return raw.data
+    kept = raw.data
+    if isinstance(kept, torch.Tensor):
+        return kept
+    if isinstance(kept, (tuple, list)):
+        return next((t for t in kept if isinstance(t, torch.Tensor)), PACKED)
+    return PACKED
 
 
 def _hooked(raw: Any) -> tuple[bool, ...]:

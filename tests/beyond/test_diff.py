@@ -189,3 +189,21 @@ def test_the_diff_opens_in_the_viewer_coloured_by_change(tmp_path: Path) -> None
     assert by_name["SigmoidBackward0"] == STATUS_CODE["added"] and by_name["TanhBackward0"] == STATUS_CODE["removed"]
     assert colouring["group"][0] == max(colouring["node"])  # the whole graph's box shows that something changed
     assert data["diff"]["structural"] is True
+
+
+def test_tracing_a_checkpointed_block_does_not_run_its_forward_again() -> None:
+    calls = []
+
+    def inner(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return torch.relu(x * 2).exp()
+
+    x = torch.randn(4, requires_grad=True)
+    y = checkpoint(inner, x, use_reentrant=False).sum()
+    graph = trace(y)
+    assert len(calls) == 1  # unpacking a saved tensor would have recomputed it
+    results = [n for n in graph.nodes if n.kind is NodeKind.SAVED and n.name == "result"]  # exp's and relu's
+    assert len(results) == 2 and all(dict(n.attrs)["state"].startswith("not held") for n in results)
+    assert all(n.tensor is not None and n.tensor.freed for n in results)
+    y.backward()  # backward still recomputes and runs
+    assert len(calls) == 2 and x.grad is not None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
+import re
 import threading
 
 import pytest
@@ -9,6 +13,7 @@ import torch
 
 from graphviz_app import Graph, record_orders, render, trace
 from graphviz_app.analysis.orders import node_orders, order_counts, unrecorded_orders_note
+from graphviz_app.drawing.renderer import export
 from graphviz_app.errors import RenderError
 from graphviz_app.model import NodeKind, to_compact
 from graphviz_app.tracing import orders, torch_internals
@@ -137,3 +142,15 @@ def test_a_torch_without_the_backward_entry_point_fails_loudly(monkeypatch: pyte
     monkeypatch.delattr(torch.autograd, "_engine_run_backward")
     with pytest.raises(RuntimeError, match=r"torch\.autograd\._engine_run_backward"):
         torch_internals.wrap_run_backward(lambda run: run)
+
+
+def test_the_viewer_offers_an_order_colouring() -> None:
+    graph, _ = _second_order()
+    page = export(graph, "html").decode()
+    packed = re.search(r'<script type="application/octet-stream" id="gv-payload">([^<]*)</script>', page)
+    assert packed is not None
+    data = json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+    colouring = next(o for o in data["overlays"] if o["key"] == "order")
+    shown = Graph.from_dict(data["graph"])
+    assert {colouring["node"][i] for i, n in enumerate(shown.nodes) if n.order == 2} == {2}
+    assert colouring["group"][0] == 2  # the whole graph holds order 2
