@@ -33,7 +33,7 @@ def module_summary(graph: Graph) -> ModuleSummary:
     types = module_types(graph)
     weights = leaf_storages(graph)
     params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
-    at_peak = _held_at_peak(graph)
+    at_peak = _held_at_peak(graph) if names else {}  # no module: no replay
     rows = tuple(
         ModuleRow(
             module=name,
