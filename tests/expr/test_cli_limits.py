@@ -1,0 +1,98 @@
+"""The CLI never hangs on a program: it runs in a worker, refused ops stop at once, progress goes to stderr."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphviz_app.cli import commands as cli
+from graphviz_app.cli.progress import Progress
+from graphviz_app.expr import Limits
+
+# The ops the red team found running far past 10 s in the CLI (or allocating GBs) before costs.
+UNCOSTED = [
+    ("torch.zeros(1000000000, 0).count_nonzero(1)", r"would create a tensor of 1,000,000,000 elements"),
+    ("torch.prod(torch.zeros(0, 600000000), 0)", r"would create a tensor of 600,000,000 elements"),
+    ("F.max_pool1d(torch.randn(1, 1, 4000000), 2000000, stride=1).sum()", r"window of 2,000,000"),
+    ("F.avg_pool2d(torch.randn(1, 1, 3000, 3000), 1500, stride=1).sum()", r"window of 1,500x1,500"),
+    ("torch.norm(torch.randn(3000, 3000), p='nuc')", r"singular value decomposition"),
+    ("m(torch.randn(1000000, 1, 1))[0].sum()", r"1,000,000 time steps"),
+    ("torch.cdist(torch.randn(2000, 1000), torch.randn(2000, 1000), p=3).sum()", r"at p=3"),
+]
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLI's worker started once, so the timings below are the programs', not a cold start."""
+    out = tmp_path_factory.mktemp("warm") / "warm.json"
+    assert cli.main(["render", "torch.ones(2, requires_grad=True).sum()", "-o", str(out)]) == 0
+
+
+@pytest.mark.parametrize(("expression", "message"), UNCOSTED, ids=[f"op{i}" for i in range(len(UNCOSTED))])
+def test_each_uncosted_op_is_stopped_within_the_limit(
+    warm: None, expression: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    start = time.monotonic()
+    code = cli.main(["render", expression, "--var", "m=nn.LSTM(1, 8)", "-o", str(tmp_path / "x.svg")])
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT, err
+    assert re.search(message, err), err
+    # Refused from shapes before running: well within the program's own limit, even on a busy machine.
+    assert elapsed < Limits().max_seconds + 2
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_a_program_running_past_its_limit_between_ops_is_bad_input(
+    warm: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    program = "a = torch.randn(5000000)\nfor i in range(1000):\n    b = a.median() * a[0]\nb"
+    (tmp_path / "loop.txt").write_text(program)
+    start = time.monotonic()
+    code = cli.main(["render", "--program", str(tmp_path / "loop.txt"), "-o", str(tmp_path / "x.svg")])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert re.search(r"ran longer than 10 s \(Limits\.max_seconds\)", err), err
+    assert time.monotonic() - start < Limits().max_seconds + 30  # the limit, and a margin for a busy machine
+
+
+def test_the_whole_command_stops_at_its_timeout(warm: None, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    program = "a = torch.randn(5000000)\nfor i in range(1000):\n    b = a.median() * a[0]\nb"
+    code = cli.main(["render", program, "-o", str(tmp_path / "x.svg"), "--timeout", "1"])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert re.search(r"time limit of 1 s and was stopped.*the whole command --timeout 1 s", err), err
+
+
+def test_progress_says_each_slow_step_on_stderr() -> None:
+    out = io.StringIO()
+    progress = Progress("graphviz-app render", enabled=True, stream=out, after=0.05)
+    with progress.step("quick"):
+        pass
+    with progress.step("laying out 805 nodes with dot (deadline 60 s)"):
+        deadline = time.monotonic() + 30
+        while "laying out" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the line shows: the step is the slow one
+    assert out.getvalue() == "graphviz-app render: laying out 805 nodes with dot (deadline 60 s)...\n"
+
+
+def test_progress_is_silent_when_stderr_is_not_a_terminal() -> None:
+    out = io.StringIO()  # not a terminal
+    progress = Progress("graphviz-app render", stream=out, after=0)
+    with progress.step("tracing"):
+        pass
+    assert not progress.enabled and out.getvalue() == ""
+    assert Progress("x", stream=sys.stderr).enabled == sys.stderr.isatty()
+
+
+def test_render_help_states_the_timeout_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["render", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--timeout SECONDS" in text and "(default 300)" in text and "--progress" in text
