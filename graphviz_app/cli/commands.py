@@ -199,7 +199,7 @@ def _render(args: argparse.Namespace) -> int:
         if not _SCRIPT.match(args.target or ""):
             hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
-    fmt, seconds = Path(args.output).suffix.lower().lstrip("."), deadline.left()
+    fmt, seconds = Path(args.output).suffix.lower().lstrip("."), round(deadline.left(), 1)
     layout = (f"laying out {len(graph.nodes):,} nodes with {choose_engine(args.engine, fmt, len(graph.nodes))} "
               f"(deadline {seconds:.0f} s)" if fmt not in ("dot", "json") else f"writing {fmt.upper()}")
     try:
