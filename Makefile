@@ -8,8 +8,12 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8501
 PYTEST_ARGS ?=
+# The viewer's browser bundle: npm packages from the lockfile, bundled by esbuild (graphviz_app/viewer).
+VIEWER := graphviz_app/viewer
+VIEWER_DEPS := $(VIEWER)/node_modules/.package-lock.json
+BUNDLE := $(VIEWER)/dist/viewer.js
 
-.PHONY: run test lint setup dot chromium examples bench clean
+.PHONY: run test lint setup dot chromium examples bench clean viewer
 
 run: setup
 	$(PY) -m graphviz_app.cli serve --host $(HOST) --port $(PORT)
@@ -28,7 +32,25 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/run_all.py
 
-setup: $(STAMP) dot
+setup: $(STAMP) dot viewer
+
+viewer: $(BUNDLE)
+
+# npm ci installs exactly the lockfile; it runs again only when the lockfile changes.
+$(VIEWER_DEPS): $(VIEWER)/package.json $(VIEWER)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Node.js and npm with apt-get for the viewer's bundle..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else \
+	    echo "npm is not on PATH: install Node.js 18 or later (Debian: apt-get install nodejs npm), then run make again"; \
+	    exit 1; \
+	  fi; }
+	cd $(VIEWER) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(BUNDLE): $(VIEWER_DEPS) $(VIEWER)/build.mjs $(wildcard $(VIEWER)/src/*)
+	cd $(VIEWER) && npm run --silent build
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -61,4 +83,4 @@ chromium:
 	  fi; }
 
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) out build *.egg-info $(VIEWER)/node_modules $(VIEWER)/dist

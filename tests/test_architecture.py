@@ -31,33 +31,38 @@ LAYERS: dict[str, frozenset[str]] = {
     "graphviz_app.errors": frozenset(),
     "graphviz_app.model": frozenset({"graphviz_app.errors"}),
     "graphviz_app.analysis": frozenset({"graphviz_app.model", "graphviz_app.errors"}),
-    "graphviz_app.drawing": frozenset({"graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors"}),
+    # The interactive viewer's payload and page: plain data for the browser, beside the drawing.
+    "graphviz_app.viewer": frozenset({"graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors"}),
+    "graphviz_app.drawing": frozenset({
+        "graphviz_app.viewer", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors",
+    }),
     # The torch side builds the model; the gradient replay states its findings through the
     # gradient report's records.
     "graphviz_app.tracing": frozenset({"graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors"}),
     "graphviz_app.expr": frozenset({"graphviz_app.tracing", "graphviz_app.model", "graphviz_app.errors"}),
     # The web server: no torch, no tracer, never the worker package.
     "graphviz_app.web": frozenset({
-        "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors",
-        "graphviz_app.expr",
+        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
+        "graphviz_app.errors", "graphviz_app.expr",
     }),
     "graphviz_app.web.worker": frozenset({
-        "graphviz_app.web", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
+        "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
+        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
     }),
     "graphviz_app.cli": frozenset({
-        "graphviz_app", "graphviz_app.web", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
+        "graphviz_app", "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
+        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
     }),
     # The package itself and its top-level glue (make_dot, old module paths) compose the layers.
     "graphviz_app": frozenset({
-        "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors",
-        "graphviz_app.tracing",
+        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
+        "graphviz_app.errors", "graphviz_app.tracing",
     }),
     "gradcheck": frozenset(),
 }
 # Layers that never load torch: imported in a process where `import torch` fails.
-TORCH_FREE = ("graphviz_app.errors", "graphviz_app.model", "graphviz_app.analysis", "graphviz_app.drawing",
+TORCH_FREE = ("graphviz_app.errors", "graphviz_app.model", "graphviz_app.analysis", "graphviz_app.viewer",
+              "graphviz_app.drawing",
               "graphviz_app.web", "graphviz_app.cli")
 # Modules above the layers that must load without torch too (the package, the CLI's parser, the language's
 # validator, what the page calls on every keystroke).
@@ -239,9 +244,10 @@ def test_the_torch_free_layers_load_with_torch_blocked() -> None:
 # or a private attribute of its tensors and autograd nodes.
 _PRIVATE_TORCH = re.compile(
     r"\btorch(?:\.\w+)*\._[A-Za-z]\w*"
-    r"|\.(?:_saved_|_raw_saved_)\w*"
+    r"|(?<!self)\.(?:_saved_|_raw_saved_)\w*"
     r"|\.(?:_is_view|_base|_version|_cdata|_modules|_sequence_nr|_input_metadata|_forward_cls"
-    r"|_lazy_backward_info|_overloadpacket|_backward_hooks|_forward_hooks|_parameters|_buffers)\b"
+    r"|_lazy_backward_info|_overloadpacket|_backward_hooks|_forward_hooks|_parameters|_buffers"
+    r"|_engine_run_backward|_aot_id|_get_sequence_nr)\b"
 )
 INTERNALS = "graphviz_app.tracing.torch_internals"
 

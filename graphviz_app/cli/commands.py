@@ -8,6 +8,7 @@ import json
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -18,8 +19,11 @@ from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from .diff import add_diff_parser, run_diff
 from .files import FileProblem, check_script, named_path, read_program
+from .memory import add_memory_parser, run_memory
 from .progress import Deadline, Progress
+from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
 if TYPE_CHECKING:
@@ -44,10 +48,17 @@ examples:
   graphviz-app render "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" -o graph.svg
   graphviz-app render model.py:build -o graph.png --rankdir LR --no-saved
   graphviz-app render model.py:build -o model.svg --depth 2 --roll
+  graphviz-app render model.py:build -o model.html          (the interactive viewer, one file)
+  graphviz-app render g.json -o g.html                      (a graph saved with save(graph, "g.json"))
+  graphviz-app render g.json -o me.json --format model-explorer
   graphviz-app render "enc(x).sum()" --var "enc=nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 6)" \\
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
+      --expected "(x > 0).double()" --kinks warn
+  graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
+  graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -78,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,diff,serve}",
+                                parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -87,9 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         "record() so modules can be drawn. Notes on the graph go to stderr.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION")
+    render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
     render.add_argument("-o", "--output", required=True, metavar="FILE",
-                        help="output file: .svg .png .pdf .dot or .json")
+                        help="output file: .svg .png .pdf .dot .json or .html (the interactive viewer)")
+    render.add_argument("--format", choices=("model-explorer",),
+                        help="write this format whatever the output's suffix: model-explorer "
+                        "(Google's Model Explorer JSON)")
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
                         help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
@@ -121,13 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--fwd", action="store_true",
+                       help="also check forward mode (jvp) against finite differences and reverse mode")
+    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="2: also check second order (double backward, Hessian-vector products); default 1")
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+                       help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
+                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _time_options(check)
     _program_options(check)
+    add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    add_diff_parser(sub)
     return parser
 
 
@@ -155,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "render": _render, "check": _check, "serve": _serve,
+        "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
+        "memory": lambda a: run_memory(a, _run_script),
     }
     try:
         return commands[args.command](args)
@@ -185,30 +210,36 @@ def _describe(e: Exception) -> tuple[str, int]:
 
 
 def _render(args: argparse.Namespace) -> int:
-    _check_suffix(args.output)
+    if not args.format:
+        _check_suffix(args.output)
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
-    from ..drawing.layout import choose_engine
     from ..drawing.renderer import save
 
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
-    traced = _trace_target(args, deadline, progress)
+    if is_saved_graph(args.target):
+        traced = load_saved_graph(args.target)
+    else:
+        traced = _trace_target(args, deadline, progress)
+    whole = output_format(args.output, args.format) in WHOLE_GRAPH_FORMATS  # the viewer folds it itself
     with progress.step(f"folding modules (depth {args.depth}{', roll' if args.roll else ''})"):
-        graph = collapse(traced, depth=args.depth, roll=args.roll)
+        graph = traced if whole else collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
         hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
         if not _SCRIPT.match(args.target or ""):
             hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
-    fmt, seconds = Path(args.output).suffix.lower().lstrip("."), round(deadline.left(), 1)
-    layout = (f"laying out {len(graph.nodes):,} nodes with {choose_engine(args.engine, fmt, len(graph.nodes))} "
-              f"(deadline {seconds:.0f} s)" if fmt not in ("dot", "json") else f"writing {fmt.upper()}")
+    seconds = round(deadline.left(), 1)
     try:
         color_by = "gradient" if args.gradients else "device"
-        with progress.step(layout):
-            path = save(graph, args.output, rankdir=args.rankdir, engine=args.engine, color_by=color_by,
-                        timeout=seconds)
+        with progress.step(f"drawing {len(graph.nodes):,} nodes (deadline {seconds:g} s)") as say, \
+                warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
+                        color_by=color_by, timeout=seconds, progress=say)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
+        print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
     print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
     if args.gradients:
@@ -357,13 +388,17 @@ def _check(args: argparse.Namespace) -> int:
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
     try:
         with progress.step("checking the gradients in a worker process"):
-            passed, text, report = run_program_job(
+            passed, text, report, warned = run_program_job(
                 CHECK_JOB, composed.source, wrt, args.expected, args.device, args.dtype,
-                (args.eps, args.atol, args.rtol), args.fast, seconds=deadline.left())
+                (args.eps, args.atol, args.rtol), args.fast, ("rev", "fwd") if args.fwd else ("rev",), args.order,
+                args.kinks, seconds=deadline.left())
     except ExprError as e:
-        raise _Fail(e.message if "expected gradient" in e.message else _located(composed, e, args)) from e
+        raise _Fail(e.message if "expected gradient" in e.message or e.message.startswith("in --expected")
+                    else _located(composed, e, args)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
+    for message in warned:
+        print(f"graphviz-app check: warning: {message}", file=sys.stderr)
     print(json.dumps(report, indent=2) if args.json else text)
     return EXIT_OK if passed else EXIT_CHECK_FAILED
 

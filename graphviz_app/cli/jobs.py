@@ -10,6 +10,7 @@ name; torch is imported on use, so the CLI itself stays free of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["trace_job", "check_job"]
@@ -48,18 +49,22 @@ def trace_job(source: str, device: str | None, dtype: str | None, show_saved: bo
 
 
 def check_job(source: str, wrt: tuple[str, ...], expected: str | None, device: str | None, dtype: str | None,
-              tolerances: tuple[float, float, float], fast: bool) -> tuple[bool, str, dict[str, Any]]:
-    """Check the program's gradients; (passed, the report as text, the report as a dict).
+              tolerances: tuple[float, float, float], fast: bool, modes: tuple[str, ...] = ("rev",), order: int = 1,
+              kinks: str = "fail") -> tuple[bool, str, dict[str, Any], tuple[str, ...]]:
+    """Check the program's gradients: (passed, the report as text, as a dict, the checker's warnings).
 
     Args:
         wrt: the variables to differentiate; empty for those made with requires_grad=True.
         tolerances: eps, atol, rtol.
+        fast, modes, order, kinks: as for `gradcheck.check`.
 
     Raises:
         ExprError: the program or the expected gradient is refused or fails, or no variable requires grad.
         GradcheckError: the checker cannot check this function.
     """
-    from gradcheck import check
+    import warnings
+
+    from gradcheck import GradcheckWarning, check
 
     from ..expr.api import expected_function, to_function
     from ..expr.deadline import hard_deadline
@@ -72,10 +77,27 @@ def check_job(source: str, wrt: tuple[str, ...], expected: str | None, device: s
     with hard_deadline(Limits().max_seconds + HARD_GRACE_S):
         fn, inputs = to_function(source, names, **options)
     with hard_deadline(Limits().max_seconds + HARD_GRACE_S):
-        hand = expected_function(source, expected, names, **options) if expected else None
+        hand = _expected(expected_function(source, expected, names, **options), expected) if expected else None
     eps, atol, rtol = tolerances
-    report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol, device=device, fast=fast)
-    return report.passed, str(report), report.to_dict()
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always", GradcheckWarning)
+        report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol, device=device, fast=fast,
+                       modes=modes, order=order, kinks=kinks)
+    said = tuple(str(w.message) for w in warned if issubclass(w.category, GradcheckWarning))
+    return report.passed, str(report), report.to_dict(), said
+
+
+def _expected(hand: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """The hand gradient, its run-time errors (a wrong count of values) said to be in --expected."""
+    from ..expr.errors import ExprError
+
+    def expected(*tensors: Any) -> Any:
+        try:
+            return hand(*tensors)
+        except ExprError as e:
+            raise ExprError(f"in --expected ({text}): {e.message}", kind=e.kind) from e
+
+    return expected
 
 
 def _default_wrt(source: str, device: str | None, dtype: str | None) -> list[str]:

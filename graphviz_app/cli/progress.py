@@ -12,7 +12,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 __all__ = ["Progress", "Deadline", "PROGRESS_AFTER_S"]
@@ -47,20 +47,40 @@ class Progress:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def step(self, text: str) -> Iterator[None]:
-        """Say `text...` if the block is still running after `after` seconds."""
+    def step(self, text: str) -> Iterator[Callable[[str], None]]:
+        """Say `text...` if the block is still running after `after` seconds.
+
+        The block gets a function for its own lines (a layout's steps): held back
+        until the step's line is said, then said as they come.
+        """
         if not self.enabled:
-            yield
+            yield lambda line: None
             return
-        if self.after <= 0:
-            self._say(text)
-            yield
-            return
-        timer = threading.Timer(self.after, self._say, args=(text,))
+        held: list[str] = []
+        said = threading.Event()
+
+        def say_step() -> None:
+            with self._lock:
+                said.set()
+                for line in [text, *held]:
+                    print(f"{self.prog}: {line}...", file=self.stream, flush=True)
+                held.clear()
+
+        def relay(line: str) -> None:
+            with self._lock:
+                if not said.is_set():
+                    held.append(line)
+                    return
+            self._say(line)
+
+        timer = threading.Timer(self.after, say_step)
         timer.daemon = True
-        timer.start()
+        if self.after <= 0:
+            say_step()
+        else:
+            timer.start()
         try:
-            yield
+            yield relay
         finally:
             timer.cancel()
 

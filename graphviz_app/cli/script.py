@@ -61,11 +61,11 @@ def _inputs(rest: Any, target: str) -> tuple[Any, ...]:
     return tuple(rest)
 
 
-def _trace_model(model: Any, inputs: tuple[Any, ...], target: str, options: dict[str, Any]) -> Graph:
-    from ..tracing.module_trace import trace_model  # runs the forward under record(model)
+def _trace_model(root_module: Any, inputs: tuple[Any, ...], target: str, options: dict[str, Any]) -> Graph:
+    from ..tracing.module_trace import trace_model  # runs the forward under record(root_module)
 
     try:
-        return trace_model(model, *inputs, **options)
+        return trace_model(root_module, *inputs, **options)
     except TraceError:
         raise
     except Exception as e:  # the person's forward failed: say so, in their terms

@@ -7,9 +7,11 @@ read them. The model imports nothing above it.
 
 from __future__ import annotations
 
+from .compact import COMPACT_SCHEMA, compact_fields, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
+    PACKED_BY_HOOK,
     STATE_ATTR,
     Edge,
     EdgeKind,
@@ -28,6 +30,9 @@ from .units import human_bytes
 __all__ = [
     "SCHEMA_VERSION",
     "READABLE_SCHEMAS",
+    "COMPACT_SCHEMA",
+    "to_compact",
+    "compact_fields",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -46,4 +51,5 @@ __all__ = [
     "provide",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
 ]

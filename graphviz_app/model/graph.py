@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
+from .compact import COMPACT_SCHEMA, compact_fields
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
@@ -140,8 +141,10 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form. Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
         check_schema(data)
+        if data["schema"] == COMPACT_SCHEMA:
+            return cls(**compact_fields(data))
         try:
             return cls(
                 nodes=tuple(node_from_dict(n) for n in data["nodes"]),
@@ -169,6 +172,9 @@ class Graph:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         display: Callable[[Graph], dict[str, str]] = _provided("display")
         return display(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
     def _repr_svg_(self) -> str:
         return self._repr_mimebundle_()["image/svg+xml"]

@@ -20,15 +20,17 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients.
-READABLE_SCHEMAS = (1, 2)
+# Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients; 3 is the
+# compact, columnar form of 2 (graphviz_app.model.compact).
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 def check_schema(data: Any) -> None:
     """Raise SchemaError unless `data` is a dict of a schema version this code reads."""
     version = data.get("schema") if isinstance(data, dict) else None
     if type(version) is not int or version not in READABLE_SCHEMAS:  # True == 1 in Python
-        readable = " or ".join(str(v) for v in READABLE_SCHEMAS)
+        *first, last = (str(v) for v in READABLE_SCHEMAS)
+        readable = f"{', '.join(first)} or {last}" if first else last
         raise SchemaError(
             f"expected a graph with \"schema\": {readable}, found {version!r}; "
             "was this JSON written by graphviz_app's Graph.to_json()?"
@@ -132,6 +134,10 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         d["grad"] = _grad_to_dict(n.grad)
     if n.recency is not None:
         d["recency"] = n.recency
+    if n.order is not None:
+        d["order"] = n.order
+    if n.differentiates is not None:
+        d["differentiates"] = n.differentiates
     return d
 
 
@@ -147,6 +153,8 @@ def node_from_dict(d: dict[str, Any]) -> Node:
         source=d.get("source"),
         grad=_grad_from_dict(d.get("grad")),
         recency=d.get("recency"),
+        order=d.get("order"),
+        differentiates=d.get("differentiates"),
     )
 
 

@@ -10,7 +10,7 @@ from ..drawing.gradient_style import default_coloring
 from ..drawing.renderer import export
 from ..expr import ExprError, IsolatedRunner, JobRef, validate
 from ..model import Graph
-from .results import Analysis, Drawn, Failure, GradientCheck, Tolerances
+from .results import Analysis, CheckModes, Drawn, Failure, GradientCheck, Tolerances
 from .urlstate import CheckInput, Options
 
 __all__ = [
@@ -80,14 +80,18 @@ def analyze(runner: JobRunner, program: str, options: Options) -> Analysis | Fai
 
 
 def check_gradient(
-    runner: JobRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances
+    runner: JobRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances,
+    modes: CheckModes | None = None,
 ) -> GradientCheck | Failure:
-    """Check the hand-derived gradient in `check` against autograd and finite differences."""
+    """Check the hand-derived gradient in `check` against autograd and finite differences.
+
+    `modes` adds forward mode and second order, and says what a verified kink does.
+    """
     if not check.wrt:
         return Failure("choose the variable the gradient is taken with respect to", kind="input")
     if not check.expected.strip():
         return Failure("type your hand-derived gradient, e.g. 2*(x+2)/3", kind="input")
-    return _call(runner, CHECK_JOB, program, options, check.wrt, check.expected, tolerances)
+    return _call(runner, CHECK_JOB, program, options, check.wrt, check.expected, tolerances, modes or CheckModes())
 
 
 def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:

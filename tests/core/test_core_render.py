@@ -172,10 +172,11 @@ def test_saved_json_is_the_graph(tmp_path: Path) -> None:
     assert Graph.from_json(save(graph, tmp_path / "seed.json").read_text()) == graph
 
 
-def test_notebook_display_is_svg_text() -> None:
+def test_notebook_display_is_the_viewer_and_svg_text() -> None:
     graph = _seed_graph()
     bundle = graph._repr_mimebundle_()
-    assert list(bundle) == ["image/svg+xml"]
+    assert list(bundle) == ["text/plain", "text/html", "image/svg+xml"]
+    assert bundle["text/html"].startswith('<iframe class="graphviz-app-viewer"')
     svg = bundle["image/svg+xml"]
     assert isinstance(svg, str) and ET.fromstring(svg).tag == f"{SVG_NS}svg"
     assert "MeanBackward0" in _svg_texts(svg)

@@ -13,6 +13,10 @@ from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options, PageSta
 SEED_GRAD = "[1.3333, 2.0000, 2.6667]"
 
 
+# The gallery examples that take about 5 s or more to run and draw on a busy machine.
+SLOW_EXAMPLES = {"cnn": pytest.mark.slow, "transformer": pytest.mark.slow}
+
+
 def grads(at) -> dict[str, str]:  # noqa: ANN001
     """The gradients table: tensor name -> values."""
     tables = [t.value for t in at.table if "tensor" in t.value.columns]
@@ -56,7 +60,7 @@ def test_the_sidebar_offers_cpu_and_says_why_there_is_no_cuda(seed_page) -> None
         assert any("No CUDA device here" in c for c in shown(seed_page, "caption", where="sidebar"))
 
 
-@pytest.mark.parametrize("ex", EXAMPLES, ids=[e.key for e in EXAMPLES])
+@pytest.mark.parametrize("ex", [pytest.param(e, id=e.key, marks=SLOW_EXAMPLES.get(e.key, ())) for e in EXAMPLES])
 def test_every_gallery_example_renders_with_one_click(ex) -> None:  # noqa: ANN001
     at = new_app()
     at.button(key=f"example-{ex.key}").click().run()

@@ -35,12 +35,16 @@ def dot_children() -> list[int]:
     return found
 
 
+@pytest.mark.slow  # runs into the 3 s layout budget
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
 def test_a_slow_layout_is_stopped_at_its_budget_and_dot_does_not_linger() -> None:
+    budget_s = 3.0
     start = time.monotonic()
-    result = analysis_job(SLOW_TO_LAY_OUT, Options(max_nodes=5000), 3.0)
+    result = analysis_job(SLOW_TO_LAY_OUT, Options(max_nodes=5000), budget_s)
     assert isinstance(result, Failure)
     assert result.kind == "render"
     assert "took over" in result.message and "draw fewer nodes" in result.message
-    assert time.monotonic() - start < 15
+    # Stopped at the budget (the program and its trace run first: room for a busy machine);
+    # not stopped, dot would run for minutes.
+    assert time.monotonic() - start < budget_s + 30
     assert dot_children() == []

@@ -34,6 +34,7 @@ def test_a_bad_depth_in_a_link_is_reported_and_every_module_stays_open(raw: str,
 
 
 # The worker's result -----------------------------------------------------------
+@pytest.mark.slow  # a six-layer encoder run, traced and drawn
 def test_depth_and_roll_fold_the_six_encoder_layers_into_one_box() -> None:
     program = example("transformer").program
     flat = analysis_job(program, Options())

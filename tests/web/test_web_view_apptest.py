@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from web_support import new_app, page_text, shown_svg
 
 # 1,000 iterations of 10 ops: 10,000 ops (15,000 nodes with saved tensors), all traced at the node limit 20,000.
@@ -13,6 +14,7 @@ TEN_THOUSAND_OPS = (
 )
 
 
+@pytest.mark.slow  # 10,000 ops run, traced and cut down
 def test_a_10000_op_program_shows_the_part_nearest_the_output_with_a_note_not_a_timeout() -> None:
     at = new_app({"program": TEN_THOUSAND_OPS, "max_nodes": "20000"})
     assert not at.exception

@@ -7,7 +7,15 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from web_support import ARTIFACTS, Server, screenshot
+from web_support import (
+    ARTIFACTS,
+    Server,
+    count_script_runs,
+    screenshot,
+    script_runs_ended,
+    settled_screenshot,
+    wait_for_runs_after,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -41,9 +49,7 @@ def drawn_share(page, name: str) -> float:  # noqa: ANN001
     """The share of the graph pane's pixels that are not background (white)."""
     from PIL import Image
 
-    pane = page.get_by_test_id("graph-pane")
-    page.wait_for_timeout(300)  # let the first scroll to the output settle
-    png = pane.screenshot()
+    png = settled_screenshot(page.get_by_test_id("graph-pane"))  # the first scroll to the output has ended
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"{name}.png").write_bytes(png)
     image = Image.open(io.BytesIO(png)).convert("L")
@@ -112,17 +118,19 @@ def test_clicking_a_node_shows_its_shape_and_dtype(page, server) -> None:  # noq
 def test_the_svg_is_sent_once_not_on_every_rerun(page, server) -> None:  # noqa: ANN001
     received: list[int] = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda frame: received.append(len(frame))))
+    count_script_runs(page)
     open_graph(page, server, BIG, "&max_nodes=2500")
     page.get_by_text("Showing the 1,500 nodes").wait_for()
     first = sum(received)
     assert first > 1_000_000  # the 1,500-node SVG and its details came once
     received.clear()
+    ended = script_runs_ended(page)
     editor = page.get_by_test_id("program-editor")
     editor.click()
     editor.press("End")
     editor.press_sequentially("  # a comment")  # each pause reruns the page (live parse check)
     page.get_by_text("The program parses").wait_for()
-    page.wait_for_timeout(1500)
+    wait_for_runs_after(page, ended)
     assert 0 < sum(received) < 100_000  # the reruns happened, and the graph was not sent again
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import NodeKind
@@ -10,7 +11,23 @@ from .plan import BackwardPlan
 from .records import MemoryStep
 from .rules import Makes, makes
 
-__all__ = ["EngineReplay"]
+__all__ = ["EngineReplay", "Recompute"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recompute:
+    """What checkpointing some modules changes: saved storages that are not kept by the forward but
+    made again (`deferred[node]`) just before `node`, the first of their module to run in backward;
+    inputs the checkpoint keeps that nothing else would (`kept`: key -> (bytes, owner)), until the
+    node that `released_after` lists them under has run."""
+
+    deferred: dict[str, list[str]] = field(default_factory=dict)
+    kept: dict[str, tuple[int, str]] = field(default_factory=dict)
+    released_after: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        return frozenset(k for keys in self.deferred.values() for k in keys)
 
 
 class EngineReplay:
@@ -24,8 +41,11 @@ class EngineReplay:
     holds a storage, `kind[key]` how (see `records.HOLDER_KINDS`).
     """
 
-    def __init__(self, plan: BackwardPlan, *, retain_graph: bool, owners: dict[str, str] | None = None) -> None:
+    def __init__(self, plan: BackwardPlan, *, retain_graph: bool, owners: dict[str, str] | None = None,
+                 recompute: Recompute | None = None) -> None:
         self.plan = plan
+        self.recompute = recompute or Recompute()
+        self.owners = owners or {}
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
         self.size: dict[str, int] = {}
@@ -41,7 +61,7 @@ class EngineReplay:
         # storage key -> (kind, owner, bytes) of every storage alive at the snapshot
         self.snapshot: dict[str, tuple[str, str, int]] | None = None
         self._snap_at: int | None = None
-        self._start(owners or {})
+        self._start()
 
     # -- storages and values -------------------------------------------------
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
@@ -92,13 +112,21 @@ class EngineReplay:
         return max(peak, self.live)
 
     # -- the step ------------------------------------------------------------
-    def _start(self, owners: dict[str, str]) -> None:
+    def _hold_saved(self, key: str) -> None:
+        savers = self.plan.savers[key]
+        pending = sum(1 for s in savers if s in self.plan.reachable)
+        # Held for good: the graph retained, or a saver that backward never runs.
+        count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
+        self._hold(key, self.plan.storage_bytes[key], "saved", self.owners.get(key, savers[0]), count)
+
+    def _start(self) -> None:
         plan = self.plan
-        for key, savers in plan.savers.items():
-            pending = sum(1 for s in savers if s in plan.reachable)
-            # Held for good: the graph retained, or a saver that backward never runs.
-            count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
-            self._hold(key, plan.storage_bytes[key], "saved", owners.get(key, savers[0]), count)
+        skipped = self.recompute.skipped
+        for key in plan.savers:
+            if key not in skipped:
+                self._hold_saved(key)
+        for key, (size, owner) in self.recompute.kept.items():
+            self._hold(key, size, "saved", owner)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], "outputs", output)
         for op, output_nr, size, item in plan.roots:
@@ -140,7 +168,11 @@ class EngineReplay:
         while self.ready and (until is None or len(steps) <= until):
             _, node = heapq.heappop(self.ready)
             before = self.live
+            for key in self.recompute.deferred.get(node, ()):  # a checkpointed module's forward runs again
+                self._hold_saved(key)
             peak = self._run_leaf(node) if self.plan.nodes[node].kind is NodeKind.LEAF else self._run_op(node)
+            for key in self.recompute.released_after.get(node, ()):
+                self._release(key)
             self.order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
@@ -183,7 +215,7 @@ class EngineReplay:
         for value in inputs.values():
             self._drop(value)
         if not self.retain_graph:
-            for key in self._saved_by(node):
+            for key in self._kept_by(node):
                 self._release(key)
         for target, output_nr, value in made:
             peak = self._deliver(target, output_nr, value, peak)
@@ -192,5 +224,5 @@ class EngineReplay:
                 heapq.heappush(self.ready, (plan.priority(target), target))
         return peak
 
-    def _saved_by(self, node: str) -> list[str]:
+    def _kept_by(self, node: str) -> list[str]:
         return self.plan.saved_by.get(node, [])

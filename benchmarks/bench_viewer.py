@@ -1,0 +1,162 @@
+"""The interactive viewer in a real Chromium: open-to-first-view, opening a box, search; file sizes.
+
+Run: `python benchmarks/bench_viewer.py [--quick]`. Figures go into benchmarks/README.md (section viewer)
+by hand. Graphs: a 12-layer GPT-2-shaped model with gradients (nn modules shaped like GPT-2 blocks),
+a 100-layer nn.TransformerEncoder, a 100,000-op flat chain and a 1,000,000-op chain (records built
+directly: tracing them is measured in the trace section). Graphviz's SVG of the same graph beside,
+where dot finishes within a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from graphviz_app import trace_model  # noqa: E402
+from graphviz_app.drawing.renderer import export  # noqa: E402
+from graphviz_app.model import Edge, Graph, Node, NodeKind, TensorInfo  # noqa: E402
+from graphviz_app.viewer import viewer_html  # noqa: E402
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+class Block(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.ModuleDict({"c_attn": nn.Linear(d, 3 * d), "c_proj": nn.Linear(d, d)})
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.heads = 4
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.attn["c_attn"](self.ln_1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.attn["c_proj"](a.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Shaped(nn.Module):
+    def __init__(self, layers: int = 12, d: int = 64, vocab: int = 500, ctx: int = 32) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.h = nn.ModuleList(Block(d) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied, as in GPT-2
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return nn.functional.cross_entropy(logits.flatten(0, 1), ids.flatten())
+
+
+def chain(ops: int) -> Graph:
+    t = TensorInfo(None, (4,), "float32", "cpu", 4, 16, True)
+    nodes = [Node("n0", NodeKind.OUTPUT, "output", tensor=t)]
+    nodes += [Node(f"n{k + 1}", NodeKind.OP, "MulBackward0" if k % 2 == 0 else "SinBackward0", tensor=t)
+              for k in range(ops)]
+    nodes.append(Node(f"n{ops + 1}", NodeKind.LEAF, "x", tensor=t))
+    return Graph(tuple(nodes), tuple(Edge(f"n{k + 1}", f"n{k}") for k in range(ops + 1)))
+
+
+def graphs(quick: bool) -> list[tuple[str, Graph]]:
+    torch.manual_seed(0)
+    found = [("GPT-2-shaped, 12 layers, gradients", trace_model(GPT2Shaped(), torch.randint(0, 500, (2, 16)),
+                                                                gradients=True))]
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 100, enable_nested_tensor=False)
+    found.append(("nn.TransformerEncoder, 100 layers", trace_model(encoder, torch.randn(2, 10, 64))))
+    found.append(("flat chain, 100,000 ops", chain(100_000)))
+    if not quick:
+        found.append(("flat chain, 1,000,000 ops", chain(1_000_000)))
+    return found
+
+
+def measure(page, path: Path, runs: int) -> dict[str, float]:  # noqa: ANN001
+    first = []
+    for _ in range(runs):
+        page.goto(path.as_uri())
+        page.wait_for_selector("[data-testid=graph-viewer][data-state=ready]", timeout=600_000)
+        first.append(float(page.get_attribute("[data-testid=graph-viewer]", "data-first-view-ms")))
+    viewer = page.locator("[data-testid=graph-viewer]")
+    opens = []
+    for _ in range(3):
+        page.get_by_role("button", name="Close all").click()
+        box = page.locator(".gv-closed").first
+        box.click()
+        opens.append(float(viewer.get_attribute("data-last-refresh-ms")))
+    search = page.get_by_test_id("viewer-search")
+    search.fill("Backward0")
+    page.wait_for_selector("[data-testid=graph-viewer][data-last-search-ms]")
+    finds = []
+    gotos = []
+    for query in ("MulBackward0", "AddBackward0", "x", "Backward"):
+        search.fill(query)
+        search.press("Enter")
+        finds.append(float(viewer.get_attribute("data-last-search-ms")))
+        gotos.append(float(viewer.get_attribute("data-last-goto-ms") or "nan"))
+    return {"first": statistics.median(first), "open": statistics.median(opens), "search": statistics.median(finds),
+            "goto": statistics.median(gotos)}
+
+
+def svg_size(graph: Graph) -> str:
+    if len(graph.nodes) > 3000:
+        return "not drawn (dot takes minutes past 3,000 nodes)"
+    start = time.perf_counter()
+    try:
+        size = len(export(graph, "svg", timeout=60))
+    except Exception as e:  # noqa: BLE001 - a figure, not a failure
+        return f"failed: {type(e).__name__}"
+    return f"{size / 1e6:.2f} MB ({time.perf_counter() - start:.1f} s)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="leave out the 1,000,000-op chain")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        for name, graph in graphs(args.quick):
+            start = time.perf_counter()
+            text = viewer_html(graph)
+            build = time.perf_counter() - start
+            path = Path(tmp) / "g.html"
+            path.write_text(text, encoding="utf-8")
+            start_data = text.index('id="gv-payload">')
+            data = text.index("</script>", start_data) - start_data
+            got = measure(page, path, args.runs)
+            rows.append((name, len(graph.nodes), build, len(text), data, got, svg_size(graph)))
+            print(rows[-1], flush=True)
+        browser.close()
+    load = subprocess.run(["cat", "/proc/loadavg"], capture_output=True, text=True).stdout.split()[:3]
+    print(f"\nload average during the run: {' '.join(load)} (2 cores)\n")
+    print("| graph | nodes | Python build s | HTML file | of which data | first view ms | open a box ms "
+          "| search ms | go to match ms | Graphviz SVG |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, n, build, size, data, got, svg in rows:
+        print(f"| {name} | {n:,} | {build:.1f} | {size / 1e6:.2f} MB | {data / 1e6:.2f} MB | {got['first']:.0f} "
+              f"| {got['open']:.0f} | {got['search']:.0f} | {got['goto']:.0f} | {svg} |")
+
+
+if __name__ == "__main__":
+    main()

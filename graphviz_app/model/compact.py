@@ -1,0 +1,238 @@
+"""The graph's compact JSON form (schema 3): one array per field, strings in one table; lossless.
+
+Schema 2 writes one object per node, repeating every key, dtype and device; a
+100,000-node graph is about 60 MB of it. Schema 3 writes the same records as
+columns (`nodes.kind[i]` is node i's kind), every string once in `strings`
+(columns hold its index, -1 for None), so the text is a few times smaller and
+compresses well: what the viewer embeds in an HTML file. `Graph.from_dict`
+reads it as it reads schemas 1 and 2.
+
+Layout (all columns of one table have the same length)::
+
+    {"schema": 3, "strings": [...],
+     "nodes": {"id": [s] | null (ids are n0, n1, ...), "kind": [s], "name": [s], "module": [s],
+               "source": [s], "recency": [int | null], "attrs": [[s, s, ...] | 0], "tensor": [t | -1],
+               "grad": [g | -1], "order": [int | null] and "differentiates": [s] (only when known)},
+     "tensors": {"name": [s], "shape": [[int, ...]], "dtype": [s], "device": [s], "numel": [int],
+                 "bytes": [int], "requires_grad": [0 | 1], "values": [[...] | null], "storage": [s],
+                 "freed": [0 | 1], "storage_bytes": [int | null]},
+     "grads": {"numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values"},
+     "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
+               "output_nr": [int], "slot": [int], "grad": [g | -1]},
+     "notes": [...], "truncated": false, "modules": [[name, type, params, param_bytes]],
+     "nonfinite_origin": node index | null, "regions": [region, ...] (compiled regions, schema 2's form)}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SchemaError
+from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
+from .regions import region_from_dict, region_to_dict
+
+__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
+
+COMPACT_SCHEMA = 3
+_EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
+_GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values")
+_TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
+                  "storage", "freed", "storage_bytes")
+
+
+class _Strings:
+    """The string table: each distinct string once, columns hold its index (-1 for None)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        found = self.index.get(text)
+        if found is None:
+            found = self.index[text] = len(self.index)
+        return found
+
+
+def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
+    return {
+        "numel": [g.numel for g in grads], "norm": [g.norm for g in grads], "max_abs": [g.max_abs for g in grads],
+        "mean_abs": [g.mean_abs for g in grads], "nan": [g.nan for g in grads], "inf": [g.inf for g in grads],
+        "zero_fraction": [g.zero_fraction for g in grads],
+        "values": [None if g.values is None else list(g.values) for g in grads],
+    }
+
+
+def to_compact(graph: Any) -> dict[str, Any]:
+    """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
+
+    >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
+    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
+    ...           (Edge("n1", "n0"),))
+    >>> data = to_compact(g)
+    >>> data["nodes"]["kind"], data["strings"][:3], data["edges"]["src"]
+    ([0, 1], ['output', 'op', 'MulBackward0'], [1])
+    >>> Graph.from_dict(data) == g
+    True
+    """
+    s = _Strings()
+    nodes: tuple[Node, ...] = graph.nodes
+    position = {n.id: i for i, n in enumerate(nodes)}
+    plain_ids = all(n.id == f"n{i}" for i, n in enumerate(nodes))
+    tensors: list[TensorInfo] = []
+    grads: list[GradInfo] = []
+    tensor_col: list[int] = []
+    grad_col: list[int] = []
+    for n in nodes:
+        tensor_col.append(len(tensors) if n.tensor is not None else -1)
+        if n.tensor is not None:
+            tensors.append(n.tensor)
+        grad_col.append(len(grads) if n.grad is not None else -1)
+        if n.grad is not None:
+            grads.append(n.grad)
+    node_cols: dict[str, Any] = {
+        "id": None if plain_ids else [s(n.id) for n in nodes],
+        "kind": [s(n.kind.value) for n in nodes],
+        "name": [s(n.name) for n in nodes],
+        "module": [s(n.module) for n in nodes],
+        "source": [s(n.source) for n in nodes],
+        "recency": [n.recency for n in nodes],
+        "attrs": [[s(text) for pair in n.attrs for text in pair] if n.attrs else 0 for n in nodes],
+        "tensor": tensor_col,
+        "grad": grad_col,
+    }
+    if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
+        node_cols["order"] = [n.order for n in nodes]
+        node_cols["differentiates"] = [s(n.differentiates) for n in nodes]
+    tensor_cols: dict[str, list[Any]] = {
+        "name": [s(t.name) for t in tensors], "shape": [list(t.shape) for t in tensors],
+        "dtype": [s(t.dtype) for t in tensors], "device": [s(t.device) for t in tensors],
+        "numel": [t.numel for t in tensors], "bytes": [t.bytes for t in tensors],
+        "requires_grad": [int(t.requires_grad) for t in tensors],
+        "values": [None if t.values is None else list(t.values) for t in tensors],
+        "storage": [s(t.storage) for t in tensors], "freed": [int(t.freed) for t in tensors],
+        "storage_bytes": [t.storage_bytes for t in tensors],
+    }
+    edges: tuple[Edge, ...] = graph.edges
+    edge_grad_col: list[int] = []
+    for e in edges:
+        edge_grad_col.append(len(grads) if e.grad is not None else -1)
+        if e.grad is not None:
+            grads.append(e.grad)
+    edge_cols = {
+        "src": [position[e.src] for e in edges], "dst": [position[e.dst] for e in edges],
+        "kind": [_EDGE_KINDS.index(e.kind) for e in edges], "output_nr": [e.output_nr for e in edges],
+        "slot": [e.slot for e in edges], "grad": edge_grad_col,
+    }
+    origin = graph.nonfinite_origin
+    return {
+        "schema": COMPACT_SCHEMA,
+        "strings": list(s.index),
+        "nodes": node_cols,
+        "tensors": tensor_cols,
+        "grads": _grad_columns(grads),
+        "edges": edge_cols,
+        "notes": list(graph.notes),
+        "truncated": graph.truncated,
+        "modules": [[m.name, m.type, m.params, m.param_bytes] for m in graph.modules],
+        "nonfinite_origin": None if origin is None else position.get(origin, -1),
+        **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
+    }
+
+
+def _values(raw: Any) -> tuple[Scalar, ...] | None:
+    return None if raw is None else tuple(raw)
+
+
+def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the `Graph` that schema-3 columns describe (`Graph.from_dict` builds it).
+
+    Raises:
+        SchemaError: `data` is not a well-formed schema-3 graph (the message names the field).
+    """
+    try:
+        return _read(data)
+    except SchemaError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise SchemaError(f"malformed compact graph JSON (schema 3): {type(e).__name__}: {e}; "
+                          "write it again with graphviz_app's to_compact()") from e
+
+
+def _text(strings: list[Any], index: int) -> str | None:
+    if index == -1:
+        return None
+    if type(index) is not int or index < -1:
+        raise ValueError(f"a string index must be a whole number >= -1, found {index!r}")
+    value = strings[index]
+    if not isinstance(value, str):
+        raise ValueError(f"strings[{index}] is not text: {value!r}")
+    return value
+
+
+def _read(data: dict[str, Any]) -> dict[str, Any]:
+    strings = data["strings"]
+    if not isinstance(strings, list):
+        raise ValueError("\"strings\" must be a list")
+
+    def text(index: int) -> str | None:
+        return _text(strings, index)
+
+    def required(index: int, field: str) -> str:
+        value = text(index)
+        if value is None:
+            raise ValueError(f"{field} must be text, found none")
+        return value
+
+    tc = data["tensors"]
+    tensors = [
+        TensorInfo(
+            name=text(tc["name"][i]), shape=tuple(int(d) for d in tc["shape"][i]),
+            dtype=required(tc["dtype"][i], "a tensor's dtype"), device=required(tc["device"][i], "a tensor's device"),
+            numel=int(tc["numel"][i]), bytes=int(tc["bytes"][i]), requires_grad=bool(tc["requires_grad"][i]),
+            values=_values(tc["values"][i]), storage=text(tc["storage"][i]), freed=bool(tc["freed"][i]),
+            storage_bytes=tc["storage_bytes"][i],
+        )
+        for i in range(len(tc["dtype"]))
+    ]
+    gc = data["grads"]
+    grads = [
+        GradInfo(numel=gc["numel"][i], norm=gc["norm"][i], max_abs=gc["max_abs"][i], mean_abs=gc["mean_abs"][i],
+                 nan=gc["nan"][i], inf=gc["inf"][i], zero_fraction=gc["zero_fraction"][i],
+                 values=_values(gc["values"][i]))
+        for i in range(len(gc["numel"]))
+    ]
+    nc = data["nodes"]
+    count = len(nc["kind"])
+    ids = [f"n{i}" for i in range(count)] if nc.get("id") is None else [required(i, "a node id") for i in nc["id"]]
+    orders = nc.get("order") or [None] * count
+    differentiates = nc.get("differentiates") or [-1] * count
+    nodes = []
+    for i in range(count):
+        attrs = nc["attrs"][i] or []
+        pairs = tuple((required(attrs[j], "an attribute"), required(attrs[j + 1], "an attribute"))
+                      for j in range(0, len(attrs) - 1, 2))
+        tensor, grad = nc["tensor"][i], nc["grad"][i]
+        nodes.append(Node(
+            id=ids[i], kind=NodeKind(text(nc["kind"][i])), name=required(nc["name"][i], "a node name"),
+            tensor=None if tensor == -1 else tensors[tensor], attrs=pairs, module=text(nc["module"][i]),
+            source=text(nc["source"][i]), grad=None if grad == -1 else grads[grad], recency=nc["recency"][i],
+            order=orders[i], differentiates=text(differentiates[i]),
+        ))
+    ec = data["edges"]
+    edges = []
+    for i in range(len(ec["src"])):
+        src, dst, kind, grad = ec["src"][i], ec["dst"][i], ec["kind"][i], ec["grad"][i]
+        if type(src) is not int or type(dst) is not int or min(src, dst) < 0 or type(kind) is not int or kind < 0:
+            raise ValueError(f"edge {i} names node {src!r} -> {dst!r} of kind {kind!r}")
+        edges.append(Edge(ids[src], ids[dst], _EDGE_KINDS[kind], int(ec["output_nr"][i]), int(ec["slot"][i]),
+                          None if grad == -1 else grads[grad]))
+    origin = data.get("nonfinite_origin")
+    return dict(
+        nodes=tuple(nodes), edges=tuple(edges), notes=tuple(str(n) for n in data.get("notes", ())),
+        truncated=bool(data.get("truncated", False)),
+        modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
+        nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
+        regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
+    )

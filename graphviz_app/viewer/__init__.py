@@ -1,0 +1,35 @@
+"""The interactive graph viewer: one browser bundle for the HTML file, the notebook and the web page.
+
+The Python side turns a `Graph` into the viewer's payload (`payload.payload`) and wraps it with the
+bundle built from this folder's npm project (`npm ci && npm run build`: `dist/viewer.js`, `dist/viewer.css`)
+into a page (`html.viewer_html`), a notebook cell (`html.notebook_html`) or the web page's component.
+
+The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
+
+    {"format": "graphviz-app-viewer", "version": 1, "title": str, "options": {"rankdir": "TB"},
+     "graph": <the graph in compact schema 3, graphviz_app.model.compact>,
+     "tree": {"parent", "kind", "label", "module", "instance", "count": one entry per box (box 0: the graph),
+              "node_group", "node_instance": one entry per node},
+     "open": [box, ...],                       # the opening view
+     "overlays": [overlay, ...],               # colourings offered beside "kind"
+     "series": [series, ...]}                  # optional, per-step data (not drawn yet)
+
+An overlay colours nodes and boxes by a number: ``{"key": str, "label": str, "scale": "log" | "linear",
+"unit": "bytes" | "", "node": [float | null per node], "group": [float | null per box],
+"flag": [node index, ...]}`` (flagged nodes are drawn red, e.g. NaN gradients). The viewer offers
+every overlay in its colour menu and shows its values in the details panel; "gradient" and
+"memory" are built in (`payload.overlays`). More colourings (bytes held over backward, a diff's
+status as 0/1/2 with "scale": "linear") are added with `payload(..., extra_overlays=[...])`.
+
+A series is a sequence of values over steps, for a chart beside the graph: ``{"key": str,
+"label": str, "unit": str, "x_label": str, "values": [float, ...], "node_step": [int | -1 per node]}``
+(`node_step`: the step at which a node's value counts, e.g. when backward frees it). The viewer
+keeps unknown keys and blocks it cannot draw; adding a block never breaks an older viewer.
+"""
+
+from __future__ import annotations
+
+from .html import notebook_html, page_html, viewer_html
+from .payload import PAYLOAD_FORMAT, PAYLOAD_VERSION, payload
+
+__all__ = ["payload", "viewer_html", "page_html", "notebook_html", "PAYLOAD_FORMAT", "PAYLOAD_VERSION"]

@@ -1,0 +1,143 @@
+"""What the viewer is sent: the compact graph, its boxes, the opening view and the colour overlays, gzipped."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..analysis.module_tree import leaf_storages
+from ..model import EdgeKind, Graph, NodeKind, to_compact
+from .tree import Tree, build_tree, initial_open
+
+__all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "payload", "encode", "overlays"]
+
+PAYLOAD_FORMAT = "graphviz-app-viewer"
+PAYLOAD_VERSION = 1
+RANKDIRS = ("TB", "LR", "BT", "RL")
+
+
+def payload(
+    graph: Graph,
+    *,
+    title: str = "autograd graph",
+    rankdir: str = "TB",
+    extra_overlays: Sequence[Mapping[str, Any]] = (),
+    series: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The viewer's input for `graph` (see the contract in `graphviz_app.viewer`).
+
+    Args:
+        graph: the traced graph, whole: the viewer folds it itself.
+        title: shown above the graph.
+        rankdir: direction of data flow: TB, LR, BT or RL.
+        extra_overlays: more colourings, each as `overlays()` returns them.
+        series: per-step series (for example live bytes over backward steps).
+
+    >>> from graphviz_app.model import Node
+    >>> p = payload(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()))
+    >>> p["format"], p["open"], p["graph"]["schema"]
+    ('graphviz-app-viewer', [0], 3)
+    """
+    if rankdir not in RANKDIRS:
+        raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
+    tree = build_tree(graph)
+    return {
+        "format": PAYLOAD_FORMAT,
+        "version": PAYLOAD_VERSION,
+        "title": title,
+        "options": {"rankdir": rankdir},
+        "graph": to_compact(graph),
+        "tree": tree.to_dict(),
+        "open": initial_open(tree),
+        "overlays": overlays(graph, tree) + [dict(o) for o in extra_overlays],
+        "series": [dict(s) for s in series],
+    }
+
+
+def encode(data: Mapping[str, Any]) -> str:
+    """JSON, gzipped, in base64: text with no character HTML or a script tag could read as markup.
+
+    >>> encode({"a": 1})[:4]
+    'H4sI'
+    """
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=_no_nan)
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode("ascii")
+
+
+def _no_nan(value: object) -> object:
+    raise TypeError(f"cannot write {value!r} into the viewer's data")
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def overlays(graph: Graph, tree: Tree) -> list[dict[str, Any]]:
+    """The built-in colourings: gradient norm (when traced with gradients) and bytes saved for backward.
+
+    Each holds one value per node (`node`) and per group (`group`; None where
+    unknown) and the nodes to flag (`flag`: NaN/Inf gradients).
+    """
+    found = []
+    index = {n.id: i for i, n in enumerate(graph.nodes)}
+    groups = len(tree.parent)
+    chain = _chains(tree)
+    if any(n.grad is not None for n in graph.nodes):
+        node = [None if n.grad is None else _finite(n.grad.norm) for n in graph.nodes]
+        group: list[float | None] = [None] * groups
+        for i, value in enumerate(node):
+            if value is not None:
+                for g in chain[tree.node_group[i]]:
+                    old = group[g]
+                    group[g] = value if old is None else max(old, value)
+        flag = [i for i, n in enumerate(graph.nodes) if n.grad is not None and not n.grad.finite]
+        found.append({"key": "gradient", "label": "gradient norm", "scale": "log", "unit": "",
+                      "node": node, "group": group, "flag": flag})
+    if any(n.kind is NodeKind.SAVED for n in graph.nodes):
+        found.append(_memory(graph, tree, index, chain))
+    return found
+
+
+def _chains(tree: Tree) -> list[list[int]]:
+    """Per group: itself and every group around it."""
+    chain: list[list[int]] = []
+    for g, p in enumerate(tree.parent):
+        chain.append([g] + (chain[p] if 0 <= p < g else _up(tree, p)))
+    return chain
+
+
+def _up(tree: Tree, g: int) -> list[int]:
+    found = []
+    while g != -1:
+        found.append(g)
+        g = tree.parent[g]
+    return found
+
+
+def _memory(graph: Graph, tree: Tree, index: dict[str, int], chain: list[list[int]]) -> dict[str, Any]:
+    """Bytes each op's saved activations hold (weights excluded), each storage once per box."""
+    weights = leaf_storages(graph)
+    node: list[float | None] = [None] * len(graph.nodes)
+    seen: list[set[str]] = [set() for _ in tree.parent]
+    group: list[float | None] = [None] * len(tree.parent)
+    for e in graph.edges:
+        if e.kind is not EdgeKind.SAVED:
+            continue
+        s, op = index[e.src], index[e.dst]
+        t = graph.nodes[s].tensor
+        if t is None or t.freed or (t.storage in weights):
+            continue
+        size = t.storage_bytes if t.storage_bytes is not None else t.bytes
+        node[s] = float(size)
+        node[op] = (node[op] or 0.0) + size
+        key = t.storage or graph.nodes[s].id
+        for g in chain[tree.node_group[s]]:
+            if key not in seen[g]:
+                seen[g].add(key)
+                group[g] = (group[g] or 0.0) + size
+    return {"key": "memory", "label": "bytes saved for backward", "scale": "log", "unit": "bytes",
+            "node": node, "group": group, "flag": []}

@@ -1,0 +1,67 @@
+// Fills: by node kind, or by an overlay's values on a log (or linear) scale.
+export const KIND_FILL = {
+  output: "#d9f2d9", op: "#eef1f6", leaf: "#dbe9ff", saved: "#ffe9c7", view_base: "#f3e3ff",
+};
+const RAMP = ["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"];
+export const NO_VALUE = "#f2f2f2";
+export const FLAG = "#ff4d4d";
+
+function mix(a, b, t) {
+  const pa = [1, 3, 5].map((k) => parseInt(a.slice(k, k + 2), 16));
+  const pb = [1, 3, 5].map((k) => parseInt(b.slice(k, k + 2), 16));
+  return "#" + pa.map((v, k) => Math.round(v + (pb[k] - v) * t).toString(16).padStart(2, "0")).join("");
+}
+
+export function ramp(t) {
+  const x = Math.max(0, Math.min(1, t)) * (RAMP.length - 1);
+  const k = Math.min(RAMP.length - 2, Math.floor(x));
+  return mix(RAMP[k], RAMP[k + 1], x - k);
+}
+
+// A scale over an overlay's node and group values: value -> colour.
+export class Scale {
+  constructor(overlay) {
+    this.overlay = overlay;
+    this.log = overlay.scale === "log";
+    let lo = Infinity, hi = -Infinity;
+    for (const list of [overlay.node || [], overlay.group || []]) {
+      for (const v of list) {
+        if (v === null || v === undefined || !isFinite(v)) continue;
+        const x = this.log ? (v > 0 ? Math.log10(v) : null) : v;
+        if (x === null) continue;
+        lo = Math.min(lo, x);
+        hi = Math.max(hi, x);
+      }
+    }
+    this.lo = lo; this.hi = hi;
+    this.flags = new Set(overlay.flag || []);
+  }
+  colour(v) {
+    if (v === null || v === undefined || !isFinite(v)) return NO_VALUE;
+    if (this.log && v <= 0) return "#d0d0d0";
+    const x = this.log ? Math.log10(v) : v;
+    return ramp(this.hi > this.lo ? (x - this.lo) / (this.hi - this.lo) : 0.5);
+  }
+  node(i) { return this.flags.has(i) ? FLAG : this.colour(this.overlay.node[i]); }
+  group(g) { return this.colour((this.overlay.group || [])[g]); }
+  legend() {
+    if (!isFinite(this.lo)) return "no values";
+    const f = (x) => (this.log ? format(10 ** x, this.overlay.unit) : format(x, this.overlay.unit));
+    return `${f(this.lo)} … ${f(this.hi)}`;
+  }
+}
+
+export function format(v, unit) {
+  if (v === null || v === undefined) return "—";
+  if (unit === "bytes") return bytes(v);
+  return Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : +v.toPrecision(4) + "";
+}
+
+export function bytes(n) {
+  let size = n;
+  for (const unit of ["B", "KiB", "MiB", "GiB"]) {
+    if (size < 1024 || unit === "GiB") return unit === "B" ? `${n} B` : `${size.toFixed(1)} ${unit}`;
+    size /= 1024;
+  }
+  return `${n} B`;
+}

@@ -1,0 +1,68 @@
+// The details panel: everything the model knows about a node or a box, as (label, text) rows.
+import { bytes, format } from "./colour.js";
+
+const KIND_TITLE = { output: "output tensor", op: "backward op", leaf: "leaf tensor (AccumulateGrad)",
+  saved: "saved tensor", view_base: "base of a view" };
+const GROUP_TITLE = { module: "module", roll: "rolled repeats", fold: "folded run", part: "part of the graph", root: "graph" };
+
+function tensorRows(t, graph, i) {
+  if (t.freed) return [["tensor", "freed by backward"]];
+  const rows = [];
+  if (t.name) rows.push(["tensor", t.name]);
+  rows.push(["shape", graph.shapeText(i)], ["dtype", t.dtype], ["device", t.device],
+    ["size", `${t.numel.toLocaleString()} element${t.numel === 1 ? "" : "s"}, ${bytes(t.bytes)}`]);
+  if (t.storageBytes !== null && t.storageBytes !== undefined && t.storageBytes !== t.bytes) rows.push(["storage", bytes(t.storageBytes)]);
+  if (t.values) rows.push(["values", t.values.join(", ")]);
+  rows.push(["requires grad", t.requiresGrad ? "yes" : "no"]);
+  return rows;
+}
+
+function gradRows(g) {
+  const rows = [["gradient norm", format(g.norm)], ["gradient max |g|", format(g.maxAbs)],
+    ["gradient mean |g|", format(g.meanAbs)], ["gradient zeros", (100 * g.zeroFraction).toFixed(1) + "%"]];
+  if (g.nan || g.inf) rows.push(["gradient non-finite", `${g.nan} nan, ${g.inf} inf of ${g.numel}`]);
+  if (g.values) rows.push(["gradient values", g.values.join(", ")]);
+  return rows;
+}
+
+export function nodeRows(graph, tree, i, savedOf) {
+  const rows = [["kind", KIND_TITLE[graph.kind(i)] || graph.kind(i)], ["id", graph.id(i)]];
+  const t = graph.tensor(i);
+  if (t) rows.push(...tensorRows(t, graph, i));
+  for (const [k, v] of graph.attrs(i)) rows.push(["attribute " + k, v]);
+  for (const s of savedOf(i)) {
+    const st = graph.tensor(s);
+    rows.push(["saved", `${graph.name(s)}: ` + (!st || st.freed ? "freed by backward" : `${graph.shapeText(s)} ${st.dtype} ${bytes(st.bytes)}`)]);
+  }
+  const module = graph.module(i);
+  if (module !== null) {
+    const info = graph.modules.get(module);
+    rows.push(["module", (module || "(the root module)") + (info && info.type ? ` (${info.type})` : "")]);
+    if (info && info.params) rows.push(["module parameters", `${info.params.toLocaleString()} (${bytes(info.bytes)})`]);
+  }
+  if (graph.source(i)) rows.push(["source", graph.source(i)]);
+  const r = graph.recency(i);
+  if (r !== null && r !== undefined) rows.push(["recency", String(r)]);
+  const g = graph.grad(i);
+  if (g) rows.push(...gradRows(g));
+  return rows;
+}
+
+export function groupRows(graph, tree, g, overlays) {
+  const kind = tree.kind[g];
+  const rows = [["kind", GROUP_TITLE[kind] || kind]];
+  const name = tree.module[g];
+  if (name !== null && name !== undefined && (kind === "module" || kind === "roll")) {
+    const info = graph.modules.get(name);
+    rows.push(["module", name || "(the root module)"]);
+    if (info && info.type) rows.push(["type", info.type]);
+    if (info && info.params && kind === "module") rows.push(["parameters", `${info.params.toLocaleString()} (${bytes(info.bytes)})`]);
+  }
+  if (tree.isRepeat(g)) rows.push(["instances", tree.count[g].toLocaleString() + ` (showing ${(tree.shown(g) + 1).toLocaleString()})`]);
+  rows.push(["ops", tree.ops[g].toLocaleString()], ["nodes", tree.size[g].toLocaleString()]);
+  for (const o of overlays) {
+    const v = (o.group || [])[g];
+    if (v !== null && v !== undefined) rows.push([o.key === "gradient" ? "largest gradient norm" : o.label, format(v, o.unit)]);
+  }
+  return rows;
+}

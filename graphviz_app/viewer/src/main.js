@@ -1,0 +1,19 @@
+// The entry point: mount(element, payloadText, options) draws one graph in `element`.
+import { decodePayload } from "./decode.js";
+import { viz } from "./layout.js";
+import { Viewer } from "./viewer.js";
+
+export async function mount(element, payloadText, options) {
+  try {
+    const [data, vizInstance] = await Promise.all([decodePayload(payloadText), viz()]);
+    return new Viewer(element, data, vizInstance, options || {});
+  } catch (e) {
+    const box = document.createElement("div");
+    box.className = "gv-error";
+    box.setAttribute("data-testid", "viewer-error");
+    box.textContent = "Could not show the graph: " + (e && e.message ? e.message : String(e));
+    element.replaceChildren(box);
+    element.dataset.state = "error";
+    return null;
+  }
+}

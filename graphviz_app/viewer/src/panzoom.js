@@ -1,0 +1,107 @@
+// Pan (drag, wheel), zoom (buttons, Ctrl+wheel), fit, and the overview in the corner.
+const MIN_K = 0.02, MAX_K = 6;
+export const READABLE_K = 0.84;  // 12 px labels at this scale are 10 px on screen
+const DRAG_PX = 4;
+
+export class PanZoom {
+  constructor(pane, svg, viewport, overview, onScale) {
+    Object.assign(this, { pane, svg, viewport, overview, onScale });
+    this.k = 1; this.tx = 0; this.ty = 0; this.w = 0; this.h = 0; this.boxes = new Map();
+    this.onClick = null;
+    this._pointer();
+    overview.addEventListener("pointerdown", (ev) => this._overview(ev));
+    overview.addEventListener("pointermove", (ev) => { if (ev.buttons) this._overview(ev); });
+  }
+  size() { return { W: this.pane.clientWidth || 800, H: this.pane.clientHeight || 600 }; }
+  content(w, h, boxes) { this.w = w; this.h = h; this.boxes = boxes; this.apply(); }
+  apply() {
+    this.viewport.setAttribute("transform", `translate(${this.tx},${this.ty}) scale(${this.k})`);
+    if (this.onScale) this.onScale(this.k);
+    this._drawOverview();
+  }
+  fitScale() { const { W, H } = this.size(); return Math.min(W / (this.w + 20), H / (this.h + 20)); }
+  fit() {
+    const { W, H } = this.size();
+    this.k = Math.min(MAX_K, Math.min(1.5, this.fitScale()));
+    this.tx = (W - this.w * this.k) / 2; this.ty = (H - this.h * this.k) / 2;
+    this.apply();
+  }
+  // The opening view: the whole drawing when it is readable so, else readable and on `target` (the output end).
+  opening(target) {
+    if (this.fitScale() >= READABLE_K || !target) return this.fit();
+    this.k = READABLE_K;
+    this.centerOn(target);
+  }
+  centerOn(b) {
+    const { W, H } = this.size();
+    this.tx = W / 2 - (b.x + b.w / 2) * this.k;
+    this.ty = H / 2 - (b.y + b.h / 2) * this.k;
+    this.apply();
+  }
+  keepStill(before, after) {
+    this.tx += (before.x - after.x) * this.k; this.ty += (before.y - after.y) * this.k;
+    this.apply();
+  }
+  zoomBy(f, cx, cy) {
+    const { W, H } = this.size();
+    const x = cx === undefined ? W / 2 : cx, y = cy === undefined ? H / 2 : cy;
+    const k = Math.max(MIN_K, Math.min(MAX_K, this.k * f));
+    this.tx = x - (x - this.tx) * (k / this.k); this.ty = y - (y - this.ty) * (k / this.k);
+    this.k = k;
+    this.apply();
+  }
+  _pointer() {
+    let start = null;
+    this.pane.addEventListener("pointerdown", (ev) => {
+      if (ev.button !== 0) return;
+      start = { x: ev.clientX, y: ev.clientY, tx: this.tx, ty: this.ty, moved: false, target: ev.target };
+    });
+    this.pane.addEventListener("pointermove", (ev) => {
+      if (!start) return;
+      const dx = ev.clientX - start.x, dy = ev.clientY - start.y;
+      if (!start.moved && Math.hypot(dx, dy) < DRAG_PX) return;
+      if (!start.moved) { start.moved = true; this.pane.setPointerCapture(ev.pointerId); }
+      this.tx = start.tx + dx; this.ty = start.ty + dy;
+      this.apply();
+    });
+    this.pane.addEventListener("pointerup", (ev) => {
+      const s = start;
+      start = null;
+      if (s && !s.moved && this.onClick) this.onClick(s.target);
+      if (s && s.moved) this.pane.releasePointerCapture(ev.pointerId);
+    });
+    this.pane.addEventListener("wheel", (ev) => {
+      ev.preventDefault();
+      const r = this.pane.getBoundingClientRect();
+      if (ev.ctrlKey || ev.metaKey) this.zoomBy(Math.exp(-ev.deltaY / 300), ev.clientX - r.left, ev.clientY - r.top);
+      else { this.tx -= ev.deltaX; this.ty -= ev.deltaY; this.apply(); }
+    }, { passive: false });
+  }
+  _scaleOverview() {
+    const c = this.overview;
+    const s = Math.min(c.width / Math.max(1, this.w), c.height / Math.max(1, this.h));
+    return { s, ox: (c.width - this.w * s) / 2, oy: (c.height - this.h * s) / 2 };
+  }
+  _drawOverview() {
+    const c = this.overview, g = c.getContext("2d");
+    if (!g) return;
+    const { s, ox, oy } = this._scaleOverview();
+    g.clearRect(0, 0, c.width, c.height);
+    for (const [key, b] of this.boxes) {
+      if (key === "g0") continue;
+      g.fillStyle = b.open ? "rgba(90,110,160,0.10)" : key[0] === "g" ? "#b9c4dc" : "#9aa3b5";
+      g.fillRect(ox + b.x * s, oy + b.y * s, Math.max(1, b.w * s), Math.max(1, b.h * s));
+    }
+    const { W, H } = this.size();
+    g.strokeStyle = "#d33"; g.lineWidth = 1.5;
+    g.strokeRect(ox + (-this.tx / this.k) * s, oy + (-this.ty / this.k) * s, (W / this.k) * s, (H / this.k) * s);
+  }
+  _overview(ev) {
+    const r = this.overview.getBoundingClientRect();
+    const { s, ox, oy } = this._scaleOverview();
+    const x = (ev.clientX - r.left - ox) / s, y = (ev.clientY - r.top - oy) / s;
+    const { W, H } = this.size();
+    this.tx = W / 2 - x * this.k; this.ty = H / 2 - y * this.k;
+    this.apply();
+  }
+}

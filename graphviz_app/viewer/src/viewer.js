@@ -1,0 +1,213 @@
+// The viewer: one graph, its boxes, the drawing, and what a person does with it.
+import { Scale } from "./colour.js";
+import { groupRows, nodeRows } from "./details.js";
+import { showRows, skeleton } from "./dom.js";
+import { drawScene, el } from "./draw.js";
+import { readFragment, writeFragment } from "./fragment.js";
+import { GraphData } from "./graph.js";
+import { Layouts } from "./layout.js";
+import { PanZoom } from "./panzoom.js";
+import { buildScene } from "./scene.js";
+import { Search } from "./search.js";
+import { Tree } from "./tree.js";
+
+let viewers = 0;
+
+export class Viewer {
+  constructor(root, data, vizInstance, options) {
+    this.options = options || {};
+    this.data = data;
+    this.graph = new GraphData(data.graph);
+    this.tree = new Tree(data.tree, this.graph);
+    this.overlays = (data.overlays || []).filter((o) => o && typeof o.key === "string" && Array.isArray(o.node));
+    this.rankdir = (data.options && data.options.rankdir) || "TB";
+    this.layouts = new Layouts(vizInstance, this.rankdir);
+    this.search = new Search(this.graph);
+    this.ui = skeleton(root, this.overlays);
+    this.root = this.ui.viewer;
+    this.state = { sel: null, selGroup: null, color: "kind", matches: [], at: -1 };
+    this.markerId = `gv-arrow-${++viewers}`;
+    this._svg();
+    this.savedOf = this._savedIndex();
+    this.panzoom = new PanZoom(this.ui.pane, this.svg, this.viewport, this.ui.overview,
+      (k) => { this.root.querySelector(".gv-scale").textContent = Math.round(k * 100) + "%"; });
+    this._wire();
+    this._start();
+  }
+  _svg() {
+    this.svg = el("svg", { class: "gv-svg", width: "100%", height: "100%" }, this.ui.pane);
+    const defs = el("defs", {}, this.svg);
+    const marker = el("marker", { id: this.markerId, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7",
+      markerHeight: "7", orient: "auto-start-reverse" }, defs);
+    el("path", { d: "M0,0L10,5L0,10z", class: "gv-arrow" }, marker);
+    this.viewport = el("g", { class: "gv-viewport" }, this.svg);
+  }
+  _savedIndex() {
+    const g = this.graph, saved = new Map();
+    for (let e = 0; e < g.m; e++) {
+      if (g.edgeKind(e) !== "saved") continue;
+      const list = saved.get(g.dst[e]);
+      if (list) list.push(g.src[e]); else saved.set(g.dst[e], [g.src[e]]);
+    }
+    return (i) => saved.get(i) || [];
+  }
+  _start() {
+    const t = this.tree;
+    const keys = this.overlays.map((o) => o.key);
+    const frag = readFragment(this.options.fragment || "", t, this.graph, keys);
+    const open = frag.open || this.data.open || [0];
+    for (const g of open) if (g >= 0 && g < t.parent.length) t.open.add(g);
+    for (const [g, k] of frag.inst) t.selected.set(g, k);
+    if (frag.color) this._colour(frag.color, false);
+    const title = this.data.title ? `${this.data.title}: ` : "";
+    this.ui.status.textContent = `${title}${this.graph.n.toLocaleString()} nodes, ${this.graph.m.toLocaleString()} edges` +
+      (this.data.graph.notes && this.data.graph.notes.length ? " · " + this.data.graph.notes.join(" · ") : "");
+    this.refresh();
+    if (frag.sel !== null) this.select(frag.sel, { reveal: true, center: true });
+    else this.openingView();
+    if (frag.query) { this.ui.tools.querySelector(".gv-search").value = frag.query; this._find(frag.query); }
+    this.root.dataset.state = "ready";
+    this.root.dataset.firstViewMs = String(Math.round(performance.now()));
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+    idle(() => this.search.index());  // so the first search is quick
+  }
+  // What the tree's state looks like now: laid out (only what changed), drawn, outlined.
+  refresh() {
+    const t0 = performance.now();
+    this.scene = buildScene(this.graph, this.tree, this.layouts);
+    const paint = this.state.color === "kind" ? null : this.paint;
+    this.drawn = drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
+      markerId: this.markerId, rankdir: this.rankdir });
+    this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
+    this._outline();
+    this.root.dataset.layouts = String(this.layouts.runs);
+    this.root.dataset.drawnNodes = String(this.viewport.querySelectorAll("[data-node]").length);
+    this.root.dataset.lastRefreshMs = (performance.now() - t0).toFixed(1);
+    this._saveView();
+  }
+  openingView() {
+    const outputs = this.graph.outputs();
+    const target = outputs.length ? this.scene.boxes.get(this.tree.rep(outputs[0])) : null;
+    this.panzoom.opening(target);
+  }
+  _outline() {
+    for (const e of this.viewport.querySelectorAll(".gv-selected, .gv-match")) e.classList.remove("gv-selected", "gv-match");
+    const mark = (key, cls) => {
+      const sel = key[0] === "n" ? `[data-node="${CSS.escape(this.graph.id(+key.slice(1)))}"]` : `[data-group="${key}"]`;
+      const found = this.viewport.querySelector(sel);
+      if (found) found.classList.add(cls);
+    };
+    for (const i of this.state.matches.slice(0, 2000)) mark(this.tree.rep(i), "gv-match");
+    if (this.state.sel !== null) mark(this.tree.rep(this.state.sel), "gv-selected");
+    else if (this.state.selGroup !== null) mark("g" + this.state.selGroup, "gv-selected");
+  }
+  select(i, { reveal = false, center = false } = {}) {
+    this.state.sel = i;
+    this.state.selGroup = null;
+    if (reveal) {
+      this.tree.reveal(i);
+      this.refresh();
+    } else {
+      this._outline();
+      this._saveView();
+    }
+    showRows(this.ui.details, `${this.graph.name(i)}`, nodeRows(this.graph, this.tree, i, this.savedOf));
+    if (center) {
+      const b = this.scene.boxes.get(this.tree.rep(i));
+      if (b) this.panzoom.centerOn(b);
+    }
+  }
+  selectGroup(g) {
+    this.state.sel = null;
+    this.state.selGroup = g;
+    showRows(this.ui.details, this.tree.title(g), groupRows(this.graph, this.tree, g, this.overlays));
+    this._outline();
+  }
+  toggle(g) {
+    const b = this.scene.boxes.get("g" + g);
+    const before = b ? { x: b.x, y: b.y } : null;
+    this.tree.toggle(g);
+    this.refresh();
+    const after = this.scene.boxes.get("g" + g);
+    if (before && after) this.panzoom.keepStill(before, after);  // the box stays under the pointer
+    this.state.sel = null;
+    this.state.selGroup = g;
+    this._outline();
+  }
+  step(g, by) {
+    this.tree.setInstance(g, this.tree.shown(g) + by);
+    this.refresh();
+  }
+  _colour(key, redraw = true) {
+    const o = this.overlays.find((x) => x.key === key);
+    this.state.color = o ? key : "kind";
+    this.paint = o ? new Scale(o) : null;
+    this.ui.colour.value = this.state.color;
+    this.ui.legend.textContent = this.paint ? `${o.label}: ${this.paint.legend()} (blue low, red high; grey: none)` : "";
+    if (redraw) this.refresh();
+  }
+  _find(query) {
+    const t0 = performance.now();
+    this.state.matches = this.search.find(query);
+    this.state.at = -1;
+    this._count();
+    this._outline();
+    this.root.dataset.lastSearchMs = (performance.now() - t0).toFixed(1);
+  }
+  _count() {
+    const n = this.state.matches.length, q = this.ui.tools.querySelector(".gv-search").value.trim();
+    this.ui.tools.querySelector(".gv-count").textContent = !q ? "" : n === 0 ? "no match" :
+      this.state.at >= 0 ? `${this.state.at + 1} of ${n.toLocaleString()}` : `${n.toLocaleString()} match${n === 1 ? "" : "es"}`;
+  }
+  next(by) {
+    const input = this.ui.tools.querySelector(".gv-search");
+    if (input.value.trim() && !this.state.matches.length) this._find(input.value);
+    const n = this.state.matches.length;
+    if (!n) return;
+    const t0 = performance.now();
+    this.state.at = ((this.state.at + by) % n + n) % n;
+    this.select(this.state.matches[this.state.at], { reveal: true, center: true });
+    this._count();
+    this.root.dataset.lastGotoMs = (performance.now() - t0).toFixed(1);
+  }
+  _saveView() {
+    const hash = writeFragment(this.tree, this.graph, this.state);
+    this.root.dataset.view = hash;
+    if (this.options.onView) this.options.onView(hash);
+  }
+  _wire() {
+    const tools = this.ui.tools, pz = this.panzoom;
+    tools.querySelector(".gv-in").onclick = () => pz.zoomBy(1.25);
+    tools.querySelector(".gv-out").onclick = () => pz.zoomBy(1 / 1.25);
+    tools.querySelector(".gv-fit").onclick = () => pz.fit();
+    tools.querySelector(".gv-end").onclick = () => this.openingView();
+    tools.querySelector(".gv-collapse").onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
+    this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
+    const input = tools.querySelector(".gv-search");
+    let timer = null;
+    input.oninput = () => { clearTimeout(timer); timer = setTimeout(() => this._find(input.value), 120); };
+    input.onkeydown = (ev) => {
+      if (ev.key !== "Enter") return;
+      ev.preventDefault();
+      clearTimeout(timer);
+      if (this._query !== input.value) { this._find(input.value); this._query = input.value; }
+      this.next(ev.shiftKey ? -1 : 1);
+    };
+    tools.querySelector(".gv-next").onclick = () => this.next(1);
+    tools.querySelector(".gv-prev").onclick = () => this.next(-1);
+    this.ui.details.querySelector(".gv-close").onclick = () => { this.ui.details.hidden = true; };
+    pz.onClick = (target) => this._click(target);
+  }
+  _click(target) {
+    const step = target.closest("[data-step]");
+    const box = target.closest("[data-group]");
+    if (step && box) return this.step(+box.dataset.group.slice(1), +step.dataset.step);
+    const node = target.closest("[data-node]");
+    if (node) return this.select(this.graph.indexOf(node.dataset.node));
+    if (!box) return;
+    const g = +box.dataset.group.slice(1);
+    if (box.classList.contains("gv-closed")) return this.toggle(g);
+    if (target.closest(".gv-bar, .gv-frame-title")) return this.toggle(g);
+    this.selectGroup(g);
+  }
+}
