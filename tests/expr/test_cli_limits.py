@@ -96,3 +96,18 @@ def test_render_help_states_the_timeout_default(capsys: pytest.CaptureFixture[st
         cli.main(["render", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--timeout SECONDS" in text and "(default 300)" in text and "--progress" in text
+
+
+def test_render_with_progress_says_the_slow_layout_and_its_deadline(
+    warm: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    slow = tmp_path / "bin" / "dot"  # a layout program that takes 3 s, then fails
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nexec /bin/sleep 3\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", str(slow.parent))
+    cli.main(["render", "((x+2)**2+3).mean()", "--var", "x=torch.arange(3., requires_grad=True)",
+              "-o", str(tmp_path / "x.svg"), "--engine", "dot", "--timeout", "60", "--progress"])
+    err = capsys.readouterr().err
+    assert re.search(r"^graphviz-app render: drawing 7 nodes \(deadline [\d.]+ s\)\.\.\.$", err, re.M), err
+    assert re.search(r"^graphviz-app render: laying out .* with dot", err, re.M), err
