@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import re
@@ -28,6 +29,7 @@ from .script import script_graph
 
 if TYPE_CHECKING:
     from ..model import Graph
+    from .deferred import DeferredNames
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
 
@@ -266,10 +268,13 @@ def _trace_target(args: argparse.Namespace, deadline: Deadline, progress: Progre
         from ..tracing.big_stack import call_with_large_stack
 
         def run() -> Graph:
+            from .deferred import DeferredNames
+
+            names = DeferredNames()  # the modules its forward runs, named once it returns (output, model)
             with progress.step(f"running {script['func']}() of {script['path']}"):
-                result = _run_script(Path(script["path"]), script["func"], args.target)
+                result = _run_script(Path(script["path"]), script["func"], args.target, names=names)
             with progress.step("tracing"):
-                return script_graph(result, args.target, **options)
+                return script_graph(result, args.target, names=names, **options)
 
         return call_with_large_stack(run)
     problem = named_path(args.target) if args.target and not (args.var or args.program) else None
@@ -326,7 +331,7 @@ def _compose(args: argparse.Namespace) -> Composed:
         raise _Fail(e.message) from e
 
 
-def _run_script(path: Path, name: str, target: str) -> Any:
+def _run_script(path: Path, name: str, target: str, *, names: DeferredNames | None = None) -> Any:
     """Import the person's own script and call `name()` (like pytest imports test files)."""
     try:
         check_script(path)  # a directory, a FIFO or a device is refused, never opened
@@ -352,7 +357,8 @@ def _run_script(path: Path, name: str, target: str) -> Any:
     if not callable(func):
         raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")
     try:
-        return func()
+        with names if names is not None else contextlib.nullcontext():
+            return func()
     except BaseException as e:  # noqa: BLE001
         raise _Fail(f"{target} raised {_exception_line(e, path)}") from e
 
