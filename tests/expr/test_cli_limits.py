@@ -111,3 +111,46 @@ def test_render_with_progress_says_the_slow_layout_and_its_deadline(
     err = capsys.readouterr().err
     assert re.search(r"^graphviz-app render: drawing 7 nodes \(deadline [\d.]+ s\)\.\.\.$", err, re.M), err
     assert re.search(r"^graphviz-app render: laying out .* with dot", err, re.M), err
+
+
+RNN_SCRIPT = '''\
+import torch
+from torch import nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+        self.lstm = nn.LSTM(16, 32, num_layers=2)
+        self.gru = nn.GRU(32, 32)
+        self.out = nn.Linear(32, 5)
+
+    def forward(self, x):
+        h, _ = self.lstm(self.emb(x))
+        h, _ = self.gru(h)
+        return self.out(h).sum()
+
+
+def rnn():
+    torch.manual_seed(0)
+    return Tagger(), torch.randint(0, 100, (76, 2))
+'''
+
+
+@pytest.mark.slow
+def test_the_lstm_gru_model_is_drawn_within_its_deadline_with_notes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The red team's model: `render models.py:rnn --depth 2 --roll` printed nothing for 300 s until killed.
+    (tmp_path / "models.py").write_text(RNN_SCRIPT)
+    start = time.monotonic()
+    code = cli.main(["render", f"{tmp_path / 'models.py'}:rnn", "-o", str(tmp_path / "rnn.svg"), "--depth", "2",
+                     "--roll", "--timeout", "60"])
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert (tmp_path / "rnn.svg").read_text().lstrip().startswith("<?xml")
+    assert re.search(r"note: depth=2 folds nothing: .*depth=0 draws the modules at depth 1 as boxes", err), err
+    assert re.search(r"note: folded \d+ module\(s\) into boxes to fit the [\d.]+ s deadline: .*gru \(GRU\)", err), err
+    assert elapsed < 60 + 10  # the deadline, and a margin for a busy machine's tracing and start

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from graphviz_app.expr import ExprError, Limits, evaluate
+from graphviz_app.expr import ExprError, evaluate
 
 # The red team's programs that ran far past 10 s in the CLI, or allocated GBs before saying no.
 REFUSED = [
