@@ -57,7 +57,7 @@ class LayoutCost:
 
     def __str__(self) -> str:
         frames = f", {self.clusters:,} module frames" if self.clusters else ""
-        return f"{self.nodes:,} nodes, {self.edges:,} edges ({self.virtual:,} rank crossings{frames})"
+        return f"{self.nodes:,} nodes, {self.edges:,} edges, long edges crossing {self.virtual:,} ranks{frames}"
 
 
 def load_factor() -> float:

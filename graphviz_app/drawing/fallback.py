@@ -31,6 +31,7 @@ __all__ = ["DEFAULT_TIMEOUT", "Drawing", "View", "lay_out_within"]
 DEFAULT_TIMEOUT = 60.0  # seconds save() and export() give a layout unless told otherwise
 SHARE = 0.5  # a view is laid out when its predicted time is at most this share of the time left
 MIN_NODES = 50  # the smallest partial view: it lays out in well under a second
+LAST_CHANCE_S = 1.0  # what that view gets when planning used the whole deadline
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +131,46 @@ class _Planner:
         return plan
 
     def _cut(self, plan: _Plan, budget: float) -> _Plan:
-        """The first nodes (nearest the output) of `plan`'s view, as many as fit, at least MIN_NODES."""
+        """The first nodes (nearest the output) of `plan`'s view, as many as fit, at least MIN_NODES.
+
+        Sizes double from MIN_NODES until one does not fit, then bisect: the work
+        follows the size kept, not the graph's (a million-node graph cut to 500 costs
+        a few 1,000-node measures).
+        """
         total = len(plan.graph.nodes)
-        low, high = min(MIN_NODES, total), total  # low always drawable, high never fits
+        if total <= MIN_NODES:
+            return plan  # small already: cutting it would say nothing new
+        prefix = _Prefix(plan.graph)
+        low, high = MIN_NODES, MIN_NODES  # low always drawn; high: the first size found not to fit
+        while high < total and self.predict(prefix.first(high)).seconds <= budget:
+            low, high = high, min(2 * high, total)
+        if high == total and self.predict(prefix.first(total)).seconds <= budget:
+            low = total
         while high - low > max(1, low // 20):
             mid = (low + high) // 2
-            if self.predict(_cut(plan.graph, mid)).seconds <= budget:
+            if self.predict(prefix.first(mid)).seconds <= budget:
                 low = mid
             else:
                 high = mid
-        return self.predict(_cut(plan.graph, low), plan.folded, cut_from=total)
+        return self.predict(prefix.first(low), plan.folded, cut_from=plan.cut_from or total)
+
+
+class _Prefix:
+    """The first k nodes of a graph (walk order: nearest the output first) and the edges among them, for any k."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        place = {n.id: i for i, n in enumerate(graph.nodes)}
+        missing = len(place)
+        # Edge i is kept once both its ends are: bucketed by its later end.
+        self.by_end: list[list[int]] = [[] for _ in range(missing + 1)]
+        for i, e in enumerate(graph.edges):
+            self.by_end[max(place.get(e.src, missing), place.get(e.dst, missing))].append(i)
+
+    def first(self, keep: int) -> Graph:
+        kept = sorted(i for bucket in self.by_end[:keep] for i in bucket)  # in the graph's edge order
+        return dataclasses.replace(self.graph, nodes=self.graph.nodes[:keep],
+                                   edges=tuple(self.graph.edges[i] for i in kept), truncated=True)
 
 
 def lay_out_within(
@@ -174,18 +205,23 @@ def lay_out_within(
     timeouts: list[LayoutTimeout] = []
     plan = asked
     while True:
-        left = None
+        left: float | None = None
+        limit: float | None = None
         if timeout is not None:
             left = timeout - (time.monotonic() - start)
             if left <= 0 and timeouts:
                 raise timeouts[-1]
-            plan = planner.fit(plan, SHARE * left)
-            smallest = plan.cut_from is not None and len(plan.graph.nodes) <= MIN_NODES
-            limit: float | None = left if smallest else max(left - min(max(2.0, 0.1 * timeout), 0.5 * left), 0.5)
-        else:
-            limit = None
+            if left <= 0:
+                # Planning took it all (a huge graph, a busy machine): the smallest view gets a last second
+                # when the deadline was one a picture could meet; a tiny one is held to.
+                plan, limit = planner.fit(plan, 0.0), (LAST_CHANCE_S if timeout >= 10 * LAST_CHANCE_S else 0.0)
+            else:
+                plan = planner.fit(plan, SHARE * left)
+                smallest = plan.cut_from is not None and len(plan.graph.nodes) <= MIN_NODES
+                reserve = min(max(2.0, 0.1 * timeout), 0.5 * left)  # time kept back for a smaller view
+                limit = left if smallest else max(left - reserve, min(left, 0.5))
         say(f"laying out {plan.cost} with {plan.engine}: about {_seconds(plan.seconds)}"
-            + (f" of the {left:.0f} s left" if left is not None else ""))
+            + (f" of the {max(left, 0.0):.0f} s left" if left is not None else ""))
         began = time.monotonic()
         try:
             data = lay_out(_with_notes(to_dot(plan.graph), _changes(asked, plan, timeout)), fmt, engine=plan.engine,
@@ -220,7 +256,7 @@ def _changes(asked: _Plan, plan: _Plan, timeout: float | None) -> list[str]:
     if plan is asked:
         return []
     deadline = f"the {timeout:g} s deadline" if timeout is not None else "the time"
-    full = f"the full view ({asked.cost}) would take about {_seconds(asked.seconds)} to lay out here"
+    full = f"the full view ({asked.cost}) would take about {_seconds(asked.seconds)} to lay out now"
     notes = []
     if plan.folded:
         types = module_types(asked.graph)
@@ -248,16 +284,10 @@ def _with_notes(source: str, notes: list[str]) -> str:
     return source[:cut] + line + source[cut:]
 
 
-def _cut(graph: Graph, keep: int) -> Graph:
-    """The first `keep` nodes (in walk order: nearest the output first) and the edges among them."""
-    nodes = graph.nodes[:keep]
-    ids = {n.id for n in nodes}
-    return dataclasses.replace(graph, nodes=nodes, edges=tuple(e for e in graph.edges if e.src in ids and e.dst in ids),
-                               truncated=True)
-
-
 def _open_modules(shown: Graph) -> dict[int, list[str]]:
     """Depth -> the modules drawn open in `shown`, largest (most drawn nodes) first."""
+    if all(n.module is None for n in shown.nodes):
+        return {}
     counts: Counter[str] = Counter()
     modules_of = node_modules(shown)
     for node in shown.nodes:

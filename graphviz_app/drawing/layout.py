@@ -181,7 +181,7 @@ def _timeout(chosen: str, node_count: int, timeout: float, waited: float, cpu: f
     else:
         why = ""
     return LayoutTimeout(
-        f"laying out {node_count:,} nodes with {chosen} took over {timeout:g} s{why}; draw fewer "
+        f"laying out {node_count:,} nodes with {chosen} took over {timeout:.3g} s{why}; draw fewer "
         "nodes (max_nodes, depth), allow more time (timeout) or save .dot / .json instead",
         engine=chosen, wall_seconds=waited, cpu_seconds=cpu,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -299,6 +300,12 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
         numel = broadcast_numel(everything)
         if numel is not None:
             budget.before(what, numel, numel * size)
+    elif growth == "same":
+        # At most as many elements as the largest input, unless an input is empty: a
+        # reduction of a (10**9, 0) tensor over its empty dimension makes 10**9 elements.
+        if any(t.numel() == 0 for v in everything for t in tensors_in(v)):
+            _size_on_meta(fn, what, values, kwargs, budget)
+        budget.costly(what, operation_cost(name, values, kwargs, None), size)
     elif growth == "meta":
         numel = op_numel(name, values, kwargs)
         if numel is not None:
@@ -309,6 +316,20 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
                 budget.before(what, t.numel(), t.numel() * t.element_size())
             numel = max((t.numel() for t in outs), default=None)
         budget.costly(what, operation_cost(name, values, kwargs, numel), size)
+
+
+def _size_on_meta(fn: Callable[..., Any], what: str, values: list[Any], kwargs: dict[str, Any],
+                  budget: Budget) -> None:
+    """Refuse outputs too large, sized on meta; if meta cannot run it, bound them by the input's sizes."""
+    found = meta_run(fn, tuple(values), kwargs)
+    outs = list(tensors_in(found))
+    if found is None:  # no meta kernel: an op on an empty input makes at most its non-empty sizes' product
+        outs = []
+        for t in (t for v in values for t in tensors_in(v) if t.numel() == 0):
+            bound = min(math.prod(s for s in t.shape if s), 2**62)
+            budget.before(what, bound, bound * t.element_size())
+    for t in outs:
+        budget.before(what, t.numel(), t.numel() * t.element_size())
 
 
 def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand],
