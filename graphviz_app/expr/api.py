@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from .autograd_grad import tracked_inputs
 from .errors import ExprError
 from .evaluator import Evaluation, Interpreter
 from .guards import Refused, check_device
@@ -176,7 +177,7 @@ class _Prepared:
         return cls(program, names, limits, dev, dt, base.env, frozen)
 
     def rerun(self, tensors: tuple[torch.Tensor, ...]) -> Interpreter:
-        replace = {**self.frozen, **_bind(self.wrt, tensors)}
+        replace = {**self.frozen, **tracked_inputs(self.program, _bind(self.wrt, tensors), self.env)}
         return Interpreter(self.program, limits=self.limits, device=self.device, dtype=self.dtype,
                            replace=replace, checked=False)
 
