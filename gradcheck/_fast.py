@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from ._compare import PairData, Probe
-from ._inputs import call_outputs
+from gradcheck._compare import PairData, Probe
+from gradcheck._inputs import call_outputs
 
 __all__ = ["Projections", "random_projections", "analytic_projections", "project_fast"]
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .deadline import HARD_DEADLINE_SIGNAL
 from .errors import ExprError
 from .jobref import JobRef
 from .worker import worker_main
@@ -179,6 +180,11 @@ class IsolatedRunner:
             message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._retire(worker)
+            if _ended_by_hard_deadline(worker):
+                raise ExprError(
+                    "the job ran past the hard time limit it set for one step (expr.deadline) and was "
+                    "stopped inside one operation: use smaller tensors or fewer loop iterations",
+                    kind="time") from None
             raise ExprError(_death_message(worker), kind="crash") from None
         except _Cancelled:
             self._retire(worker)
@@ -330,10 +336,28 @@ def _without_main_module() -> Iterator[None]:
     with _main_swap_lock:
         main = sys.modules["__main__"]
         sys.modules["__main__"] = types.ModuleType("__main__")
+        # The forkserver is a new interpreter that imports the preloaded modules from
+        # its own sys.path, built from PYTHONPATH: a relative entry (PYTHONPATH=.) would
+        # be read from the current directory, which may have changed since this process
+        # started, and the workers would run another copy of the package. It gets this
+        # process's sys.path instead (Python 3.11's forkserver ignores the one it is sent).
+        python_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
             yield
         finally:
             sys.modules["__main__"] = main
+            if python_path is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = python_path
+
+
+def _ended_by_hard_deadline(worker: _Worker) -> bool:
+    """Whether the worker ended at a job's `hard_deadline` (SIGALRM at its default action)."""
+    worker.process.join(timeout=2)
+    code = worker.process.exitcode
+    return HARD_DEADLINE_SIGNAL is not None and code == -HARD_DEADLINE_SIGNAL
 
 
 def _death_message(worker: _Worker) -> str:

@@ -73,6 +73,8 @@ class ModuleRow:
 
     `activation_bytes` is what the module's saved tensors hold beyond its
     parameters: a weight an op saves for backward is counted under params.
+    `peak_bytes` is what the module holds at the step's peak (saved tensors,
+    gradients, `.grad`, outputs; see `graphviz_app.analysis.memory`), None when unknown.
     """
 
     module: str
@@ -81,6 +83,7 @@ class ModuleRow:
     activation_bytes: int
     params: int
     param_bytes: int
+    peak_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -11,6 +13,7 @@ from typing import Any
 import torch
 
 from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind, TensorInfo
+from .fast_records import new_node, new_tensor_info
 from .tensor_info import dtype_name
 from .torch_internals import aot_role, compiled_backward_graph
 
@@ -39,6 +42,7 @@ _GETATTR = re.compile(r"getattr\(([^()]*), '([^']*)'\)")
 _ROOT = re.compile(r"^[LG]\[[^\]]*\]")
 
 
+@functools.lru_cache(maxsize=4096)
 def module_path(dynamo_path: str) -> str:
     """A module path as torch.compile records it (`L['self'].layers[0]`) written as `named_modules()` does.
 
@@ -56,6 +60,7 @@ def module_path(dynamo_path: str) -> str:
     return path.lstrip(".")
 
 
+@functools.lru_cache(maxsize=4096)
 def stack_source(stack_trace: str | None) -> str | None:
     """`"model.py:9 in forward"` from the last frame of an FX node's stack trace.
 
@@ -83,13 +88,23 @@ def fx_op_name(target: Any) -> str:
     return getattr(target, "__name__", None) or str(target)
 
 
-def _tensor(val: Any) -> TensorInfo | None:
-    """What an FX node's value (a fake tensor) says of the tensor it makes; None for other values."""
+def _tensor(val: Any, meta: Any) -> TensorInfo | None:
+    """What an FX node's value (a fake tensor) says of the tensor it makes; None for other values.
+
+    The shape and dtype come from the node's plain `tensor_meta` record when it has one
+    (a fake tensor's own attributes go through its dispatch, several times slower).
+    """
     if not isinstance(val, torch.Tensor):
         return None
-    numel = val.numel()
-    return TensorInfo(None, tuple(int(s) for s in val.shape), dtype_name(val.dtype), str(val.device), int(numel),
-                      int(numel) * val.element_size(), False)
+    shape_of = meta if meta is not None and hasattr(meta, "shape") else val
+    shape = tuple(int(d) for d in shape_of.shape)
+    numel = math.prod(shape)
+    dtype = shape_of.dtype
+    itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, val.element_size())
+    return new_tensor_info(None, shape, dtype_name(dtype), str(val.device), numel, numel * itemsize, False)
+
+
+_ITEMSIZE: dict[Any, int] = {}  # dtype -> bytes per element
 
 
 def _module_of(meta: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -267,8 +282,8 @@ class _Reader:
             for i in range(1, len(parts)):
                 self.modules.setdefault(f"{self.name}.{'.'.join(parts[:i])}", "")
             self.modules[module] = owner[1]
-        return Node(own, NodeKind.OP, fx_op_name(fx.target), _tensor(val), tuple(attrs), module,
-                    stack_source(fx.meta.get("stack_trace")))
+        return new_node(own, NodeKind.OP, fx_op_name(fx.target), _tensor(val, fx.meta.get("tensor_meta")),
+                        tuple(attrs), module, stack_source(fx.meta.get("stack_trace")))
 
     def _inputs(self, output: Any) -> list[tuple[int, str]]:
         """(input slot of the region, op computing that input's gradient), from the graph's output."""

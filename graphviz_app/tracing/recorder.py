@@ -328,7 +328,7 @@ def _user_source() -> str | None:
     return None if fallback is None else _where(fallback)
 
 
-def _where(frame: Any) -> str:
+def _where(frame: FrameType) -> str:
     filename = frame.f_code.co_filename
     shown = _shown.get(filename)
     if shown is None:

@@ -11,6 +11,7 @@ from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
 from .compiled import COMPILED_NODE, add_regions
+from .orders import add_orders, orders_written
 from .param_owners import all_named_params, first_names
 from .replay import replay
 from .walker import Walker, WalkOptions
@@ -104,6 +105,8 @@ def trace(
         graph = walker.walk(with_graph)
         if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
             graph = add_regions(graph, walker.fn_by_node_id())
+        if orders_written():  # record_orders() numbered nodes made by a backward
+            graph = add_orders(graph, walker.fn_by_node_id())
         if gradients:
             graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph

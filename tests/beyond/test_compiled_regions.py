@@ -10,8 +10,9 @@ import torch
 from beyond_models import BrokenMLP, TanhMLP, compiled_output, line_of, transformer_block
 
 from graphviz_app import Graph, render, trace
-from graphviz_app.analysis.regions import show_regions
-from graphviz_app.model import REGION_TYPE, Edge, EdgeKind, Node, NodeKind, human_bytes
+from graphviz_app.analysis.regions import region_names, show_regions
+from graphviz_app.drawing.renderer import export
+from graphviz_app.model import REGION_TYPE, Edge, EdgeKind, Node, NodeKind, human_bytes, to_compact
 from graphviz_app.tracing import torch_internals
 from graphviz_app.tracing.compiled import COMPILED_NODE, add_regions
 
@@ -40,12 +41,8 @@ def _fx_ops(fn: Any) -> list[str]:
 
 
 def _held_bytes(tensors: tuple[torch.Tensor, ...]) -> int:
-    """Bytes the saved tensors hold, each storage once (its largest view)."""
-    by_storage: dict[int, int] = {}
-    for t in tensors:
-        key = t.untyped_storage().data_ptr()
-        by_storage[key] = max(by_storage.get(key, 0), t.numel() * t.element_size())
-    return sum(by_storage.values())
+    """Bytes the saved tensors keep alive: each storage once, whole (a view keeps all of it)."""
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +148,18 @@ def test_regions_survive_the_json_round_trip(mlp: tuple[Graph, Any, TanhMLP]) ->
     graph = mlp[0]
     again = Graph.from_json(graph.to_json())
     assert again == graph and again.regions == graph.regions
+    assert Graph.from_dict(to_compact(graph)) == graph  # the viewer's compact form
+
+
+def test_the_viewer_gets_the_region_open_as_a_box_of_its_own(mlp: tuple[Graph, Any, TanhMLP]) -> None:
+    graph = mlp[0]
+    from graphviz_app.viewer.tree import build_tree
+
+    shown = show_regions(graph, expanded=region_names(graph))
+    tree = build_tree(shown)
+    assert "[compiled region 1]" in tree.module and "[compiled region 1].a" in tree.module
+    page = export(graph, "html").decode()
+    assert page.startswith("<!DOCTYPE html>")
 
 
 def test_a_torch_that_moved_the_graph_fails_loudly() -> None:

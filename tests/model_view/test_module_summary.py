@@ -13,7 +13,8 @@ def test_rows_follow_graph_modules_order_and_include_submodules() -> None:
     rows = list(graph.module_summary())
     assert [r.module for r in rows] == [m.name for m in graph.modules]
     layer = next(r for r in rows if r.module == "layers.1")
-    assert layer == ModuleRow("layers.1", "TransformerEncoderLayer", len(LAYER_PARTS), 32 * len(LAYER_PARTS), 140, 560)
+    assert layer == ModuleRow("layers.1", "TransformerEncoderLayer", len(LAYER_PARTS), 32 * len(LAYER_PARTS), 140, 560,
+                              layer.peak_bytes)
     root = rows[0]
     assert (root.module, root.ops, root.params) == ("", 2 * len(LAYER_PARTS) + 1, 280)
 
