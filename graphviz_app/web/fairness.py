@@ -22,11 +22,11 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 - sessions are recognised by what they cost, not by their programs' text
   (`session_costs`): the worker-seconds their jobs held lately, running ones
   included. The cheapest session's job starts first; a session past
-  `heavy_s` (a runaway's first seconds, whatever comment it changed) counts as
+  `heavy_s` (3 s: a runaway's first seconds, whatever comment it changed) counts as
   a suspect; and when a light session's job has waited `preempt_after_s` with
-  every worker taken, the running job of the costliest clearly heavier session
-  that has run `preempt_min_run_s` is stopped for it (its page is told the
-  workers were busy, and may run it again).
+  every worker taken, the running job of the costliest suspect session (clearly
+  heavier) that has run `preempt_min_run_s` is stopped for it (its page is told
+  the workers were busy, and may run it again).
 
 A time-out is re-labelled by what the machine did to it, measured: the CPU time
 its worker (and the layout program it started) got against the wall time it ran
@@ -70,6 +70,7 @@ class _Ticket:
     digest: str = ""  # the function and its arguments: `start` takes up the same job again
     cancelled: bool = False
     preempted: bool = False  # stopped to let a lighter session's waiting job run
+    reserved: bool = False  # a job was stopped for this one: the slot that comes free is its
     started: float = 0.0  # when it got its worker
     peak: int = 0  # most jobs running at once while this one ran
     stop: threading.Event = field(default_factory=threading.Event)
@@ -94,7 +95,7 @@ class FairRunner:
     def __init__(
         self, runner: IsolatedRunner, *, slots: int | None = None, per_session: int = 1,
         max_wait_s: float = 10.0, suspect_s: float = 60.0, suspect_slots: int | None = None,
-        suspect_wait_s: float = 2.0, heavy_s: float = 5.0, preempt_after_s: float = 1.0,
+        suspect_wait_s: float = 2.0, heavy_s: float = 3.0, preempt_after_s: float = 1.0,
         preempt_min_run_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.runner = runner
@@ -255,8 +256,8 @@ class FairRunner:
         ]
         if not eligible:
             return None
-        return min(eligible, key=lambda t: (self._suspect(t), self._cost(t.session), per_session.get(t.session, 0),
-                                            t.seq))
+        return min(eligible, key=lambda t: (not t.reserved, self._suspect(t), self._cost(t.session),
+                                            per_session.get(t.session, 0), t.seq))
 
     def _cost(self, session: str) -> float:
         """Worker-seconds `session` held lately, its running jobs' time so far included."""
@@ -273,11 +274,13 @@ class FairRunner:
         if len(self._running) < self.slots or any(t.preempted and t.stop.is_set() for t in self._running):
             return  # a slot is free, or one is being freed already
         now, mine = self._clock(), self._cost(ticket.session)
-        # Only a clearly heavier session: two light ones never stop each other's programs by turns.
+        # Only a heavy session's job (past heavy_s: a runaway), and only for a clearly lighter one:
+        # two light sessions never stop each other's programs by turns.
         candidates = [t for t in self._running if now - t.started >= self.preempt_min_run_s
-                      and self._cost(t.session) >= mine + self.preempt_min_run_s]
+                      and self._suspect(t) and self._cost(t.session) >= mine + self.preempt_min_run_s]
         if candidates:
             victim = max(candidates, key=lambda t: (self._cost(t.session), now - t.started))
+            ticket.reserved = True  # the freed slot is this job's, not another waiting runaway's
             victim.preempted = True
             victim.stop.set()  # its worker is killed and the slot comes free
 
