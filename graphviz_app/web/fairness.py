@@ -20,9 +20,9 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway;
 - sessions are recognised by what they cost, not by their programs' text
-  (`session_costs`): the worker-seconds their jobs held lately, running ones
-  included. The cheapest session's job starts first; a session past
-  `heavy_s` (3 s: a runaway's first seconds, whatever comment it changed) counts as
+  (`session_costs`): the longest a job of theirs held a worker lately, a
+  running one included. The cheapest session's job starts first; a session past
+  `heavy_s` (5 s: a runaway's first seconds, whatever comment it changed) counts as
   a suspect; and when a light session's job has waited `preempt_after_s` with
   every worker taken, the running job of the costliest suspect session (clearly
   heavier) that has run `preempt_min_run_s` is stopped for it (its page is told
@@ -87,7 +87,7 @@ class FairRunner:
         suspect_s: Seconds a session stays a suspect after a time-out.
         suspect_slots: Workers suspects may hold at once (default: half the slots).
         suspect_wait_s: Seconds a suspect's job waits for a worker.
-        heavy_s: Worker-seconds in the last `suspect_s` that make a session a suspect.
+        heavy_s: Seconds one job held a worker, in the last `suspect_s`, that make its session a suspect.
         preempt_after_s: Seconds a light session's job waits before a heavier one is stopped for it.
         preempt_min_run_s: Seconds a job runs before it may be stopped for another.
     """
@@ -95,7 +95,7 @@ class FairRunner:
     def __init__(
         self, runner: IsolatedRunner, *, slots: int | None = None, per_session: int = 1,
         max_wait_s: float = 10.0, suspect_s: float = 60.0, suspect_slots: int | None = None,
-        suspect_wait_s: float = 2.0, heavy_s: float = 3.0, preempt_after_s: float = 1.0,
+        suspect_wait_s: float = 2.0, heavy_s: float = 5.0, preempt_after_s: float = 1.0,
         preempt_min_run_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.runner = runner
@@ -260,9 +260,9 @@ class FairRunner:
                                             per_session.get(t.session, 0), t.seq))
 
     def _cost(self, session: str) -> float:
-        """Worker-seconds `session` held lately, its running jobs' time so far included."""
+        """The longest a job of `session` held a worker lately, its running job's time so far included."""
         now = self._clock()
-        running = sum(now - t.started for t in self._running if t.session == session)
+        running = max((now - t.started for t in self._running if t.session == session), default=0.0)
         return self._costs.cost(session, now=now, running=running)
 
     def _suspect(self, ticket: _Ticket) -> bool:
