@@ -187,9 +187,11 @@ class FairRunner:
                 return _relabel_layout_time_out(result, self._usage())
             return result
         finally:
+            usage = self._usage()  # the job's own time in its worker: a worker's start is not the job's cost
             with self._cond:
                 now = self._clock()
-                self._costs.add(session, now - ticket.started + (RESTART_S if restart else 0.0), now=now)
+                held = usage.wall_s if usage is not None else now - ticket.started
+                self._costs.add(session, held + (RESTART_S if restart else 0.0), now=now)
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
