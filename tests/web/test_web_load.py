@@ -46,7 +46,7 @@ def test_the_runner_measures_the_cpu_a_job_got(runner: IsolatedRunner) -> None:
     runner.run(evaluate_job, "a = torch.randn(200, 200)\n(a @ a @ a).sum()")
     usage = runner.last_usage()
     assert usage is not None and usage.cpu_s is not None
-    assert 0 < usage.cpu_s <= usage.wall_s * 1.5 + 0.1  # one torch thread: at most about one CPU
+    assert 0 < usage.cpu_s <= usage.wall_s * 2 + 0.2  # one torch thread: about one CPU at most (tick rounding)
 
 
 @pytest.mark.slow
