@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from .autograd_grad import tracked_inputs
+from .autograd_grad import differentiating, tracked_inputs
 from .errors import ExprError
 from .evaluator import Evaluation, Interpreter
 from .guards import Refused, check_device
@@ -94,7 +94,8 @@ def to_function(
     values = tuple(_tensor_variable(prepared.env, name) for name in prepared.wrt)
 
     def fn(*tensors: torch.Tensor) -> Any:
-        return prepared.rerun(tensors).run().output
+        with differentiating(prepared.program):
+            return prepared.rerun(tensors).run().output
 
     fn.__name__ = fn.__qualname__ = "program"
     return fn, values
@@ -132,7 +133,8 @@ def expected_function(
 
     def expected_fn(*tensors: torch.Tensor) -> Any:
         run = prepared.rerun(tensors)
-        run.run()
+        with differentiating(prepared.program):
+            run.run()
         # Checked like any program (its own budget of the same limits): unlike the
         # re-runs of the already checked program, it has never run before.
         out = Interpreter(hand, limits=limits, device=prepared.device, dtype=prepared.dtype,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import re
 from collections.abc import Mapping, Sequence
@@ -15,7 +16,7 @@ from .guards import Budget, Refused
 from .program import Program
 from .translate import Operand, explain
 
-__all__ = ["GRAD_PARAMETERS", "call_grad", "calls_grad", "tracked_inputs"]
+__all__ = ["GRAD_PARAMETERS", "call_grad", "calls_grad", "differentiating", "tracked_inputs"]
 
 WHAT = "torch.autograd.grad(...)"
 _UNUSED = re.compile(r"differentiated Tensor at index (\d+) appears to not have been used")
@@ -164,6 +165,21 @@ def calls_grad(program: Program) -> bool:
         and node.value.attr == "autograd"
         for node in ast.walk(program.tree)
     )
+
+
+def differentiating(program: Program) -> contextlib.AbstractContextManager[Any]:
+    """What a re-run of `program` runs in: grad mode on when the program differentiates.
+
+    A gradient checker may call the program's function under `torch.no_grad()` (to
+    read its output's shape, or for finite differences); a program that calls
+    `torch.autograd.grad` cannot compute its value without autograd.
+
+    >>> from graphviz_app.expr.validator import parse
+    >>> with torch.no_grad(), differentiating(parse("x = torch.ones(1)\\nx")):
+    ...     torch.is_grad_enabled()
+    False
+    """
+    return torch.enable_grad() if calls_grad(program) else contextlib.nullcontext()
 
 
 def tracked_inputs(program: Program, given: dict[str, torch.Tensor], first: Mapping[str, Any]) -> dict[str, Any]:

@@ -161,3 +161,12 @@ def test_the_program_never_changes_its_variables() -> None:
     x = ev.variables["x"]
     assert x.grad is None  # autograd.grad returns gradients, it never accumulates into .grad
     assert x._version == 0
+
+
+def test_the_program_as_a_function_computes_its_penalty_under_no_grad() -> None:
+    """The gradient checker reads the output's shape and runs finite differences without grad mode."""
+    fn, (x,) = to_function(PENALTY, ["x"])
+    with torch.no_grad():
+        value = fn(x.detach() + 0.1)
+    t = (x.detach() + 0.1).tanh()
+    assert value.item() == pytest.approx(float(((2 * t * (1 - t**2)) ** 2).sum()), rel=1e-6)
