@@ -21,7 +21,7 @@ limit) starve everyone else. `FairRunner` sits in front of it:
   then is answered "busy" instead of waiting out a runaway;
 - sessions are recognised by what they cost, not by their programs' text
   (`session_costs`): the longest a job of theirs held a worker lately, a
-  running one included. The cheapest session's job starts first; a session past
+  running one included. A session past
   `heavy_s` (5 s: a runaway's first seconds, whatever comment it changed) counts as
   a suspect; and when a light session's job has waited `preempt_after_s` with
   every worker taken, the running job of the costliest suspect session (clearly
@@ -258,8 +258,8 @@ class FairRunner:
         ]
         if not eligible:
             return None
-        return min(eligible, key=lambda t: (not t.reserved, self._suspect(t), self._cost(t.session),
-                                            per_session.get(t.session, 0), t.seq))
+        # Not the cost itself: a page that never ran (a new tab) would go before one that ran small programs.
+        return min(eligible, key=lambda t: (not t.reserved, self._suspect(t), per_session.get(t.session, 0), t.seq))
 
     def _cost(self, session: str) -> float:
         """The longest a job of `session` held a worker lately, its running job's time so far included."""

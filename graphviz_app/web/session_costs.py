@@ -4,8 +4,9 @@ A runaway program that changes a comment each time is a new text every time,
 but the session sending it keeps holding workers until their time limit: the
 seconds one of its jobs held a worker (a killed worker's restart added) tell
 it from a session sending small programs, however many of those it sends.
-`FairRunner` runs the cheapest sessions first and treats a session with a job
-past `heavy_s` in the last `window_s` as a suspect.
+`FairRunner` treats a session with a job past `heavy_s` in the last `window_s`
+as a suspect (it waits behind the others, holds at most half the workers, and
+its running job may be stopped for a lighter session's).
 """
 
 from __future__ import annotations
