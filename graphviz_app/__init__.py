@@ -9,6 +9,7 @@ from . import _moved
 from .analysis import module_summary as _module_summary  # noqa: F401 - provides Graph.module_summary()
 from .analysis import summary as _summary  # noqa: F401 - provides Graph.summary()
 from .analysis.diff import assert_same_graph, diff
+from .analysis.memory import memory_timeline
 from .drawing import notebook as _notebook  # noqa: F401 - provides the notebook display
 from .drawing.renderer import render, save
 from .model import Graph
@@ -17,7 +18,7 @@ _moved.install()
 
 __all__ = [
     "trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
-    "assert_same_graph",
+    "assert_same_graph", "memory_timeline",
 ]
 
 # torch is imported on first use only, so the model, the analyses and the drawing

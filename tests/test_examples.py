@@ -70,3 +70,22 @@ def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path, run_e
     assert leaking == sorted(leaking) and leaking[0] < leaking[-1]
     assert all("0 nodes (a plain float)" in line for line in out.splitlines() if line.strip()[:1].isdigit())
     assert "from the graph: this graph repeats the same 4-op block 3 times over the same parameters" in out
+
+
+@pytest.mark.slow
+def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("memory_of_a_step.py", tmp_path, "--steps", "3")
+    kept = [int(line.split()[1]) for line in out.splitlines() if line.strip()[:1].isdigit() and "(a float)" in line]
+    assert len(kept) == 3 and kept[1] - kept[0] == kept[2] - kept[1] > 0  # the same bytes kept per step
+    assert f"each step keeps {kept[1] - kept[0]} B more" in out
+    assert "nothing saved, y.grad_fn is None" in out
+    saved = next(line for line in out.splitlines() if "saved for backward: float32" in line).split()
+    assert int(saved[4]) == 2 * int(saved[7])  # .half() saves half the bytes
+    assert "where a CPU kernel is missing: ctc_loss" in out or "ctc_loss in half ran" in out
+
+
+def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("memory_forecast_checkpoint.py", tmp_path, "--layers", "2")
+    assert "largest batch within 64.0 MiB with Adam's state:" in out
+    assert "(forecast on meta)" in out and out.count("bfloat16 autocast step peaks at") == 3
+    assert "measured:" in out and "blocks." in out

@@ -129,6 +129,9 @@ class Node:
     `order` (ops made by a backward run with `create_graph=True`, recorded under
     `record_orders()`): 1 for the forward's backward, 2 for the backward of that, ...;
     `differentiates` is the id of the node whose backward made this one.
+    `output_bytes` (ops with several forward outputs, when an output past the
+    first feeds another node) gives the bytes of each output, by `output_nr`:
+    the gradient backward sends to output k has that size.
     """
 
     id: str
@@ -142,6 +145,7 @@ class Node:
     recency: int | None = None
     order: int | None = None
     differentiates: str | None = None
+    output_bytes: tuple[int, ...] | None = None
 
     @property
     def device(self) -> str | None:

@@ -138,6 +138,8 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         d["order"] = n.order
     if n.differentiates is not None:
         d["differentiates"] = n.differentiates
+    if n.output_bytes is not None:
+        d["output_bytes"] = list(n.output_bytes)
     return d
 
 
@@ -155,6 +157,7 @@ def node_from_dict(d: dict[str, Any]) -> Node:
         recency=d.get("recency"),
         order=d.get("order"),
         differentiates=d.get("differentiates"),
+        output_bytes=None if d.get("output_bytes") is None else tuple(d["output_bytes"]),
     )
 
 

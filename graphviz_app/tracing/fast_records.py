@@ -26,13 +26,13 @@ __all__ = ["FAST", "new_edge", "new_node", "new_tensor_info"]
 
 class _NodeMaker:
     __slots__ = ("id", "kind", "name", "tensor", "attrs", "module", "source", "grad", "recency", "order",
-                 "differentiates")
+                 "differentiates", "output_bytes")
 
     def __init__(
         self, id: str, kind: NodeKind, name: str, tensor: TensorInfo | None = None,
         attrs: tuple[tuple[str, str], ...] = (), module: str | None = None,
         source: str | None = None, grad: Any = None, recency: int | None = None, order: int | None = None,
-        differentiates: str | None = None,
+        differentiates: str | None = None, output_bytes: tuple[int, ...] | None = None,
     ) -> None:
         self.id = id
         self.kind = kind
@@ -45,6 +45,7 @@ class _NodeMaker:
         self.recency = recency
         self.order = order
         self.differentiates = differentiates
+        self.output_bytes = output_bytes
         self.__class__ = Node  # type: ignore[assignment]
 
 

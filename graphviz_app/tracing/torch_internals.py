@@ -33,6 +33,7 @@ __all__ = [
     "SavedValue",
     "saved_values",
     "output_metadata",
+    "output_sizes",
     "is_custom_function",
     "node_type",
     "NodeType",
@@ -260,6 +261,22 @@ def _signed(value: Any) -> Any:
     if type(value) is tuple and any(type(v) is int and v >= _INT64_SIGN for v in value):
         return tuple(_signed(v) for v in value)
     return value
+
+
+def output_sizes(fn: Any) -> tuple[int, ...] | None:
+    """The bytes of each forward output `fn` differentiates, by output number (None when unknown)."""
+    try:
+        meta = fn._input_metadata
+        return tuple(_numel(m.shape) * m.dtype.itemsize for m in meta)
+    except (AttributeError, TypeError, RuntimeError):  # nested tensors have no plain shape
+        return None
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | None:

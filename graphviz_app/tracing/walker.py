@@ -23,6 +23,7 @@ from .torch_internals import (
     NodeType,
     node_type,
     output_metadata,
+    output_sizes,
     recorded_tags,
     saved_values,
     sequence_nr,
@@ -138,6 +139,8 @@ class Walker:
         self.leaves_last = False
         # Node classes that are leaves (AccumulateGrad): no inputs, never visited.
         self.sink_classes: set[type] = set()
+        # Node id -> bytes of each forward output, for ops an output past the first of which flows.
+        self.multi_output: dict[str, tuple[int, ...] | None] = {}
         # Module name -> class name, as recorded, for every module a node belongs to.
         self.modules_seen: dict[str, str] = {}
 
@@ -182,6 +185,11 @@ class Walker:
         self._visit_all()
         if self.options.given:
             self._mark_given()
+        for node_id, sizes in self.multi_output.items():
+            i = int(node_id[1:])
+            node = self.nodes[i]
+            if sizes is not None and node is not None and node.kind is NodeKind.OP:
+                self.nodes[i] = dataclasses.replace(node, output_bytes=sizes)
         self._add_notes()
         modules = module_infos(self.root_module, self.modules_seen, self.module_params)
         nodes = cast("tuple[Node, ...]", tuple(self.nodes))  # every slot is filled once the queue is empty
@@ -341,6 +349,8 @@ class Walker:
                     add_node(None)
                     enqueue((child, child_id, child_index))
                 add_edge(new_edge(child_id, node_id, data, output_nr, slot))
+                if output_nr and child_id not in self.multi_output:  # rare: a second output flows
+                    self.multi_output[child_id] = output_sizes(child)
         self.consumers_first = in_order
 
     def _node_type(self, cls: type) -> NodeType:

@@ -260,6 +260,24 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
     for note in result.notes:
         st.info(present.md(note))
     module_table(result)
+    memory_panel(result)
+
+
+def memory_panel(result: Analysis) -> None:
+    """The memory of one step: the predicted peak, live bytes over the backward steps, who holds the peak."""
+    key = ("memory", hashlib.sha256(result.graph_json.encode()).hexdigest())
+    panel = cached(key, "Replaying backward…", lambda: service.memory(my_runner(), result.graph_json))
+    with st.expander("Memory of one step", expanded=False):
+        if isinstance(panel, Failure):
+            st.caption(present.md(panel.message))
+            return
+        from graphviz_app.web import memory_view
+
+        st.markdown(present.md(memory_view.caption(panel)))
+        st.line_chart(memory_view.live_frame(panel), x_label="backward step", y_label="KiB alive")
+        st.table(memory_view.held_frame(panel), hide_index=True)
+        for note in panel.timeline.notes:
+            st.caption(present.md(note))
 
 
 def module_table(result: Analysis) -> None:

@@ -10,6 +10,7 @@ from ..drawing.gradient_style import default_coloring
 from ..drawing.renderer import export
 from ..expr import ExprError, IsolatedRunner, JobRef, validate
 from ..model import Graph
+from .memory_view import MemoryPanel
 from .results import Analysis, CheckModes, Drawn, Failure, GradientCheck, Tolerances
 from .urlstate import CheckInput, Options
 
@@ -24,6 +25,7 @@ __all__ = [
     "png",
     "dot",
     "draw",
+    "memory",
     "syntax_problem",
     "JOBS",
 ]
@@ -42,7 +44,8 @@ ANALYSIS_JOB = JobRef(f"{_WORKER}.jobs", "analysis_job")
 CHECK_JOB = JobRef(f"{_WORKER}.jobs", "check_job")
 PNG_JOB = JobRef(f"{_WORKER}.jobs", "png_job")
 DRAW_JOB = JobRef(f"{_WORKER}.drawing", "draw_job")
-JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, DRAW_JOB)
+MEMORY_JOB = JobRef(f"{_WORKER}.memory", "memory_job")
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, DRAW_JOB, MEMORY_JOB)
 
 
 class JobRunner(Protocol):
@@ -110,6 +113,11 @@ def draw(runner: JobRunner, graph_json: str, rankdir: str, expanded: tuple[str, 
          depth: int | None = None, roll: bool = False) -> Drawn | Failure:
     """The graph's view with the `expanded` module boxes opened, laid out in the worker."""
     return _call(runner, DRAW_JOB, graph_json, rankdir, expanded, _budget(runner), depth, roll)
+
+
+def memory(runner: JobRunner, graph_json: str) -> MemoryPanel | Failure:
+    """The memory of one step of the graph (forward, backward from its output), replayed in the worker."""
+    return _call(runner, MEMORY_JOB, graph_json)
 
 
 def syntax_problem(program: str) -> Failure | None:

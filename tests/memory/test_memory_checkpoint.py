@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -32,6 +33,7 @@ def _predicted(step: Step) -> tuple[int, object]:
     return memory_timeline(run.graph, roots=run.roots).peak_bytes, run
 
 
+@pytest.mark.slow
 def test_a_plan_lowers_the_measured_peak_by_the_predicted_amount() -> None:
     step = _step()
     peak, run = _predicted(step)

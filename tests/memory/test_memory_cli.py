@@ -114,3 +114,12 @@ def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path
 def test_a_function_not_returning_a_model(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(["memory", f"{script}:not_a_model"], capsys)
     assert code == 2 and "return the model and its inputs, (model, x)" in err
+
+
+def test_seq_len_sets_the_second_dimension(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    peaks = []
+    for length in ("8", "32"):
+        code, out, _ = _run(["memory", f"{script}:build", "--seq-len", length, "--device", "meta", "--json"], capsys)
+        assert code == 0
+        peaks.append(json.loads(out)["predicted_peak_bytes"])
+    assert 3.5 * peaks[0] < peaks[1] < 4.5 * peaks[0]  # the blocks are per position: about linear in length

@@ -164,7 +164,7 @@ def wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float 
 class Server:
     """`python -m graphviz_app.cli serve --port N` as a child process."""
 
-    def __init__(self, *, time_limit_s: float = 6.0) -> None:
+    def __init__(self, *, time_limit_s: float = 60.0) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.trap = OutboundTrap()

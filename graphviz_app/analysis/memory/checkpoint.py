@@ -10,7 +10,7 @@ forward once more, in floating-point operations estimated from the graph's shape
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +19,8 @@ from .flops import forward_flops
 from .plan import BackwardPlan, plan_backward
 from .records import MemoryTimeline
 from .replay import EngineReplay, Recompute
-from .timeline import memory_timeline
 
-__all__ = ["CheckpointPlan", "plan_checkpoints", "recompute_for"]
+__all__ = ["CheckpointPlan", "plan_checkpoints", "recompute_for", "checkpointed_timeline", "POOL", "REPLAYS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +143,14 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
                      retain_graph: bool = False) -> CheckpointPlan:
     """Modules to checkpoint so the predicted peak is at most `budget_bytes`, at little recompute.
 
-    Greedy: modules are taken in order of saved bytes freed per recomputed
-    FLOP (a module replaces those inside it), replaying backward after each,
-    until the peak is under the budget; then the costliest are dropped again
-    where the budget still holds. A module freeing less than 1% of the peak
-    (one whose inputs are all it saves frees nothing) is never taken. When no choice reaches the budget, the plan is the
-    one that got lowest (`reached` False).
+    Greedy, on replays of backward: each round tries every candidate module (a
+    module replaces those inside it) and takes the one that lowers the peak
+    most per FLOP it adds, until the peak is under the budget; then the
+    costliest are dropped again where the budget still holds. Candidates are
+    the `POOL` modules freeing most saved bytes per recomputed FLOP; a module
+    freeing less than 1% of the peak (one whose inputs are all it saves frees
+    nothing) is never one. When no choice reaches the budget, the plan is the
+    lowest found (`reached` False).
     """
     plan = plan_backward(graph, roots)
     base = EngineReplay(plan, retain_graph=retain_graph)
@@ -162,28 +163,47 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     cost = {m: sum(flops.get(n, 0) for n in ops) for m, ops in modules.ops.items()}
     freed = {m: _freed(plan, m, base.order) for m in modules.names}
     worth = max(1, before // 100)  # a module freeing under 1% of the peak cannot move it much
-    ranked = sorted((m for m in modules.names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
-    chosen: list[str] = []
-    best = (before, list(chosen))
-    for m in ranked:
-        if any(_inside(m, c) for c in chosen):  # inside a module already checkpointed
-            continue
-        chosen = [c for c in chosen if not _inside(c, m)] + [m]  # a module takes the place of those inside it
-        peak = _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)
-        if peak < best[0]:
-            best = (peak, list(chosen))
-        if peak <= budget_bytes:
-            break
-    peak, chosen = best
+    pool = sorted((m for m in modules.names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
+
+    def peak_of(chosen: list[str]) -> int:
+        return _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)
+
+    chosen, peak = _greedy(pool[:POOL], cost, before, budget_bytes, peak_of)
     for m in sorted(chosen, key=lambda m: -cost[m]):
         trial = [c for c in chosen if c != m]
-        trial_peak = _peak(plan, recompute_for(plan, trial, base.order), retain_graph)
+        trial_peak = peak_of(trial)
         if trial_peak <= budget_bytes or (peak > budget_bytes and trial_peak <= peak):
             chosen, peak = trial, trial_peak
-    return CheckpointPlan(
-        tuple(sorted(chosen, key=modules.names.index)), budget_bytes, before, peak,
-        sum(cost[m] for m in chosen), total, tuple((m, freed[m]) for m in sorted(chosen, key=modules.names.index)),
-    )
+    ordered = sorted(chosen, key=modules.names.index)
+    return CheckpointPlan(tuple(ordered), budget_bytes, before, peak, sum(cost[m] for m in chosen), total,
+                          tuple((m, freed[m]) for m in ordered))
+
+
+# Candidate modules a plan is chosen from, and the most replays one plan may take.
+POOL = 32
+REPLAYS = 400
+
+
+def _greedy(pool: list[str], cost: dict[str, int], before: int, budget: int,
+            peak_of: Callable[[list[str]], int]) -> tuple[list[str], int]:
+    chosen: list[str] = []
+    peak, replays = before, 0
+    while peak > budget and replays < REPLAYS:
+        best: tuple[float, list[str], int] | None = None
+        spent = sum(cost[c] for c in chosen)
+        for m in pool:
+            if m in chosen or any(_inside(m, c) for c in chosen):
+                continue
+            trial = [c for c in chosen if not _inside(c, m)] + [m]  # m takes the place of those inside it
+            trial_peak = peak_of(trial)
+            replays += 1
+            score = (peak - trial_peak) / max(1, sum(cost[c] for c in trial) - spent)
+            if trial_peak < peak and (best is None or score > best[0]):
+                best = (score, trial, trial_peak)
+        if best is None:
+            break
+        _, chosen, peak = best
+    return chosen, peak
 
 
 def _freed(plan: BackwardPlan, module: str, order: list[str]) -> int:
@@ -194,11 +214,9 @@ def _freed(plan: BackwardPlan, module: str, order: list[str]) -> int:
 def checkpointed_timeline(graph: Graph, modules: Collection[str], *, roots: Collection[str] | None = None,
                           retain_graph: bool = False) -> MemoryTimeline:
     """The timeline of the step with `modules` checkpointed (steps and peak; no breakdown)."""
-    timeline = memory_timeline(graph, roots=roots, retain_graph=retain_graph)
     plan = plan_backward(graph, roots)
     base = EngineReplay(plan, retain_graph=retain_graph)
     base.run()
     steps = EngineReplay(plan, retain_graph=retain_graph, recompute=recompute_for(plan, modules, base.order)).run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
-    return MemoryTimeline(tuple(steps), steps[peak_step].peak, peak_step, retain_graph=retain_graph,
-                          notes=timeline.notes)
+    return MemoryTimeline(tuple(steps), steps[peak_step].peak, peak_step, retain_graph=retain_graph)

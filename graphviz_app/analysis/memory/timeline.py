@@ -58,14 +58,13 @@ def memory_timeline(
     36
     """
     plan = plan_backward(graph, roots)
-    first = EngineReplay(plan, retain_graph=retain_graph)
-    steps = first.run()
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
     peak_bytes = steps[peak_step].peak
-    owners = _last_savers(plan, first.order)
-    second = EngineReplay(plan, retain_graph=retain_graph, owners=owners)
-    second.run(peak_at=peak_bytes)
-    snapshot = second.snapshot or {}
+    owners = _last_savers(plan, replay.order)
+    snapshot = {key: (kind, owners.get(key, owner) if kind == "saved" else owner, size)
+                for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
     for key, savers in plan.savers.items():
         held[owners.get(key, savers[0])] += plan.storage_bytes[key]

@@ -154,9 +154,15 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     except (NotImplementedError, RuntimeError) as e:
         devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
         where = "meta" if "meta" in devices else ", ".join(sorted(devices)) or "cpu"
-        raise TraceError(f"the forward failed on {where}: {type(e).__name__}: {str(e).splitlines()[0]}"
-                         + ("; a forward that reads tensor values (.item(), if x.sum() > 0) cannot run on meta: "
-                            "forecast on the real device" if where == "meta" else "")) from e
+        first = str(e).splitlines()[0]
+        if where == "meta" and "Meta kernel" in first:
+            hint = "; this op has no meta kernel in this torch: forecast on the real device"
+        elif where == "meta":
+            hint = ("; a forward that reads tensor values (.item(), if x.sum() > 0) cannot run on meta: "
+                    "forecast on the real device")
+        else:
+            hint = ""
+        raise TraceError(f"the forward failed on {where}: {type(e).__name__}: {first}{hint}") from e
     timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
     on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
     rnns = sorted({type(m).__name__ for m in step.model.modules() if isinstance(m, torch.nn.RNNBase)})
