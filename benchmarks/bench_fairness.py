@@ -42,9 +42,11 @@ RUNAWAY = (
     "torch.manual_seed({k})\na = torch.randn(400, 20000)\n"
     "for i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
 )
-# The red team's bombs: a reduction over an empty dimension (7.5 GiB), a product over (0, 6e8) (2.2 GiB).
-BOMBS = ("# bomb {k}\ntorch.zeros(1000000000, 0).count_nonzero(1).sum()",
-         "# bomb {k}\ntorch.prod(torch.zeros(0, 600000000), 0).sum()")
+# Memory bombs refused from their sizes by both versions compared (so both arms spend the same on them).
+# `--bombs red-team`: the red team's, which allocate GiBs before failing where sizes are not checked first.
+BOMBS = ("# bomb {k}\ntorch.randn(int(3e10)).sum()", "# bomb {k}\ntorch.ones(10**5, 10**5).sum()")
+RED_TEAM_BOMBS = ("# bomb {k}\ntorch.zeros(1000000000, 0).count_nonzero(1).sum()",
+                  "# bomb {k}\ntorch.prod(torch.zeros(0, 600000000), 0).sum()")
 VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 
@@ -121,7 +123,12 @@ def main() -> None:
                         help="runaway sessions press Run on a new runaway every S seconds without waiting")
     parser.add_argument("--arms", choices=("both", "fair"), default="both",
                         help="fair: only the FairRunner arm")
+    parser.add_argument("--bombs", choices=("sized", "red-team"), default="sized",
+                        help="red-team: the red team's bombs, which allocate GiBs where sizes are not checked")
     args = parser.parse_args()
+    global BOMBS
+    if args.bombs == "red-team":
+        BOMBS = RED_TEAM_BOMBS
     how = f"a new one every {args.impatient:g} s" if args.impatient else "the next when the last ends"
     print(f"{RUNAWAY_SESSIONS} runaway sessions ({how}), {VALID_SESSIONS} valid sessions (one program a second), "
           f"{args.seconds:g} s per arm, worker time limit {args.time_limit:g} s")

@@ -18,15 +18,7 @@ limit) starve everyone else. `FairRunner` sits in front of it:
   suspects go last and hold at most `suspect_slots` workers, so the other
   workers stay free for everyone else;
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
-  then is answered "busy" instead of waiting out a runaway;
-- sessions are recognised by what they cost, not by their programs' text
-  (`session_costs`): the longest a job of theirs held a worker lately, a
-  running one included. The cheapest session's job starts first; a session past
-  `heavy_s` (5 s: a runaway's first seconds, whatever comment it changed) counts as
-  a suspect; and when a light session's job has waited `preempt_after_s` with
-  every worker taken, the running job of the costliest suspect session (clearly
-  heavier) that has run `preempt_min_run_s` is stopped for it (its page is told
-  the workers were busy, and may run it again).
+  then is answered "busy" instead of waiting out a runaway.
 
 A time-out is re-labelled by what the machine did to it, measured: the CPU time
 its worker (and the layout program it started) got against the wall time it ran
@@ -53,7 +45,6 @@ from ..expr import ExprError, IsolatedRunner, JobRef
 from ..expr.usage import JobUsage
 from .cache import layout_stopped_by_load
 from .results import Failure
-from .session_costs import RESTART_S, SessionCosts
 
 # A job: a picklable top-level function, or one named by module and function.
 Job = Callable[..., Any] | JobRef
@@ -69,9 +60,6 @@ class _Ticket:
     kind: str = ""  # the job function: a newer job of the same kind stops this one
     digest: str = ""  # the function and its arguments: `start` takes up the same job again
     cancelled: bool = False
-    preempted: bool = False  # stopped to let a lighter session's waiting job run
-    reserved: bool = False  # a job was stopped for this one: the slot that comes free is its
-    started: float = 0.0  # when it got its worker
     peak: int = 0  # most jobs running at once while this one ran
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -87,16 +75,12 @@ class FairRunner:
         suspect_s: Seconds a session stays a suspect after a time-out.
         suspect_slots: Workers suspects may hold at once (default: half the slots).
         suspect_wait_s: Seconds a suspect's job waits for a worker.
-        heavy_s: Seconds one job held a worker, in the last `suspect_s`, that make its session a suspect.
-        preempt_after_s: Seconds a light session's job waits before a heavier one is stopped for it.
-        preempt_min_run_s: Seconds a job runs before it may be stopped for another.
     """
 
     def __init__(
         self, runner: IsolatedRunner, *, slots: int | None = None, per_session: int = 1,
         max_wait_s: float = 10.0, suspect_s: float = 60.0, suspect_slots: int | None = None,
-        suspect_wait_s: float = 2.0, heavy_s: float = 5.0, preempt_after_s: float = 1.0,
-        preempt_min_run_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
+        suspect_wait_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.runner = runner
         self.slots = slots or runner.max_workers
@@ -109,8 +93,6 @@ class FairRunner:
         self._waiting: list[_Ticket] = []
         self._running: list[_Ticket] = []
         self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
-        self._costs = SessionCosts(window_s=suspect_s, heavy_s=heavy_s)
-        self.preempt_after_s, self.preempt_min_run_s = preempt_after_s, preempt_min_run_s
         self._detached: dict[tuple[str, str], Future[Any]] = {}  # (session, job digest) -> its running job
 
     @property
@@ -160,16 +142,9 @@ class FairRunner:
     def _run(self, session: str, job: Job, args: tuple[Any, ...], digest: str) -> Any:
         key = _job_key(job, args)
         ticket = self._admit(session, key, kind=_kind(job), digest=digest)
-        restart = False
         try:
             result = self.runner.run(job, *args, cancel=ticket.stop)
         except ExprError as e:
-            restart = e.kind in ("time", "memory", "crash", "cancelled")  # its worker was replaced
-            if e.kind == "cancelled" and ticket.preempted:
-                raise ExprError(
-                    f"it ran {self._clock() - ticket.started:.0f} s and was stopped to let other people's "
-                    "programs run: every worker was taken, and this page's programs had held them longest "
-                    "lately. Press Run to try again when it is quieter, or make it smaller", kind="busy") from e
             if e.kind == "cancelled":
                 raise ExprError("a newer run from the same page replaced this one while it ran, "
                                 "so it was stopped", kind="cancelled") from e
@@ -187,11 +162,7 @@ class FairRunner:
                 return _relabel_layout_time_out(result, self._usage())
             return result
         finally:
-            usage = self._usage()  # the job's own time in its worker: a worker's start is not the job's cost
             with self._cond:
-                now = self._clock()
-                held = usage.wall_s if usage is not None else now - ticket.started
-                self._costs.add(session, held + (RESTART_S if restart else 0.0), now=now)
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
@@ -227,15 +198,12 @@ class FairRunner:
                 if self._next() is ticket:
                     break
                 remaining = deadline - self._clock()
-                if remaining <= self.max_wait_s - self.preempt_after_s and not self._suspect(ticket):
-                    self._preempt_for(ticket)
                 if remaining <= 0:
                     self._waiting.remove(ticket)
                     self._cond.notify_all()
                     raise ExprError(self._busy_message(ticket), kind="busy")
                 self._cond.wait(min(remaining, 0.5))
             self._waiting.remove(ticket)
-            ticket.started = self._clock()
             self._running.append(ticket)
             for running in self._running:
                 running.peak = max(running.peak, len(self._running))
@@ -250,41 +218,15 @@ class FairRunner:
         per_session: dict[str, int] = {}
         for t in self._running:
             per_session[t.session] = per_session.get(t.session, 0) + 1
-        suspects = sum(self._suspect(t) for t in self._running)
+        suspects = sum(t.suspect for t in self._running)
         eligible = [
             t for t in self._waiting
             if not t.cancelled and per_session.get(t.session, 0) < self.per_session
-            and (not self._suspect(t) or suspects < self.suspect_slots)
+            and (not t.suspect or suspects < self.suspect_slots)
         ]
         if not eligible:
             return None
-        return min(eligible, key=lambda t: (not t.reserved, self._suspect(t), self._cost(t.session),
-                                            per_session.get(t.session, 0), t.seq))
-
-    def _cost(self, session: str) -> float:
-        """The longest a job of `session` held a worker lately, its running job's time so far included."""
-        now = self._clock()
-        running = max((now - t.started for t in self._running if t.session == session), default=0.0)
-        return self._costs.cost(session, now=now, running=running)
-
-    def _suspect(self, ticket: _Ticket) -> bool:
-        """A ticket of a session that timed out lately, or of one that held workers `heavy_s` lately."""
-        return ticket.suspect or self._cost(ticket.session) >= self._costs.heavy_s
-
-    def _preempt_for(self, ticket: _Ticket) -> None:
-        """Stop the costliest heavier session's running job for `ticket`, when every worker is taken."""
-        if len(self._running) < self.slots or any(t.preempted and t.stop.is_set() for t in self._running):
-            return  # a slot is free, or one is being freed already
-        now, mine = self._clock(), self._cost(ticket.session)
-        # Only a heavy session's job (past heavy_s: a runaway), and only for a clearly lighter one:
-        # two light sessions never stop each other's programs by turns.
-        candidates = [t for t in self._running if now - t.started >= self.preempt_min_run_s
-                      and self._suspect(t) and self._cost(t.session) >= mine + self.preempt_min_run_s]
-        if candidates:
-            victim = max(candidates, key=lambda t: (self._cost(t.session), now - t.started))
-            ticket.reserved = True  # the freed slot is this job's, not another waiting runaway's
-            victim.preempted = True
-            victim.stop.set()  # its worker is killed and the slot comes free
+        return min(eligible, key=lambda t: (t.suspect, per_session.get(t.session, 0), t.seq))
 
     def _is_suspect(self, who: Hashable) -> bool:
         now = self._clock()

@@ -43,7 +43,8 @@ def cpu_hogs() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_the_runner_measures_the_cpu_a_job_got(runner: IsolatedRunner) -> None:
-    runner.run(evaluate_job, "a = torch.randn(200, 200)\n(a @ a @ a).sum()")
+    # Work of a few hundred ms of CPU: well above the clock's 10 ms ticks, however busy the machine.
+    runner.run(evaluate_job, "a = torch.randn(300, 300)\nfor i in range(60):\n    a = (a @ a).tanh()\na.sum()")
     usage = runner.last_usage()
     assert usage is not None and usage.cpu_s is not None
     assert 0 < usage.cpu_s <= usage.wall_s * 2 + 0.2  # one torch thread: about one CPU at most (tick rounding)
