@@ -68,7 +68,7 @@ class _OldStyleSwish(torch.autograd.Function):
 
 
 def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch.Tensor]]:
-    """The issue's layer-shaped functions and an old-style Function, each of n input elements."""
+    """Layer-shaped functions (tanh(Wx), softmax, layernorm, cumsum, attention, an MLP) and an old-style Function."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(n, generator=gen, dtype=D)
     w = torch.randn(n, n, generator=gen, dtype=D) / n**0.5

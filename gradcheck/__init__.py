@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _format  # noqa: F401 - gives Report its readable text (neither imports torch)
+from gradcheck import _format  # noqa: F401 - gives Report its readable text (neither imports torch)
 
 if TYPE_CHECKING:
     from gradcheck.assertions import assert_gradients

@@ -98,6 +98,9 @@ def autograd_jacobian(
         item_elements=n_in + offsets[-1],
         itemsize=max(leaves[i].element_size() for i in diff),
         total=max(1, offsets[-1]),
+        # A row is a one-hot cotangent and its gradient, with fewer temporaries than an
+        # evaluation: one chunk holds the rows of a 1000 x 1000 Jacobian, written in place.
+        working_factor=2,
     )
     rows = _Rows(fn, leaves, list(outs), live, offsets, diff, jac)
     if offsets[-1] == 1:
@@ -141,7 +144,7 @@ def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:
     count = stop - start
     first = rows.outs[rows.live[0]]
     basis = torch.zeros(count, rows.offsets[-1], dtype=first.dtype, device=first.device)
-    basis[torch.arange(count), torch.arange(start, stop)] = 1
+    basis[:, start:stop].diagonal().fill_(1)
     return [
         basis[:, rows.offsets[k] : rows.offsets[k + 1]]
         .to(rows.outs[o].dtype)
@@ -181,8 +184,7 @@ def _batched_rows(rows: _Rows, start: int, stop: int) -> None:
             is_grads_batched=True,
         )
     for i, g in zip(rows.diff, grads, strict=True):
-        if g is not None:
-            _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
+        _scatter(rows, i, start, stop, None if g is None else g.reshape(stop - start, -1))
 
 
 def _single_row(rows: _Rows, r: int) -> None:
@@ -198,26 +200,31 @@ def _single_row(rows: _Rows, r: int) -> None:
         allow_unused=True,
     )
     for i, g in zip(rows.diff, grads, strict=True):
-        if g is not None:
-            _scatter(rows, i, r, r + 1, g.reshape(1, -1))
+        _scatter(rows, i, r, r + 1, None if g is None else g.reshape(1, -1))
 
 
-def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor) -> None:
+def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor | None) -> None:
     """Writes global rows [start, stop) of input i's gradients into each output's Jacobian.
 
-    A block holding all of an output's rows becomes its Jacobian without a copy.
+    Every row is written once: with the block's values, or zeros where autograd found
+    no path (`block` None). A block holding all of an output's rows becomes its
+    Jacobian without a copy.
     """
+    n_in = rows.leaves[i].numel()
     for k, o in enumerate(rows.live):
         first, end = rows.offsets[k], rows.offsets[k + 1]
         lo, hi = max(start, first), min(stop, end)
         if lo >= hi:
             continue
-        part = block[lo - start : hi - start].detach().to(torch.float64)
-        if (lo, hi) == (first, end):
+        part = None if block is None else block[lo - start : hi - start].detach().to(torch.float64)
+        if part is not None and (lo, hi) == (first, end):
             rows.jac[(o, i)] = part
             continue
         if (o, i) not in rows.jac:
-            rows.jac[(o, i)] = torch.zeros(
-                end - first, block.shape[1], dtype=torch.float64, device=block.device
-            )
-        rows.jac[(o, i)][lo - first : hi - first] = part
+            device = rows.leaves[i].device
+            rows.jac[(o, i)] = torch.empty(end - first, n_in, dtype=torch.float64, device=device)
+        target = rows.jac[(o, i)][lo - first : hi - first]
+        if part is None:
+            target.zero_()
+        else:
+            target.copy_(part)

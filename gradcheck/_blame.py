@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .report import Blame
+from gradcheck.report import Blame
 
 __all__ = ["SideStats", "Tally", "blame_of", "constant_ratio"]
 

@@ -52,9 +52,14 @@ class OutOfMemory(Exception):
         )
 
 
-def plan_chunk(*, budget_bytes: int, item_elements: int, itemsize: int, total: int) -> ChunkStats:
-    """How many items fit one chunk under the budget (at least one, at most `total`)."""
-    item_bytes = max(1, item_elements * itemsize * _WORKING_FACTOR)
+def plan_chunk(
+    *, budget_bytes: int, item_elements: int, itemsize: int, total: int, working_factor: int = _WORKING_FACTOR
+) -> ChunkStats:
+    """How many items fit one chunk under the budget (at least one, at most `total`).
+
+    `working_factor` is the working memory of one item as a multiple of its elements.
+    """
+    item_bytes = max(1, item_elements * itemsize * working_factor)
     size = max(1, min(total, budget_bytes // item_bytes))
     return ChunkStats(chunk_size=size, item_bytes=item_bytes)
 

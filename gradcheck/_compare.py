@@ -7,15 +7,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._blame import SideStats, Tally, blame_of, constant_ratio
-from .report import Check, Comparison, Element, PairReport
+from gradcheck._blame import SideStats, Tally, blame_of, constant_ratio
+from gradcheck.report import Check, Comparison, Element, PairReport
 
 __all__ = ["PairData", "Probe", "compare_pair", "WORST_ELEMENTS", "BLOCK_ELEMENTS", "REV_SIDES"]
 
 WORST_ELEMENTS = 10  # how many of the worst elements every pair report keeps
+_SAMPLE = 4096  # elements looked at to tell a dense Jacobian from a mostly-zero one
 # Elements compared at a time: a block's temporaries stay in cache, and a Jacobian of
 # millions of elements costs a few blocks' memory, not several copies of itself.
-BLOCK_ELEMENTS = 1 << 17
+BLOCK_ELEMENTS = 1 << 16
 
 # Each comparison `left ~ right`; the right-hand side is the reference rtol scales with.
 _PAIRS = (("a", "n"), ("e", "a"), ("e", "n"))
@@ -162,11 +163,12 @@ def _nonzero_positions(values: dict[str, torch.Tensor]) -> torch.Tensor | None:
 
     Elements that are exactly 0 on every side agree and pass; diagonal or banded
     Jacobians (elementwise functions) are mostly such zeros, and judging only the
-    rest saves a dozen full passes over n*n elements. NaN counts as non-zero. One
-    side already non-zero at a quarter of the elements settles it without the union.
+    rest saves a dozen full passes over n*n elements. NaN counts as non-zero. A
+    side non-zero at half of an evenly spread sample settles it without a full pass.
     """
     total = values["a"].numel()
-    if any(int(torch.count_nonzero(v)) * 4 >= total for v in values.values()):
+    step = max(1, total // _SAMPLE)
+    if any(int(torch.count_nonzero(v[::step])) * 2 >= v[::step].numel() for v in values.values()):
         return None
     nonzero = None
     for v in values.values():
@@ -246,8 +248,11 @@ def _passing_block(values: dict[str, torch.Tensor], start: int, data: PairData, 
         atol, rtol = data.tolerance(side.left, side.right)
         diff = torch.sub(values[side.left], right).abs_()
         ref = right.abs()
-        max_abs = float(diff.max())
-        max_rel = float((diff / ref).nan_to_num_(nan=0.0, posinf=math.inf).max())
+        max_abs = float(diff.amax())
+        rel = diff / ref
+        max_rel = float(rel.amax())
+        if math.isnan(max_rel):  # 0/0 where both sides are exactly 0: no error there
+            max_rel = float(rel.nan_to_num_(nan=0.0, posinf=math.inf).amax())
         worst = float(diff.div_(ref.mul_(rtol).add_(atol)).amax())
         if not worst <= 1:  # NaN included
             return False

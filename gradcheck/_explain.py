@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .report import Blame, Check, PairReport, Report
+from gradcheck.report import Blame, Check, PairReport, Report
 
 __all__ = ["verdict", "explain", "ratio_sides", "SHARED_MISTAKE"]
 
@@ -14,6 +14,7 @@ _TESTED = {
     Check.REV: "autograd (backward)",
     Check.FWD: "forward mode (jvp)",
     Check.REV2: "double backward",
+    Check.REV2_U: "double backward",
     Check.HVP: "Hessian-vector product",
 }
 
@@ -102,7 +103,7 @@ def _explain_tested(report: Report, pair: PairReport) -> str:
             f"forward mode (jvp) is likely wrong: it disagrees with finite differences and {third}. "
             "Check the jvp (or forward-mode formula) of any custom autograd.Function on this path."
         )
-    if pair.check in (Check.REV2, Check.HVP):
+    if pair.check in (Check.REV2, Check.REV2_U, Check.HVP):
         return (
             f"the {_TESTED[pair.check]} disagrees with finite differences of the gradient: the "
             "backward is right at first order but its own derivative is wrong. Check that the "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._explain import explain, ratio_sides, verdict
-from .report import Check, PairReport, Report, set_text_formatter
+from gradcheck._explain import explain, ratio_sides, verdict
+from gradcheck.report import Check, PairReport, Report, set_text_formatter
 
 __all__ = ["format_report", "table"]
 
@@ -64,7 +64,8 @@ def _headline(report: Report) -> str:
         )
     if report.passed:
         worst = max((p.max_abs_error for p in report.pairs), default=0.0)
-        return f"gradcheck passed: {n} (output, input) pair(s) agree, max abs error {worst:.2g}"
+        kinks = f" apart from {report.kinks_accepted} element(s) at an accepted kink" if report.kinks_accepted else ""
+        return f"gradcheck passed: {n} (output, input) pair(s) agree{kinks}, max abs error {worst:.2g}"
     return f"gradcheck FAILED: {len(report.failed_pairs)} of {n} (output, input) pair(s) disagree"
 
 
@@ -94,7 +95,7 @@ def _pair_table(report: Report) -> list[str]:
         ([p.check] if several else [])
         + [
             f"{_out_label(p)}{p.output_index} {_shape(_out_shape(report, p))}",
-            f"{p.input_index} {_shape(_in_shape(report, p))}",
+            f"{'u ' if p.check == Check.REV2_U else ''}{p.input_index} {_shape(_in_shape(report, p))}",
             str(p.numel),
             str(p.failed_count),
             f"{p.max_abs_error:.3g}",
@@ -106,28 +107,37 @@ def _pair_table(report: Report) -> list[str]:
     header = ["output", "input", "elements", "failed", "max abs err", "max rel err", "verdict"]
     lines = table((["check"] if several else []) + header, rows, indent="")
     if report.order == 2:
-        lines.append("(rev2, hvp: output i is the gradient of input i, differentiated by input j)")
+        lines.append(
+            "(rev2, hvp: grad i is the gradient of input i, differentiated by input j; rev2-u: by u j, "
+            "the weights of output j that the gradient is taken of, i.e. the backward's grad_output)"
+        )
     return lines
 
 
+_SECOND = (Check.REV2, Check.REV2_U, Check.HVP)
+
+
 def _out_label(p: PairReport) -> str:
-    return "grad " if p.check in (Check.REV2, Check.HVP) else ""
+    return "grad " if p.check in _SECOND else ""
 
 
 def _out_shape(report: Report, p: PairReport) -> tuple[int, ...]:
-    if p.check in (Check.REV2, Check.HVP):
+    if p.check in _SECOND:
         return p.output_shape
     return next((o.shape for o in report.outputs if o.index == p.output_index), p.output_shape)
 
 
 def _in_shape(report: Report, p: PairReport) -> tuple[int, ...]:
+    if p.check == Check.REV2_U:
+        return p.input_shape
     return next((i.shape for i in report.inputs if i.index == p.input_index), p.input_shape)
 
 
 def _pair_detail(report: Report, pair: PairReport) -> list[str]:
     what = "" if pair.check == Check.REV else f"{pair.check}, "
-    out = "gradient of input" if pair.check in (Check.REV2, Check.HVP) else "output"
-    lines = [f"{what}{out} {pair.output_index}, input {pair.input_index}: {explain(report, pair)}"]
+    out = "gradient of input" if pair.check in _SECOND else "output"
+    by = "weights of output" if pair.check == Check.REV2_U else "input"
+    lines = [f"{what}{out} {pair.output_index}, {by} {pair.input_index}: {explain(report, pair)}"]
     sides = ratio_sides(pair)
     if pair.constant_ratio is not None and sides is not None:
         side, ref = (_name(s) for s in sides)
@@ -178,10 +188,10 @@ def _element_table(report: Report, pair: PairReport) -> list[str]:
 def _index(out: tuple[int, ...], inp: tuple[int, ...], pair: PairReport, mode: str) -> str:
     if mode == "fast":
         return "u^T J v"
-    where = "grad" if pair.check in (Check.REV2, Check.HVP) else "out"
+    where = "grad" if pair.check in _SECOND else "out"
     parts = [] if not out and pair.check != Check.HVP else [f"{where}[{', '.join(map(str, out))}]"]
     if pair.check != Check.HVP:
-        parts.append(f"in[{', '.join(map(str, inp))}]")
+        parts.append(f"{'u' if pair.check == Check.REV2_U else 'in'}[{', '.join(map(str, inp))}]")
     return " ".join(parts)
 
 
@@ -190,6 +200,11 @@ def _index_key(pair: PairReport, mode: str) -> str:
         return "element: the projection u^T J v of the whole Jacobian"
     if pair.check == Check.HVP:
         return f"element: grad[k] is element k of (H v) for the gradient of input {pair.output_index}"
+    if pair.check == Check.REV2_U:
+        return (
+            f"element: grad[...] the element of input {pair.output_index}'s gradient, u[...] the element "
+            f"of output {pair.input_index}'s weights"
+        )
     out = (
         f"grad[...] the element of input {pair.output_index}'s gradient, "
         if pair.check == Check.REV2

@@ -11,11 +11,11 @@ import torch
 import torch.autograd.forward_ad as fwad
 from torch.func import jvp, vmap
 
-from ._autograd import first_line
-from ._chunks import plan_chunk, run_chunked
-from ._devices import is_out_of_memory
-from ._inputs import call_outputs
-from .errors import InputError
+from gradcheck._autograd import first_line
+from gradcheck._chunks import plan_chunk, run_chunked
+from gradcheck._devices import is_out_of_memory
+from gradcheck._inputs import call_outputs
+from gradcheck.errors import InputError
 
 __all__ = ["ForwardResult", "forward_jacobian", "JVP", "DUAL"]
 

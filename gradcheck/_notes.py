@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import torch
 
+from gradcheck._lowprec import TOLERANCE_UNITS, is_low_precision
+
 __all__ = ["dtype_label", "precision_notes"]
 
 
@@ -66,7 +68,15 @@ def precision_notes(
         )
     for d in dict.fromkeys(autograd_dtypes):
         ag_roundoff = torch.finfo(d).eps
-        if ag_roundoff > rtol / 10:
+        if is_low_precision(d):
+            notes.append(
+                f"autograd ran in {dtype_label([d])} (unit roundoff {ag_roundoff:.2g}): it is compared with "
+                f"rtol={max(rtol, TOLERANCE_UNITS * ag_roundoff):.2g} and atol {TOLERANCE_UNITS} x {ag_roundoff:.2g} "
+                "x the largest gradient (when above yours), and a pair that still fails is checked again with "
+                "the backward in float64: if that agrees, the verdict is inconclusive (rounding), not a "
+                "wrong backward."
+            )
+        elif ag_roundoff > rtol / 10:
             notes.append(
                 f"autograd ran in {dtype_label([d])}, whose unit roundoff {ag_roundoff:.2g} is not "
                 f"far below rtol={rtol:g}: relative differences near {ag_roundoff:.1g} are its "

@@ -10,10 +10,10 @@ from typing import Any
 import torch
 from torch.func import vmap
 
-from ._autograd import first_line, oldstyle_function
-from ._chunks import ChunkStats, plan_chunk, run_chunked
-from ._devices import is_out_of_memory
-from ._inputs import call_outputs
+from gradcheck._autograd import first_line, oldstyle_function
+from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
+from gradcheck._devices import is_out_of_memory
+from gradcheck._inputs import call_outputs
 
 __all__ = ["NumericalResult", "numerical_jacobian", "evaluate_steps", "rounding_floor"]
 
@@ -48,7 +48,7 @@ class _Slot:
     checked: Sequence[int]
     eps: float
     result: NumericalResult
-    jac: dict[int, torch.Tensor]  # per output: its (m_o, n_i) Jacobian, filled column by column
+    jac: dict[int, torch.Tensor]  # per output: the (n_i, m_o) differences, filled row by row
     base: Sequence[torch.Tensor] = ()
     atol: float = 0.0
 
@@ -72,9 +72,14 @@ class _Slot:
         count = cols.numel()
         rows = len(steps) * count + int(plain)
         batch = x.reshape(1, -1).expand(rows, -1).clone()
-        at = torch.arange(count, device=x.device)
+        first, last = int(cols[0]), int(cols[-1]) + 1
+        contiguous = last - first == count  # a range of columns: each step is a diagonal
+        at = None if contiguous else torch.arange(count, device=x.device)
         for k, s in enumerate(steps):
-            batch[at + k * count, cols] += s * self.eps
+            if at is None:
+                batch[k * count : (k + 1) * count, first:last].diagonal().add_(s * self.eps)
+            else:
+                batch[at + k * count, cols] += s * self.eps
         batch = batch.reshape(rows, *x.shape)
         if method == VMAP:
             outs = [y.reshape(rows, -1) for y in vmap(self.call)(batch)]
@@ -120,14 +125,27 @@ def numerical_jacobian(
     )
     result = NumericalResult({}, VMAP, stats, floors)
     for i in diff:
-        jac = {
-            o: torch.empty(y.numel(), args[i].numel(), dtype=torch.float64, device=device)
+        # Columns j of the Jacobian come as rows: kept as its transpose, turned once at the end.
+        columns = {
+            o: torch.empty(args[i].numel(), y.numel(), dtype=torch.float64, device=device)
             for o, y in zip(checked, base, strict=True)
         }
-        slot = _Slot(fn, args, i, checked, eps, result, jac, base, atol)
+        slot = _Slot(fn, args, i, checked, eps, result, columns, base, atol)
         run_chunked(args[i].numel(), stats, functools.partial(_work, slot), device)
-        result.jac.update({(o, i): t.div_(2 * eps) for o, t in jac.items()})
+        result.jac.update({(o, i): _central(t, eps) for o, t in columns.items()})
     return result
+
+
+_SLAB = 256  # rows of the Jacobian transposed at a time: a slab stays in cache
+
+
+def _central(differences: torch.Tensor, eps: float) -> torch.Tensor:
+    """The (m, n) Jacobian from the (n, m) differences f(x + eps e_j) - f(x - eps e_j), divided by 2 eps."""
+    n, m = differences.shape
+    jac = torch.empty(m, n, dtype=differences.dtype, device=differences.device)
+    for start in range(0, m, _SLAB):
+        torch.div(differences[:, start : start + _SLAB].T, 2 * eps, out=jac[start : start + _SLAB])
+    return jac
 
 
 def evaluate_steps(
@@ -217,9 +235,6 @@ def _same_as_plain(slot: _Slot, batched: list[torch.Tensor]) -> bool:
 
 
 def _store(slot: _Slot, start: int, stop: int, plus: list[torch.Tensor], minus: list[torch.Tensor]) -> None:
-    """Writes columns [start, stop) of each output's Jacobian: row j of plus/minus is column j.
-
-    The differences go straight into the (transposed) columns; `_finish` divides by 2 eps.
-    """
+    """Writes rows [start, stop) of each output's differences: row j is f(x + eps e_j) - f(x - eps e_j)."""
     for o, yp, ym in zip(slot.checked, plus, minus, strict=True):
-        torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64), out=slot.jac[o][:, start:stop].T)
+        torch.sub(yp.detach().to(torch.float64), ym.detach().to(torch.float64), out=slot.jac[o][start:stop])

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from ._compare import PairData, compare_pair
-from ._probe import KINK_COLUMNS, probe_columns
-from .report import Blame, PairReport
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._probe import KINK_COLUMNS, probe_columns
+from gradcheck.report import Blame, PairReport
 
 __all__ = ["Differences", "judge"]
 
@@ -31,12 +31,15 @@ class Differences:
     eps: float
 
 
-def judge(data: PairData, fd: Differences, output: int, *, detail_limit: int) -> PairReport:
+def judge(data: PairData, fd: Differences, output: int, *, detail_limit: int, arg: int | None = None) -> PairReport:
     """The pair's report; a failing pair is probed at its failing input elements first.
 
     Args:
         output: the index into `fd.checked` of the output this pair differentiates.
+        arg: the index into `fd.args` of the input it is differentiated by, when that
+            is not `data.input_index`.
     """
+    arg = data.input_index if arg is None else arg
     report = compare_pair(data, detail_limit=detail_limit)
     if report.passed or report.blame == Blame.NONFINITE:
         return report
@@ -46,11 +49,11 @@ def judge(data: PairData, fd: Differences, output: int, *, detail_limit: int) ->
     tested = {"a": data.autograd.reshape(-1, n_in)}
     if data.expected is not None:
         tested["e"] = data.expected.reshape(-1, n_in)
-    device = fd.args[data.input_index].device
+    device = fd.args[arg].device
     probe = probe_columns(
         fd.fn,
         fd.args,
-        (fd.checked[output], data.input_index),
+        (fd.checked[output], arg),
         fd.checked,
         fd.base[output],
         cols.to(device),

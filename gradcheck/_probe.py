@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from ._compare import Probe
-from ._numerical import evaluate_steps
+from gradcheck._compare import Probe
+from gradcheck._numerical import evaluate_steps
 
 __all__ = ["probe_columns", "KINK_COLUMNS"]
 

@@ -8,19 +8,19 @@ from typing import Any
 
 import torch
 
-from ._autograd import AutogradResult, autograd_jacobian
-from ._chunks import plan_chunk, run_chunked
-from ._compare import PairData, compare_pair
-from ._fast import analytic_projections, project_fast, random_projections
-from ._forward import forward_jacobian
-from ._inputs import autograd_copies, call_outputs, checked_outputs
-from ._lowprec import is_low_precision, tested_tolerance
-from ._numerical import NumericalResult, numerical_jacobian
-from ._pairs import Differences, judge
-from ._second import second_order_pairs
-from ._setup import hand_values, numerical_base
-from ._state import CheckOutcome, RunState, build_report
-from .report import Blame, Check, PairReport
+from gradcheck._autograd import AutogradResult, autograd_jacobian
+from gradcheck._chunks import plan_chunk, run_chunked
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._fast import analytic_projections, project_fast, random_projections
+from gradcheck._forward import forward_jacobian
+from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
+from gradcheck._lowprec import is_low_precision, tested_tolerance
+from gradcheck._numerical import NumericalResult, numerical_jacobian
+from gradcheck._pairs import Differences, judge
+from gradcheck._second import second_order_pairs
+from gradcheck._setup import hand_values, numerical_base
+from gradcheck._state import CheckOutcome, RunState, build_report
+from gradcheck.report import Blame, Check, PairReport
 
 __all__ = ["run_full", "run_fast"]
 

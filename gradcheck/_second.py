@@ -8,16 +8,16 @@ from typing import Any
 import torch
 from torch.func import jvp
 
-from ._autograd import autograd_jacobian, first_line
-from ._compare import PairData, compare_pair
-from ._devices import is_out_of_memory
-from ._gradient import GradientFunction, output_weights
-from ._numerical import numerical_jacobian
-from ._pairs import Differences, judge
-from ._setup import hand_values
-from ._state import RunState
-from .errors import InputError
-from .report import Check, PairReport
+from gradcheck._autograd import autograd_jacobian, first_line
+from gradcheck._compare import PairData, compare_pair
+from gradcheck._devices import is_out_of_memory
+from gradcheck._gradient import GradientFunction, output_weights
+from gradcheck._numerical import numerical_jacobian
+from gradcheck._pairs import Differences, judge
+from gradcheck._setup import hand_values
+from gradcheck._state import RunState
+from gradcheck.errors import InputError
+from gradcheck.report import Check, PairReport
 
 __all__ = ["second_order_pairs", "FORWARD_OVER_REVERSE", "DOUBLE_BACKWARD"]
 
@@ -26,29 +26,39 @@ Pair = tuple[int, int]
 
 
 def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian: Any) -> list[PairReport]:
-    """The "rev2" and "hvp" pairs: for each input i, the gradient g_i differentiated by each input j.
+    """The second-order pairs: for each input i, the gradient g_i differentiated by everything it depends on.
 
     g is the gradient of sum_o <u_o, f_o> (u_o = 1 for a scalar output, else seeded
-    random weights). "rev2" compares the Jacobian of g by double backward with central
-    differences of g; "hvp" compares H v (forward over reverse when fn allows it, else
-    double backward) with (g(x + eps v) - g(x - eps v)) / 2 eps for a seeded random v.
-    A hand-derived Hessian is the third opinion of both.
+    random weights). "rev2" compares the Jacobian of g by each input, by double
+    backward, with central differences of g; "rev2-u" the same by each weight u_o
+    (the backward's derivative by its grad_output, which torch's gradgradcheck checks
+    too); "hvp" compares H v (forward over reverse when fn allows it, else double
+    backward) with (g(x + eps v) - g(x - eps v)) / 2 eps for a seeded random v. A
+    hand-derived Hessian is the third opinion of "rev2" and "hvp".
     """
     opts = state.opts
+    n_args = len(state.args)
     weights = output_weights(
-        {o: state.outputs[o].numel() for o in state.checked}, seed=opts.seed, dtype=torch.float64, device=state.device
+        {o: tuple(state.outputs[o].shape) for o in state.checked},
+        seed=opts.seed,
+        dtype=torch.float64,
+        device=state.device,
     )
-    grad_auto = GradientFunction(state.fn, state.diff, state.checked, weights)
-    grad_num = GradientFunction(state.num_fn, state.diff, state.checked, weights)
-    ag = autograd_jacobian(grad_auto, leaves, state.diff, budget_bytes=state.budget, device=state.device)
+    grad_auto = GradientFunction(state.fn, n_args, state.diff, state.checked)
+    grad_num = GradientFunction(state.num_fn, n_args, state.diff, state.checked)
+    by = state.diff + tuple(n_args + k for k in range(len(state.checked)))
+    auto_weights = [u.to(state.outputs[o].dtype).requires_grad_() for u, o in zip(weights, state.checked, strict=True)]
+    ag = autograd_jacobian(grad_auto, (*leaves, *auto_weights), by, budget_bytes=state.budget, device=state.device)
     state.notes += [n.replace("output ", "gradient ") for n in ag.notes]
-    base = [g.detach() for g in grad_num(*state.num_args)]
-    outputs = tuple(range(len(state.diff)))
+    num_dtype = state.num_args[state.diff[0]].dtype
+    num_args = (*state.num_args, *[u.to(num_dtype) for u in weights])
+    base = [g.detach() for g in grad_num(*num_args)]
+    grads = tuple(range(len(state.diff)))
     nm = numerical_jacobian(
         grad_num,
-        state.num_args,
-        state.diff,
-        outputs,
+        num_args,
+        by,
+        grads,
         base,
         eps=opts.eps,
         atol=opts.atol,
@@ -63,13 +73,16 @@ def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian:
             "cannot batch, so its finite differences ran one element at a time."
         )
     hand = _hessian(state, expected_hessian)
-    fd = Differences(grad_num, state.num_args, outputs, base, [nm.floors[k] for k in outputs], nm.method, opts.eps)
+    fd = Differences(grad_num, num_args, grads, base, [nm.floors[k] for k in grads], nm.method, opts.eps)
     pairs = []
     for k, i in enumerate(state.diff):
-        for j in state.diff:
-            data = _data(state, i, j, ag.jac[(k, j)], nm.jac[(k, j)], hand.get((i, j)), Check.REV2)
-            pairs.append(judge(data, fd, k, detail_limit=opts.detail_limit))
-    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, base, hand)
+        for j in by:
+            if j < n_args:
+                data = _data(state, i, j, ag.jac[(k, j)], nm.jac[(k, j)], hand.get((i, j)), Check.REV2)
+            else:
+                data = _data(state, i, state.checked[j - n_args], ag.jac[(k, j)], nm.jac[(k, j)], None, Check.REV2_U)
+            pairs.append(judge(data, fd, k, detail_limit=opts.detail_limit, arg=j))
+    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, num_args, weights, hand)
     if not _scalar_outputs(state):
         state.notes.append(
             f"second order: the gradient checked is that of sum(u * output) for seeded random weights u "
@@ -86,16 +99,20 @@ def _hessian(state: RunState, expected_hessian: Any) -> dict[Pair, torch.Tensor]
     if expected_hessian is None:
         return {}
     if not _scalar_outputs(state):
+        sizes = ", ".join(str(state.outputs[o].numel()) for o in state.checked)
         raise InputError(
-            "expected_hessian needs fn to return one scalar (the Hessian of a scalar); fn returns "
-            f"{len(state.checked)} output(s) of {', '.join(str(state.outputs[o].numel()) for o in state.checked)} "
-            "element(s). Check a scalar such as (weights * fn(x)).sum() instead."
+            f"expected_hessian needs fn to return one scalar (the Hessian of a scalar); fn returns "
+            f"{len(state.checked)} output(s) of {sizes} element(s). Check a scalar such as "
+            "(weights * fn(x)).sum() instead."
         )
     shapes = {(i, j): (tuple(state.args[i].shape), tuple(state.args[j].shape)) for i in state.diff for j in state.diff}
     before = state.expected_dtype
     hand = hand_values(state, expected_hessian, outputs=state.diff, n_outputs=len(state.args), shapes=shapes)
     state.expected_dtype = before or state.expected_dtype
     return hand
+
+
+_SIDES = {Check.REV2: "double backward", Check.REV2_U: "double backward", Check.HVP: "H v"}
 
 
 def _data(
@@ -107,7 +124,11 @@ def _data(
     third: torch.Tensor | None,
     check: str,
 ) -> PairData:
-    in_shape = tuple(state.args[j].shape) if check == Check.REV2 else ()
+    """Pair data for the gradient of input i by input j (by output j's weights for rev2-u)."""
+    if check == Check.HVP:
+        in_shape: tuple[int, ...] = ()
+    else:
+        in_shape = tuple((state.args if check == Check.REV2 else state.outputs)[j].shape)
     return PairData(
         output_index=i,
         input_index=j,
@@ -120,7 +141,7 @@ def _data(
         rtol=state.opts.rtol,
         kinks=state.opts.kinks,
         check=check,
-        sides=("double backward" if check == Check.REV2 else "H v", "numerical", "expected"),
+        sides=(_SIDES[check], "numerical", "expected"),
     )
 
 
@@ -129,7 +150,8 @@ def _hvp_pairs(
     grad_auto: GradientFunction,
     grad_num: GradientFunction,
     leaves: Sequence[Any],
-    base: list[torch.Tensor],
+    num_args: Sequence[Any],
+    weights: list[torch.Tensor],
     hand: dict[Pair, torch.Tensor],
 ) -> list[PairReport]:
     gen = torch.Generator().manual_seed(state.opts.seed + 2)
@@ -138,9 +160,9 @@ def _hvp_pairs(
     for j in state.diff:
         x = state.args[j]
         v = (torch.rand(x.numel(), generator=gen, dtype=torch.float64) + 0.5).to(state.device)
-        products = _products(state, grad_auto, leaves, j, v)
-        plus = grad_num(*_moved(state.num_args, j, eps * v))
-        minus = grad_num(*_moved(state.num_args, j, -eps * v))
+        products = _products(state, grad_auto, leaves, weights, j, v)
+        plus = grad_num(*_moved(num_args, j, eps * v))
+        minus = grad_num(*_moved(num_args, j, -eps * v))
         for k, i in enumerate(state.diff):
             central = (plus[k].detach().to(torch.float64) - minus[k].detach().to(torch.float64)) / (2 * eps)
             h = hand.get((i, j))
@@ -157,17 +179,23 @@ def _moved(args: Sequence[Any], j: int, step: torch.Tensor) -> list[Any]:
 
 
 def _products(
-    state: RunState, grad_auto: GradientFunction, leaves: Sequence[Any], j: int, v: torch.Tensor
+    state: RunState,
+    grad_auto: GradientFunction,
+    leaves: Sequence[Any],
+    weights: list[torch.Tensor],
+    j: int,
+    v: torch.Tensor,
 ) -> list[torch.Tensor]:
     """H v along input j for every gradient: forward over reverse, else double backward (H^T v)."""
     primals = [x.detach() if isinstance(x, torch.Tensor) else x for x in leaves]
+    us = [u.to(state.outputs[o].dtype) for u, o in zip(weights, state.checked, strict=True)]
     tangent = v.to(primals[j].dtype).reshape(primals[j].shape)
     if state.hvp_method in (None, FORWARD_OVER_REVERSE) and grad_auto.functorch:
 
         def along_j(xj: torch.Tensor) -> tuple[torch.Tensor, ...]:
             call = list(primals)
             call[j] = xj
-            return grad_auto(*call)
+            return grad_auto(*call, *us)
 
         try:
             result = jvp(along_j, (primals[j],), (tangent,))[1]
@@ -181,10 +209,10 @@ def _products(
             state.hvp_method = FORWARD_OVER_REVERSE
             return [r.detach() for r in result]
     state.hvp_method = DOUBLE_BACKWARD
+    xs = [leaves[i] for i in state.diff]
     with torch.enable_grad():
-        grads = grad_auto(*leaves)
+        grads = grad_auto(*leaves, *us)
         k = state.diff.index(j)
-        xs = [leaves[i] for i in state.diff]
         if not grads[k].requires_grad:
             return [torch.zeros_like(x) for x in xs]
         out = torch.autograd.grad(grads[k], xs, grad_outputs=tangent, allow_unused=True, retain_graph=True)

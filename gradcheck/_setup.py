@@ -7,14 +7,14 @@ from typing import Any
 
 import torch
 
-from ._autograd import first_line
-from ._cast import cast_function
-from ._complex import real_values, with_complex_inputs
-from ._expected import normalize_expected
-from ._inputs import call_outputs, numerical_copies
-from ._notes import dtype_label
-from ._state import CheckOptions, RunState
-from .errors import GradcheckError
+from gradcheck._autograd import first_line
+from gradcheck._cast import cast_function
+from gradcheck._complex import real_values, with_complex_inputs
+from gradcheck._expected import normalize_expected
+from gradcheck._inputs import call_outputs, numerical_copies
+from gradcheck._notes import dtype_label
+from gradcheck._state import CheckOptions, RunState
+from gradcheck.errors import GradcheckError
 
 __all__ = ["numerical_base", "hand_values"]
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import torch
 
-from ._chunks import ChunkStats, OutOfMemory, human_bytes
-from ._inputs import summarize
-from ._notes import dtype_label, precision_notes
-from ._numerical import rounding_floor
-from .errors import InputError
-from .report import MemoryInfo, PairReport, Report, Timings
+from gradcheck._chunks import ChunkStats, OutOfMemory, human_bytes
+from gradcheck._inputs import summarize
+from gradcheck._notes import dtype_label, precision_notes
+from gradcheck._numerical import rounding_floor
+from gradcheck.errors import InputError
+from gradcheck.report import MemoryInfo, PairReport, Report, Timings
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",

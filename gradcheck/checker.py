@@ -10,12 +10,12 @@ from typing import Any
 
 import torch
 
-from ._chunks import OutOfMemory
-from ._complex import complex_inputs, complex_notes, real_args, with_complex_inputs
-from ._devices import resolve_device, same_device_error
-from ._inputs import as_tuple, differentiated_indices, refuse_unusable
-from ._run import run_fast, run_full
-from ._state import (
+from gradcheck._chunks import OutOfMemory
+from gradcheck._complex import complex_inputs, complex_notes, real_args, with_complex_inputs
+from gradcheck._devices import resolve_device, same_device_error
+from gradcheck._inputs import as_tuple, differentiated_indices, refuse_unusable
+from gradcheck._run import run_fast, run_full
+from gradcheck._state import (
     DEFAULT_DETAIL_LIMIT,
     DEFAULT_MEMORY_BUDGET,
     CheckOptions,
@@ -26,8 +26,8 @@ from ._state import (
     oom_report,
     resolve_budget,
 )
-from .errors import CheckMemoryError, GradcheckError, GradcheckWarning, GradientMismatchError, InputError
-from .report import Report
+from gradcheck.errors import CheckMemoryError, GradcheckError, GradcheckWarning, GradientMismatchError, InputError
+from gradcheck.report import Report
 
 __all__ = ["check", "run_check", "raised_here"]
 

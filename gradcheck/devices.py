@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
-from ._devices import resolve_device
-from ._format import table
-from ._state import CheckOptions, CheckOutcome
-from .checker import raised_here, run_check
-from .errors import InputError
-from .report import Report, to_plain
+from gradcheck._devices import resolve_device
+from gradcheck._format import table
+from gradcheck._state import CheckOptions, CheckOutcome
+from gradcheck.checker import raised_here, run_check
+from gradcheck.errors import InputError
+from gradcheck.report import Report, to_plain
 
 __all__ = ["DeviceDifference", "DeviceComparison", "compare_devices"]
 

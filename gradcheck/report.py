@@ -47,6 +47,7 @@ class Check:
     REV = "rev"  # reverse mode (backward, vector-Jacobian products) against finite differences
     FWD = "fwd"  # forward mode (jvp) against finite differences and reverse mode
     REV2 = "rev2"  # second order: the Jacobian of the gradient (double backward) against differences of it
+    REV2_U = "rev2-u"  # second order: the gradient differentiated by an output's weights (grad_outputs)
     HVP = "hvp"  # second order: Hessian-vector products against differences of the gradient
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "UnsupportedFormatError",
     "SchemaError",
     "CollapseError",
+    "GraphDiffError",
 ]
 
 
@@ -49,3 +50,11 @@ class SchemaError(GraphvizAppError, ValueError):
 
 class CollapseError(GraphvizAppError, ValueError):
     """The options of a module view (`depth`, `expanded`) are not ones it can draw."""
+
+
+class GraphDiffError(GraphvizAppError, AssertionError):
+    """`assert_same_graph` found a difference; `.diff` holds it (a `graphviz_app.analysis.diff.GraphDiff`)."""
+
+    def __init__(self, message: str, diff: object = None) -> None:
+        super().__init__(message)
+        self.diff = diff

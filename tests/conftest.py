@@ -1,4 +1,4 @@
-"""Suite-wide fixtures and the skip rules for hardware-bound markers."""
+"""Suite-wide fixtures, the skip rules for hardware-bound markers, and browser tests counted as slow."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     has_cuda = _cuda_available()
     has_browser = shutil.which("chromium") is not None
     for item in items:
+        if "browser" in item.keywords:  # a real Chromium against a started server: never quick
+            item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not has_cuda:
             item.add_marker(no_cuda)
         if "browser" in item.keywords and not has_browser:

@@ -246,7 +246,8 @@ _PRIVATE_TORCH = re.compile(
     r"\btorch(?:\.\w+)*\._[A-Za-z]\w*"
     r"|(?<!self)\.(?:_saved_|_raw_saved_)\w*"
     r"|\.(?:_is_view|_base|_version|_cdata|_modules|_sequence_nr|_input_metadata|_forward_cls"
-    r"|_lazy_backward_info|_overloadpacket|_backward_hooks|_forward_hooks|_parameters|_buffers)\b"
+    r"|_lazy_backward_info|_overloadpacket|_backward_hooks|_forward_hooks|_parameters|_buffers"
+    r"|_engine_run_backward|_aot_id|_get_sequence_nr)\b"
 )
 INTERNALS = "graphviz_app.tracing.torch_internals"
 

@@ -1,10 +1,11 @@
-"""Each example runs as a script and says what it promises."""
+"""Each example runs as a script (`__main__`, in this process) and says what it promises."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,16 +13,28 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str, out: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), "--out", str(out), *args],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+RunExample = Callable[..., str]
 
 
-def test_seed_example_prints_matching_hand_and_autograd_gradients(tmp_path: Path) -> None:
+@pytest.fixture
+def run_example(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> RunExample:
+    """Run `examples/NAME --out OUT ARGS...` as a script (`__main__`), in this process; what it printed.
+
+    In-process: a process of its own would load torch again, seconds apiece on a busy machine.
+    """
+    def run(name: str, out: Path, *args: str) -> str:
+        script = EXAMPLES / name
+        monkeypatch.setattr(sys, "argv", [str(script), "--out", str(out), *args])
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as e:  # argparse, or an explicit exit
+            assert e.code in (0, None), capsys.readouterr().err
+        return capsys.readouterr().out
+
+    return run
+
+
+def test_seed_example_prints_matching_hand_and_autograd_gradients(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("seed_mean_square.py", tmp_path)
     assert "autograd     = [1.3333333730697632, 2.0, 2.6666667461395264]" in out
     assert "agree        = True" in out
@@ -31,29 +44,48 @@ def test_seed_example_prints_matching_hand_and_autograd_gradients(tmp_path: Path
     assert (tmp_path / "seed_mean_square.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_mlp_example_names_every_parameter(tmp_path: Path) -> None:
+def test_mlp_example_names_every_parameter(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("mlp_named_parameters.py", tmp_path)
     assert "named leaves: ['2.bias', '2.weight', '0.bias', '0.weight']" in out
     svg = (tmp_path / "mlp_named_parameters.svg").read_text()
     assert "0.weight" in svg and "AddmmBackward0" in svg
 
 
-def test_two_devices_example_runs_on_one_device(tmp_path: Path) -> None:
+def test_two_devices_example_runs_on_one_device(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("two_devices.py", tmp_path)
     assert "devices: cpu -> cpu" in out or "cuda" in out
     assert "ToCopyBackward0" in (tmp_path / "two_devices.svg").read_text()
 
 
 @pytest.mark.cuda
-def test_two_devices_example_highlights_the_copy_on_a_gpu(tmp_path: Path) -> None:
+def test_two_devices_example_highlights_the_copy_on_a_gpu(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("two_devices.py", tmp_path)
     assert "ops crossing devices (highlighted in red): ['ToCopyBackward0']" in out
 
 
-def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path) -> None:
+def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("loss_accumulation_leak.py", tmp_path, "--steps", "3")
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     leaking = [int(row[1]) for row in rows]
     assert leaking == sorted(leaking) and leaking[0] < leaking[-1]
     assert all("0 nodes (a plain float)" in line for line in out.splitlines() if line.strip()[:1].isdigit())
     assert "from the graph: this graph repeats the same 4-op block 3 times over the same parameters" in out
+
+
+@pytest.mark.slow
+def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("memory_of_a_step.py", tmp_path, "--steps", "3")
+    kept = [int(line.split()[1]) for line in out.splitlines() if line.strip()[:1].isdigit() and "(a float)" in line]
+    assert len(kept) == 3 and kept[1] - kept[0] == kept[2] - kept[1] > 0  # the same bytes kept per step
+    assert f"each step keeps {kept[1] - kept[0]} B more" in out
+    assert "nothing saved, y.grad_fn is None" in out
+    saved = next(line for line in out.splitlines() if "saved for backward: float32" in line).split()
+    assert int(saved[4]) == 2 * int(saved[7])  # .half() saves half the bytes
+    assert "where a CPU kernel is missing: ctc_loss" in out or "ctc_loss in half ran" in out
+
+
+def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("memory_forecast_checkpoint.py", tmp_path, "--layers", "2")
+    assert "largest batch within 64.0 MiB with Adam's state:" in out
+    assert "(forecast on meta)" in out and out.count("bfloat16 autocast step peaks at") == 3
+    assert "measured:" in out and "blocks." in out

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graphviz_app.drawing.layout import BIG_GRAPH_NODES, choose_engine, find_engine, lay_out
+from graphviz_app.drawing.cost import LayoutCost
+from graphviz_app.drawing.layout import PURE_ABOVE_WORK, LayoutTimeout, choose_engine, find_engine, lay_out
 from graphviz_app.drawing.renderer import export, render
 from graphviz_app.errors import DotNotFoundError, RenderError
 from graphviz_app.model import Graph, Node, NodeKind
@@ -29,24 +30,38 @@ def dot_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(empty))
 
 
+def _cost(work: int) -> LayoutCost:
+    return LayoutCost(nodes=work, edges=0, virtual=0, clusters=0)
+
+
 @pytest.mark.parametrize(
-    ("engine", "fmt", "nodes", "expected"),
+    ("engine", "fmt", "work", "expected"),
     [
         ("auto", "svg", 10, "dot"),
-        ("auto", "pdf", BIG_GRAPH_NODES + 1, "dot"),
-        ("dot", "svg", BIG_GRAPH_NODES + 1, "dot"),
+        ("auto", "pdf", PURE_ABOVE_WORK + 1, "dot"),
+        ("dot", "svg", PURE_ABOVE_WORK + 1, "dot"),
         ("graphviz-pure", "svg", 10, "graphviz-pure"),
     ],
 )
-def test_choice_with_both_programs_installed(engine: str, fmt: str, nodes: int, expected: str) -> None:
-    assert choose_engine(engine, fmt, nodes) == expected
+def test_choice_with_both_programs_installed(engine: str, fmt: str, work: int, expected: str) -> None:
+    assert choose_engine(engine, fmt, _cost(work)) == expected
 
 
 @needs_pure
 @pytest.mark.parametrize("fmt", ["svg", "png"])
-def test_big_graphs_go_to_graphviz_pure(fmt: str) -> None:
-    assert choose_engine("auto", fmt, BIG_GRAPH_NODES + 1) == "graphviz-pure"
-    assert choose_engine("auto", fmt, BIG_GRAPH_NODES) == "dot"
+def test_costly_layouts_go_to_graphviz_pure(fmt: str) -> None:
+    assert choose_engine("auto", fmt, _cost(PURE_ABOVE_WORK + 1)) == "graphviz-pure"
+    assert choose_engine("auto", fmt, _cost(PURE_ABOVE_WORK)) == "dot"
+
+
+@needs_pure
+def test_long_edges_not_node_count_send_a_graph_to_graphviz_pure() -> None:
+    # 800 nodes either way: a chain is cheap for dot; a GRU-like graph whose weights feed
+    # every step draws long edges across hundreds of ranks, which is what dot's time grows with.
+    chain = LayoutCost(nodes=800, edges=799, virtual=0, clusters=0)
+    unrolled = LayoutCost(nodes=800, edges=1_100, virtual=20_000, clusters=5)
+    assert choose_engine("auto", "svg", chain) == "dot"
+    assert choose_engine("auto", "svg", unrolled) == "graphviz-pure"
 
 
 def test_an_unknown_engine_is_refused() -> None:
@@ -89,13 +104,39 @@ def test_a_layout_error_is_reported_with_graphviz_words() -> None:
         lay_out("digraph { a -> }", "svg", engine="dot")
 
 
-def test_a_slow_layout_stops_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_layout_stops_at_the_timeout_and_says_the_machine_was_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slow = tmp_path / "dot"
-    slow.write_text("#!/bin/sh\nexec /bin/sleep 5\n")
+    slow.write_text("#!/bin/sh\nexec /bin/sleep 5\n")  # runs long without using the CPU: starved, as under load
     slow.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(RenderError, match=r"laying out 2 nodes with dot took over 0.5 s; draw fewer nodes"):
+    with pytest.raises(LayoutTimeout, match=r"laying out 2 nodes with dot took over 0.5 s; it got 0.0 s of CPU in "
+                       r"that time: the machine was busy, so trying again when it is quieter may succeed") as info:
         export(_graph(), "svg", engine="dot", timeout=0.5)
+    assert info.value.busy and info.value.engine == "dot" and info.value.wall_seconds >= 0.5
+
+
+def test_a_stopped_layout_reports_the_cpu_it_got(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spin = tmp_path / "dot"
+    spin.write_text("#!/bin/sh\nwhile :; do :; done\n")  # all CPU: too big for the time, not starved
+    spin.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LayoutTimeout) as info:
+        lay_out("digraph {}", "svg", engine="dot", node_count=2, timeout=2.0)
+    assert info.value.cpu_seconds is not None and info.value.cpu_seconds > 0
+    assert isinstance(info.value, RenderError)  # callers catching RenderError still catch it
+
+
+def test_progress_is_reported_while_a_layout_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = tmp_path / "dot"
+    slow.write_text("#!/bin/sh\n/bin/cat > /dev/null\nexec /bin/sleep 1.5\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("graphviz_app.drawing.layout.HEARTBEAT_S", 0.2)
+    lines: list[str] = []
+    lay_out("digraph {}", "svg", engine="dot", node_count=7, timeout=None, progress=lines.append)
+    assert lines and all(line.startswith("still laying out 7 nodes with dot: ") for line in lines)
 
 
 _PANIC = """thread 'main' panicked at src/rank.rs:212:9:

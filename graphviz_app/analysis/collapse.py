@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import CollapseError
-from ..model import Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
+from ..model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
+from .gradient_report import combine_grads
 from .module_tree import (
     ancestors,
     leaf_storages,
@@ -18,7 +19,7 @@ from .module_tree import (
     saved_bytes,
 )
 
-__all__ = ["collapse", "NO_MODULES_NOTE"]
+__all__ = ["collapse", "folds_nothing", "NO_MODULES_NOTE"]
 
 NO_MODULES_NOTE = (
     "this graph has no module information, so it is drawn flat: run the forward inside "
@@ -32,6 +33,7 @@ def collapse(
     depth: int | None = None,
     roll: bool = False,
     expanded: frozenset[str] = frozenset(),
+    folded: frozenset[str] = frozenset(),
 ) -> Graph:
     """A new Graph where modules are drawn as boxes (`NodeKind.MODULE` nodes).
 
@@ -45,6 +47,8 @@ def collapse(
             box adds its name). An expanded module is never rolled, so naming
             a rolled box's `module` (its first member) opens that one and
             leaves the rest rolled.
+        folded: modules drawn as one box whatever `depth` and `expanded` say
+            (how a drawing too big for its deadline is made smaller).
 
     Returns:
         A Graph whose boxes carry `module` (the module, or the first of a
@@ -52,7 +56,8 @@ def collapse(
         saved bytes (each storage once), params and, when rolled, the modules
         it stands for. Edges crossing a box's border are kept once per
         (source, destination, kind). Without module information, `graph` is
-        returned with a note saying how to record it.
+        returned with a note saying how to record it; a `depth` that folds
+        nothing adds a note naming the depth that would (`folds_nothing`).
 
     Raises:
         CollapseError: `depth` is negative or not a whole number, or `expanded` is not a set of names.
@@ -64,7 +69,8 @@ def collapse(
     ['act', 'fc']
     """
     expanded = _check_options(depth, expanded)
-    if depth is None and not roll:
+    folded = _check_options(None, folded, name="folded")
+    if depth is None and not roll and not folded:
         return graph
     modules_of = node_modules(graph)
     if all(m is None for m in modules_of.values()):
@@ -72,22 +78,50 @@ def collapse(
             return graph
         return dataclasses.replace(graph, notes=graph.notes + (NO_MODULES_NOTE,))
     tree = _Tree(graph, modules_of)
-    units = _choose_units(tree, depth=depth, roll=roll, expanded=expanded)
-    return _build(graph, tree, units)
+    units = _choose_units(tree, depth=depth, roll=roll, expanded=expanded, folded=folded)
+    shown = _build(graph, tree, units)
+    note = folds_nothing(graph, depth) if depth is not None else None
+    if note is not None and note not in shown.notes:
+        shown = dataclasses.replace(shown, notes=shown.notes + (note,))
+    return shown
 
 
-def _check_options(depth: object, expanded: object) -> frozenset[str]:
+def folds_nothing(graph: Graph, depth: int) -> str | None:
+    """The note for a `depth` that folds no module of `graph` into a box, naming the depth that would; else None.
+
+    >>> from graphviz_app.model import Graph, Node, NodeKind
+    >>> g = Graph((Node("n0", NodeKind.OP, "MmBackward0", module="gru"),), ())
+    >>> print(folds_nothing(g, 2))  # doctest: +ELLIPSIS
+    depth=2 folds nothing: the deepest module with ops is at depth 1 ('gru'); depth=0 draws the modules at depth 1 ...
+    >>> folds_nothing(g, 0) is None
+    True
+    """
+    owners = {m for m in node_modules(graph).values() if m is not None}
+    if not owners:
+        return None
+    deepest = max(owners, key=lambda m: (module_depth(m), m))
+    level = module_depth(deepest)
+    if level <= depth and level == 0:
+        return (f"depth={depth} folds nothing: every op belongs to the root module, which is never a box; "
+                "record the model's submodules (record(model) around the forward) to fold them")
+    if level <= depth:
+        return (f"depth={depth} folds nothing: the deepest module with ops is at depth {level} ({deepest!r}); "
+                f"depth={level - 1} draws the modules at depth {level} as boxes")
+    return None
+
+
+def _check_options(depth: object, expanded: object, *, name: str = "expanded") -> frozenset[str]:
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
         raise CollapseError(
             f"depth must be a whole number >= 0 (0: every child of the root is a box) or None, got {depth!r}"
         )
     if isinstance(expanded, str) or not isinstance(expanded, Iterable):
         raise CollapseError(
-            f"expanded must be a set of module names, e.g. frozenset({{'layers.0'}}), got {expanded!r}"
+            f"{name} must be a set of module names, e.g. frozenset({{'layers.0'}}), got {expanded!r}"
         )
     names = frozenset(expanded)
     if not all(isinstance(n, str) for n in names):
-        raise CollapseError(f"expanded must hold module names (str), got {sorted(map(repr, names))}")
+        raise CollapseError(f"{name} must hold module names (str), got {sorted(map(repr, names))}")
     return names
 
 
@@ -129,7 +163,7 @@ class _Tree:
     def feeds(self) -> set[tuple[str, str]]:
         """(a, b) for sibling modules a, b where a data edge goes from inside a to inside b."""
         pairs: set[tuple[str, str]] = set()
-        done: set[tuple[str, str]] = set()  # a model repeats few (module, module) pairs many times
+        done: set[tuple[str, str]] = set()  # a network repeats few (module, module) pairs many times
         for e in self.graph.edges:
             a, b = self.modules_of.get(e.src), self.modules_of.get(e.dst)
             if e.kind is not EdgeKind.DATA or a is None or b is None or a == b or (a, b) in done:
@@ -172,7 +206,9 @@ class _Tree:
         return (self.types.get(name, ""), self.params.get(name), dict(Counter(labels.values())), dict(edges))
 
 
-def _choose_units(tree: _Tree, *, depth: int | None, roll: bool, expanded: frozenset[str]) -> list[list[str]]:
+def _choose_units(
+    tree: _Tree, *, depth: int | None, roll: bool, expanded: frozenset[str], folded: frozenset[str] = frozenset(),
+) -> list[list[str]]:
     """The boxes to draw, each a list of modules: one module, or a rolled run of siblings."""
     units: list[list[str]] = []
     feeds = tree.feeds() if roll else set()
@@ -181,7 +217,7 @@ def _choose_units(tree: _Tree, *, depth: int | None, roll: bool, expanded: froze
         parent = stack.pop()
         kids = tree.children.get(parent, [])
         for run in _runs(tree, kids, feeds, expanded) if roll else [[k] for k in kids]:
-            if len(run) > 1:
+            if len(run) > 1 or run[0] in folded:
                 units.append(run)
             elif depth is None or module_depth(run[0]) <= depth or run[0] in expanded:
                 stack.append(run[0])
@@ -242,25 +278,48 @@ def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
         for item in order
     )
     origin = graph.nonfinite_origin
+    edges = _edges(graph.edges, rep)
     return dataclasses.replace(
-        graph, nodes=nodes, edges=_edges(graph.edges, rep),
+        graph, nodes=_box_grads(nodes, edges, set(box_ids)), edges=edges,
         nonfinite_origin=rep.get(origin, origin) if origin else origin,
     )
 
 
 def _edges(edges: tuple[Edge, ...], rep: dict[str, str]) -> tuple[Edge, ...]:
-    """Edges with their ends moved onto boxes: inside ones dropped, crossing ones kept once."""
+    """Edges with their ends moved onto boxes: inside ones dropped, crossing ones kept once.
+
+    A kept crossing edge carries the gradients of all the edges it stands for,
+    taken together (`combine_grads`), so a folded view can be coloured by gradient.
+    """
     kept: list[Edge] = []
-    seen: set[tuple[str, str, EdgeKind]] = set()
+    merged: dict[tuple[str, str, EdgeKind], tuple[int, list[GradInfo]]] = {}
     for e in edges:
         src, dst = rep.get(e.src, e.src), rep.get(e.dst, e.dst)
         if src == e.src and dst == e.dst:
             kept.append(e)
-        elif src != dst and (src, dst, e.kind) not in seen:
-            seen.add((src, dst, e.kind))
-            # An input index means nothing at a box's border; the op's own side keeps its slot.
-            kept.append(Edge(src, dst, e.kind, e.output_nr if src == e.src else 0, e.slot if dst == e.dst else 0))
+        elif src != dst:
+            key = (src, dst, e.kind)
+            if key not in merged:
+                merged[key] = (len(kept), [])
+                # An input index means nothing at a box's border; the op's own side keeps its slot.
+                kept.append(Edge(src, dst, e.kind, e.output_nr if src == e.src else 0, e.slot if dst == e.dst else 0))
+            if e.grad is not None:
+                merged[key][1].append(e.grad)
+    for at, grads in merged.values():
+        if grads:
+            kept[at] = dataclasses.replace(kept[at], grad=combine_grads(grads))
     return tuple(kept)
+
+
+def _box_grads(nodes: tuple[Node, ...], edges: tuple[Edge, ...], boxes: set[str]) -> tuple[Node, ...]:
+    """Boxes with the gradient their outputs receive: the edges leaving the box, taken together."""
+    leaving: dict[str, list[GradInfo]] = {}
+    for e in edges:
+        if e.src in boxes and e.grad is not None and e.kind is EdgeKind.DATA:
+            leaving.setdefault(e.src, []).append(e.grad)
+    if not leaving:
+        return nodes
+    return tuple(dataclasses.replace(n, grad=combine_grads(leaving[n.id])) if n.id in leaving else n for n in nodes)
 
 
 def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node:

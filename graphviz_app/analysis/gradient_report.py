@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind
 
-__all__ = ["GradFlow", "Produced", "GradientSummary", "attach", "first_origin", "gradient_summary", "origin_text"]
+__all__ = [
+    "GradFlow", "Produced", "GradientSummary", "attach", "combine_grads", "first_origin", "gradient_summary",
+    "origin_text",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,3 +148,32 @@ def gradient_summary(graph: Graph) -> GradientSummary:
 
 def _where(node: Node) -> str:
     return f"{node.name or node.kind.value} ({node.id})"
+
+
+def combine_grads(grads: Sequence[GradInfo]) -> GradInfo | None:
+    """The statistics of several gradients taken together as one vector (None for none).
+
+    What an edge that stands for several edges carries (a folded module's
+    border): the norm of all of them together, the largest element, the mean
+    of the finite elements, NaN and Inf counts summed. Values are kept only
+    for a single gradient.
+
+    >>> a, b = GradInfo(2, 3.0, 3.0, 1.5), GradInfo(2, 4.0, 4.0, 2.0, nan=1)
+    >>> c = combine_grads([a, b])
+    >>> (c.numel, c.norm, c.max_abs, c.nan, c.finite)
+    (4, 5.0, 4.0, 1, False)
+    """
+    if len(grads) <= 1:
+        return grads[0] if grads else None
+    numel = sum(g.numel for g in grads)
+    finite = [g.numel - g.nan - g.inf for g in grads]
+    counted = sum(finite)
+    return GradInfo(
+        numel=numel,
+        norm=math.sqrt(sum(g.norm * g.norm for g in grads)),
+        max_abs=max(g.max_abs for g in grads),
+        mean_abs=sum(g.mean_abs * f for g, f in zip(grads, finite, strict=True)) / counted if counted else 0.0,
+        nan=sum(g.nan for g in grads),
+        inf=sum(g.inf for g in grads),
+        zero_fraction=sum(g.zero_fraction * g.numel for g in grads) / numel if numel else 0.0,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import Graph, ModuleRow, ModuleSummary, Node, NodeKind, provide
+from .memory.timeline import memory_timeline
 from .module_tree import ancestors, leaf_storages, module_names, module_types, node_modules, saved_bytes
 
 __all__ = ["ModuleRow", "ModuleSummary", "module_summary"]
@@ -32,6 +33,7 @@ def module_summary(graph: Graph) -> ModuleSummary:
     types = module_types(graph)
     weights = leaf_storages(graph)
     params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
+    at_peak = _held_at_peak(graph) if names else {}  # no module: no replay
     rows = tuple(
         ModuleRow(
             module=name,
@@ -40,10 +42,21 @@ def module_summary(graph: Graph) -> ModuleSummary:
             activation_bytes=saved_bytes(members[name], skip=weights),
             params=params.get(name, (0, 0))[0],
             param_bytes=params.get(name, (0, 0))[1],
+            peak_bytes=at_peak.get(name, 0),
         )
         for name in names
     )
     return ModuleSummary(rows, saved_traced=any(n.kind is NodeKind.SAVED for n in graph.nodes))
+
+
+def _held_at_peak(graph: Graph) -> dict[str, int]:
+    """Module -> bytes it holds (its submodules included) at the peak of the step `memory_timeline` replays."""
+    held: dict[str, int] = {}
+    for m in memory_timeline(graph).at_peak:
+        if m.module is not None:
+            for a in ancestors(m.module):
+                held[a] = held.get(a, 0) + m.total
+    return held
 
 
 provide("module_summary", module_summary)

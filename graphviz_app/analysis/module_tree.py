@@ -29,7 +29,7 @@ def node_modules(graph: Graph) -> dict[str, str | None]:
 
 @functools.lru_cache(maxsize=65_536)
 def ancestors(name: str) -> tuple[str, ...]:
-    """The module and its parents, the root first (cached: a model has few module names).
+    """The module and its parents, the root first (cached: a network has few module names).
 
     >>> ancestors("layers.0.linear")
     ('', 'layers', 'layers.0', 'layers.0.linear')

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -16,12 +18,18 @@ from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
+from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from .diff import add_diff_parser, run_diff
+from .files import FileProblem, check_script, named_path, read_program
+from .memory import add_memory_parser, run_memory
+from .progress import Deadline, Progress
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
 
 if TYPE_CHECKING:
     from ..model import Graph
+    from .deferred import DeferredNames
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
 
@@ -30,8 +38,9 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3
 
-# The layout's time limit: without one, a graph that `dot` or graphviz-pure
-# cannot finish (a 1,000-step chain on a large stack) leaves the CLI waiting.
+# The default --timeout: the whole command (the program, tracing, the layout). Without
+# one, a graph that `dot` or graphviz-pure cannot finish (a 1,000-step chain on a
+# large stack) leaves the CLI waiting.
 LAYOUT_SECONDS = 300.0
 
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -48,6 +57,10 @@ examples:
       --var "x=torch.randn(3, 2, 8)" -o enc.svg --depth 3 --roll
   graphviz-app check "((x+2)**2+3).mean()" --var "x=torch.arange(3., requires_grad=True)" --expected "2*(x+2)/3"
   graphviz-app check "custom.square_wrong_backward(x).sum()" --var "x=torch.arange(3.)" --wrt x
+  graphviz-app check "torch.relu(x).sum()" --var "x=torch.tensor([0., 1., -1.], requires_grad=True)" \
+      --expected "(x > 0).double()" --kinks warn
+  graphviz-app check "torch.tanh(x).sum()" --var "x=torch.randn(4, requires_grad=True)" --fwd --order 2
+  graphviz-app memory model.py:build --batch 1,8,32 --dtype bfloat16 --device meta --budget 16GiB --optimizer adam
   graphviz-app serve --port 8501
 
 exit codes: 0 success, 1 the gradient check failed, 2 bad input (arguments, files,
@@ -78,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors (for debugging)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,serve}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{render,check,memory,diff,serve}",
+                                parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
         description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
@@ -104,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fold consecutive identical sibling modules into one box marked ×k")
     render.add_argument("--gradients", action="store_true",
                         help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
+    render.add_argument("--color-by", choices=("device", "gradient", "order"),
+                        help="what fills the nodes: device (the default), gradient (as --gradients), or order "
+                        "(of derivative: the forward's ops, the backward's made by a create_graph=True "
+                        "gradient, the backward of that; the function runs inside record_orders())")
+    _time_options(render)
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
                         "missing or above 2,000 nodes)")
@@ -123,13 +142,33 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     check.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
+    check.add_argument("--fwd", action="store_true",
+                       help="also check forward mode (jvp) against finite differences and reverse mode")
+    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="2: also check second order (double backward, Hessian-vector products); default 1")
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+                       help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
+                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    _time_options(check)
     _program_options(check)
+    add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    add_diff_parser(sub)
     return parser
+
+
+def _time_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"the most the command may take: the program, tracing, checking and the layout "
+                        f"(default {LAYOUT_SECONDS:g}); a program in the language stops at "
+                        f"{Limits().max_seconds:g} s on its own")
+    parser.add_argument("--progress", action="store_true",
+                        help="say on stderr which step is running once it takes over a second (the default "
+                        "only when stderr is a terminal)")
 
 
 def _program_options(parser: argparse.ArgumentParser) -> None:
@@ -146,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "render": _render, "check": _check, "serve": _serve,
+        "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
+        "memory": lambda a: run_memory(a, _run_script),
     }
     try:
         return commands[args.command](args)
@@ -178,35 +218,59 @@ def _describe(e: Exception) -> tuple[str, int]:
 def _render(args: argparse.Namespace) -> int:
     if not args.format:
         _check_suffix(args.output)
-    from .. import save  # torch loads later, after the quick checks
-
-    # The tensors are made, traced and freed on a big-stack thread: freeing a
-    # graph of 100k+ ops that Python has walked recurses deeply in torch.
+    color_by = args.color_by or ("gradient" if args.gradients else "device")
+    args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
-    from ..tracing.big_stack import call_with_large_stack
+    from ..drawing.renderer import save
 
+    deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
     if is_saved_graph(args.target):
         traced = load_saved_graph(args.target)
     else:
-        traced = call_with_large_stack(_trace_target, args)
+        traced = _trace_target(args, deadline, progress)
     whole = output_format(args.output, args.format) in WHOLE_GRAPH_FORMATS  # the viewer folds it itself
-    graph = traced if whole else collapse(traced, depth=args.depth, roll=args.roll)
+    with progress.step(f"folding modules (depth {args.depth}{', roll' if args.roll else ''})"):
+        graph = traced if whole else collapse(traced, depth=args.depth, roll=args.roll)
     for note in graph.notes:  # truncation, skipped outputs, no module information, ...
         hint = "; here: let SCRIPT.py:FUNCTION return the model and its inputs (return model, x)"
         if not _SCRIPT.match(args.target or ""):
             hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
+    if color_by == "order":
+        _check_orders(graph, args.target)
+    seconds = round(deadline.left(), 1)
     try:
-        color_by = "gradient" if args.gradients else "device"
-        path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
-                    color_by=color_by, timeout=LAYOUT_SECONDS)
+        with progress.step(f"drawing {len(graph.nodes):,} nodes (deadline {seconds:g} s)") as say, \
+                warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
+                        color_by=color_by, timeout=seconds, progress=say)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
+        print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
     drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
     print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
     if args.gradients:
         _print_gradients(graph)
     return EXIT_OK
+
+
+def _check_orders(graph: Graph, target: str | None) -> None:
+    from ..analysis.orders import has_orders
+
+    if has_orders(graph):
+        return
+    where = (f"{target} was saved from a graph traced outside record_orders()" if is_saved_graph(target)
+             else f"{target or 'the program'} computes no gradient with create_graph=True")
+    raise _Fail(
+        f"--color-by order needs orders of derivative, and {where}: return (or trace) a result of "
+        "torch.autograd.grad(y, x, create_graph=True), e.g. a gradient penalty; or use --color-by device"
+    )
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    return Progress(f"graphviz-app {args.command}", enabled=True if args.progress else None)
 
 
 def _print_gradients(graph: Graph) -> None:
@@ -215,17 +279,56 @@ def _print_gradients(graph: Graph) -> None:
     print(gradient_summary(graph))  # the NaN origin, if any, is among the notes on stderr
 
 
-def _trace_target(args: argparse.Namespace) -> Graph:
+def _trace_target(args: argparse.Namespace, deadline: Deadline, progress: Progress) -> Graph:
     script = _SCRIPT.match(args.target or "")
     options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes, "gradients": args.gradients}
     if script and not (args.var or args.program):
-        result = _run_script(Path(script["path"]), script["func"], args.target)
-        return script_graph(result, args.target, **options)
-    composed = _compose(args)
-    evaluation = _evaluate(composed, args)
-    from .. import trace
+        # The person's own code, in this process. Its tensors are made, traced and freed
+        # on a big-stack thread: freeing a graph of 100k+ walked ops recurses deeply in torch.
+        from ..tracing.big_stack import call_with_large_stack
 
-    return trace(evaluation.output, evaluation.params, names=evaluation.variables, **options)
+        def run() -> Graph:
+            from ..tracing.orders import record_orders
+            from .deferred import DeferredNames
+
+            names = DeferredNames()  # the modules its forward runs, named once it returns (output, model)
+            with progress.step(f"running {script['func']}() of {script['path']}"), \
+                    (record_orders() if args.color_by == "order" else contextlib.nullcontext()):
+                result = _run_script(Path(script["path"]), script["func"], args.target, names=names)
+            with progress.step("tracing"):
+                return script_graph(result, args.target, names=names, **options)
+
+        return call_with_large_stack(run)
+    problem = named_path(args.target) if args.target and not (args.var or args.program) else None
+    if problem is not None:  # a directory or a file given where SCRIPT.py:FUNCTION was meant
+        raise _Fail(problem)
+    composed = _compose(args)
+    _validate(composed)  # fails fast, before any process starts
+    from .isolated import trace_program
+
+    seconds = deadline.left()
+    try:  # in a worker process the command can stop: a program never leaves it waiting
+        with progress.step(f"running the program and tracing it in a worker process (the program stops at "
+                           f"{Limits().max_seconds:g} s)"):
+            return trace_program(composed.source, device=args.device, dtype=args.dtype, seconds=seconds, **options)
+    except ExprError as e:
+        raise _Fail(_located(composed, e, args)) from e
+
+
+def _validate(composed: Composed) -> None:
+    try:
+        validate(composed.source)
+    except ExprError as e:
+        raise _Fail(composed.locate(e)) from e
+
+
+def _located(composed: Composed, e: ExprError, args: argparse.Namespace) -> str:
+    """The worker's error, positioned in the part the person typed; a time-out says which limit."""
+    text = composed.locate(e)
+    if e.kind == "time" and e.line is None:
+        text += (f" (the program may run {Limits().max_seconds:g} s, Limits.max_seconds; the whole command "
+                 f"--timeout {args.timeout or LAYOUT_SECONDS:g} s)")
+    return text
 
 
 def _check_suffix(output: str) -> None:
@@ -240,30 +343,22 @@ def _check_suffix(output: str) -> None:
 def _compose(args: argparse.Namespace) -> Composed:
     text = None
     if args.program:
-        try:
-            text = Path(args.program).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise _Fail(f"cannot read --program {args.program}: {getattr(e, 'strerror', None) or e}") from e
+        try:  # at most the limit + 1 characters: --program /dev/zero is refused, not read
+            text = read_program(Path(args.program), limit=Limits().max_source_chars)
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
     try:
         return compose(args.target, definitions=args.var, program=text, program_name=args.program or "the program")
     except ExprError as e:
         raise _Fail(e.message) from e
 
 
-def _evaluate(composed: Composed, args: argparse.Namespace) -> Any:
-    try:
-        validate(composed.source)  # fails fast, before torch loads
-        from ..expr.api import evaluate
-
-        return evaluate(composed.source, device=args.device, dtype=args.dtype)
-    except ExprError as e:
-        raise _Fail(composed.locate(e)) from e
-
-
-def _run_script(path: Path, name: str, target: str) -> Any:
+def _run_script(path: Path, name: str, target: str, *, names: DeferredNames | None = None) -> Any:
     """Import the person's own script and call `name()` (like pytest imports test files)."""
-    if not path.is_file():
-        raise _Fail(f"no such script: {path}")
+    try:
+        check_script(path)  # a directory, a FIFO or a device is refused, never opened
+    except FileProblem as e:
+        raise _Fail(str(e)) from e
     spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise _Fail(f"cannot import {path}: not a Python file")
@@ -284,7 +379,8 @@ def _run_script(path: Path, name: str, target: str) -> Any:
     if not callable(func):
         raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")
     try:
-        return func()
+        with names if names is not None else contextlib.nullcontext():
+            return func()
     except BaseException as e:  # noqa: BLE001
         raise _Fail(f"{target} raised {_exception_line(e, path)}") from e
 
@@ -312,37 +408,27 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError, check
+    from gradcheck import GradcheckError
 
-    from ..expr.api import expected_function, to_function
+    from .isolated import CHECK_JOB, run_program_job
 
-    wrt = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else _default_wrt(composed, args)
-    options = {"device": args.device, "dtype": args.dtype}
+    wrt = tuple(n.strip() for n in args.wrt.split(",") if n.strip()) if args.wrt else ()
+    deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
     try:
-        fn, inputs = to_function(composed.source, wrt, **options)
-        expected = expected_function(composed.source, args.expected, wrt, **options) if args.expected else None
+        with progress.step("checking the gradients in a worker process"):
+            passed, text, report, warned = run_program_job(
+                CHECK_JOB, composed.source, wrt, args.expected, args.device, args.dtype,
+                (args.eps, args.atol, args.rtol), args.fast, ("rev", "fwd") if args.fwd else ("rev",), args.order,
+                args.kinks, seconds=deadline.left())
     except ExprError as e:
-        raise _Fail(e.message if "expected gradient" in e.message else composed.locate(e)) from e
-    try:
-        report = check(fn, inputs, expected=expected, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                       device=args.device, fast=args.fast)
-    except ExprError as e:
-        raise _Fail(composed.locate(e)) from e
+        raise _Fail(e.message if "expected gradient" in e.message or e.message.startswith("in --expected")
+                    else _located(composed, e, args)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
-    return EXIT_OK if report.passed else EXIT_CHECK_FAILED
-
-
-def _default_wrt(composed: Composed, args: argparse.Namespace) -> list[str]:
-    from ..expr.validator import parse
-
-    evaluation = _evaluate(composed, args)
-    inputs = parse(composed.source).inputs
-    names = [n for n, t in evaluation.variables.items() if n in inputs and t.requires_grad and t.is_leaf]
-    if not names:
-        raise _Fail("no variable requires grad: create one with requires_grad=True, or name them with --wrt x,y")
-    return names
+    for message in warned:
+        print(f"graphviz-app check: warning: {message}", file=sys.stderr)
+    print(json.dumps(report, indent=2) if args.json else text)
+    return EXIT_OK if passed else EXIT_CHECK_FAILED
 
 
 def _serve(args: argparse.Namespace) -> int:

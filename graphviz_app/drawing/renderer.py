@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import html
+import threading
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
-from ..analysis.regions import show_regions
+from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
-from .gradient_style import GradientOverlay
-from .layout import lay_out
+from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
+from .overlays import Overlay, overlay_for
 from .style import (
     CROSS_DEVICE_STYLE,
     EDGE_STYLE,
@@ -25,12 +28,15 @@ from .style import (
     node_label,
 )
 
-__all__ = ["FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "render", "export", "save"]
+__all__ = [
+    "FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT",
+    "render", "export", "export_drawing", "save",
+]
 
 FORMATS = ("svg", "png", "pdf", "dot", "json", "html")  # by suffix
 EXPORT_FORMATS = (*FORMATS, "model-explorer")  # html and model-explorer: the whole graph, no layout here
 RANKDIRS = ("TB", "BT", "LR", "RL")
-COLOR_BY = ("device", "gradient")
+COLOR_BY = ("device", "gradient", "order")
 
 def render(
     graph: Graph,
@@ -59,14 +65,15 @@ def render(
         color_by: "device" (fill by device) or "gradient": edges coloured and
             widened by log10 of the gradient norm, NaN/Inf nodes in red, the
             NaN origin marked, small gradients written out, a summary line.
-            Needs a graph traced with `gradients=True`.
+            Needs a graph traced with `gradients=True`. Or "order": nodes
+            filled by order of derivative (see `record_orders`).
 
     Returns:
         A `graphviz.Digraph`; `.source` is DOT text, `.pipe("svg")` lays it out.
 
     Raises:
         RenderError: `rankdir` is not one Graphviz knows, or `color_by` is
-            "gradient" and the graph has no gradients.
+            "gradient" and the graph has no gradients, or "order" and it has no orders.
         CollapseError: `depth` or `expanded` is malformed.
     """
     _check_options(rankdir, color_by)
@@ -83,10 +90,11 @@ def _check_options(rankdir: str, color_by: str) -> None:
 
 
 def _draw(
-    graph: Graph, *, rankdir: str, legend: bool, max_attr_chars: int, clusters: bool, color_by: str
+    graph: Graph, *, rankdir: str, legend: bool, max_attr_chars: int, clusters: bool, color_by: str,
+    overlay: Overlay | None = None,
 ) -> graphviz.Digraph:
     """The Graphviz description of a graph already collapsed as it is to be drawn."""
-    grad = GradientOverlay(graph) if color_by == "gradient" else None
+    grad = overlay or overlay_for(graph, color_by)
     dot = graphviz.Digraph(
         name="autograd",
         graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "12"},
@@ -111,7 +119,9 @@ def _draw(
         if grad is not None:
             text, extra = grad.node(node, text)
         label = quote(graphviz.nohtml(text))
-        lines.append(f"\t{quote(node.id)} [label={label} {extra}{attrs}\n")
+        # An overlay's attributes come last: Graphviz keeps the last value of one given twice.
+        lines.append(f"\t{quote(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
+                     else f"\t{quote(node.id)} [label={label} {attrs}\n")
     dot.body.extend(clustered(graph, lines) if clusters else lines)
     edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
@@ -156,7 +166,8 @@ def export(
     clusters: bool = True,
     color_by: str = "device",
     engine: str = "auto",
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
 ) -> bytes:
     """The graph as bytes in `fmt` (svg, png, pdf, dot, json, html or model-explorer).
 
@@ -168,14 +179,21 @@ def export(
         fmt: the format.
         rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by:
             as for `render`; `depth`, `roll` and `expanded` also shape JSON.
-        engine: layout program: "auto" (dot; graphviz-pure for SVG/PNG when dot
-            is missing or the graph is big), "dot" or "graphviz-pure".
-        timeout: seconds the layout may take, None for no limit.
+        engine: layout program: "auto" (chosen by the layout's measured cost: dot, or
+            graphviz-pure for SVG/PNG when it is predicted faster or dot is missing),
+            "dot" or "graphviz-pure".
+        timeout: seconds the layout may take (60 by default). A view predicted or found
+            to take longer is drawn folded (its largest modules as boxes) or cut to the
+            nodes nearest the output, with a note in the picture and a warning; None waits
+            for the full view however long it takes.
+        progress: called with a line of text at each step of a layout and every few
+            seconds while one runs (the CLI prints them on stderr).
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those.
         DotNotFoundError: the layout program is needed and missing.
-        RenderError: the layout failed or took too long, or an option is not one `render` takes.
+        LayoutTimeout: not even the smallest view could be laid out in time (a RenderError).
+        RenderError: the layout failed, or an option is not one `render` takes.
         CollapseError: `depth` or `expanded` is malformed.
     """
     fmt = fmt.lower().lstrip(".")
@@ -185,22 +203,82 @@ def export(
         )
     _check_options(rankdir, color_by)
     if fmt in ("html", "model-explorer"):
-        return _viewer_export(graph, fmt, rankdir=rankdir)
-    shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
-    if fmt == "json":
-        return shown.to_json(indent=1).encode()
-    shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
-    source = _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
-                   color_by=color_by).source
-    if fmt == "dot":
-        return source.encode()
-    return lay_out(source, fmt, engine=engine, node_count=len(shown.nodes), timeout=timeout)
+        # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
+        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir)
+    if fmt in ("json", "dot"):
+        shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
+        if fmt == "json":
+            return shown.to_json(indent=1).encode()
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
+        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
+                     color_by=color_by).source.encode()
+    drawn = export_drawing(
+        graph, fmt, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
+        expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout, progress=progress,
+    )
+    _warn(drawn.notes)
+    return drawn.data
+
+
+def _warn(notes: tuple[str, ...]) -> None:
+    """Each note as a warning at the line that called export() or save()."""
+    for note in notes:
+        warnings.warn(note, stacklevel=3 + _WARN_DEPTH.depth)
+
+
+class _WarnDepth(threading.local):
+    depth = 0  # 1 while save() calls export(): the warning belongs to save()'s caller
+
+
+_WARN_DEPTH = _WarnDepth()
+
+
+def export_drawing(
+    graph: Graph,
+    fmt: str,
+    *,
+    rankdir: str = "TB",
+    legend: bool = True,
+    max_attr_chars: int = 50,
+    depth: int | None = None,
+    roll: bool = False,
+    expanded: frozenset[str] = frozenset(),
+    clusters: bool = True,
+    color_by: str = "device",
+    engine: str = "auto",
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
+) -> Drawing:
+    """Lay out `graph` into `fmt` (svg, png or pdf) as `export` does, and say what was drawn.
+
+    Returns:
+        A `fallback.Drawing`: the bytes, the graph drawn (folded or cut if the deadline
+        asked for it), the engine, the notes (`export` turns them into warnings), and any
+        layouts stopped on the way with whether the machine was busy then.
+
+    Raises:
+        As for `export`.
+    """
+    fmt = fmt.lower().lstrip(".")
+    _check_options(rankdir, color_by)
+
+    def to_dot(shown: Graph) -> str:
+        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
+        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
+                     color_by=color_by).source
+
+    return lay_out_within(graph, fmt, view=View(depth, roll, expanded), to_dot=to_dot, engine=engine,
+                          timeout=timeout, clusters=clusters, legend=legend, progress=progress)
 
 
 def _viewer_export(graph: Graph, fmt: str, *, rankdir: str) -> bytes:
-    from ..viewer import viewer_html
+    from ..viewer import page_html, payload, viewer_html
     from ..viewer.model_explorer import model_explorer_json
 
+    if fmt == "html" and any(n.order for n in graph.nodes):  # gradients of gradients: an "order" colouring
+        from .order_style import order_viewer_overlay
+
+        return page_html(payload(graph, rankdir=rankdir, extra_overlays=[order_viewer_overlay(graph)])).encode()
     if fmt == "html":
         return viewer_html(graph, rankdir=rankdir).encode()
     return model_explorer_json(graph).encode()
@@ -220,7 +298,8 @@ def save(
     clusters: bool = True,
     color_by: str = "device",
     engine: str = "auto",
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
@@ -228,8 +307,8 @@ def save(
         graph: the traced graph.
         path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
-        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout:
-            as for `export`.
+        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout, progress:
+            as for `export` (a layout gets 60 s by default, then a smaller view is drawn, with a note).
 
     Returns:
         The path written.
@@ -245,10 +324,15 @@ def save(
             f"cannot tell the format of {str(path)!r} from its suffix {path.suffix!r}: "
             f"end the name in one of {', '.join('.' + f for f in FORMATS)}"
         )
-    data = export(
-        graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
-        expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
-    )
+    _WARN_DEPTH.depth += 1
+    try:
+        data = export(
+            graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
+            expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
+            progress=progress,
+        )
+    finally:
+        _WARN_DEPTH.depth -= 1
     try:
         path.write_bytes(data)
     except OSError as e:

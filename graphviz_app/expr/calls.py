@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,8 @@ import torch
 
 from . import custom, modules
 from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
+from .argchecks import check_arguments
+from .autograd_grad import call_grad
 from .costs import operation_cost
 from .guards import (
     MAX_SEQUENCE,
@@ -37,6 +40,7 @@ __all__ = [
     "call_builtin",
     "admit",
     "precheck",
+    "check_no_namespaces",
 ]
 
 _MAX_CHUNKS = 10_000
@@ -92,11 +96,18 @@ def call_function(
     """Call `ns.name(*args, **kwargs)` with its checks; `args` carry their labels."""
     if name not in NAMESPACES[ns.path]:
         raise Refused(f"{ns.path}.{name} is not on the allow-list", kind="refused")
+    what = f"{ns.path}.{name}(...)"
+    values = [v for _, v in args]
+    check_no_namespaces(what, values, kwargs)
+    if f"{ns.path}.{name}" in NAMESPACES:
+        raise Refused(f"{ns.path}.{name} is not a function but a namespace (a group of functions): call one of "
+                      f"them, e.g. {ns.path}.{name}.{min(NAMESPACES[f'{ns.path}.{name}'])}(...)", kind="refused")
+    if ns.path == "torch.autograd":
+        return call_grad(args, kwargs, defaults.budget)
     if ns.path in ("nn", "torch.nn") and name in NN_MODULES:
         return modules.construct(f"{ns.path}.{name}", name, args, kwargs, defaults)
     fn, growth = _target(ns.path, name)
-    what = f"{ns.path}.{name}(...)"
-    values = [v for _, v in args]
+    check_arguments(name, what, values, kwargs)
     _check_devices(values, kwargs)
     if ns.path == "torch" and name == "manual_seed":
         return _manual_seed(values, kwargs)
@@ -125,6 +136,9 @@ def call_method(
     if name not in TENSOR_METHODS:
         raise Refused(f"{label}.{name} is not an allowed tensor method", kind="refused")
     values = [v for _, v in args]
+    what = f"{label}.{name}(...)"
+    check_no_namespaces(what, values, kwargs)
+    check_arguments(name, what, [tensor, *values], kwargs)
     _check_devices(values, kwargs)
     if name == "cuda":
         index = values[0] if values else kwargs.get("device")
@@ -192,6 +206,17 @@ def admit(value: Any, what: str) -> Any:
         else:
             raise Refused(f"{what} returned a {type(item).__name__}, which programs cannot hold", kind="refused")
     return value
+
+
+def check_no_namespaces(what: str, values: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Refuse `torch`, `F`, `nn`... given as an argument: programs pass values, never functions."""
+    for key, value in [*((None, v) for v in values), *kwargs.items()]:
+        if isinstance(value, Namespace):
+            given = f"{key}={value.path}" if key else value.path
+            hint = (": pass the activation by name, e.g. activation='gelu' or activation='relu'"
+                    if key == "activation" else ": pass a number, a string or a tensor")
+            raise Refused(f"{what} was given {given}, the {value.path} namespace (a group of functions), not a "
+                          f"value; programs cannot pass functions as arguments{hint}", kind="input")
 
 
 def _check_devices(values: Sequence[Any], kwargs: dict[str, Any]) -> None:
@@ -281,6 +306,12 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
         numel = broadcast_numel(everything)
         if numel is not None:
             budget.before(what, numel, numel * size)
+    elif growth == "same":
+        # At most as many elements as the largest input, unless an input is empty: a
+        # reduction of a (10**9, 0) tensor over its empty dimension makes 10**9 elements.
+        if any(t.numel() == 0 for v in everything for t in tensors_in(v)):
+            _size_on_meta(fn, what, values, kwargs, budget)
+        budget.costly(what, operation_cost(name, values, kwargs, None), size)
     elif growth == "meta":
         numel = op_numel(name, values, kwargs)
         if numel is not None:
@@ -291,6 +322,20 @@ def precheck(fn: Callable[..., Any], growth: str, what: str, values: list[Any],
                 budget.before(what, t.numel(), t.numel() * t.element_size())
             numel = max((t.numel() for t in outs), default=None)
         budget.costly(what, operation_cost(name, values, kwargs, numel), size)
+
+
+def _size_on_meta(fn: Callable[..., Any], what: str, values: list[Any], kwargs: dict[str, Any],
+                  budget: Budget) -> None:
+    """Refuse outputs too large, sized on meta; if meta cannot run it, bound them by the input's sizes."""
+    found = meta_run(fn, tuple(values), kwargs)
+    outs = list(tensors_in(found))
+    if found is None:  # no meta kernel: an op on an empty input makes at most its non-empty sizes' product
+        outs = []
+        for t in (t for v in values for t in tensors_in(v) if t.numel() == 0):
+            bound = min(math.prod(s for s in t.shape if s), 2**62)
+            budget.before(what, bound, bound * t.element_size())
+    for t in outs:
+        budget.before(what, t.numel(), t.numel() * t.element_size())
 
 
 def _run(fn: Callable[..., Any], growth: str, what: str, args: Sequence[Operand],

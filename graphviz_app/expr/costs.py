@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from .slow_ops import POOLS, cdist_cost, norm_cost, pool_cost
+
 __all__ = ["Cost", "operation_cost"]
 
 _HUGE = 2**62
@@ -24,10 +26,15 @@ _MATMULS = ("matmul", "mm", "bmm", "mv", "dot", "vdot", "inner")
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """The largest temporary (elements) and the multiply-adds of one operation."""
+    """The largest temporary (elements) and the multiply-adds of one operation.
+
+    For ops slower per element than a matmul (`slow_ops`), `multiply_adds`
+    counts multiply-add equivalents and `detail` says what they are made of.
+    """
 
     temporary: int = 0
     multiply_adds: int = 0
+    detail: str = ""
 
 
 def _prod(sizes: Sequence[int]) -> int:
@@ -52,9 +59,10 @@ def operation_cost(name: str, values: Sequence[Any], kwargs: dict[str, Any], out
         return _einsum_cost(values)
     if name in ("conv1d", "conv2d"):
         return _conv_cost(values, kwargs, spatial=1 if name == "conv1d" else 2)
-    if name == "cdist" and len(tensors) == 2 and out_numel is not None:
-        return Cost(multiply_adds=min(out_numel * tensors[0].shape[-1], _HUGE))
-    return None
+    slow = (cdist_cost(values, kwargs, out_numel) if name == "cdist"
+            else pool_cost(name, values, kwargs, out_numel) if name in POOLS
+            else norm_cost(values, kwargs) if name == "norm" else None)
+    return None if slow is None else Cost(multiply_adds=slow.units, detail=slow.detail)
 
 
 # einsum ------------------------------------------------------------------

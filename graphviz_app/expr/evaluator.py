@@ -13,7 +13,17 @@ import torch
 
 from . import modules
 from .allowlist import BUILTIN_FUNCTIONS, TENSOR_METHODS, TENSOR_PROPERTIES, VALUE_ATTRIBUTES
-from .calls import Defaults, Namespace, admit, call_builtin, call_function, call_method, namespace_attribute, precheck
+from .calls import (
+    Defaults,
+    Namespace,
+    admit,
+    call_builtin,
+    call_function,
+    call_method,
+    check_no_namespaces,
+    namespace_attribute,
+    precheck,
+)
 from .errors import ExprError
 from .guards import Budget, Refused, SequenceSizes, check_sequence_length, int_operation_fits, tensors_in
 from .intdiv import check_integer_division
@@ -39,6 +49,26 @@ _UNARY: dict[type, tuple[str, Callable[[Any], Any]]] = {
     ast.Invert: ("~", operator.invert), ast.Not: ("not ", operator.not_),
 }
 _LABEL_CHARS = 40
+# Python's operator precedence (higher binds tighter), to keep the brackets a
+# label needs: the ast drops them, so `(a - 1) % b` would read `a - 1 % b`.
+_BIN_PRECEDENCE: dict[type, int] = {
+    ast.BitOr: 7, ast.BitXor: 8, ast.BitAnd: 9, ast.Add: 11, ast.Sub: 11, ast.Mult: 12, ast.Div: 12,
+    ast.FloorDiv: 12, ast.Mod: 12, ast.MatMult: 12, ast.Pow: 14,
+}
+_ATOM = 16  # names, calls, attributes, subscripts, literals, bracketed tuples and lists
+_POW = _BIN_PRECEDENCE[ast.Pow]
+
+
+def _precedence(node: ast.AST) -> int:
+    if isinstance(node, ast.BinOp):
+        return _BIN_PRECEDENCE.get(type(node.op), _ATOM)
+    if isinstance(node, ast.UnaryOp):
+        return 5 if isinstance(node.op, ast.Not) else 13
+    if isinstance(node, ast.Compare):
+        return 6
+    if isinstance(node, ast.IfExp):
+        return 1
+    return _ATOM
 
 
 @dataclass(frozen=True)
@@ -158,7 +188,8 @@ class Interpreter:
             target = stmt.target
             assert isinstance(target, ast.Name)
             value = self._binop(stmt, stmt.op, (target.id, self.env[target.id]),
-                                (self._label(stmt.value), self._value(stmt.value)))
+                                (self._operand(stmt.value, _BIN_PRECEDENCE.get(type(stmt.op), _ATOM), right=True),
+                                 self._value(stmt.value)))
             self.env[target.id] = value
         elif isinstance(stmt, ast.For):
             self._for(stmt)
@@ -254,25 +285,31 @@ class Interpreter:
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         symbol, fn = _UNARY[type(node.op)]
         operand = self._value(node.operand)
-        what = f"{symbol}{self._label(node.operand)}"
+        label = self._operand(node.operand, _precedence(node))
+        what = f"{symbol}{label}"
         if isinstance(operand, (str, list, tuple)) and not isinstance(node.op, ast.Not):
             raise self.program.error(node, f"{what}: {symbol.strip()} needs a number or a tensor", kind="input")
-        return self._apply(node, what, fn, [(self._label(node.operand), operand)])
+        return self._apply(node, what, fn, [(label, operand)])
 
     def _e_BinOp(self, node: ast.BinOp) -> Any:
-        left = (self._label(node.left), self._value(node.left))
-        right = (self._label(node.right), self._value(node.right))
+        parent = _precedence(node)
+        left = (self._operand(node.left, parent), self._value(node.left))
+        right = (self._operand(node.right, parent, right=True), self._value(node.right))
         return self._binop(node, node.op, left, right)
 
     def _e_Compare(self, node: ast.Compare) -> Any:
-        left = (self._label(node.left), self._value(node.left))
-        right = (self._label(node.comparators[0]), self._value(node.comparators[0]))
+        left = (self._operand(node.left, 6), self._value(node.left))
+        right = (self._operand(node.comparators[0], 6, right=True), self._value(node.comparators[0]))
         return self._binop(node, node.ops[0], left, right)
 
     def _binop(self, node: ast.AST, op: ast.AST, left: Operand, right: Operand) -> Any:
         symbol, fn = _BINOPS[type(op)]
         what = f"{left[0]} {symbol} {right[0]}"
         a, b = left[1], right[1]
+        space = next((v for v in (a, b) if isinstance(v, Namespace)), None)
+        if space is not None:
+            raise self.program.error(node, f"{what}: {space.path} is a namespace (a group of functions), not a value: "
+                                     f"call one of its functions, e.g. {space.path}.ones(3)", kind="input")
         if isinstance(a, str) or isinstance(b, str):
             if symbol in ("==", "!="):
                 return fn(a, b)
@@ -313,7 +350,7 @@ class Interpreter:
     def _e_Subscript(self, node: ast.Subscript) -> Any:
         base = self._value(node.value)
         index = self._value(node.slice)
-        what = f"{self._label(node.value)}[{self._label(node.slice)}]"
+        what = f"{self._operand(node.value, _ATOM)}[{self._label(node.slice)}]"
         if isinstance(base, ProgramModule):
             try:
                 return modules.index_module(self._label(node.value), base, index)
@@ -326,12 +363,12 @@ class Interpreter:
         parts = index if isinstance(index, tuple) else (index,)
         fancy = any(isinstance(p, (torch.Tensor, list)) for p in parts)
         growth = "meta" if isinstance(base, torch.Tensor) and fancy else "same"
-        operands = [(self._label(node.value), base), ("index", index)]
+        operands = [(self._operand(node.value, _ATOM), base), ("index", index)]
         return self._apply(node, what, operator.getitem, operands, growth=growth)
 
     def _e_Attribute(self, node: ast.Attribute) -> Any:
         base = self._value(node.value)
-        label, attr = self._label(node.value), node.attr
+        label, attr = self._operand(node.value, _ATOM), node.attr
         try:
             if isinstance(base, Namespace):
                 return namespace_attribute(base, attr)
@@ -367,7 +404,7 @@ class Interpreter:
             base = self._value(func.value)
             if isinstance(base, Namespace):
                 return call_function(base, func.attr, args, kwargs, self.defaults)
-            return call_method((self._label(func.value), base), func.attr, args, kwargs, self.defaults)
+            return call_method((self._operand(func.value, _ATOM), base), func.attr, args, kwargs, self.defaults)
         except Refused as e:
             raise self.program.error(node, e.message, kind=e.kind) from e
 
@@ -377,6 +414,7 @@ class Interpreter:
                 f"only named functions can be called, not {name}"
             raise Refused(f"{head}: only a variable holding an nn module (or layers[i] of an nn.Sequential "
                           f"or nn.ModuleList) can be called, and {name} is a {type(value).__name__}", kind="input")
+        check_no_namespaces(f"{name}(...)", [v for _, v in args], kwargs)
         if self.recording is not None:
             self.recording.refresh(self.env)
         result = modules.call_module(name, value, args, kwargs, self.defaults.budget)
@@ -404,6 +442,14 @@ class Interpreter:
     def _failure(self, node: ast.AST, exc: BaseException, what: str, operands: list[Operand]) -> ExprError:
         message, kind = explain(exc, what, operands)
         return self.program.error(node, message, kind=kind)
+
+    def _operand(self, node: ast.AST, parent: int, *, right: bool = False) -> str:
+        """`node`'s label as an operand of an operator of precedence `parent`, bracketed where needed."""
+        label, own = self._label(node), _precedence(node)
+        # Same precedence: the left operand groups first, except for ** (right to left).
+        if own < parent or (own == parent < _ATOM and right != (parent == _POW)):
+            return f"({label})"
+        return label
 
     def _label(self, node: ast.AST) -> str:
         text = " ".join(self.program.text(node).split())

@@ -87,8 +87,10 @@ class Budget:
             self.before(f"{what} (for a temporary result on the way)", cost.temporary, cost.temporary * itemsize)
         limit = self.limits.max_multiply_adds
         if cost.multiply_adds > limit:
+            amount = (f"about as long as {cost.multiply_adds:,} multiply-adds ({cost.detail})" if cost.detail
+                      else f"about {cost.multiply_adds:,} multiply-adds")
             raise Refused(
-                f"{what} would take about {cost.multiply_adds:,} multiply-adds; the limit is {limit:,} "
+                f"{what} would take {amount}; the limit is {limit:,} "
                 "per operation (Limits.max_multiply_adds), as one operation cannot be stopped once "
                 "started: use smaller tensors"
             )

@@ -3,9 +3,11 @@
 On x86, dividing the smallest signed integer by -1 overflows inside the
 CPU's divide instruction, which raises SIGFPE and kills the whole process
 (torch's ``div(..., rounding_mode='trunc')`` does it on int32/int64; other
-modes and versions may). Dividing an integer by zero traps the same way
-where torch does not check first. So integer division is looked at before
-it runs: a zero divisor, or the smallest integer divided by -1, is refused.
+modes and versions may). int8 and int16 do not trap: C++ widens them to int
+before dividing, so their -128 // -1 wraps to -128 as Python's fixed-width
+integers would. Dividing an integer by zero traps the same way where torch
+does not check first. So integer division is looked at before it runs: a
+zero divisor, or the smallest int32/int64 divided by -1, is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ __all__ = ["INT_DIVISIONS", "check_integer_division", "division_operands"]
 # (div and divide only with a rounding_mode; true division gives floats).
 INT_DIVISIONS = frozenset({"div", "divide", "floor_divide", "remainder", "fmod", "//", "%"})
 _ROUNDED_ONLY = frozenset({"div", "divide"})
+# The widths the CPU divides natively, where the smallest value divided by -1 traps.
+_TRAPPING = frozenset({torch.int32, torch.int64})
 
 
 def _dtype_of(value: Any) -> torch.dtype | None:
@@ -60,7 +64,7 @@ def check_integer_division(
         what: The operation as typed, for the message.
 
     Raises:
-        Refused: a zero divisor, or the smallest integer divided by -1.
+        Refused: a zero divisor, or the smallest int32/int64 divided by -1.
     """
     if name not in INT_DIVISIONS or (name in _ROUNDED_ONLY and rounding_mode is None):
         return
@@ -78,8 +82,8 @@ def check_integer_division(
     if _contains(divisor, 0):
         raise Refused(f"{what} divides an integer tensor by zero; divide floats instead "
                       "(e.g. x.float()) or make sure the divisor has no zeros", kind="torch")
-    if not result.is_signed:
-        return
+    if result not in _TRAPPING:
+        return  # unsigned, or int8/int16: widened before dividing, they wrap instead of trapping
     smallest = torch.iinfo(result).min
     if _contains(divisor, -1) and _contains(dividend, smallest):
         raise Refused(

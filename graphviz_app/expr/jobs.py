@@ -7,22 +7,31 @@ from typing import Any
 import torch
 
 from .api import evaluate
+from .deadline import hard_deadline
 from .limits import Limits
 
-__all__ = ["evaluate_job", "describe_tensor"]
+__all__ = ["evaluate_job", "describe_tensor", "HARD_GRACE_S"]
 
 _MAX_VALUES = 16
+# The evaluator stops between operations at Limits.max_seconds; one op still running
+# this much later is stopped by ending the worker (expr.deadline).
+HARD_GRACE_S = 2.0
 
 
 def evaluate_job(source: str, limits: Limits | None = None, device: str | None = None,
                  dtype: str | None = None) -> dict[str, Any]:
     """Evaluate `source` and describe the results as plain, picklable data.
 
+    In a worker, one operation still running `HARD_GRACE_S` past `limits.max_seconds`
+    ends the worker (the runner reports a time-out).
+
     Returns:
         ``{"output": [description, ...], "variables": {name: description}}``,
         each description as `describe_tensor` gives it.
     """
-    ev = evaluate(source, limits=limits or Limits(), device=device, dtype=dtype)
+    limits = limits or Limits()
+    with hard_deadline(limits.max_seconds + HARD_GRACE_S):
+        ev = evaluate(source, limits=limits, device=device, dtype=dtype)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     return {
         "output": [describe_tensor(t) for t in outputs],

@@ -14,6 +14,7 @@ from ..model import human_bytes
 from .allowlist import MODULE_ATTRIBUTES, NN_MODULES
 from .guards import Budget, Refused, check_device, to_meta
 from .meta_cost import CallCost, size_once
+from .recurrent import precheck_recurrent
 
 __all__ = [
     "ProgramModule",
@@ -209,7 +210,11 @@ def call_module(label: str, pm: ProgramModule, args: Sequence[_Operand], kwargs:
     values = [v for _, v in args]
     if any(isinstance(v, ProgramModule) for v in [*values, *kwargs.values()]):
         raise Refused(f"{what}: a module takes tensors, not another module", kind="input")
-    sized = budget is None or _precheck_call(what, pm, values, kwargs, budget)
+    if budget is None:
+        sized = True
+    else:
+        recurrent = precheck_recurrent(what, pm.module, pm.meta, values, kwargs, budget)
+        sized = _precheck_call(what, pm, values, kwargs, budget) if recurrent is None else recurrent
     try:
         if sized:
             return pm.module(*values, **kwargs)

@@ -213,7 +213,23 @@ def op_numel(name: str, values: Sequence[Any], kwargs: dict[str, Any]) -> int | 
         if classes == -1:  # torch takes the count from the data: look at it first
             classes = int(tensors[0].max()) + 1 if tensors[0].numel() else 0
         return _product([tensors[0].numel(), classes])
+    if name == "pad" and tensors:
+        return _pad_numel(values, kwargs)
     if name in ("new_zeros", "new_ones", "new_full") and len(values) > 1:
         size = values[1]
         return _product(size) if isinstance(size, (list, tuple)) else _product([size])
     return None
+
+
+def _pad_numel(values: Sequence[Any], kwargs: dict[str, Any]) -> int | None:
+    """Elements of `F.pad(x, pad)`, in Python integers: torch's own sum overflows for huge paddings."""
+    x = values[0]
+    pad = values[1] if len(values) > 1 else kwargs.get("pad")
+    if not isinstance(x, torch.Tensor) or not isinstance(pad, (list, tuple)) or len(pad) % 2:
+        return None
+    if not all(type(p) is int for p in pad) or len(pad) > 2 * x.dim():
+        return None
+    sizes = list(x.shape)
+    for i in range(0, len(pad), 2):
+        sizes[-1 - i // 2] += pad[i] + pad[i + 1]
+    return None if min(sizes, default=0) < 0 else _product(sizes)

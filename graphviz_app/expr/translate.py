@@ -24,6 +24,9 @@ _OOM_ASKED = re.compile(r"[Tt]ried to allocate ([\d.]+ [KMGT]?i?B)")
 _OOM_FREE = re.compile(r"of which ([\d.]+ [KMGT]?i?B) is free")
 _OOM_GPU = re.compile(r"GPU (\d+)")
 _CPU_ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
+# Where torch was built, in front of some of its messages (/__w/pytorch/pytorch/aten/src/...cpp:3016: ...).
+_BUILD_PATH = re.compile(r"(?:/[\w.+-]+)+\.(?:cpp|cc|c|h|hpp|cu|cuh|py):\d+:?\s*")
+_TORCH_TRACE = ("Exception raised from", "frame #")
 _CUDA_MISSING = (
     "Torch not compiled with CUDA enabled",
     "Found no NVIDIA driver",
@@ -44,7 +47,7 @@ def explain(exc: BaseException, what: str, operands: Sequence[Operand] = ()) -> 
         (message, kind), kind as in `ExprError.kind`.
     """
     text = str(exc)
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    first = _first_line(text) or type(exc).__name__
     on_gpu = any(marker in text for marker in ("CUDA", "GPU", "cuda"))
     if (isinstance(exc, torch.OutOfMemoryError) and on_gpu) or "CUDA out of memory" in text:
         return _oom(text, what), "memory"
@@ -72,7 +75,29 @@ def explain(exc: BaseException, what: str, operands: Sequence[Operand] = ()) -> 
         return f"{what} gives a number too large to represent: use smaller numbers", "limit"
     if isinstance(exc, RecursionError):
         return f"{what} nests too deeply", "limit"
+    if "SymIntArrayRef expected to contain only concrete integers" in text:
+        return (f"{what} was given -9223372036854775808, the smallest 64-bit integer, as a size or padding; "
+                "torch keeps that number as a marker and cannot use it: give a size within the tensor's "
+                "own sizes"), "input"
+    if first == "ZeroDivisionError":  # torch's Python side divided by an empty dimension
+        return (f"{what} failed inside torch with a division by zero: one of the sizes it works with is 0 "
+                "(an empty tensor or dimension); check the shapes of its inputs"), "shape"
     return f"{what} failed: {first}", "torch"
+
+
+def _first_line(text: str) -> str:
+    """Torch's message in one line: no build paths, no C++ trace, a heading ending in ':' joined to its reason.
+
+    >>> _first_line("unflatten got an unexpected error:\\nonly one dimension can be inferred\\nException raised from")
+    'unflatten got an unexpected error: only one dimension can be inferred'
+    """
+    lines = [_BUILD_PATH.sub("", line).strip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if line and not line.startswith(_TORCH_TRACE)]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
 
 
 def cuda_unavailable_message(device: str) -> str:

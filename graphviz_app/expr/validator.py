@@ -378,12 +378,12 @@ def _check_for(node: ast.For, program: Program, limits: Limits) -> None:
         raise program.error(it, "a loop must be `for i in range(N):` (or range(start, stop[, step]))")
     if all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args):
         args = [a.value for a in it.args]  # type: ignore[attr-defined]
-        if any(abs(a) > _INT64_MAX for a in args):
-            return  # the literal itself is refused, with its own message
         steps = range_length(*args) if len(args) < 3 or args[2] != 0 else 0
         if steps > limits.max_loop_iterations:
+            # A count from a long hex literal has more decimal digits than Python prints.
+            shown = f"{steps:,}" if steps.bit_length() <= 256 else f"more than 2**{steps.bit_length() - 1}"
             raise program.error(
-                it, f"the loop runs {steps:,} times; the limit is "
+                it, f"the loop runs {shown} times; the limit is "
                 f"{limits.max_loop_iterations:,} iterations (Limits.max_loop_iterations)", kind="limit",
             )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .api import evaluate
 from .errors import ExprError
+from .limits import Limits
 
 __all__ = ["warm_up"]
 
@@ -29,10 +30,16 @@ _PROGRAMS = (
 )
 
 
+# A fixed, small amount of work, run without the language's time limit: on a busy machine
+# the first meta op alone can take longer than its 10 s, and an error here stops the
+# forkserver, so that no worker can start at all.
+_NO_TIME_LIMIT = Limits(max_seconds=float("inf"))
+
+
 def warm_up() -> None:
     """Run a few representative programs once (a few seconds, once per process)."""
     for source in _PROGRAMS:
-        evaluate(source)
+        evaluate(source, limits=_NO_TIME_LIMIT)
     try:
         evaluate("torch.ones(2) + torch.ones(3)")  # the error translation path
     except ExprError:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .deadline import mark_worker_process
 from .errors import ExprError
 
 try:  # POSIX only; elsewhere jobs run without a memory limit
@@ -31,6 +32,7 @@ def worker_main(conn: Connection, threads: int) -> None:
         # job started (a `dot` layout) instead of leaving it running.
         os.setpgid(0, 0)
     _limit_threads(threads)
+    mark_worker_process()  # jobs may end this process at a hard deadline (expr.deadline)
     conn.send(("ready", os.getpid()))
     while True:
         try:

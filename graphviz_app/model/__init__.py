@@ -7,10 +7,11 @@ read them. The model imports nothing above it.
 
 from __future__ import annotations
 
-from .compact import COMPACT_SCHEMA, from_compact, to_compact
+from .compact import COMPACT_SCHEMA, compact_fields, to_compact
 from .graph import Graph, provide
 from .records import (
     MODIFIED_IN_PLACE,
+    PACKED_BY_HOOK,
     STATE_ATTR,
     Edge,
     EdgeKind,
@@ -31,7 +32,7 @@ __all__ = [
     "READABLE_SCHEMAS",
     "COMPACT_SCHEMA",
     "to_compact",
-    "from_compact",
+    "compact_fields",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -50,4 +51,5 @@ __all__ = [
     "provide",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
 ]

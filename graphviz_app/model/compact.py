@@ -12,7 +12,7 @@ Layout (all columns of one table have the same length)::
     {"schema": 3, "strings": [...],
      "nodes": {"id": [s] | null (ids are n0, n1, ...), "kind": [s], "name": [s], "module": [s],
                "source": [s], "recency": [int | null], "attrs": [[s, s, ...] | 0], "tensor": [t | -1],
-               "grad": [g | -1]},
+               "grad": [g | -1], "order": [int | null] and "differentiates": [s] (only when known)},
      "tensors": {"name": [s], "shape": [[int, ...]], "dtype": [s], "device": [s], "numel": [int],
                  "bytes": [int], "requires_grad": [0 | 1], "values": [[...] | null], "storage": [s],
                  "freed": [0 | 1], "storage_bytes": [int | null]},
@@ -20,7 +20,7 @@ Layout (all columns of one table have the same length)::
      "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
                "output_nr": [int], "slot": [int], "grad": [g | -1]},
      "notes": [...], "truncated": false, "modules": [[name, type, params, param_bytes]],
-     "nonfinite_origin": node index | null}
+     "nonfinite_origin": node index | null, "regions": [region, ...] (compiled regions, schema 2's form)}
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from typing import Any
 
 from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
+from .regions import region_from_dict, region_to_dict
 
-__all__ = ["COMPACT_SCHEMA", "to_compact", "from_compact"]
+__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
 
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
@@ -64,7 +65,7 @@ def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
 
 
 def to_compact(graph: Any) -> dict[str, Any]:
-    """`graph` (a `Graph`) as schema-3 columns; `from_compact` reads it back exactly.
+    """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
 
     >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
@@ -72,7 +73,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
     >>> data = to_compact(g)
     >>> data["nodes"]["kind"], data["strings"][:3], data["edges"]["src"]
     ([0, 1], ['output', 'op', 'MulBackward0'], [1])
-    >>> from_compact(data) == g
+    >>> Graph.from_dict(data) == g
     True
     """
     s = _Strings()
@@ -101,6 +102,9 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "tensor": tensor_col,
         "grad": grad_col,
     }
+    if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
+        node_cols["order"] = [n.order for n in nodes]
+        node_cols["differentiates"] = [s(n.differentiates) for n in nodes]
     tensor_cols: dict[str, list[Any]] = {
         "name": [s(t.name) for t in tensors], "shape": [list(t.shape) for t in tensors],
         "dtype": [s(t.dtype) for t in tensors], "device": [s(t.device) for t in tensors],
@@ -133,6 +137,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "truncated": graph.truncated,
         "modules": [[m.name, m.type, m.params, m.param_bytes] for m in graph.modules],
         "nonfinite_origin": None if origin is None else position.get(origin, -1),
+        **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
     }
 
 
@@ -140,16 +145,14 @@ def _values(raw: Any) -> tuple[Scalar, ...] | None:
     return None if raw is None else tuple(raw)
 
 
-def from_compact(data: dict[str, Any]) -> Any:
-    """Read schema-3 columns back into a `Graph`.
+def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the `Graph` that schema-3 columns describe (`Graph.from_dict` builds it).
 
     Raises:
         SchemaError: `data` is not a well-formed schema-3 graph (the message names the field).
     """
-    from .graph import Graph  # the Graph's reader calls this module
-
     try:
-        return _read(data, Graph)
+        return _read(data)
     except SchemaError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -168,7 +171,7 @@ def _text(strings: list[Any], index: int) -> str | None:
     return value
 
 
-def _read(data: dict[str, Any], graph_type: Any) -> Any:
+def _read(data: dict[str, Any]) -> dict[str, Any]:
     strings = data["strings"]
     if not isinstance(strings, list):
         raise ValueError("\"strings\" must be a list")
@@ -203,6 +206,8 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
     nc = data["nodes"]
     count = len(nc["kind"])
     ids = [f"n{i}" for i in range(count)] if nc.get("id") is None else [required(i, "a node id") for i in nc["id"]]
+    orders = nc.get("order") or [None] * count
+    differentiates = nc.get("differentiates") or [-1] * count
     nodes = []
     for i in range(count):
         attrs = nc["attrs"][i] or []
@@ -213,6 +218,7 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
             id=ids[i], kind=NodeKind(text(nc["kind"][i])), name=required(nc["name"][i], "a node name"),
             tensor=None if tensor == -1 else tensors[tensor], attrs=pairs, module=text(nc["module"][i]),
             source=text(nc["source"][i]), grad=None if grad == -1 else grads[grad], recency=nc["recency"][i],
+            order=orders[i], differentiates=text(differentiates[i]),
         ))
     ec = data["edges"]
     edges = []
@@ -223,9 +229,10 @@ def _read(data: dict[str, Any], graph_type: Any) -> Any:
         edges.append(Edge(ids[src], ids[dst], _EDGE_KINDS[kind], int(ec["output_nr"][i]), int(ec["slot"][i]),
                           None if grad == -1 else grads[grad]))
     origin = data.get("nonfinite_origin")
-    return graph_type(
+    return dict(
         nodes=tuple(nodes), edges=tuple(edges), notes=tuple(str(n) for n in data.get("notes", ())),
         truncated=bool(data.get("truncated", False)),
         modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
         nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
+        regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
     )

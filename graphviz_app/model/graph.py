@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphvizAppError, SchemaError
-from .compact import COMPACT_SCHEMA, from_compact
+from .compact import COMPACT_SCHEMA, compact_fields
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
@@ -144,7 +144,7 @@ class Graph:
         """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
         check_schema(data)
         if data["schema"] == COMPACT_SCHEMA:
-            return from_compact(data)
+            return cls(**compact_fields(data))
         try:
             return cls(
                 nodes=tuple(node_from_dict(n) for n in data["nodes"]),

@@ -9,6 +9,7 @@ __all__ = [
     "Scalar",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
+    "PACKED_BY_HOOK",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -24,6 +25,7 @@ Scalar = float | int | bool | str
 # why in attrs, as (STATE_ATTR, reason); without it backward() freed it.
 STATE_ATTR = "state"
 MODIFIED_IN_PLACE = "modified in place"
+PACKED_BY_HOOK = "not held: packed by a saved-tensor hook"  # torch.utils.checkpoint recomputes it
 
 
 class NodeKind(str, Enum):
@@ -124,6 +126,12 @@ class Node:
     respect to the node's forward value, when traced with gradients.
     `recency` (ops only) counts the autograd nodes the forward made after this op,
     up to the output's op (0): backward runs the ready op of least recency first.
+    `order` (ops made by a backward run with `create_graph=True`, recorded under
+    `record_orders()`): 1 for the forward's backward, 2 for the backward of that, ...;
+    `differentiates` is the id of the node whose backward made this one.
+    `output_bytes` (ops with several forward outputs, when an output past the
+    first feeds another node) gives the bytes of each output, by `output_nr`:
+    the gradient backward sends to output k has that size.
     """
 
     id: str
@@ -135,6 +143,9 @@ class Node:
     source: str | None = None
     grad: GradInfo | None = None
     recency: int | None = None
+    order: int | None = None
+    differentiates: str | None = None
+    output_bytes: tuple[int, ...] | None = None
 
     @property
     def device(self) -> str | None:

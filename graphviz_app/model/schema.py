@@ -134,6 +134,12 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         d["grad"] = _grad_to_dict(n.grad)
     if n.recency is not None:
         d["recency"] = n.recency
+    if n.order is not None:
+        d["order"] = n.order
+    if n.differentiates is not None:
+        d["differentiates"] = n.differentiates
+    if n.output_bytes is not None:
+        d["output_bytes"] = list(n.output_bytes)
     return d
 
 
@@ -149,6 +155,9 @@ def node_from_dict(d: dict[str, Any]) -> Node:
         source=d.get("source"),
         grad=_grad_from_dict(d.get("grad")),
         recency=d.get("recency"),
+        order=d.get("order"),
+        differentiates=d.get("differentiates"),
+        output_bytes=None if d.get("output_bytes") is None else tuple(d["output_bytes"]),
     )
 
 

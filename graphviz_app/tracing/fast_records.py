@@ -25,12 +25,14 @@ __all__ = ["FAST", "new_edge", "new_node", "new_tensor_info"]
 
 
 class _NodeMaker:
-    __slots__ = ("id", "kind", "name", "tensor", "attrs", "module", "source", "grad", "recency")
+    __slots__ = ("id", "kind", "name", "tensor", "attrs", "module", "source", "grad", "recency", "order",
+                 "differentiates", "output_bytes")
 
     def __init__(
         self, id: str, kind: NodeKind, name: str, tensor: TensorInfo | None = None,
         attrs: tuple[tuple[str, str], ...] = (), module: str | None = None,
-        source: str | None = None, grad: Any = None, recency: int | None = None,
+        source: str | None = None, grad: Any = None, recency: int | None = None, order: int | None = None,
+        differentiates: str | None = None, output_bytes: tuple[int, ...] | None = None,
     ) -> None:
         self.id = id
         self.kind = kind
@@ -41,6 +43,9 @@ class _NodeMaker:
         self.source = source
         self.grad = grad
         self.recency = recency
+        self.order = order
+        self.differentiates = differentiates
+        self.output_bytes = output_bytes
         self.__class__ = Node  # type: ignore[assignment]
 
 

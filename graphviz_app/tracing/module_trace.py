@@ -1,4 +1,4 @@
-"""Run a model forward under `record` and trace what it computed, in one call."""
+"""Run an `nn.Module` forward under `record` and trace what it computed, in one call."""
 
 from __future__ import annotations
 

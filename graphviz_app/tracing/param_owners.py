@@ -9,7 +9,7 @@ import torch
 
 from ..model import ModuleInfo
 
-__all__ = ["NamedParams", "owner_module", "model_params", "first_names", "module_infos"]
+__all__ = ["NamedParams", "owner_module", "all_named_params", "first_names", "module_infos"]
 
 # (qualified name, parameter) for every place a parameter sits, tied weights once per place.
 NamedParams = list[tuple[str, torch.Tensor]]
@@ -24,9 +24,9 @@ def owner_module(param_name: str) -> str:
     return param_name.rpartition(".")[0]
 
 
-def model_params(model: torch.nn.Module) -> NamedParams:
-    """Every (name, parameter) of `model`, a tied weight under each of its names."""
-    return list(model.named_parameters(remove_duplicate=False))
+def all_named_params(root_module: torch.nn.Module) -> NamedParams:
+    """Every (name, parameter) of `root_module`, a tied weight under each of its names."""
+    return list(root_module.named_parameters(remove_duplicate=False))
 
 
 def first_names(params: NamedParams) -> NamedParams:
@@ -41,15 +41,15 @@ def first_names(params: NamedParams) -> NamedParams:
 
 
 def module_infos(
-    model: torch.nn.Module | None, seen: Mapping[str, str], params: NamedParams | None = None
+    root_module: torch.nn.Module | None, seen: Mapping[str, str], params: NamedParams | None = None
 ) -> tuple[ModuleInfo, ...]:
     """One ModuleInfo per module seen (name -> class name), with its parents.
 
-    Modules of `model` come first, in `named_modules()` order, with their
+    Modules of `root_module` come first, in `named_modules()` order, with their
     parameter count and bytes (submodules included, a tensor once per
-    module); names the model does not know (class names, modules outside
-    it) follow in the order seen. `params` is `model_params(model)` when the
-    caller already has it.
+    module); names the root module does not know (class names, modules outside
+    it) follow in the order seen. `params` is `all_named_params(root_module)`
+    when the caller already has it.
     """
     wanted: set[str] = set()
     for name in seen:
@@ -60,9 +60,9 @@ def module_infos(
             name = name.rpartition(".")[0]
     infos: list[ModuleInfo] = []
     known: set[str] = set()
-    if model is not None:
-        totals = _param_totals(model_params(model) if params is None else params, wanted)
-        for name, module in model.named_modules():
+    if root_module is not None:
+        totals = _param_totals(all_named_params(root_module) if params is None else params, wanted)
+        for name, module in root_module.named_modules():
             if name in wanted and name not in known:
                 known.add(name)
                 infos.append(ModuleInfo(name, type(module).__name__, *totals.get(name, (0, 0))))

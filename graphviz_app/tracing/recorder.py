@@ -1,4 +1,4 @@
-"""Record, while a model runs forward, which module and which source line made each autograd node."""
+"""Record, while an `nn.Module` runs forward, which module and which source line made each autograd node."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def record(model: torch.nn.Module | None = None) -> Recording:
             Without it, or for a module outside it, the name is the class name.
 
     Returns:
-        A context manager; blocks may nest (the innermost model names first).
+        A context manager; blocks may nest (the innermost block's module names first).
         Every hook and mode is removed on exit, also when the block raises.
 
     Raises:
@@ -92,14 +92,14 @@ def record(model: torch.nn.Module | None = None) -> Recording:
 class Recording:
     """The context manager `record()` returns."""
 
-    def __init__(self, model: torch.nn.Module | None) -> None:
-        self.model = model
+    def __init__(self, root_module: torch.nn.Module | None) -> None:
+        self.root_module = root_module
         self.names: dict[int, str] = {}
 
     def __enter__(self) -> Recording:
-        if self.model is not None:
-            # The model stays alive while recording, so ids are stable.
-            self.names = {id(m): name for name, m in self.model.named_modules()}
+        if self.root_module is not None:
+            # The root module stays alive while recording, so ids are stable.
+            self.names = {id(m): name for name, m in self.root_module.named_modules()}
         state = _state
         if not state.recordings:
             state.first = next_sequence_nr()
@@ -306,8 +306,8 @@ def _user_source() -> str | None:
     """`"models/net.py:42 in forward"`: the first frame outside torch, this package and the stdlib.
 
     The path is `_shown_path`'s, so two files of the same name tell apart. A
-    model made only of torch modules (called from `trace_model`) has no such
-    frame; then the innermost line of torch's own model code, such as
+    network made only of torch modules (called from `trace_model`) has no such
+    frame; then the innermost line of torch's own module code, such as
     `"torch/nn/modules/transformer.py:912 in _sa_block"`, says more than nothing.
     """
     kinds = _kinds
@@ -328,7 +328,7 @@ def _user_source() -> str | None:
     return None if fallback is None else _where(fallback)
 
 
-def _where(frame: Any) -> str:
+def _where(frame: FrameType) -> str:
     filename = frame.f_code.co_filename
     shown = _shown.get(filename)
     if shown is None:

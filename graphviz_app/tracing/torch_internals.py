@@ -33,11 +33,13 @@ __all__ = [
     "SavedValue",
     "saved_values",
     "output_metadata",
+    "output_sizes",
     "is_custom_function",
     "node_type",
     "NodeType",
     "FREED",
     "MODIFIED",
+    "PACKED",
     "MODULE_KEY",
     "MODULE_TYPE_KEY",
     "SOURCE_KEY",
@@ -49,6 +51,9 @@ __all__ = [
     "COMPILED_BACKWARD_PATH",
     "compiled_backward_graph",
     "aot_role",
+    "RunBackward",
+    "wrap_run_backward",
+    "is_leaf_node",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -58,6 +63,9 @@ _RAW_PREFIX = "_raw_saved_"  # a saved tensor also shows under this name
 FREED = object()
 # Marks a saved tensor modified in place after it was saved (torch refuses to unpack it).
 MODIFIED = object()
+# Marks a saved tensor that a saved_tensors_hooks pair packed (torch.utils.checkpoint keeps
+# no tensor and recomputes it in backward): unpacking it would run the hook, so it is not.
+PACKED = object()
 
 SavedValue = tuple[str, Any]
 
@@ -119,8 +127,10 @@ def node_type(cls: type) -> NodeType:
 def saved_values(fn: Any) -> list[SavedValue]:
     """What a backward node saved for backward, as (name, value) pairs.
 
-    Values are tensors, None, plain Python values, tuples of those, or
-    FREED when backward() already released them. Names drop the `_saved_`
+    Values are tensors, None, plain Python values, tuples of those, FREED when
+    backward() already released them, or, for a tensor a saved-tensor hook packed,
+    what the hook kept (read without running its unpack: an identity hook's tensor,
+    `save_on_cpu`'s copy) or PACKED when it kept no tensor (checkpointing). Names drop the `_saved_`
     prefix; a custom Function's `ctx.save_for_backward` tensors are named
     `saved_tensors[i]`.
     """
@@ -129,13 +139,23 @@ def saved_values(fn: Any) -> list[SavedValue]:
     if spec is _UNKNOWN:
         spec = _spec(cls)
     if spec is None:
+        raws = _raw(fn, "_raw_saved_tensors")
+        if _hooked(raws):
+            return [(f"saved_tensors[{i}]", _held_by_hook(r)) for i, r in enumerate(raws)]
         try:
             tensors = fn.saved_tensors
         except RuntimeError as e:
             return [("saved_tensors", _unreadable(e))]
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(tensors)]
+    getter = _raw_getters.get(cls, _UNKNOWN)
+    if getter is _UNKNOWN:
+        getter = _raw_getter(cls, spec)
+    packed = _packed_names(fn, getter) if getter is not None else None
     out: list[SavedValue] = []
     for attr, name in spec:
+        if packed is not None and name in packed:
+            out.append((name, packed[name]))
+            continue
         try:
             value = getattr(fn, attr)
         except RuntimeError as e:  # freed by backward(), or modified in place since
@@ -145,6 +165,82 @@ def saved_values(fn: Any) -> list[SavedValue]:
             value = _signed(value)
         out.append((name, value))
     return out
+
+
+# Node class -> one call reading the raw SavedVariables of its saved tensors (None: it saves none).
+_raw_getters: dict[type, Any] = {}
+_SAVED_TENSOR = torch._C._autograd.SavedTensor
+
+
+def _raw_getter(cls: type, spec: tuple[tuple[str, str], ...]) -> Any:
+    names = tuple(_RAW_PREFIX + name for _, name in spec if hasattr(cls, _RAW_PREFIX + name))
+    getter = _raw_getters[cls] = (operator.attrgetter(*names), names) if names else None
+    return getter
+
+
+def _packed_names(fn: Any, getter: tuple[Any, tuple[str, ...]]) -> dict[str, Any] | None:
+    """Saved name -> PACKED (or a tuple of them, for a list) for the node's values a saved-tensor hook packed.
+
+    Reading the raw SavedVariables runs no hook; None when no value is packed (the usual case).
+    """
+    read, names = getter
+    try:
+        raws = read(fn)
+    except RuntimeError:  # freed by backward(): the plain reading says so
+        return None
+    if len(names) == 1:
+        if type(raws) is _SAVED_TENSOR and raws.unpack_hook is None:  # type: ignore[attr-defined]
+            return None  # the usual case, first
+        raws = (raws,)
+    else:
+        for raw in raws:
+            if type(raw) is not _SAVED_TENSOR or raw.unpack_hook is not None:  # type: ignore[attr-defined]
+                break
+        else:
+            return None
+    found = None
+    for raw_name, raw in zip(names, raws, strict=True):
+        if type(raw) is _SAVED_TENSOR:
+            if raw.unpack_hook is None:  # type: ignore[attr-defined]
+                continue
+            value: Any = _held_by_hook(raw)
+        elif raw is None or not _hooked(raw):
+            continue
+        else:
+            value = tuple(_held_by_hook(r) for r in raw)
+        if found is None:
+            found = {}
+        found[raw_name[len(_RAW_PREFIX):]] = value
+    return found
+
+
+def _raw(fn: Any, attr: str) -> Any:
+    try:
+        return getattr(fn, attr, None)
+    except RuntimeError:  # freed by backward(): the plain reading says so
+        return None
+
+
+def _held_by_hook(raw: Any) -> Any:
+    """What a saved-tensor hook's pack function kept, read without unpacking: the tensor it holds
+    (an identity hook's own tensor, `save_on_cpu`'s copy), else PACKED (checkpointing keeps none)."""
+    if getattr(raw, "unpack_hook", None) is None:
+        return raw.data
+    kept = raw.data
+    if isinstance(kept, torch.Tensor):
+        return kept
+    if isinstance(kept, (tuple, list)):
+        return next((t for t in kept if isinstance(t, torch.Tensor)), PACKED)
+    return PACKED
+
+
+def _hooked(raw: Any) -> tuple[bool, ...]:
+    """(True,) for a SavedVariable packed by a saved-tensor hook, one flag per item of a list of them; () if none."""
+    if raw is None:
+        return ()
+    items = raw if isinstance(raw, (list, tuple)) else (raw,)
+    flags = tuple(getattr(r, "unpack_hook", None) is not None for r in items)
+    return flags if any(flags) else ()
 
 
 def _unreadable(error: RuntimeError) -> object:
@@ -165,6 +261,22 @@ def _signed(value: Any) -> Any:
     if type(value) is tuple and any(type(v) is int and v >= _INT64_SIGN for v in value):
         return tuple(_signed(v) for v in value)
     return value
+
+
+def output_sizes(fn: Any) -> tuple[int, ...] | None:
+    """The bytes of each forward output `fn` differentiates, by output number (None when unknown)."""
+    try:
+        meta = fn._input_metadata
+        return tuple(_numel(m.shape) * m.dtype.itemsize for m in meta)
+    except (AttributeError, TypeError, RuntimeError):  # nested tensors have no plain shape
+        return None
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | None:
@@ -362,3 +474,41 @@ def aot_role(node: Any) -> tuple[str, int] | None:
     if kind == "GradAOTOutput" and type(desc.grad_of).__name__ == "PlainAOTInput":
         return "grad", int(desc.grad_of.idx)
     return None
+
+
+# Every Python call that runs backward (torch.autograd.grad, Tensor.backward,
+# torch.autograd.backward) goes through this function of torch.autograd (torch itself
+# patches it the same way for make_fx); `torch.autograd.graph` holds the original.
+_RUN_BACKWARD_HOMES = (torch.autograd, torch.autograd.graph)
+_RUN_BACKWARD = "_engine_run_backward"
+
+RunBackward = Callable[..., Any]
+
+
+def wrap_run_backward(wrapper: Callable[[RunBackward], RunBackward]) -> Callable[[], None]:
+    """Route every backward call through `wrapper(original)`; returns the function that undoes it.
+
+    Raises RuntimeError naming the attribute when this torch has no such function.
+    """
+    original = getattr(torch.autograd, _RUN_BACKWARD, None)
+    if original is None:
+        raise RuntimeError(
+            f"torch {torch.__version__} has no torch.autograd.{_RUN_BACKWARD}: backward calls cannot be "
+            "observed (graphviz_app.tracing.torch_internals needs updating)"
+        )
+    wrapped = wrapper(original)
+    saved = [(home, getattr(home, _RUN_BACKWARD, None)) for home in _RUN_BACKWARD_HOMES]
+    for home in _RUN_BACKWARD_HOMES:
+        setattr(home, _RUN_BACKWARD, wrapped)
+
+    def undo() -> None:
+        for home, before in saved:
+            if getattr(home, _RUN_BACKWARD, None) is wrapped:  # not replaced since by someone else
+                setattr(home, _RUN_BACKWARD, before)
+
+    return undo
+
+
+def is_leaf_node(fn: Any) -> bool:
+    """Whether autograd node `fn` is a leaf's AccumulateGrad (it makes no node when it runs)."""
+    return type(fn) is _ACCUMULATE_GRAD

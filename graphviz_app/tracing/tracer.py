@@ -11,7 +11,8 @@ from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
 from .compiled import COMPILED_NODE, add_regions
-from .param_owners import first_names, model_params
+from .orders import add_orders, orders_written
+from .param_owners import all_named_params, first_names
 from .replay import replay
 from .walker import Walker, WalkOptions
 
@@ -78,7 +79,7 @@ def trace(
     named, notes = _flatten_outputs(outputs)
     root_module, module_params = None, None
     if isinstance(params, torch.nn.Module):
-        root_module, module_params = params, model_params(params)
+        root_module, module_params = params, all_named_params(params)
         params = first_names(module_params)
     leaf_names = _param_names(params)
     options = WalkOptions(
@@ -104,6 +105,8 @@ def trace(
         graph = walker.walk(with_graph)
         if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
             graph = add_regions(graph, walker.fn_by_node_id())
+        if orders_written():  # record_orders() numbered nodes made by a backward
+            graph = add_orders(graph, walker.fn_by_node_id())
         if gradients:
             graph = replay(graph, walker.fn_by_node_id(), outputs=with_graph, grad_outputs=given_grads)
     return graph
@@ -152,7 +155,7 @@ def _param_names(
     names: dict[int, tuple[str, torch.Tensor]] = {}
     try:
         for item in items:
-            # Unpacking a bare tensor (model.parameters()) would split its first
+            # Unpacking a bare tensor (module.parameters()) would split its first
             # dim into a "name" and a "tensor" and name nothing, silently.
             if isinstance(item, torch.Tensor):
                 raise TraceError(f"found a bare tensor of shape {tuple(item.shape)}, not a pair")

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import torch
 
-from ..model import MODIFIED_IN_PLACE, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
+from ..model import MODIFIED_IN_PLACE, PACKED_BY_HOOK, STATE_ATTR, Edge, EdgeKind, Graph, Node, NodeKind
 from .big_stack import FREE_GUARD_NODES, consumers_first, release_in_order
 from .fast_records import new_edge, new_node
 from .param_owners import NamedParams, module_infos, owner_module
@@ -19,9 +19,11 @@ from .tensor_info import TensorDescriber
 from .torch_internals import (
     FREED,
     MODIFIED,
+    PACKED,
     NodeType,
     node_type,
     output_metadata,
+    output_sizes,
     recorded_tags,
     saved_values,
     sequence_nr,
@@ -116,6 +118,7 @@ class Walker:
         self.truncated = False
         self.freed = 0
         self.modified = 0
+        self.packed = 0
         # Node class -> what node_type() says of it, looked up once per class.
         self.types: dict[type, NodeType] = {}
         # Equal attrs tuples are shared: a chain's million AddBackward0 hold one (("alpha", "1"),).
@@ -136,6 +139,8 @@ class Walker:
         self.leaves_last = False
         # Node classes that are leaves (AccumulateGrad): no inputs, never visited.
         self.sink_classes: set[type] = set()
+        # Node id -> bytes of each forward output, for ops an output past the first of which flows.
+        self.multi_output: dict[str, tuple[int, ...] | None] = {}
         # Module name -> class name, as recorded, for every module a node belongs to.
         self.modules_seen: dict[str, str] = {}
 
@@ -180,6 +185,11 @@ class Walker:
         self._visit_all()
         if self.options.given:
             self._mark_given()
+        for node_id, sizes in self.multi_output.items():
+            i = int(node_id[1:])
+            node = self.nodes[i]
+            if sizes is not None and node is not None and node.kind is NodeKind.OP:
+                self.nodes[i] = dataclasses.replace(node, output_bytes=sizes)
         self._add_notes()
         modules = module_infos(self.root_module, self.modules_seen, self.module_params)
         nodes = cast("tuple[Node, ...]", tuple(self.nodes))  # every slot is filled once the queue is empty
@@ -228,6 +238,11 @@ class Walker:
                 f"{self.modified} saved tensor(s) were modified in place after the op saved them: "
                 "backward() through this graph will fail; use the out-of-place op (x = x.add(1), "
                 "not x.add_(1)) or .clone() before modifying"
+            )
+        if self.packed:
+            self.notes.append(
+                f"{self.packed} saved tensor(s) are packed by a saved-tensor hook (torch.utils.checkpoint "
+                "recomputes them in backward): not held as tensors, so not counted"
             )
         if self.truncated:
             self.notes.append(
@@ -334,6 +349,8 @@ class Walker:
                     add_node(None)
                     enqueue((child, child_id, child_index))
                 add_edge(new_edge(child_id, node_id, data, output_nr, slot))
+                if output_nr and child_id not in self.multi_output:  # rare: a second output flows
+                    self.multi_output[child_id] = output_sizes(child)
         self.consumers_first = in_order
 
     def _node_type(self, cls: type) -> NodeType:
@@ -444,7 +461,7 @@ class Walker:
                     saved_id = f"n{len(nodes)}"
                     nodes.append(new_node(saved_id, NodeKind.SAVED, name, self.describe.describe(value, name)))
                     self.edges.append(new_edge(saved_id, node_id, EdgeKind.SAVED))
-            elif value is FREED or value is MODIFIED:
+            elif value is FREED or value is MODIFIED or value is PACKED:
                 if show_saved:
                     self._add_saved_tensor(node_id, name, value)
             elif kind is tuple and _ints(value):  # sizes, strides, dims: each text made once per walk
@@ -454,7 +471,7 @@ class Walker:
                         text = self.int_texts[value] = _attr_text(value)
                     attrs.append((name, text))
             elif isinstance(value, (tuple, list)):
-                tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+                tensors = [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor) or v is PACKED]
                 if not tensors:
                     if show_attrs:
                         attrs.append((name, _attr_text(value)))
@@ -475,8 +492,13 @@ class Walker:
         elif t is MODIFIED:  # torch refuses to unpack it: nothing is known of it either
             self.modified += 1
             info = TensorDescriber.freed(name)
+        elif t is PACKED:  # unpacking would run the hook (recompute the checkpointed forward)
+            self.packed += 1
+            info = TensorDescriber.freed(name)
         else:
             info = self.describe.describe(t, name)
         state = ((STATE_ATTR, MODIFIED_IN_PLACE),) if t is MODIFIED else ()
+        if t is PACKED:
+            state = ((STATE_ATTR, PACKED_BY_HOOK),)
         self.nodes.append(new_node(saved_id, NodeKind.SAVED, name, info, state))
         self.edges.append(new_edge(saved_id, owner, EdgeKind.SAVED))

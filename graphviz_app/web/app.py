@@ -23,7 +23,7 @@ from graphviz_app.web import present, service, upload, urlstate
 from graphviz_app.web.cache import ResultCache
 from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
-from graphviz_app.web.results import Analysis, Failure, GradientCheck
+from graphviz_app.web.results import Analysis, CheckModes, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
 from graphviz_app.web.widgets import graph_viewer, program_editor
 
@@ -31,6 +31,7 @@ __all__ = ["main"]
 
 RANKDIR_LABELS = {"TB": "top to bottom", "LR": "left to right", "BT": "bottom to top", "RL": "right to left"}
 TOLERANCE_NAMES = ("eps", "atol", "rtol")
+KINK_LABELS = {"fail": "fail", "warn": "pass, with a warning", "pass": "pass, with a note"}
 STATIC_TABLE_ROWS = 60  # longer element tables scroll (st.dataframe) instead of filling the page
 DEFAULT_TOLERANCES = (1e-6, 1e-5, 1e-3)
 # Graphviz lays out about 1,500 nodes in a second here, 5,000 in 5 to 13 s (benchmarks/README.md,
@@ -101,11 +102,11 @@ def analyze(program: str, options: Options) -> Analysis | Failure:
 
 
 def check_gradient(
-    program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float]
+    program: str, options: Options, check: CheckInput, tolerances: tuple[float, float, float], modes: CheckModes
 ) -> GradientCheck | Failure:
-    """A hand-derived gradient checked (cached by program, options, gradient and tolerances)."""
-    return cached(("check", program, options, check, tolerances), "Checking the gradient…",
-                  lambda: service.check_gradient(my_runner(), program, options, check, tolerances))
+    """A hand-derived gradient checked (cached by program, options, gradient, tolerances and modes)."""
+    return cached(("check", program, options, check, tolerances, modes), "Checking the gradient…",
+                  lambda: service.check_gradient(my_runner(), program, options, check, tolerances, modes))
 
 
 def open_saved(data: bytes, name: str, options: Options) -> Analysis | Failure:
@@ -151,6 +152,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_attrs=o.show_attrs, opt_rankdir=o.rankdir, opt_max_nodes=o.max_nodes,
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
+        check_forward=False, check_second=False, check_kinks="fail",
         expanded=state.expanded, view=state.view, showing="program",
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
     )
@@ -302,6 +304,24 @@ def results(result: Analysis | Failure, options: Options, *, shown: Failure | No
     for note in result.notes:
         st.info(present.md(note))
     module_table(result)
+    memory_panel(result)
+
+
+def memory_panel(result: Analysis) -> None:
+    """The memory of one step: the predicted peak, live bytes over the backward steps, who holds the peak."""
+    key = ("memory", hashlib.sha256(result.graph_json.encode()).hexdigest())
+    panel = cached(key, "Replaying backward…", lambda: service.memory(my_runner(), result.graph_json))
+    with st.expander("Memory of one step", expanded=False):
+        if isinstance(panel, Failure):
+            st.caption(present.md(panel.message))
+            return
+        from graphviz_app.web import memory_view
+
+        st.markdown(present.md(memory_view.caption(panel)))
+        st.line_chart(memory_view.live_frame(panel), x_label="backward step", y_label="KiB alive")
+        st.table(memory_view.held_frame(panel), hide_index=True)
+        for note in panel.timeline.notes:
+            st.caption(present.md(note))
 
 
 def module_table(result: Analysis) -> None:
@@ -443,20 +463,43 @@ def check_panel(result: Analysis | Failure, options: Options) -> None:
     tolerances = (eps, atol, rtol)
     for name, value in zip(TOLERANCE_NAMES, tolerances, strict=True):
         s[f"tol_{name}"] = value
+    modes = check_modes()
     if not expected.strip():
         return
-    st.caption("The check runs your program in float64: finite differences need the precision.")
-    outcome = check_gradient(s.submitted, options, CheckInput(wrt, expected), tolerances)
+    st.caption("The check runs your program in float64: finite differences need the precision. For an output "
+               "with several elements, give the gradient of its sum (what the .grad table shows) or its full "
+               "Jacobian (the output's shape, then the variable's).")
+    outcome = check_gradient(s.submitted, options, CheckInput(wrt, expected), tolerances, modes)
     if isinstance(outcome, Failure):
         show_failure(outcome, title="Could not check the gradient")
         return
     check_result(outcome)
 
 
+def check_modes() -> CheckModes:
+    """What to check besides reverse mode at first order, and what a kink does."""
+    s = st.session_state
+    with st.expander("What to check"):
+        forward = s.check_forward = st.checkbox(
+            "Forward mode (jvp) too", key=kept("check_forward"),
+            help="Also build the Jacobian by forward mode and compare it with finite differences and the backward.")
+        second = s.check_second = st.checkbox(
+            "Second order too", key=kept("check_second"),
+            help="Also check the gradient's own derivatives: double backward and Hessian-vector products.")
+        kinks = s.check_kinks = st.radio(
+            "At a kink (relu at 0)", tuple(KINK_LABELS), key=kept("check_kinks"), horizontal=True,
+            format_func=KINK_LABELS.__getitem__,
+            help="Where the function has a corner and each gradient is a valid one-sided or sub-gradient: fail "
+                 "the check, pass it with a warning, or pass it with a note in the report.")
+    return CheckModes(forward=bool(forward), order=2 if second else 1, kinks=str(kinks))
+
+
 def check_result(check: GradientCheck) -> None:
     """The verdict, the per-element table, the error heatmap, the full report."""
     verdict = present.verdict(check)
     (st.success if verdict.passed else st.error)(f"**{present.md(verdict.headline)}.** {present.md(verdict.detail)}")
+    for warning in check.warnings:
+        st.warning(present.md(warning))
     for pair in present.pairs_of(check):
         table = present.element_table(pair, wrt=check.wrt, has_expected=True)
         if table is not None and len(table) <= STATIC_TABLE_ROWS:

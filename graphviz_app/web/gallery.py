@@ -147,6 +147,25 @@ EXAMPLES: tuple[Example, ...] = (
         hint="2*x",
     ),
     Example(
+        key="penalty",
+        title="a gradient penalty (a gradient of a gradient)",
+        blurb=(
+            "torch.autograd.grad(y, x, create_graph=True) gives the gradient g as a tensor with a graph "
+            "of its own, so the penalty (g ** 2).sum() can be differentiated again. The drawing holds "
+            "the forward's ops (order 0) and the ops its backward made (order 1: TanhBackwardBackward0, "
+            "...); x.grad runs backward through both."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "x = torch.randn(4, requires_grad=True)\n"
+            "y = (x.tanh() ** 2).sum()\n"
+            "g, = torch.autograd.grad(y, x, create_graph=True)\n"
+            "(g ** 2).sum()\n"
+        ),
+        wrt="x",
+        hint="8 * x.tanh() * (1 - x.tanh()**2)**2 * (1 - 3 * x.tanh()**2)",
+    ),
+    Example(
         key="cnn",
         title="a small CNN with BatchNorm",
         blurb=(
@@ -206,6 +225,49 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         wrt="w",
         hint="out[-1].sum(0)",
+    ),
+    Example(
+        key="memory-accumulate",
+        title="memory: a loss kept without .item()",
+        blurb=(
+            "Three steps add their loss to total without .item(). Open 'Memory of one step': 48.0 KiB "
+            "are alive when backward starts, 16 KiB per step (each step's batch x, saved by the Linear, "
+            "and its ReLU output, 8 KiB each), all kept until this one backward; with .item() none would be."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "net = nn.Linear(64, 64)\n"
+            "scale = torch.ones((), requires_grad=True)\n"
+            "total = 0\n"
+            "for step in range(3):\n"
+            "    x = torch.randn(32, 64)\n"
+            "    total = total + net(x).relu().mean()\n"
+            "total * scale\n"
+        ),
+        wrt="scale",
+        hint="total",
+    ),
+    Example(
+        key="memory-half",
+        title="memory: float32 against float16",
+        blurb=(
+            "The same Linear + ReLU in float32 and in float16 (as .half() makes it). Open 'Memory of one "
+            "step': the float32 branch saves 16 KiB for backward (its input and its ReLU output), the "
+            "float16 branch 8 KiB. On CPU torch has float16 kernels for these ops; a few (ctc_loss, "
+            "linalg.inv, the FFTs) have none."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "net32 = nn.Linear(64, 64)\n"
+            "net16 = nn.Linear(64, 64, dtype=torch.float16)\n"
+            "x = torch.randn(32, 64)\n"
+            "scale = torch.ones((), requires_grad=True)\n"
+            "y32 = net32(x).relu()\n"
+            "y16 = net16(x.half()).relu()\n"
+            "(y32.sum() + y16.float().sum()) * scale\n"
+        ),
+        wrt="scale",
+        hint="y32.sum() + y16.float().sum()",
     ),
 )
 

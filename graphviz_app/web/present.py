@@ -33,12 +33,28 @@ _RATIO_SIDES = {
     "expected": ("expected", "autograd"),
     "autograd": ("autograd", "numerical"),
     "numerical": ("numerical", "autograd"),
+    "shared": ("autograd", "numerical"),
 }
 _BLAME = {
     "expected": "your hand derivation is likely wrong: autograd and finite differences agree with each other",
     "autograd": "the backward (autograd) is likely wrong: finite differences and your gradient agree with each other",
     "numerical": "finite differences are unreliable here (a kink, or too little precision)",
+    "shared": "your derivation and the backward agree with each other but not with finite differences: they may "
+    "share one mistake (finite differences are smooth and settled here, far above their rounding)",
+    "rounding": "inconclusive: the difference is low-precision rounding; the same backward in float64 agrees",
     "unclear": "all three sides disagree with each other",
+    "nonfinite": "a side gives NaN or Inf, so nothing can be compared there",
+}
+# What each kind of check tests, for headlines about a failing pair that is not reverse mode.
+_TESTED = {
+    "fwd": "Forward mode (jvp) is wrong",
+    "rev2": "The double backward is wrong: the backward is right, its own derivative is not",
+    "rev2-u": "The double backward is wrong: the backward is right, its own derivative is not",
+    "hvp": "The Hessian-vector product is wrong: the backward is right, its own derivative is not",
+}
+_CHECKED = {
+    "gradient of the sum": " (checked as the gradient of the output's sum, what the .grad table shows)",
+    "Jacobian": " (checked as the output's full Jacobian)",
 }
 
 
@@ -101,33 +117,60 @@ def pairs_of(check: GradientCheck) -> list[dict[str, Any]]:
 def verdict(check: GradientCheck) -> Verdict:
     """Say whether the hand gradient is right, and if not who is wrong and by what factor."""
     wrt = check.wrt
+    checked = _CHECKED.get(check.checked, "")
     if check.passed:
+        accepted = sum(int(p.get("kinks_accepted", 0)) for p in check.report.get("pairs", []))
+        kinks = (
+            f", apart from {accepted} element(s) at a kink of the function, where your gradient and autograd's "
+            "are valid one-sided gradients" if accepted else ""
+        )
+        more = [name for key, name in (("fwd", "forward mode"), ("rev2", "second order")) if _has_check(check, key)]
+        extra = f" {' and '.join(more).capitalize()} agree too." if more else ""
         return Verdict(
             True,
             f"Your gradient d(output)/d{wrt} = {check.expected} is right",
-            "It agrees with autograd and with finite differences at every element.",
+            f"It agrees with autograd and with finite differences at every element{kinks}{checked}.{extra}",
         )
     memory = check.report.get("memory", {}).get("out_of_memory")
     if memory:
         return Verdict(False, "The check did not finish: out of memory", str(memory))
     pair = pairs_of(check)[0]
     blame = pair["blame"]
+    names = _side_names(pair)
     headline = {
         "expected": f"Your gradient d(output)/d{wrt} = {check.expected} is wrong",
         "autograd": f"The backward is wrong: autograd's d(output)/d{wrt} disagrees",
+        "shared": f"Your gradient d(output)/d{wrt} = {check.expected} and the backward may share one mistake",
+        "rounding": f"Inconclusive: autograd's d(output)/d{wrt} differs only by low-precision rounding",
     }.get(blame, f"The gradients of d(output)/d{wrt} disagree")
-    detail = f"{pair['failed_count']} of {pair['numel']} elements fail; {_BLAME.get(blame, blame)}."
+    if pair.get("check", "rev") in _TESTED and blame == "autograd":
+        headline = _TESTED[pair["check"]]
+    detail = f"{pair['failed_count']} of {pair['numel']} elements fail; {_BLAME.get(blame, blame)}{checked}."
     ratio = pair.get("constant_ratio")
     if ratio is not None and blame in _RATIO_SIDES:
         side, ref = _RATIO_SIDES[blame]
-        headline += f": it is {_factor(ratio)} × {_SIDE[ref]}'s" if side == "expected" else (
-            f": {_SIDE[side]} is {_factor(ratio)} × {_SIDE[ref]}"
+        headline += f": it is {_factor(ratio)} × {names[ref]}'s" if side == "expected" else (
+            f": {names[side]} is {_factor(ratio)} × {names[ref]}"
         )
         detail += (
-            f" {_SIDE[side].capitalize()} = {_factor(ratio)} × {_SIDE[ref]} at every failing element: "
+            f" {names[side].capitalize()} = {_factor(ratio)} × {names[ref]} at every failing element: "
             "a constant factor is off, e.g. a missing or extra 1/n of a mean, or the 2 of a square."
         )
     return Verdict(False, headline, detail)
+
+
+def _has_check(check: GradientCheck, kind: str) -> bool:
+    return any(p.get("check") == kind for p in check.report.get("pairs", []))
+
+
+def _side_names(pair: dict[str, Any]) -> dict[str, str]:
+    """The page's names of a pair's three value columns (forward mode's pairs name theirs)."""
+    tested, _, third = pair.get("sides", ("autograd", "numerical", "expected"))
+    return {
+        "autograd": _SIDE.get(tested, tested),
+        "numerical": _SIDE["numerical"],
+        "expected": _SIDE.get(third, third),
+    }
 
 
 def _factor(ratio: Any) -> str:

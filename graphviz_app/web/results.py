@@ -5,9 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TensorValue", "Analysis", "GradientCheck", "Failure", "Tolerances", "TRANSIENT_KINDS"]
+__all__ = [
+    "TensorValue", "Analysis", "GradientCheck", "CheckModes", "Failure", "Tolerances", "TRANSIENT_KINDS",
+    "CHECKED_GRADIENT", "CHECKED_SUM", "CHECKED_JACOBIAN",
+]
 
 Tolerances = tuple[float, float, float]  # a gradient check's eps, atol, rtol
+
+# What a hand gradient was checked as: the gradient of a scalar output; for a non-scalar
+# output, the gradient of its sum (what the page's .grad table shows) or its full Jacobian.
+CHECKED_GRADIENT, CHECKED_SUM, CHECKED_JACOBIAN = "gradient", "gradient of the sum", "Jacobian"
 
 # Failures that may pass on a second try (a busy machine, a killed worker, a
 # time-out beside other programs): the page offers Run again for these. A
@@ -68,6 +75,17 @@ class GradientCheck:
     text: str
     report: dict[str, Any]
     seconds: float
+    checked: str = CHECKED_GRADIENT  # CHECKED_GRADIENT, CHECKED_SUM or CHECKED_JACOBIAN
+    warnings: tuple[str, ...] = ()  # what the checker warned about (kinks="warn")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckModes:
+    """What the check panel asks for beyond reverse mode: forward mode, second order, kinks."""
+
+    forward: bool = False
+    order: int = 1
+    kinks: str = "fail"  # "fail", "warn" or "pass"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ from ..drawing.gradient_style import default_coloring
 from ..drawing.renderer import export
 from ..expr import ExprError, IsolatedRunner, JobRef, validate
 from ..model import Graph
-from .results import Analysis, Failure, GradientCheck, Tolerances
+from .memory_view import MemoryPanel
+from .results import Analysis, CheckModes, Failure, GradientCheck, Tolerances
 from .upload import too_big
 from .urlstate import CheckInput, Options
 
@@ -26,6 +27,7 @@ __all__ = [
     "svg",
     "dot",
     "open_saved",
+    "memory",
     "syntax_problem",
     "JOBS",
 ]
@@ -45,7 +47,8 @@ CHECK_JOB = JobRef(f"{_WORKER}.jobs", "check_job")
 PNG_JOB = JobRef(f"{_WORKER}.pictures", "png_job")
 SVG_JOB = JobRef(f"{_WORKER}.pictures", "svg_job")
 SAVED_JOB = JobRef(f"{_WORKER}.saved", "saved_graph_job")
-JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB)
+MEMORY_JOB = JobRef(f"{_WORKER}.memory", "memory_job")
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB)
 
 
 class JobRunner(Protocol):
@@ -83,14 +86,18 @@ def analyze(runner: JobRunner, program: str, options: Options) -> Analysis | Fai
 
 
 def check_gradient(
-    runner: JobRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances
+    runner: JobRunner, program: str, options: Options, check: CheckInput, tolerances: Tolerances,
+    modes: CheckModes | None = None,
 ) -> GradientCheck | Failure:
-    """Check the hand-derived gradient in `check` against autograd and finite differences."""
+    """Check the hand-derived gradient in `check` against autograd and finite differences.
+
+    `modes` adds forward mode and second order, and says what a verified kink does.
+    """
     if not check.wrt:
         return Failure("choose the variable the gradient is taken with respect to", kind="input")
     if not check.expected.strip():
         return Failure("type your hand-derived gradient, e.g. 2*(x+2)/3", kind="input")
-    return _call(runner, CHECK_JOB, program, options, check.wrt, check.expected, tolerances)
+    return _call(runner, CHECK_JOB, program, options, check.wrt, check.expected, tolerances, modes or CheckModes())
 
 
 def png(runner: JobRunner, graph_json: str, rankdir: str) -> bytes | Failure:
@@ -138,6 +145,11 @@ def dot(graph_json: str, rankdir: str) -> str:
     for (it takes no torch and no layout; 0.2 s for 8,000 nodes, which every run would pay)."""
     graph = Graph.from_json(graph_json)
     return export(graph, "dot", rankdir=rankdir, color_by=default_coloring(graph)).decode()
+
+
+def memory(runner: JobRunner, graph_json: str) -> MemoryPanel | Failure:
+    """The memory of one step of the graph (forward, backward from its output), replayed in the worker."""
+    return _call(runner, MEMORY_JOB, graph_json)
 
 
 def syntax_problem(program: str) -> Failure | None:

@@ -10,8 +10,9 @@ import torch
 from beyond_models import BrokenMLP, TanhMLP, compiled_output, line_of, transformer_block
 
 from graphviz_app import Graph, render, trace
-from graphviz_app.analysis.regions import show_regions
-from graphviz_app.model import REGION_TYPE, Edge, EdgeKind, Node, NodeKind, human_bytes
+from graphviz_app.analysis.regions import region_names, show_regions
+from graphviz_app.drawing.renderer import export
+from graphviz_app.model import REGION_TYPE, Edge, EdgeKind, Node, NodeKind, human_bytes, to_compact
 from graphviz_app.tracing import torch_internals
 from graphviz_app.tracing.compiled import COMPILED_NODE, add_regions
 
@@ -40,12 +41,8 @@ def _fx_ops(fn: Any) -> list[str]:
 
 
 def _held_bytes(tensors: tuple[torch.Tensor, ...]) -> int:
-    """Bytes the saved tensors hold, each storage once (its largest view)."""
-    by_storage: dict[int, int] = {}
-    for t in tensors:
-        key = t.untyped_storage().data_ptr()
-        by_storage[key] = max(by_storage.get(key, 0), t.numel() * t.element_size())
-    return sum(by_storage.values())
+    """Bytes the saved tensors keep alive: each storage once, whole (a view keeps all of it)."""
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +148,18 @@ def test_regions_survive_the_json_round_trip(mlp: tuple[Graph, Any, TanhMLP]) ->
     graph = mlp[0]
     again = Graph.from_json(graph.to_json())
     assert again == graph and again.regions == graph.regions
+    assert Graph.from_dict(to_compact(graph)) == graph  # the viewer's compact form
+
+
+def test_the_viewer_gets_the_region_open_as_a_box_of_its_own(mlp: tuple[Graph, Any, TanhMLP]) -> None:
+    graph = mlp[0]
+    from graphviz_app.viewer.tree import build_tree
+
+    shown = show_regions(graph, expanded=region_names(graph))
+    tree = build_tree(shown)
+    assert "[compiled region 1]" in tree.module and "[compiled region 1].a" in tree.module
+    page = export(graph, "html").decode()
+    assert page.startswith("<!DOCTYPE html>")
 
 
 def test_a_torch_that_moved_the_graph_fails_loudly() -> None:
@@ -194,3 +203,31 @@ def test_inductor_shows_the_graph_before_code_generation() -> None:
     (region,) = graph.regions
     assert [n.name for n in region.nodes] == _fx_ops(_compiled_fns(y)[0])
     assert any("fuses them into kernels" in note for note in region.notes)
+
+
+def test_tracing_each_step_of_a_compiled_model_reads_its_backward_once() -> None:
+    """A training loop traces every step: the same compiled function gives the same region, shared."""
+    torch.manual_seed(0)
+    model = TanhMLP()
+    torch.compiler.reset()
+    step = torch.compile(model, backend="aot_eager")
+    first = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    again = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    assert again.regions == first.regions
+    made_by = [[(n.attrs, n.source) for n in g.nodes if n.kind is NodeKind.SAVED] for g in (first, again)]
+    assert made_by[0] == made_by[1] and all(dict(attrs).get("made by") for attrs, _ in made_by[0])
+    assert all(a is b for a, b in zip(again.regions[0].nodes, first.regions[0].nodes, strict=True))
+
+
+def test_a_recompiled_function_shows_its_own_shapes() -> None:
+    """New input shapes make torch compile again: the region shows the new backward, not the one read before."""
+    torch.manual_seed(0)
+    model = TanhMLP()
+    torch.compiler.reset()
+    step = torch.compile(model, backend="aot_eager", dynamic=False)
+    small = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    large = trace(step(torch.randn(7, 4, requires_grad=True)).sum(), model)
+    small_shapes = {n.tensor.shape for n in small.regions[0].nodes if n.tensor}
+    large_shapes = {n.tensor.shape for n in large.regions[0].nodes if n.tensor}
+    assert (3, 8) in small_shapes and (7, 8) in large_shapes
+    assert (7, 8) not in small_shapes and (3, 8) not in large_shapes

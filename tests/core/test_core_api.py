@@ -21,7 +21,8 @@ from graphviz_app import make_dot, render, trace
 README = Path(__file__).parents[2] / "README.md"
 
 # What the README documents as the library: the shortest path, nothing more.
-DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model"]
+DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
+              "assert_same_graph", "memory_timeline"]
 
 
 
@@ -146,6 +147,7 @@ def test_readme_signatures_match_the_code(name: str) -> None:
     assert f"`{_signature_text(getattr(graphviz_app, name))}" in section
 
 
+@pytest.mark.slow  # a 12-layer encoder, traced with gradients and drawn
 def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     blocks = re.findall(r"```python\n(.*?)```", _readme_section("quickstart"), re.S)

@@ -40,6 +40,7 @@ def test_json_round_trip_of_the_corpus(name: str) -> None:
     assert Graph.from_json(graph.to_json(indent=2)) == graph
 
 
+@pytest.mark.slow  # the first meta op of a process loads torch's meta kernels: seconds
 def test_json_round_trip_after_backward_and_across_devices() -> None:
     x = torch.arange(3.0, requires_grad=True)
     y = (x.to("meta") * 2).sum() + (x * x).sum()

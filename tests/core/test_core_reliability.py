@@ -1,4 +1,4 @@
-"""Tracer and summary honesty: node limits, odd outputs, in-place saved tensors, memory (issues 12.8, 13.6)."""
+"""Tracer and summary honesty: node limits, odd outputs, in-place saved tensors, memory."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -35,6 +36,7 @@ def test_outputs_past_max_nodes_are_named_in_a_note() -> None:
     assert "2 output(s) from output[1] on are not shown" in graph.notes
 
 
+@pytest.mark.slow  # a process of its own, which loads torch
 def test_an_output_list_that_contains_itself_is_traced_once() -> None:
     """Before: trace() never returned. Run in a subprocess so a regression fails, not hangs."""
     script = textwrap.dedent(

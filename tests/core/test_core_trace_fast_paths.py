@@ -31,7 +31,7 @@ def test_int_tuples_and_bools_in_saved_values_keep_their_own_text() -> None:
     assert [(a["dim"], a["keepdim"]) for a in sums] == [("(0, 1)", "False"), ("(1,)", "True"), ("(1,)", "False")]
 
 
-@pytest.mark.parametrize("ops", [0, 1, 5000])
+@pytest.mark.parametrize("ops", [0, 1, pytest.param(5000, marks=pytest.mark.slow)])  # 5000: past a 4096-record chunk
 def test_to_json_is_the_text_of_the_whole_dict_at_any_size(ops: int) -> None:
     # to_json() writes a few thousand records at a time; the text must be
     # json.dumps of the whole dict, byte for byte, and read back the same.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -33,7 +32,8 @@ def number():
     return 3
 """
 
-# Each of these loads torch (seconds on a busy machine), so they run side by side, once.
+# Each process loads torch (seconds on a busy machine): "svg" runs as its own process, the
+# others one after another in a second process through main(argv) (see `_run_in_one_process`).
 COMMANDS: dict[str, list[str]] = {
     "svg": ["render", SEED_EXPR, "--var", SEED_VAR, "-o", "seed.svg"],
     "png_script": ["render", "model.py:build", "-o", "script.png", "--rankdir", "LR"],
@@ -60,13 +60,38 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
                           capture_output=True, text=True, timeout=300)
 
 
+# Runs each case through main(argv), as `python -m graphviz_app` does, with "no_dot" cases on a
+# PATH that has python but no Graphviz; prints {name: [exit code, stdout, stderr]} as JSON.
+_MANY = """
+import contextlib, io, json, os, sys
+from graphviz_app.cli.commands import main
+cases, no_dot_path = json.loads(sys.argv[1]), sys.argv[2]
+full_path, found = os.environ["PATH"], {}
+for name, args in cases.items():
+    os.environ["PATH"] = no_dot_path if name.startswith("no_dot") else full_path
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    found[name] = [code, out.getvalue(), err.getvalue()]
+sys.stdout.write(json.dumps(found))
+"""
+
+
+def _run_in_one_process(cases: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    no_dot_path = str(Path(sys.executable).parent)  # python, but no Graphviz
+    done = subprocess.run([sys.executable, "-c", _MANY, json.dumps(cases), no_dot_path], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return {name: subprocess.CompletedProcess(cases[name], code, out, err)
+            for name, (code, out, err) in json.loads(done.stdout).items()}
+
+
 @pytest.fixture(scope="module")
 def runs(work: Path) -> dict[str, subprocess.CompletedProcess[str]]:
-    no_dot = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # python, but no Graphviz
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(_run, args, work, no_dot if name.startswith("no_dot") else None)
-                   for name, args in COMMANDS.items()}
-        return {name: f.result() for name, f in futures.items()}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        alone = pool.submit(_run, COMMANDS["svg"], work)
+        together = pool.submit(_run_in_one_process, {k: v for k, v in COMMANDS.items() if k != "svg"}, work)
+        return {"svg": alone.result(), **together.result()}
 
 
 def _one_line(run: subprocess.CompletedProcess[str]) -> str:
@@ -75,6 +100,7 @@ def _one_line(run: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_render_expression_writes_a_valid_svg(runs: dict, work: Path) -> None:
     run = runs["svg"]
     assert run.returncode == 0, run.stderr
@@ -83,29 +109,34 @@ def test_render_expression_writes_a_valid_svg(runs: dict, work: Path) -> None:
     assert "MeanBackward0" in (work / "seed.svg").read_text()
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_render_script_function_writes_a_png(runs: dict, work: Path) -> None:
     assert runs["png_script"].returncode == 0, runs["png_script"].stderr
     assert (work / "script.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_render_program_file_writes_json_honouring_no_saved_and_max_nodes(runs: dict, work: Path) -> None:
     assert runs["json_program"].returncode == 0, runs["json_program"].stderr
     graph = Graph.from_json((work / "small.json").read_text())
     assert graph.truncated and not graph.of_kind(NodeKind.SAVED)
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_check_passes_with_the_seeds_hand_gradient(runs: dict) -> None:
     run = runs["check_pass"]
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("gradcheck passed")
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_check_exits_1_for_a_wrong_custom_backward(runs: dict) -> None:
     run = runs["check_fail"]
     assert run.returncode == 1, run.stderr
     assert json.loads(run.stdout)["passed"] is False
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 @pytest.mark.parametrize("name", ["no_dot", "no_dot_pdf"])
 def test_missing_graphviz_exits_3_saying_how_to_install_it(runs: dict, name: str) -> None:
     run = runs[name]
@@ -113,6 +144,7 @@ def test_missing_graphviz_exits_3_saying_how_to_install_it(runs: dict, name: str
     assert "Graphviz's 'dot' program was not found on PATH" in _one_line(run)
 
 
+@pytest.mark.slow  # the module's `runs`: two processes that load torch
 def test_without_dot_svg_is_laid_out_by_graphviz_pure(runs: dict, work: Path) -> None:
     run = runs["no_dot_svg"]
     assert run.returncode == 0, run.stderr

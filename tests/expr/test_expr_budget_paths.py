@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -17,12 +15,11 @@ _DOUBLED = "a = [1]\nb = [1]\nfor i in range(60):\n    a = [a, a]\n    b = [b, b
     ["torch.tensor([1, a])", "c = a == b\ntorch.ones(1)", "max([a, b])", "torch.ones(3)[a]", "torch.ones(3)[[a]]"],
 )
 def test_shared_nested_lists_are_sized_before_they_are_walked(last: str) -> None:
-    start = time.monotonic()
+    # Refused where the list is built (line 4), so the last line never walks it (that hung for ever).
     with pytest.raises(ExprError, match=r"line 4, col 9: the list \[a, a\] would hold [\d,]+ items once its "
                        r"inner lists are counted each time they appear.*at most 100,000 items") as info:
         evaluate(_DOUBLED + last)
     assert info.value.kind == "limit"
-    assert time.monotonic() - start < 60  # it hung for ever before; a loose bound, not a timing test
 
 
 def test_deeply_nested_lists_are_refused_with_the_depth() -> None:

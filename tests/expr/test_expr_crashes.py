@@ -58,6 +58,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
+@pytest.mark.slow  # a process of its own: the division must not kill this one
 def test_integer_division_that_traps_is_refused_and_the_process_lives() -> None:
     programs = [p for p, _ in DIVISIONS]
     done = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(programs)], capture_output=True,
@@ -83,6 +84,7 @@ def test_safe_integer_division_still_runs(program: str, value: list[float]) -> N
     assert torch.equal(out, torch.tensor(value, dtype=out.dtype)) or torch.isnan(out).all()
 
 
+@pytest.mark.slow  # the command line as a process of its own
 def test_cli_render_refuses_the_trapping_division(tmp_path: Path) -> None:
     program = (
         f"x = torch.ones(1, requires_grad=True)\ny = torch.div({INT32_MIN}, -1, rounding_mode='trunc')\n(x * y).sum()"
@@ -102,6 +104,7 @@ def runner() -> Iterator[IsolatedRunner]:
         yield r
 
 
+@pytest.mark.slow  # a worker killed by SIGFPE and a fresh one started
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
 def test_worker_refuses_the_division_and_survives_a_raw_sigfpe(runner: IsolatedRunner) -> None:
     with pytest.raises(ExprError, match=r"divides the smallest int32") as info:

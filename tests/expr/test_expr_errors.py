@@ -1,4 +1,4 @@
-"""Every error a person can meet, with the message it must carry (issue #4, item 3, and the limits)."""
+"""Every error a person can meet, with the message it must carry, and the limits."""
 
 from __future__ import annotations
 

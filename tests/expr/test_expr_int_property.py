@@ -64,6 +64,7 @@ def runner() -> Iterator[IsolatedRunner]:
         yield r
 
 
+@pytest.mark.slow  # 300 programs, each through the worker
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(program=_program())
 @example(program="a = torch.tensor([-2147483648], dtype=torch.int32)\nb = -1\ntorch.div(a, b, rounding_mode='trunc')")

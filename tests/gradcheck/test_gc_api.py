@@ -95,3 +95,49 @@ def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"gradcheck.{module}"))
 
     assert result.attempted > 0 and result.failed == 0
+
+
+def _imports_of(module: str) -> set[str]:
+    """The gradcheck modules `module` imports anywhere in its source, lazily inside functions too."""
+    path = pathlib.Path(gradcheck.__path__[0]) / f"{module}.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gradcheck."):
+            found.add(node.module.split(".")[1])  # type: ignore[union-attr]
+    return found & set(MODULES)
+
+
+def test_the_modules_import_each_other_without_a_circle() -> None:
+    graph = {m: _imports_of(m) for m in MODULES}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import circle: {' -> '.join((*path, module))}"
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, (*path, module))
+        done.add(module)
+
+    for module in MODULES:
+        visit(module, ())
+    assert "_format" not in graph["report"] and "report" in graph["_format"]
+
+
+def test_the_report_text_needs_no_torch() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # any import of torch fails\n"
+        "from gradcheck.report import Report\n"
+        "import gradcheck._format\n"
+        "print('ok')\n"
+    )
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(README.parent)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.strip() == "ok", out.stderr

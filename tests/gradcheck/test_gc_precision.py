@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -84,3 +86,55 @@ def test_a_float32_module_is_checked_in_float64_on_a_cast_copy() -> None:
     assert (report.autograd_dtype, report.numerical_dtype) == ("float32", "float64")
     assert any("finite differences ran on a float64 copy of it" in n for n in report.notes)
     assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def _bf16(values: torch.Tensor) -> torch.Tensor:
+    return values.to(torch.bfloat16).requires_grad_()
+
+
+def test_a_right_bfloat16_tanh_passes_with_tolerances_for_its_rounding() -> None:
+    """Before: blamed on the backward, with a note that explained rounding."""
+    x = _bf16(torch.randn(16, generator=torch.Generator().manual_seed(0)))
+    report = check(torch.tanh, x)
+
+    assert report.passed, str(report)
+    pair = report.pair(0, 0)
+    assert pair.rtol == pytest.approx(8 * 2**-7) and pair.atol > report.atol
+    assert "against bfloat16 autograd" in str(report)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+def test_rounding_beyond_the_tolerance_is_inconclusive_never_the_backward(dtype: torch.dtype) -> None:
+    # Near |x| = 3, 1 - tanh^2 loses most of its digits in a low-precision dtype.
+    x = torch.linspace(2.5, 3.5, 6).to(dtype).requires_grad_()
+    report = check(torch.tanh, x)
+
+    assert check(torch.tanh, x.detach().double().requires_grad_()).passed  # the float64 check passes
+    blames = {p.blame for p in report.failed_pairs}
+    assert Blame.AUTOGRAD not in blames
+    if not report.passed:
+        assert blames == {Blame.ROUNDING} and report.inconclusive
+        assert str(report).startswith("gradcheck INCONCLUSIVE")
+        assert "backward likely wrong" not in str(report)
+
+
+class _DoubleTanh(torch.autograd.Function):
+    """tanh whose backward is twice too large, in any dtype."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad * 2 * (1 - y * y)
+
+
+def test_a_wrong_bfloat16_backward_is_still_blamed_on_the_backward() -> None:
+    x = _bf16(torch.randn(8, generator=torch.Generator().manual_seed(1)))
+    report = check(_DoubleTanh.apply, x)
+
+    assert not report.passed and report.pair(0, 0).blame == Blame.AUTOGRAD

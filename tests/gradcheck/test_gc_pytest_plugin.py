@@ -56,6 +56,7 @@ def test_the_marker_is_registered(pytestconfig: pytest.Config) -> None:
     assert any(line.startswith("gradcheck(**options)") for line in pytestconfig.getini("markers"))
 
 
+@pytest.mark.slow  # a fresh interpreter that imports torch
 def test_loading_the_plugin_does_not_import_torch_and_gradcheck_not_graphviz_app() -> None:
     code = (
         "import sys, gradcheck.pytest_plugin\n"

@@ -1,4 +1,4 @@
-"""Checker honesty: NaN never passes, float32 layers, short reprs, pytest tracebacks (issues 12.9-12.11, 13.3)."""
+"""Checker honesty: NaN never passes, float32 layers, short reprs, pytest tracebacks."""
 
 from __future__ import annotations
 

@@ -50,7 +50,9 @@ def test_a_derivation_repeating_the_backwards_mistake_is_called_a_shared_mistake
 def test_finite_differences_that_change_with_the_step_are_blamed_not_shared() -> None:
     # exp(200 x) with eps=1e-3: central differences err by eps^2 f''' / 6, far above atol,
     # and the differences at eps and 2 eps disagree by about as much: eps is too large.
-    report = check(lambda x: torch.exp(200 * x).sum(), _x(0.0, 0.01), eps=1e-3, expected=lambda x: 200 * torch.exp(200 * x))
+    report = check(
+        lambda x: torch.exp(200 * x).sum(), _x(0.0, 0.01), eps=1e-3, expected=lambda x: 200 * torch.exp(200 * x)
+    )
 
     assert not report.passed
     assert report.pair(0, 0).blame == Blame.NUMERICAL

@@ -44,7 +44,8 @@ class Encoder(nn.Module):
         self.head = nn.Linear(d, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return nn.functional.cross_entropy(self.head(self.encoder(x)[:, 0]), torch.zeros(len(x), dtype=torch.long))
+        target = torch.zeros(len(x), dtype=torch.long, device=x.device)
+        return nn.functional.cross_entropy(self.head(self.encoder(x)[:, 0]), target)
 
 
 class LSTMClassifier(nn.Module):

@@ -145,3 +145,42 @@ def test_roots_must_be_outputs() -> None:
 def test_a_graph_without_saved_tensors_says_so() -> None:
     timeline = memory_timeline(trace(_chain(_vector()), show_saved=False))
     assert any("no saved tensor in the graph" in note for note in timeline.notes)
+
+
+def test_module_summary_gives_the_bytes_each_module_holds_at_the_peak() -> None:
+    torch.manual_seed(0)
+    graph = trace_model(MODELS["encoder"][0](), torch.randn(8, 12, 64))
+    rows = {r.module: r for r in graph.module_summary()}
+    timeline = memory_timeline(graph)
+    inside = sum(m.total for m in timeline.at_peak if m.module is not None)
+    assert rows[""].peak_bytes == inside > 0  # the root holds what every module holds
+    layers = [rows[f"encoder.layers.{i}"].peak_bytes or 0 for i in range(2)]
+    assert rows["encoder.layers"].peak_bytes == sum(layers) + sum(
+        m.total for m in timeline.at_peak if m.module == "encoder.layers")
+
+
+def _uneven_split(x: torch.Tensor) -> torch.Tensor:
+    q, k = (x * x).split([12, 4])  # a 48-byte and a 16-byte output of one op
+    return q.exp().sum() + k.exp().sum()
+
+
+def test_an_uneven_split_sends_each_output_a_gradient_of_its_own_size() -> None:
+    # forward end: the two exp results (48 + 16), the loss (4) and its gradient (4) = 72. The first
+    # ExpBackward0 to run (k's, made last) makes 16 bytes for k, not q's 48: 88.
+    predicted, run = _run(Fn(_uneven_split), torch.arange(16.0, requires_grad=True))
+    split = next(n for n in run.graph.nodes if n.name == "SplitWithSizesBackward0")
+    assert split.output_bytes == (48, 16)
+    assert [(s.node and run.graph.node(s.node).name, s.peak) for s in predicted.steps][:4] == [
+        (None, 72), ("AddBackward0", 72), ("SumBackward0", 72), ("ExpBackward0", 88)]
+    assert predicted.peak_bytes == run.measured.peak_bytes
+
+
+def test_the_readme_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
+    example = section.split("```python\n")[1].split("```")[0]
+    exec(compile(example, "README.md memory", "exec"), {})  # noqa: S102
+    shown = section.split("```text\n")[1].split("```")[0]
+    assert capsys.readouterr().out == shown

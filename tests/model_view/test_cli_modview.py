@@ -1,14 +1,18 @@
-"""`graphviz-app render` as a real process: --depth/--roll, the notes on stderr, what a script may return."""
+"""`graphviz-app render` as the command line runs it: --depth/--roll, the notes on stderr, what a script may return.
+
+The commands run in-process through `main(argv)`; tests/expr/test_cli_subprocess.py runs the real process.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from graphviz_app.cli import commands as cli
 from graphviz_app.model import Graph, NodeKind
 
 SCRIPT = """\
@@ -62,15 +66,24 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`graphviz-app ARGS` run by `main(argv)` in this process: its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(args)
+        except SystemExit as e:  # argparse's own usage errors
+            code = e.code if isinstance(e.code, int) else 2
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="module")
 def runs(work: Path) -> dict[str, subprocess.CompletedProcess[str]]:
-    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "graphviz_app", *args], cwd=work,
-                              capture_output=True, text=True, timeout=300)
-
-    with ThreadPoolExecutor(max_workers=3) as pool:  # each loads torch: seconds apiece
-        futures = {name: pool.submit(run, args) for name, args in COMMANDS.items()}
-        return {name: f.result() for name, f in futures.items()}
+    # In-process: each command as a process would load torch again (seconds apiece);
+    # tests/expr/test_cli_subprocess.py runs the real process.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        return {name: _run(args) for name, args in COMMANDS.items()}
 
 
 def _graph(work: Path, name: str) -> Graph:

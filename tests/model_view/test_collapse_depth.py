@@ -32,9 +32,12 @@ def test_a_100_layer_encoder_has_one_box_per_module_deeper_than_depth(depth: int
     assert all(n.module.count(".") + 1 == depth + 1 for n in _boxes(graph) if n.module)
 
 
-def test_depth_deeper_than_every_module_changes_nothing() -> None:
+def test_depth_deeper_than_every_module_changes_nothing_and_says_so() -> None:
     graph = encoder_graph(3)
-    assert collapse(graph, depth=5) == graph
+    folded = collapse(graph, depth=5)
+    assert (folded.nodes, folded.edges) == (graph.nodes, graph.edges)
+    assert folded.notes == (*graph.notes, "depth=5 folds nothing: the deepest module with ops is at depth 3 "
+                            "('layers.2.self_attn'); depth=2 draws the modules at depth 3 as boxes")
     assert collapse(graph) is graph
 
 

@@ -13,7 +13,8 @@ def test_rows_follow_graph_modules_order_and_include_submodules() -> None:
     rows = list(graph.module_summary())
     assert [r.module for r in rows] == [m.name for m in graph.modules]
     layer = next(r for r in rows if r.module == "layers.1")
-    assert layer == ModuleRow("layers.1", "TransformerEncoderLayer", len(LAYER_PARTS), 32 * len(LAYER_PARTS), 140, 560)
+    assert layer == ModuleRow("layers.1", "TransformerEncoderLayer", len(LAYER_PARTS), 32 * len(LAYER_PARTS), 140, 560,
+                              layer.peak_bytes)
     root = rows[0]
     assert (root.module, root.ops, root.params) == ("", 2 * len(LAYER_PARTS) + 1, 280)
 
@@ -37,8 +38,9 @@ def test_saved_bytes_count_each_storage_once_and_skip_freed_tensors() -> None:
 def test_the_table_prints_one_line_per_module_with_readable_numbers() -> None:
     text = str(encoder_graph(100).module_summary())
     lines = text.splitlines()
-    assert lines[0].split() == ["module", "type", "ops", "activations", "params", "param", "bytes"]
-    assert lines[1].split() == ["(root)", "TransformerEncoder", "1,101", "34.4", "KiB", "14,000", "54.7", "KiB"]
+    assert lines[0].split() == ["module", "type", "ops", "activations", "at", "peak", "params", "param", "bytes"]
+    assert lines[1].split() == ["(root)", "TransformerEncoder", "1,101", "34.4", "KiB", "92.3", "KiB", "14,000",
+                                "54.7", "KiB"]
     assert len(lines) == 1 + len(encoder_graph(100).modules)
 
 

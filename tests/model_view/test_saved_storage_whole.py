@@ -170,10 +170,17 @@ def counting(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Iterator[Hoo
 
 
 def traced(case: Case) -> tuple[Graph, HookCount, nn.Module]:
+    """The graph of one forward, and what a saved-tensor hook counted on the same forward run again.
+
+    The tracer does not unpack tensors a saved-tensor hook packed (unpacking runs the hook; for
+    checkpointing it recomputes), so the hook counts a second, identical forward.
+    """
     torch.manual_seed(0)
     model = case.build()
     inputs = case.inputs()
-    with counting(model, inputs) as count, record(model):
+    with counting(model, inputs) as count:
+        model(*inputs)
+    with record(model):
         out = model(*inputs)
     return trace(out, model), count, model
 

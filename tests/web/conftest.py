@@ -49,7 +49,7 @@ def request_log() -> list[str]:
 def page(browser, request_log: list[str]) -> Iterator[object]:  # noqa: ANN001
     context = browser.new_context(viewport={"width": 1400, "height": 1900})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(180_000)  # bounds a hang: a fresh server's first graph on a busy machine is slow
     pg.on("request", lambda r: request_log.append(r.url))
     pg.on("websocket", lambda ws: request_log.append(ws.url))
     try:

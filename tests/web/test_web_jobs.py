@@ -16,6 +16,10 @@ from graphviz_app.web.worker.pictures import png_job, svg_job
 TOL = (1e-6, 1e-5, 1e-3)
 
 
+# The gallery examples that take about 5 s or more to run and draw on a busy machine.
+SLOW_EXAMPLES = {"cnn": pytest.mark.slow, "transformer": pytest.mark.slow}
+
+
 def test_the_seed_program_gives_the_hand_derived_gradient() -> None:
     result = analysis_job(SEED_PROGRAM, Options())
     assert isinstance(result, Analysis)
@@ -46,7 +50,7 @@ def test_dtype_and_device_options_are_the_constructors_defaults() -> None:
     assert result.grads[0].dtype == "float64" and result.grads[0].device == "cpu"
 
 
-@pytest.mark.parametrize("ex", EXAMPLES, ids=[e.key for e in EXAMPLES])
+@pytest.mark.parametrize("ex", [pytest.param(e, id=e.key, marks=SLOW_EXAMPLES.get(e.key, ())) for e in EXAMPLES])
 def test_every_gallery_example_draws_a_graph(ex) -> None:  # noqa: ANN001
     result = analysis_job(ex.program, Options())
     assert isinstance(result, Analysis), str(result)

@@ -36,15 +36,18 @@ def dot_children() -> list[int]:
     return found
 
 
+@pytest.mark.slow  # runs into the 3 s layout budget
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
 def test_a_slow_svg_layout_is_stopped_at_its_budget_and_dot_does_not_linger() -> None:
     result = analysis_job(SLOW_TO_LAY_OUT, Options(max_nodes=5000))
     assert isinstance(result, Analysis)  # the page shows it at once: the browser lays out what is open
+    budget_s = 3.0
     start = time.monotonic()
-    found = svg_job(result.graph_json, "TB", 3.0)
+    found = svg_job(result.graph_json, "TB", budget_s)
     assert isinstance(found, Failure)
     assert found.kind == "render"
     assert "took over 3 s" in found.message and "draw fewer nodes" in found.message
     assert "laid out in your browser" in found.message and "graphviz-app render autograd.json" in found.message
-    assert time.monotonic() - start < 15
+    # Stopped at the budget (room for a busy machine); not stopped, dot would run for minutes.
+    assert time.monotonic() - start < budget_s + 30
     assert dot_children() == []

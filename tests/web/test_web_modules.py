@@ -42,6 +42,7 @@ def test_a_bad_depth_in_a_link_is_reported_and_the_viewer_picks_the_level(raw: s
 
 
 # The worker's result -----------------------------------------------------------
+@pytest.mark.slow  # a six-layer encoder run twice, traced
 def test_roll_folds_the_six_encoder_layers_into_one_box_and_depth_picks_the_opening() -> None:
     program = example("transformer").program
     rolled = analysis_job(program, Options(module_depth=3))

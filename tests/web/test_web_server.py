@@ -7,13 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from web_support import ROOT, free_port, wait_healthy
+from web_support import ROOT, alive, descendants, free_port, wait_healthy
 
 from graphviz_app.web.server import APP_PATH, serve, streamlit_command
+from tests.waiting import wait_until
 
 
 def option(command: list[str], name: str) -> str:
@@ -51,31 +51,6 @@ def test_a_port_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert "--port must be between 1 and 65535, got 70000" in capsys.readouterr().err
 
 
-def descendants(pid: int) -> set[int]:
-    """The processes below `pid` (through /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="follows the server's processes through /proc")
 def test_ctrl_c_in_a_terminal_stops_the_server_and_its_workers(tmp_path: Path) -> None:
     port = free_port()
@@ -88,9 +63,9 @@ def test_ctrl_c_in_a_terminal_stops_the_server_and_its_workers(tmp_path: Path) -
         )
         try:
             wait_healthy(f"http://127.0.0.1:{port}", server, log)
-            time.sleep(1)  # let the worker pool start
+            # Streamlit runs as a child process (the worker pool starts with the first page view).
+            wait_until(lambda: descendants(server.pid), timeout=60, what="Streamlit's process starting")
             family = descendants(server.pid)
-            assert family, "Streamlit runs as a child process"
             os.killpg(server.pid, signal.SIGINT)
             assert server.wait(timeout=60) == 0
         finally:
@@ -100,7 +75,4 @@ def test_ctrl_c_in_a_terminal_stops_the_server_and_its_workers(tmp_path: Path) -
     assert f"graphviz-app: serving the page on http://localhost:{port} (Ctrl-C to stop)" in text
     assert "graphviz-app: stopped." in text
     assert "Traceback" not in text
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(alive(p) for p in family):
-        time.sleep(0.2)
-    assert [p for p in family if alive(p)] == []
+    wait_until(lambda: not any(alive(p) for p in family), timeout=30, what="every process of the server ending")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from web_support import new_app, page_text, report_view, shown_payload, type_program, viewer_element
 
 from graphviz_app.web.gallery import example
@@ -19,6 +20,7 @@ def query(at) -> dict[str, str]:  # noqa: ANN001
     return {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
 
 
+@pytest.mark.slow  # 10,000 ops run and traced
 def test_a_10000_op_program_sends_the_whole_graph_folded_not_a_part_or_a_timeout() -> None:
     at = new_app({"program": TEN_THOUSAND_OPS, "max_nodes": "20000"})
     assert not at.exception

@@ -145,6 +145,46 @@ class OutboundTrap:
         self._sock.close()
 
 
+# Processes, through /proc -----------------------------------------------------
+def descendants(pid: int) -> set[int]:
+    """The processes below `pid`."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def worker_processes(pid: int) -> set[int]:
+    """The program workers below process `pid`: the processes `multiprocessing` started there."""
+    found = set()
+    for child in descendants(pid):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"multiprocessing" in command and b"resource_tracker" not in command:
+            found.add(child)
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -169,7 +209,7 @@ def wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float 
 class Server:
     """`python -m graphviz_app.cli serve --port N` as a child process."""
 
-    def __init__(self, *, time_limit_s: float = 6.0) -> None:
+    def __init__(self, *, time_limit_s: float = 60.0) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.trap = OutboundTrap()
@@ -205,6 +245,50 @@ class Server:
         self.trap.close()
         return self.process.returncode
 
+
+
+# Streamlit marks its app root with the script's state ("running", "notRunning", ...): a run
+# has ended each time the state leaves "running". Counted from before the page's own script.
+_COUNT_RUNS = """
+window.__scriptRunsEnded = 0;
+new MutationObserver((records) => {
+  for (const r of records) if (r.oldValue === "running") window.__scriptRunsEnded += 1;
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ["data-test-script-state"]});
+"""
+
+
+def count_script_runs(page) -> None:  # noqa: ANN001
+    """From the next page load on, count the runs of the page's script (call before `goto`)."""
+    page.add_init_script(_COUNT_RUNS)
+
+
+def script_runs_ended(page) -> int:  # noqa: ANN001
+    """How many runs of the page's script have ended (see `count_script_runs`)."""
+    return int(page.evaluate("window.__scriptRunsEnded"))
+
+
+def wait_for_runs_after(page, ended: int) -> None:  # noqa: ANN001
+    """Wait until a run of the page's script ended after `ended` had, and no run is going on."""
+    page.wait_for_function(
+        """(ended) => window.__scriptRunsEnded > ended &&
+            document.querySelector("[data-testid='stApp']").getAttribute("data-test-script-state") !== "running"
+        """,
+        arg=ended,
+    )
+
+
+def settled_screenshot(locator, *, timeout: float = 30) -> bytes:  # noqa: ANN001
+    """A PNG of `locator` once it stopped changing (two shots in a row alike): scrolling has settled."""
+    previous = locator.screenshot()
+    deadline = time.monotonic() + timeout
+    while True:
+        shot = locator.screenshot()
+        if shot == previous:
+            return shot
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the element kept changing for {timeout:g} s")
+        previous = shot
 
 
 def screenshot(page, name: str, *, focus=None) -> Path:  # noqa: ANN001

@@ -39,6 +39,7 @@ class BackwardPlan:
     outputs: dict[str, str] = field(default_factory=dict)
     output_op: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -49,9 +50,15 @@ class BackwardPlan:
         return (1, recency, self.index[node_id])
 
     def output_bytes(self, node_id: str, output_nr: int) -> int:
-        """The size of forward output `output_nr` of a node: the gradient sent to it has this size."""
-        t = self.nodes[node_id].tensor
-        return t.bytes if t is not None else 0
+        """The size of forward output `output_nr` of a node: the gradient sent to it has this size.
+
+        Past the first output, the traced `Node.output_bytes`; without it, the first output's size.
+        """
+        if output_nr:
+            several = self.nodes[node_id].output_bytes
+            if several is not None and output_nr < len(several):
+                return several[output_nr]
+        return self.sizes.get(node_id, 0)
 
 
 def _counted_key(n: Node, skip: set[str]) -> tuple[str, int] | None:
@@ -67,6 +74,8 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     """Read `graph` into a BackwardPlan; `roots` are the output node ids backward starts from (default all)."""
     nodes = {n.id: n for n in graph.nodes}
     plan = BackwardPlan(nodes, {n.id: i for i, n in enumerate(graph.nodes)})
+    plan.sizes = {n.id: n.tensor.bytes for n in graph.nodes
+                  if n.tensor is not None and n.kind in (NodeKind.OP, NodeKind.LEAF)}
     outputs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
     wanted = {n.id for n in outputs} if roots is None else set(roots)
     unknown = sorted(wanted - {n.id for n in outputs})

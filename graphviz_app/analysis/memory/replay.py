@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import NodeKind
 from .plan import BackwardPlan
 from .records import MemoryStep
-from .rules import Makes, makes
+from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
-__all__ = ["EngineReplay"]
+__all__ = ["EngineReplay", "Recompute"]
+
+_NEVER = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class Recompute:
+    """What checkpointing some modules changes: saved storages that are not kept by the forward but
+    made again (`deferred[node]`) just before `node`, the first of their module to run in backward;
+    inputs the checkpoint keeps that nothing else would (`kept`: key -> (bytes, owner)), until the
+    node that `released_after` lists them under has run."""
+
+    deferred: dict[str, list[str]] = field(default_factory=dict)
+    kept: dict[str, tuple[int, str]] = field(default_factory=dict)
+    released_after: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        return frozenset(k for keys in self.deferred.values() for k in keys)
 
 
 class EngineReplay:
@@ -21,11 +40,15 @@ class EngineReplay:
     output), a gradient value. A gradient value is one tensor: the same value
     may sit in several input buffers (add passes its gradient on unchanged), a
     view is a new value on the same storage. `owner[key]` names the node that
-    holds a storage, `kind[key]` how (see `records.HOLDER_KINDS`).
+    holds a storage, `kind[key]` how (see `records.HOLDER_KINDS`). With
+    `track`, every storage's life is logged so `alive_at_peak()` can say,
+    after the run, what was alive when the peak was first reached.
     """
 
-    def __init__(self, plan: BackwardPlan, *, retain_graph: bool, owners: dict[str, str] | None = None) -> None:
+    def __init__(self, plan: BackwardPlan, *, retain_graph: bool, recompute: Recompute | None = None,
+                 track: bool = False) -> None:
         self.plan = plan
+        self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
         self.size: dict[str, int] = {}
@@ -38,10 +61,14 @@ class EngineReplay:
         self.live = 0
         self.order: list[str] = []
         self._next = 0
-        # storage key -> (kind, owner, bytes) of every storage alive at the snapshot
-        self.snapshot: dict[str, tuple[str, str, int]] | None = None
-        self._snap_at: int | None = None
-        self._start(owners or {})
+        self.track = track
+        self.moment = 0  # counts changes to what is alive (with `track`)
+        self.best, self.best_moment = -1, 0
+        # storage key -> [(moment, kind, owner), ...], then the moment it went
+        self.history: dict[str, list[tuple[int, str, str]]] = {}
+        self.died: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}
+        self._start()
 
     # -- storages and values -------------------------------------------------
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
@@ -51,6 +78,10 @@ class EngineReplay:
             self.kind[key] = kind
             self.owner[key] = owner
             self.live += size
+            if self.track:
+                self.moment += 1
+                self.history[key] = [(self.moment, kind, owner)]
+                self.sizes[key] = size
         self.refs[key] += count
 
     def _release(self, key: str) -> None:
@@ -58,21 +89,29 @@ class EngineReplay:
         if self.refs[key] == 0:
             self.live -= self.size.pop(key)
             del self.refs[key], self.kind[key], self.owner[key]
+            if self.track:
+                self.moment += 1
+                self.died[key] = self.moment
 
-    def _new_value(self, key: str, logical: int) -> int:
+    def _relabel(self, key: str, kind: str, owner: str) -> None:
+        self.kind[key], self.owner[key] = kind, owner
+        if self.track:
+            self.moment += 1
+            self.history[key].append((self.moment, kind, owner))
+
+    def _alloc(self, size: int, owner: str, logical: int) -> int:
         self._next += 1
+        key = f"g{self._next}"
+        self._hold(key, size, "gradients", owner)
         self.values[self._next] = [key, 1, logical]
         return self._next
-
-    def _alloc(self, size: int, owner: str, logical: int | None = None) -> int:
-        key = f"g{self._next + 1}"
-        self._hold(key, size, "gradients", owner)
-        return self._new_value(key, size if logical is None else logical)
 
     def _view(self, value: int, logical: int) -> int:
         key = self.values[value][0]
         self.refs[key] += 1
-        return self._new_value(key, logical)
+        self._next += 1
+        self.values[self._next] = [key, 1, logical]
+        return self._next
 
     def _drop(self, value: int) -> None:
         v = self.values[value]
@@ -87,22 +126,42 @@ class EngineReplay:
         return holders == 1 and self.refs[key] == 1 and logical <= self.size[key]
 
     def _check_peak(self, peak: int) -> int:
-        if self._snap_at is not None and self.live >= self._snap_at and self.snapshot is None:
-            self.snapshot = {k: (self.kind[k], self.owner[k], self.size[k]) for k in self.refs}
-        return max(peak, self.live)
+        live = self.live
+        if live > self.best:
+            self.best, self.best_moment = live, self.moment
+        return peak if peak > live else live
+
+    def alive_at_peak(self) -> dict[str, tuple[str, str, int]]:
+        """Storage key -> (kind, owner, bytes) of what was alive when the peak was first reached (needs `track`)."""
+        at = self.best_moment
+        found: dict[str, tuple[str, str, int]] = {}
+        for key, changes in self.history.items():
+            if changes[0][0] > at or self.died.get(key, _NEVER) <= at:
+                continue
+            _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
+            found[key] = (kind, owner, self.sizes[key])
+        return found
 
     # -- the step ------------------------------------------------------------
-    def _start(self, owners: dict[str, str]) -> None:
+    def _hold_saved(self, key: str) -> None:
+        savers = self.plan.savers[key]
+        pending = sum(1 for s in savers if s in self.plan.reachable)
+        # Held for good: the graph retained, or a saver that backward never runs.
+        count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
+        self._hold(key, self.plan.storage_bytes[key], "saved", savers[0], count)
+
+    def _start(self) -> None:
         plan = self.plan
-        for key, savers in plan.savers.items():
-            pending = sum(1 for s in savers if s in plan.reachable)
-            # Held for good: the graph retained, or a saver that backward never runs.
-            count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
-            self._hold(key, plan.storage_bytes[key], "saved", owners.get(key, savers[0]), count)
+        skipped = self.recompute.skipped
+        for key in plan.savers:
+            if key not in skipped:
+                self._hold_saved(key)
+        for key, (size, owner) in self.recompute.kept.items():
+            self._hold(key, size, "saved", owner)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], "outputs", output)
         for op, output_nr, size, item in plan.roots:
-            value = self._alloc(item, op, logical=size)
+            value = self._alloc(item, op, size)
             self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
         self.ready = [(plan.priority(n), n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
@@ -111,13 +170,15 @@ class EngineReplay:
 
     def _deliver(self, target: str, output_nr: int, value: int, peak: int) -> int:
         """Put a gradient into `target`'s input buffer, summing with one already there (InputBuffer::add)."""
-        slot = self.buffers.setdefault(target, {})
+        slot = self.buffers.get(target)
+        if slot is None:
+            slot = self.buffers[target] = {}
         old = slot.get(output_nr)
         if old is None:
             slot[output_nr] = value
             key = self.values[value][0]
-            if self.kind[key] == "gradients" and self.refs[key] == 1:
-                self.owner[key] = target
+            if self.refs[key] == 1 and self.kind[key] == "gradients":
+                self._relabel(key, "gradients", target)
             return peak
         if self._exclusive(old):
             self._drop(value)
@@ -125,37 +186,42 @@ class EngineReplay:
             slot[output_nr] = value
             self._drop(old)
         else:
-            slot[output_nr] = self._alloc(self.values[old][2], target)
+            logical = self.values[old][2]
+            slot[output_nr] = self._alloc(logical, target, logical)
             peak = self._check_peak(peak)
             self._drop(old)
             self._drop(value)
         return peak
 
-    def run(self, *, until: int | None = None, peak_at: int | None = None) -> list[MemoryStep]:
-        """Run backward to the end (or through step `until`); with `peak_at`, snapshot the first moment reaching it."""
-        self._snap_at = peak_at
+    def run(self) -> list[MemoryStep]:
+        """Run backward to the end; one MemoryStep for the end of the forward, then one per node run."""
         steps = [MemoryStep(None, self.live, self.live, self.live)]
-        if peak_at is not None and self.live >= peak_at:
-            self._check_peak(self.live)
-        while self.ready and (until is None or len(steps) <= until):
-            _, node = heapq.heappop(self.ready)
+        self._check_peak(self.live)
+        ready, plan, deferred = self.ready, self.plan, self.recompute.deferred
+        released_after, leaf = self.recompute.released_after, NodeKind.LEAF
+        while ready:
+            _, node = heapq.heappop(ready)
             before = self.live
-            peak = self._run_leaf(node) if self.plan.nodes[node].kind is NodeKind.LEAF else self._run_op(node)
+            for key in deferred.get(node, ()):  # a checkpointed module's forward runs again
+                self._hold_saved(key)
+            peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
+            for key in released_after.get(node, ()):
+                self._release(key)
             self.order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
 
     def _run_leaf(self, node: str) -> int:
         """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy."""
-        inputs = self.buffers.pop(node, {})
-        value = inputs.get(0)
+        inputs = self.buffers.pop(node, None)
+        value = inputs.get(0) if inputs else None
         peak = self.live
         if value is None:
             return peak
         key = self.values[value][0]
-        leaf_bytes = self.plan.output_bytes(node, 0)
+        leaf_bytes = self.plan.sizes.get(node, 0)
         if self.values[value][1] == 1 and self.size[key] >= leaf_bytes:
-            self.kind[key], self.owner[key] = "grads", node  # stolen: the value stays, held by .grad
+            self._relabel(key, "grads", node)  # stolen: the value stays, held by .grad
             return peak
         self._hold(f"grad:{node}", leaf_bytes, "grads", node)
         peak = self._check_peak(peak)
@@ -164,33 +230,36 @@ class EngineReplay:
 
     def _run_op(self, node: str) -> int:
         plan = self.plan
-        inputs = self.buffers.pop(node, {})
-        incoming = inputs.get(0, next(iter(inputs.values()), None))
+        inputs = self.buffers.pop(node, None) or {}
+        incoming = inputs.get(0)
+        if incoming is None and inputs:
+            incoming = next(iter(inputs.values()))
         name = plan.nodes[node].name
-        own = plan.output_bytes(node, 0)
+        sizes = plan.sizes
+        own = sizes.get(node, 0)
+        view, same, first = name in VIEWS, name in SAME_WHEN_SAME_SIZE, name in SAME_FIRST
         made: list[tuple[str, int, int]] = []
         for target, output_nr, slot in plan.sends.get(node, ()):
-            need = plan.output_bytes(target, output_nr)
-            how = makes(name, slot, need, own) if incoming is not None else Makes.NEW
-            if how is Makes.SAME and incoming is not None:
+            need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
+            if incoming is None:
+                made.append((target, output_nr, self._alloc(need, node, need)))
+            elif view:
+                made.append((target, output_nr, self._view(incoming, need)))
+            elif need == own and (same or (first and slot == 0)):
                 self.values[incoming][1] += 1
                 made.append((target, output_nr, incoming))
-            elif how is Makes.VIEW and incoming is not None:
-                made.append((target, output_nr, self._view(incoming, need)))
             else:
-                made.append((target, output_nr, self._alloc(need, node)))
+                made.append((target, output_nr, self._alloc(need, node, need)))
         peak = self._check_peak(self.live)
         for value in inputs.values():
             self._drop(value)
         if not self.retain_graph:
-            for key in self._saved_by(node):
+            for key in plan.saved_by.get(node, ()):
                 self._release(key)
+        deps, ready = self.deps, self.ready
         for target, output_nr, value in made:
             peak = self._deliver(target, output_nr, value, peak)
-            self.deps[target] -= 1
-            if self.deps[target] == 0:
-                heapq.heappush(self.ready, (plan.priority(target), target))
+            deps[target] -= 1
+            if deps[target] == 0:
+                heapq.heappush(ready, (plan.priority(target), target))
         return peak
-
-    def _saved_by(self, node: str) -> list[str]:
-        return self.plan.saved_by.get(node, [])

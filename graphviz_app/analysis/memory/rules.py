@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Makes", "makes"]
+__all__ = ["Makes", "makes", "VIEWS", "SAME_WHEN_SAME_SIZE", "SAME_FIRST"]
 
 
 class Makes(Enum):
@@ -16,7 +16,7 @@ class Makes(Enum):
 
 
 # Every input's gradient is a view of the incoming one: no new memory.
-_VIEWS = frozenset({
+VIEWS = frozenset({
     "ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0",
     "TransposeBackward0", "TransposeBackward1", "PermuteBackward0", "SqueezeBackward0", "SqueezeBackward1",
     "SqueezeBackward2", "SqueezeBackward3", "SqueezeBackward4", "UnsqueezeBackward0", "UnsqueezeBackward1",
@@ -25,12 +25,12 @@ _VIEWS = frozenset({
 })
 # The incoming gradient passes through unchanged when the input has the output's size
 # (torch sums a broadcast input's gradient down to its shape: a new tensor).
-_SAME_WHEN_SAME_SIZE = frozenset({
+SAME_WHEN_SAME_SIZE = frozenset({
     "AddBackward0", "AddBackward1", "CloneBackward0", "ToCopyBackward0", "ExpandBackward0",
     "PosBackward0", "LiftFreshBackward0",
 })
 # Only the first input's gradient passes through: self - other sends -grad to other.
-_SAME_FIRST = frozenset({"SubBackward0", "SubBackward1"})
+SAME_FIRST = frozenset({"SubBackward0", "SubBackward1"})
 
 
 def makes(name: str, slot: int, input_bytes: int, output_bytes: int) -> Makes:
@@ -42,11 +42,11 @@ def makes(name: str, slot: int, input_bytes: int, output_bytes: int) -> Makes:
     >>> makes("TBackward0", 0, 64, 64), makes("AddBackward0", 1, 64, 64), makes("AddBackward0", 1, 8, 64)
     (<Makes.VIEW: 'view'>, <Makes.SAME: 'same'>, <Makes.NEW: 'new'>)
     """
-    if name in _VIEWS:
+    if name in VIEWS:
         return Makes.VIEW
     same_size = input_bytes == output_bytes
-    if name in _SAME_WHEN_SAME_SIZE and same_size:
+    if name in SAME_WHEN_SAME_SIZE and same_size:
         return Makes.SAME
-    if name in _SAME_FIRST and slot == 0 and same_size:
+    if name in SAME_FIRST and slot == 0 and same_size:
         return Makes.SAME
     return Makes.NEW

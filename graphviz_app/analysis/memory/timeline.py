@@ -48,22 +48,23 @@ def memory_timeline(
         ValueError: a root is not an output node of the graph.
 
     >>> from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo
-    >>> t = TensorInfo(None, (4,), "float32", "cpu", 4, 16, True, storage="s0", storage_bytes=16)
-    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output", t), Node("n1", NodeKind.OP, "ExpBackward0", t, recency=0),
-    ...            Node("n2", NodeKind.SAVED, "result", t)),
-    ...           (Edge("n1", "n0"), Edge("n2", "n1", EdgeKind.SAVED)))
-    >>> memory_timeline(g).peak_bytes  # the output (also saved), its 4-byte gradient, the 16 bytes ExpBackward0 makes
+    >>> y = TensorInfo(None, (4,), "float32", "cpu", 4, 16, True, storage="s0", storage_bytes=16)
+    >>> x = TensorInfo("x", (4,), "float32", "cpu", 4, 16, True, storage="s1", storage_bytes=16)
+    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output", y), Node("n1", NodeKind.OP, "ExpBackward0", y, recency=0),
+    ...            Node("n2", NodeKind.SAVED, "result", y), Node("n3", NodeKind.LEAF, "x", x)),
+    ...           (Edge("n1", "n0"), Edge("n2", "n1", EdgeKind.SAVED), Edge("n3", "n1")))
+    >>> # y = x.exp(): the output (also saved), its 4-byte gradient, and the 16 bytes ExpBackward0 makes for x
+    >>> memory_timeline(g).peak_bytes
     36
     """
     plan = plan_backward(graph, roots)
-    first = EngineReplay(plan, retain_graph=retain_graph)
-    steps = first.run()
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
     peak_bytes = steps[peak_step].peak
-    owners = _last_savers(plan, first.order)
-    second = EngineReplay(plan, retain_graph=retain_graph, owners=owners)
-    second.run(peak_at=peak_bytes)
-    snapshot = second.snapshot or {}
+    owners = _last_savers(plan, replay.order)
+    snapshot = {key: (kind, owners.get(key, owner) if kind == "saved" else owner, size)
+                for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
     for key, savers in plan.savers.items():
         held[owners.get(key, savers[0])] += plan.storage_bytes[key]

@@ -14,9 +14,10 @@ from ...errors import NoGradFnError, TraceError
 from ...model import Graph
 from ..big_stack import call_with_large_stack
 from ..module_trace import given_tensors
-from ..param_owners import first_names, model_params
+from ..param_owners import all_named_params, first_names
 from ..recorder import record
 from ..walker import Walker, WalkOptions
+from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
@@ -29,13 +30,16 @@ class Step:
     The loss is the output if it is a scalar, its sum if not, the `loss` of an
     output object that has one; with several tensor outputs, backward starts
     from every one of them (their sums). `autocast` runs the forward under
-    `torch.autocast` with that dtype (float16, bfloat16) on the inputs' device.
+    `torch.autocast` with that dtype (float16, bfloat16) on the inputs' device;
+    on `meta`, which torch.autocast leaves alone, under `MetaAutocast` with the
+    `autocast_policy` of "cuda" or "cpu" (which ops run in which precision).
     """
 
     model: torch.nn.Module
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     autocast: torch.dtype | None = None
+    autocast_policy: str = "cuda"
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,13 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
     return named, losses[:1] or [p for p, _ in named]
 
 
-def _walk(step: Step, named: list[tuple[str, torch.Tensor]]) -> tuple[Graph, dict[str, Any]]:
-    params = model_params(step.model)
+def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tuple[Graph, dict[str, Any]]:
+    params = all_named_params(step.model)
     leaf_names = {id(t): (name, t) for name, t in first_names(params)}
     options = WalkOptions(
         leaf_names=leaf_names, root_module=step.model, module_params=params,
         module_param_ids=frozenset(leaf_names), given=given_tensors(step.model, step.args, step.kwargs),
+        show_saved=saved, show_attrs=saved,
     )
     notes: list[str] = []
     with Walker(options, notes) as walker:
@@ -96,7 +101,16 @@ def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
     if step.autocast is None:
         return contextlib.nullcontext()
     devices = [t.device.type for t in given_tensors(step.model, step.args, step.kwargs)]
-    return torch.autocast(devices[0] if devices else "cpu", dtype=step.autocast)
+    device = devices[0] if devices else "cpu"
+    if device == "meta":
+        return MetaAutocast(step.autocast, step.autocast_policy)
+    return torch.autocast(device, dtype=step.autocast)
+
+
+def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return torch.device("meta") if devices == {"meta"} else contextlib.nullcontext()
 
 
 def _counter(step: Step) -> LiveStorages | LiveCuda:
@@ -105,16 +119,16 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
     return LiveCuda(cuda[0]) if cuda else LiveStorages()
 
 
-def _run(step: Step, measure: bool, retain_graph: bool) -> StepRun:
+def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
-        with record(step.model), _autocast(step), torch.enable_grad():
+        with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
         forward_peak = counter.peak if counter is not None else 0
         named, root_paths = step_outputs(outputs)
         if counter is not None:
             counter.paused = True
-        graph, fns = _walk(step, named)
+        graph, fns = _walk(step, named, saved)
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
         if counter is None:
             return StepRun(graph, roots, None)
@@ -149,14 +163,18 @@ def _marker(counter: LiveStorages | LiveCuda, node_id: str) -> Any:
     return prehook
 
 
-def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False) -> StepRun:
+def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False, trace_saved: bool = True) -> StepRun:
     """Run `step` once: forward under `record`, trace its graph, then (with `measure`) backward, measured.
 
     Measured on CPU (and `meta`) by counting every storage an op allocates
     while it lives (`LiveStorages`), on CUDA by the allocator's counters
     (`LiveCuda`); either way tensors that existed before the step do not
     count. The measured steps carry the graph's node ids. Runs on a big-stack
-    thread, as `trace_model` does; the step's tensors are freed there.
+    thread, as `trace_model` does; the step's tensors are freed there. The step
+    starts with no `.grad` (as after `zero_grad()`); the parameters' own `.grad`
+    are put back afterwards, so the model is as it was. `trace_saved=False`
+    traces no saved tensor (reading one may run code: a checkpointed module
+    recomputes its forward).
 
     Raises:
         TraceError: the model is not an nn.Module.
@@ -164,4 +182,12 @@ def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False) ->
     """
     if not isinstance(step.model, torch.nn.Module):
         raise TraceError(f"a step runs an nn.Module, got a {type(step.model).__name__}")
-    return call_with_large_stack(_run, step, measure, retain_graph)
+    params = list(step.model.parameters())
+    kept = [p.grad for p in params]
+    for p in params:  # a step starts from zero_grad(set_to_none=True): backward makes every .grad
+        p.grad = None
+    try:
+        return call_with_large_stack(_run, step, measure, retain_graph, trace_saved)
+    finally:
+        for p, grad in zip(params, kept, strict=True):
+            p.grad = grad

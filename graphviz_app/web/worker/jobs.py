@@ -9,17 +9,29 @@ no tensor ever leaves the worker. The server names them with `JobRef`s
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from gradcheck import GradcheckError, check
+from gradcheck import GradcheckError, GradcheckWarning, ShapeMismatchError, check
 
 from ...errors import GraphvizAppError
 from ...expr import ExprError, expected_function, to_function
 from ...expr.validator import parse
-from ..results import Analysis, Failure, GradientCheck, TensorValue, Tolerances
+from ..results import (
+    CHECKED_GRADIENT,
+    CHECKED_JACOBIAN,
+    CHECKED_SUM,
+    Analysis,
+    CheckModes,
+    Failure,
+    GradientCheck,
+    TensorValue,
+    Tolerances,
+)
 from ..urlstate import Options
 from . import gradients
 from .viewing import module_rows, viewer_data
@@ -91,25 +103,75 @@ def _with_grads(leaves: dict[str, torch.Tensor], model: torch.nn.Module | None) 
 
 
 def check_job(
-    program: str, options: Options, wrt: str, expected: str, tolerances: Tolerances
+    program: str, options: Options, wrt: str, expected: str, tolerances: Tolerances, modes: CheckModes | None = None
 ) -> GradientCheck | Failure:
-    """Check the hand-derived gradient `expected` of the program's output by `wrt`."""
+    """Check the hand-derived gradient `expected` of the program's output by `wrt`.
+
+    For a non-scalar output, `expected` may be the gradient of the output's sum (the
+    shape of `wrt`: what the page's .grad table shows) or the full Jacobian (output
+    shape + shape of `wrt`); `GradientCheck.checked` says which was checked.
+    """
     start = time.perf_counter()
     eps, atol, rtol = tolerances
+    modes = modes or CheckModes()
     try:
         # float64 whatever the sidebar says: finite differences need the precision,
         # and a program holding float32 weights could not be cast by the checker.
         fn, inputs = to_function(program, [wrt], device=options.device, dtype="float64")
         hand = expected_function(program, expected, [wrt], device=options.device, dtype="float64")
-        report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol)
+        fn, checked = _what_to_check(fn, inputs, hand, wrt)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", GradcheckWarning)
+            report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol,
+                           modes=("rev", "fwd") if modes.forward else ("rev",), order=modes.order, kinks=modes.kinks)
     except ExprError as e:
         return _failure(e)
     except GradcheckError as e:
         return Failure(str(e), kind="check")
     return GradientCheck(
         wrt=wrt, expected=expected, passed=report.passed, text=str(report),
-        report=report.to_dict(), seconds=time.perf_counter() - start,
+        report=report.to_dict(), seconds=time.perf_counter() - start, checked=checked,
+        warnings=tuple(str(w.message) for w in warned if issubclass(w.category, GradcheckWarning)),
     )
+
+
+def _what_to_check(
+    fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], hand: Callable[..., Any], wrt: str
+) -> tuple[Callable[..., Any], str]:
+    """The function to check and what the hand gradient is read as, from its shape.
+
+    Raises:
+        GradcheckError: the hand gradient has neither the shape of `wrt` nor that of the Jacobian.
+    """
+    with torch.no_grad():
+        outs = fn(*inputs)
+    outs = tuple(y for y in (outs if isinstance(outs, tuple) else (outs,)) if y.is_floating_point())
+    if all(y.numel() == 1 for y in outs):
+        return fn, CHECKED_GRADIENT
+    x = inputs[0]
+    given = hand(*[t.detach().clone() for t in inputs])
+    shape = tuple(given.shape) if isinstance(given, torch.Tensor) else None
+    if shape == tuple(x.shape):
+
+        def summed(*xs: torch.Tensor) -> torch.Tensor:
+            ys = fn(*xs)
+            return sum((y.sum() for y in (ys if isinstance(ys, tuple) else (ys,)) if y.is_floating_point()),
+                       torch.zeros((), dtype=x.dtype, device=x.device))
+
+        return summed, CHECKED_SUM
+    if len(outs) == 1 and shape == tuple(outs[0].shape) + tuple(x.shape):
+        return fn, CHECKED_JACOBIAN
+    out_shape = " and ".join(_shape(y) for y in outs)
+    raise ShapeMismatchError(
+        f"your d(output)/d{wrt} has shape {'(?)' if shape is None else _shape_of(shape)}, but the output has shape "
+        f"{out_shape} and {wrt} has shape {_shape(x)}: give the gradient of the output's sum (shape {_shape(x)}, "
+        f"what the .grad table shows) or the full Jacobian (shape {_shape_of(tuple(outs[0].shape) + tuple(x.shape))}, "
+        "the output's shape then the input's)."
+    )
+
+
+def _shape_of(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _inputs(program: str) -> frozenset[str]:

@@ -1,0 +1,222 @@
+"""Checkpoint advice: which modules to wrap in `torch.utils.checkpoint` to bring a step's peak under a budget.
+
+What wrapping module M (non-reentrant checkpointing) changes, as modelled: the tensors
+M's ops save are not kept by the forward (M's inputs are: the checkpoint needs them);
+when backward first reaches an op of M that saved something, M's forward runs again and
+they all exist again, each released when its op has run, as before. The cost is M's
+forward once more, in floating-point operations estimated from the graph's shapes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model import Graph, NodeKind, human_bytes
+from .flops import forward_flops
+from .plan import BackwardPlan, plan_backward
+from .records import MemoryTimeline
+from .replay import EngineReplay, Recompute
+
+__all__ = ["CheckpointPlan", "plan_checkpoints", "recompute_for", "checkpointed_timeline", "POOL", "REPLAYS"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPlan:
+    """Modules to checkpoint, with the peak predicted before and after and the recompute it costs.
+
+    `reached` says whether the predicted peak after is at most the budget;
+    `freed` gives, per module, the saved bytes the forward no longer keeps.
+    `measured_peak_before` and `measured_peak_after` are filled by a verify run.
+    """
+
+    modules: tuple[str, ...]
+    budget_bytes: int
+    predicted_peak_before: int
+    predicted_peak_after: int
+    recompute_flops: int
+    forward_flops: int
+    freed: tuple[tuple[str, int], ...] = ()
+    measured_peak_before: int | None = None
+    measured_peak_after: int | None = None
+
+    @property
+    def reached(self) -> bool:
+        return self.predicted_peak_after <= self.budget_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the modules, `predicted_peak_after`, and `measured_peak_after` once verified."""
+        return {
+            "modules": list(self.modules), "budget_bytes": self.budget_bytes, "reached": self.reached,
+            "predicted_peak_before": self.predicted_peak_before, "predicted_peak_after": self.predicted_peak_after,
+            "recompute_flops": self.recompute_flops, "forward_flops": self.forward_flops,
+            "freed": dict(self.freed),
+            "measured_peak_before": self.measured_peak_before, "measured_peak_after": self.measured_peak_after,
+        }
+
+    def __str__(self) -> str:
+        if not self.modules:
+            verdict = "already under" if self.reached else "cannot get under"
+            return (f"no checkpoint: the predicted peak {human_bytes(self.predicted_peak_before)} is {verdict} "
+                    f"the budget {human_bytes(self.budget_bytes)}")
+        share = self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
+        lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
+                 f" -> {human_bytes(self.predicted_peak_after)} (budget {human_bytes(self.budget_bytes)}"
+                 f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
+        lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
+        if self.measured_peak_after is not None:
+            lines.append(f"measured: {human_bytes(self.measured_peak_before or 0)} -> "
+                         f"{human_bytes(self.measured_peak_after)} (predicted "
+                         f"{human_bytes(self.predicted_peak_before)} -> {human_bytes(self.predicted_peak_after)})")
+        return "\n".join(lines)
+
+
+def _inside(module: str | None, outer: str) -> bool:
+    return module is not None and (module == outer or module.startswith(outer + "."))
+
+
+@dataclass(slots=True)
+class _Modules:
+    """Per module: its op nodes, and the saved storages only its ops keep."""
+
+    ops: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    names: list[str] = field(default_factory=list)
+
+
+def _modules(plan: BackwardPlan) -> _Modules:
+    found = _Modules()
+    for node_id, n in plan.nodes.items():
+        if n.kind is NodeKind.OP and n.module:
+            parts = n.module.split(".")
+            for i in range(1, len(parts) + 1):
+                found.ops[".".join(parts[:i])].append(node_id)
+    found.names = sorted(found.ops, key=lambda m: (m.count("."), m))
+    return found
+
+
+def recompute_for(plan: BackwardPlan, modules: Collection[str], order: list[str]) -> Recompute:
+    """The Recompute of checkpointing `modules` (no one inside another), given the backward `order`."""
+    rank = {node: i for i, node in enumerate(order)}
+    recompute = Recompute()
+    for module in modules:
+        inside = {n for n, node in plan.nodes.items() if node.kind is NodeKind.OP and _inside(node.module, module)}
+        keys = [k for k, savers in plan.savers.items() if all(s in inside for s in savers)]
+        kept = _kept_inputs(plan, inside, keys, recompute, module, rank)
+        keys = [k for k in keys if k not in kept]
+        savers = [s for s in inside if s in plan.saved_by and s in rank]
+        if keys and savers:
+            trigger = min(savers, key=rank.__getitem__)
+            recompute.deferred.setdefault(trigger, []).extend(keys)
+    return recompute
+
+
+def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recompute: Recompute, module: str,
+                 rank: dict[str, int]) -> set[str]:
+    """M's inputs, which the checkpoint keeps: a storage an input op saves with the entering tensor's size,
+    else an extra storage held until M's last op has run."""
+    kept: set[str] = set()
+    last = max((n for n in inside if n in rank), key=rank.__getitem__, default=None)
+    by_size = {k: plan.storage_bytes[k] for k in keys}
+    for dst in inside:
+        for src, output_nr, _ in plan.sends.get(dst, ()):
+            if src in inside or plan.nodes[src].kind is not NodeKind.OP:
+                continue
+            size = plan.output_bytes(src, output_nr)
+            match = next((k for k in plan.saved_by.get(dst, ()) if by_size.get(k) == size), None)
+            if match is not None:
+                kept.add(match)
+            elif last is not None and size:
+                key = f"checkpoint input {module}:{src}:{output_nr}"
+                if key not in recompute.kept:
+                    recompute.kept[key] = (size, dst)
+                    recompute.released_after.setdefault(last, []).append(key)
+    return kept
+
+
+def _peak(plan: BackwardPlan, recompute: Recompute, retain_graph: bool) -> int:
+    return max(s.peak for s in EngineReplay(plan, retain_graph=retain_graph, recompute=recompute).run())
+
+
+def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] | None = None,
+                     retain_graph: bool = False) -> CheckpointPlan:
+    """Modules to checkpoint so the predicted peak is at most `budget_bytes`, at little recompute.
+
+    Greedy, on replays of backward: each round tries every candidate module (a
+    module replaces those inside it) and takes the one that lowers the peak
+    most per FLOP it adds, until the peak is under the budget; then the
+    costliest are dropped again where the budget still holds. Candidates are
+    the `POOL` modules freeing most saved bytes per recomputed FLOP; a module
+    freeing less than 1% of the peak (one whose inputs are all it saves frees
+    nothing) is never one. When no choice reaches the budget, the plan is the
+    lowest found (`reached` False).
+    """
+    plan = plan_backward(graph, roots)
+    base = EngineReplay(plan, retain_graph=retain_graph)
+    before = max(s.peak for s in base.run())
+    flops = forward_flops(graph)
+    total = sum(flops.values())
+    if before <= budget_bytes:
+        return CheckpointPlan((), budget_bytes, before, before, 0, total)
+    modules = _modules(plan)
+    cost = {m: sum(flops.get(n, 0) for n in ops) for m, ops in modules.ops.items()}
+    freed = {m: _freed(plan, m, base.order) for m in modules.names}
+    worth = max(1, before // 100)  # a module freeing under 1% of the peak cannot move it much
+    pool = sorted((m for m in modules.names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
+
+    def peak_of(chosen: list[str]) -> int:
+        return _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)
+
+    chosen, peak = _greedy(pool[:POOL], cost, before, budget_bytes, peak_of)
+    for m in sorted(chosen, key=lambda m: -cost[m]):
+        trial = [c for c in chosen if c != m]
+        trial_peak = peak_of(trial)
+        if trial_peak <= budget_bytes or (peak > budget_bytes and trial_peak <= peak):
+            chosen, peak = trial, trial_peak
+    ordered = sorted(chosen, key=modules.names.index)
+    return CheckpointPlan(tuple(ordered), budget_bytes, before, peak, sum(cost[m] for m in chosen), total,
+                          tuple((m, freed[m]) for m in ordered))
+
+
+# Candidate modules a plan is chosen from, and the most replays one plan may take.
+POOL = 32
+REPLAYS = 400
+
+
+def _greedy(pool: list[str], cost: dict[str, int], before: int, budget: int,
+            peak_of: Callable[[list[str]], int]) -> tuple[list[str], int]:
+    chosen: list[str] = []
+    peak, replays = before, 0
+    while peak > budget and replays < REPLAYS:
+        best: tuple[float, list[str], int] | None = None
+        spent = sum(cost[c] for c in chosen)
+        for m in pool:
+            if m in chosen or any(_inside(m, c) for c in chosen):
+                continue
+            trial = [c for c in chosen if not _inside(c, m)] + [m]  # m takes the place of those inside it
+            trial_peak = peak_of(trial)
+            replays += 1
+            score = (peak - trial_peak) / max(1, sum(cost[c] for c in trial) - spent)
+            if trial_peak < peak and (best is None or score > best[0]):
+                best = (score, trial, trial_peak)
+        if best is None:
+            break
+        _, chosen, peak = best
+    return chosen, peak
+
+
+def _freed(plan: BackwardPlan, module: str, order: list[str]) -> int:
+    recompute = recompute_for(plan, [module], order)
+    return sum(plan.storage_bytes[k] for k in recompute.skipped) - sum(s for s, _ in recompute.kept.values())
+
+
+def checkpointed_timeline(graph: Graph, modules: Collection[str], *, roots: Collection[str] | None = None,
+                          retain_graph: bool = False) -> MemoryTimeline:
+    """The timeline of the step with `modules` checkpointed (steps and peak; no breakdown)."""
+    plan = plan_backward(graph, roots)
+    base = EngineReplay(plan, retain_graph=retain_graph)
+    base.run()
+    steps = EngineReplay(plan, retain_graph=retain_graph, recompute=recompute_for(plan, modules, base.order)).run()
+    peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
+    return MemoryTimeline(tuple(steps), steps[peak_step].peak, peak_step, retain_graph=retain_graph)

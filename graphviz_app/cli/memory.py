@@ -1,0 +1,248 @@
+"""`graphviz-app memory SCRIPT.py:FUNC`: the memory of one training step: its peak, what holds it, what fits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.memory.fit import NOT_MODELLED, OPTIMIZERS, parse_bytes
+from ..errors import TraceError
+from ..model import human_bytes
+
+if TYPE_CHECKING:
+    from ..analysis.memory.checkpoint import CheckpointPlan
+    from ..tracing.memory.forecast import Prediction
+    from ..tracing.memory.step import Step
+
+__all__ = ["add_memory_parser", "run_memory", "step_from_result"]
+
+_SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+_DTYPES = ("float32", "bfloat16", "float16")
+
+DESCRIPTION = (
+    "The memory of one training step of a model: forward, then backward from its loss (the output if it is "
+    "a scalar, its sum if not, its .loss if it has one). FUNC takes no arguments and returns (model, inputs) "
+    "or (model, args, kwargs). The peak counts what the step makes (saved tensors, gradients, .grad); "
+    "parameters, buffers, inputs and optimizer state are added to it for the total."
+)
+
+
+def add_memory_parser(sub: Any) -> None:
+    """Add the `memory` command to the CLI's subcommands."""
+    memory = sub.add_parser("memory", help="predict (and measure) the memory of a training step",
+                            description=DESCRIPTION)
+    memory.add_argument("target", metavar="SCRIPT.py:FUNC")
+    memory.add_argument("--batch", metavar="N[,N...]", help="batch sizes: the first dimension of every tensor "
+                        "input (rows repeated or cut), e.g. 1,8,32 (default: the inputs as returned)")
+    memory.add_argument("--seq-len", type=int, metavar="N", help="the second dimension of every input of 2+ dims")
+    memory.add_argument("--dtype", choices=_DTYPES, default="float32",
+                        help="bfloat16/float16: the forward under autocast (or cast, with --cast)")
+    memory.add_argument("--cast", action="store_true", help="cast the model and inputs to --dtype (.half()) "
+                        "instead of autocast")
+    memory.add_argument("--autocast-policy", choices=("cuda", "cpu"), default=None,
+                        help="which ops autocast runs in which precision on meta (default cuda; on a real "
+                        "device, that device's own)")
+    memory.add_argument("--device", metavar="DEVICE", help="meta: forecast without memory; cpu, cuda, cuda:N: "
+                        "run there (default: where the model is)")
+    memory.add_argument("--budget", metavar="SIZE", help="memory to fit in, e.g. 16GiB: says what fits, the "
+                        "largest batch, and the checkpoint plan's target")
+    memory.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="none",
+                        help="optimizer state added to the total: sgd (momentum: 1x the parameters), adam (2x)")
+    memory.add_argument("--measure", action="store_true", help="also run the step for real and measure it")
+    memory.add_argument("--checkpoint", action="store_true", help="advise modules to checkpoint to get under "
+                        "--budget (without one: half the peak)")
+    memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan, measure, "
+                        "print predicted against measured")
+    memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
+    memory.add_argument("--json", action="store_true", help="print JSON")
+
+
+def step_from_result(result: Any, target: str) -> Step:
+    """The Step a FUNC's return value describes: (model, inputs), (model, (x, y)) or (model, args, kwargs)."""
+    import torch
+
+    from ..tracing.memory.step import Step
+
+    if not (isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.nn.Module)):
+        raise TraceError(f"{target} returned {type(result).__name__}: return the model and its inputs, "
+                         "(model, x), (model, (x, y)) or (model, args, kwargs)")
+    model, rest = result[0], tuple(result[1:])
+    if len(rest) == 2 and isinstance(rest[1], dict) and isinstance(rest[0], (tuple, list)):
+        return Step(model, tuple(rest[0]), rest[1])
+    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
+        return Step(model, tuple(rest[0]))
+    if not rest:
+        raise TraceError(f"{target} returned a model without inputs: return model, x (or model, args, kwargs)")
+    return Step(model, rest)
+
+
+def _batches(text: str | None) -> list[int | None]:
+    if not text:
+        return [None]
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(s < 1 for s in sizes):
+        raise TraceError(f"--batch expects positive batch sizes separated by commas, e.g. 1,8,32; found {text!r}")
+    return list(sizes)
+
+
+def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) -> int:
+    """Run the command: `load(path, func, target)` imports the script and calls FUNC."""
+    match = _SCRIPT.match(args.target)
+    if match is None:
+        raise TraceError(f"memory expects SCRIPT.py:FUNC, found {args.target!r}")
+    batches = _batches(args.batch)
+    budget = parse_budget(args.budget)
+    if args.verify and not args.checkpoint:
+        raise TraceError("--verify checks a checkpoint plan: add --checkpoint")
+    if (args.measure or args.verify) and args.device == "meta":
+        raise TraceError("--measure and --verify run the step for real: use a real --device (cpu, cuda)")
+    import torch
+
+    from ..tracing.memory.forecast import step_variant
+
+    step = step_from_result(load(Path(match["path"]), match["func"], args.target), args.target)
+    dtype = getattr(torch, args.dtype)
+    policy = args.autocast_policy or "cuda"
+
+    def variant(batch: int | None, device: str | None = None) -> Step:
+        return step_variant(step, batch=batch, seq_len=args.seq_len, device=device or args.device, dtype=dtype,
+                            cast=args.cast, policy=policy)
+
+    rows = [_row(variant(b), b, args, budget) for b in batches]
+    report: dict[str, Any] = {
+        "target": args.target, "device": _device_text(variant(batches[0])), "dtype": args.dtype,
+        "precision": "float32" if args.dtype == "float32" else ("cast" if args.cast else "autocast"),
+        "optimizer": args.optimizer, "budget_bytes": budget, "batches": [r["json"] for r in rows],
+    }
+    if len(rows) == 1:
+        report.update({k: v for k, v in rows[0]["json"].items() if k.endswith("peak_bytes")})
+    if budget is not None:
+        report["largest_batch"] = _largest(lambda b: variant(b, "meta"), rows[-1]["prediction"], args, budget)
+    plan = _plan(variant(batches[-1]), rows[-1]["prediction"], args, budget) if args.checkpoint else None
+    if plan is not None:
+        report["checkpoint"] = plan.to_dict()
+    report["not_modelled"] = NOT_MODELLED
+    print(json.dumps(report, indent=2) if args.json else _text(report, rows, plan))
+    return 0
+
+
+def parse_budget(text: str | None) -> int | None:
+    """--budget as bytes (None without one); a TraceError says what a size looks like."""
+    if text is None:
+        return None
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise TraceError(f"--budget: {e}") from e
+
+
+def _device_text(step: Step) -> str:
+    return next((str(p.device) for p in step.model.parameters()), "cpu")
+
+
+def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | None) -> dict[str, Any]:
+    from ..analysis.memory.fit import fit
+    from ..tracing.memory.forecast import predict
+    from ..tracing.memory.step import run_step
+
+    prediction = predict(step, retain_graph=args.retain_graph)
+    timeline = prediction.timeline
+    total = fit(timeline.peak_bytes, prediction.static, optimizer=args.optimizer, budget_bytes=budget, batch=batch)
+    node = prediction.graph.node(timeline.peak_node) if timeline.peak_node else None
+    entry: dict[str, Any] = {
+        **total.to_dict(),
+        "peak_node": timeline.peak_node, "peak_op": node.name if node else None,
+        "peak_module": node.module if node else None, "peak_source": node.source if node else None,
+        "peak_step": timeline.peak_step, "steps": len(timeline.steps) - 1,
+        "forward_bytes": timeline.forward_bytes,
+        "at_peak": [{"module": m.module, "bytes": m.total} for m in timeline.at_peak[:5]],
+        "notes": list(timeline.notes),
+    }
+    if args.measure:
+        measured = run_step(step, retain_graph=args.retain_graph).measured
+        if measured is not None:
+            entry["measured_peak_bytes"] = measured.peak_bytes
+            entry["measured_forward_peak_bytes"] = measured.forward_peak_bytes
+            entry["measured_by"] = measured.method
+    return {"json": entry, "prediction": prediction, "fit": total}
+
+
+def _largest(meta_step: Callable[[int], Step], prediction: Prediction, args: argparse.Namespace,
+             budget: int) -> int:
+    from ..analysis.memory.fit import fit, largest_batch
+    from ..tracing.memory.forecast import predict
+
+    def total(batch: int) -> int:
+        p = predict(meta_step(batch), retain_graph=args.retain_graph)
+        return fit(p.timeline.peak_bytes, p.static, optimizer=args.optimizer).total_bytes
+
+    return largest_batch(total, budget, limit=1 << 20)
+
+
+def _plan(step: Step, prediction: Prediction, args: argparse.Namespace, budget: int | None) -> CheckpointPlan:
+    from ..analysis.memory.checkpoint import plan_checkpoints
+    from ..analysis.memory.fit import fit
+
+    timeline = prediction.timeline
+    if budget is None:
+        target = timeline.peak_bytes // 2
+    else:  # the budget less what exists anyway: the peak's share of it
+        fixed = fit(0, prediction.static, optimizer=args.optimizer).total_bytes
+        target = max(0, budget - fixed)
+    plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=args.retain_graph)
+    if args.verify and plan.modules:
+        from ..tracing.memory.checkpointing import verify_plan
+
+        plan = verify_plan(step, plan, retain_graph=args.retain_graph)
+    return plan
+
+
+def _text(report: dict[str, Any], rows: list[dict[str, Any]], plan: CheckpointPlan | None) -> str:
+    how = {"float32": "float32", "cast": f"cast to {report['dtype']}", "autocast": f"{report['dtype']} autocast"}
+    where = "forecast on meta (nothing allocated)" if report["device"] == "meta" else f"on {report['device']}"
+    lines = [f"memory of one step of {report['target']}: {where}, {how[report['precision']]}"]
+    budget = report["budget_bytes"]
+    header = ["batch", "predicted peak", "measured peak", "+ params/buffers/inputs",
+              f"+ optimizer state ({report['optimizer']})", "total"]
+    header += [f"fits {human_bytes(budget)}"] if budget else []
+    table = [header]
+    for row in rows:
+        e, f = row["json"], row["fit"]
+        table.append([
+            "as given" if e["batch"] is None else str(e["batch"]), human_bytes(e["predicted_peak_bytes"]),
+            human_bytes(e["measured_peak_bytes"]) if "measured_peak_bytes" in e else "-",
+            human_bytes(f.static.params + f.static.buffers + f.static.inputs), human_bytes(f.optimizer_bytes),
+            human_bytes(f.total_bytes)] + (["yes" if f.fits else "no"] if budget else []))
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in table]
+    lines += _peak_lines(rows[-1]["json"])
+    if "largest_batch" in report:
+        state = "no optimizer state" if report["optimizer"] == "none" else f"{report['optimizer']} state"
+        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: {report['largest_batch']}")
+    if plan is not None:
+        lines.append(str(plan))
+    lines.append(f"not modelled: {report['not_modelled']}")
+    return "\n".join(lines)
+
+
+def _peak_lines(entry: dict[str, Any]) -> list[str]:
+    batch = "" if entry["batch"] is None else f" at batch {entry['batch']}"
+    if entry["peak_node"] is None:
+        where = "at the end of the forward"
+    else:
+        module = entry["peak_module"] if entry["peak_module"] is not None else "no module"
+        source = f", {entry['peak_source']}" if entry["peak_source"] else ""
+        where = (f"while {entry['peak_op']} ({entry['peak_node']}) runs, in {module or '(root)'}{source}, "
+                 f"backward step {entry['peak_step']} of {entry['steps']}")
+    held = ", ".join(f"{m['module'] or '(root)' if m['module'] is not None else '(no module)'} "
+                     f"{human_bytes(m['bytes'])}" for m in entry["at_peak"])
+    lines = [f"peak{batch}: {where}", f"held at the peak: {held}"]
+    lines += [f"note: {n}" for n in entry["notes"]]
+    return lines

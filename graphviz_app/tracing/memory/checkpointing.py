@@ -1,0 +1,59 @@
+"""Apply a checkpoint plan to a model (non-reentrant `torch.utils.checkpoint`) and measure what it changes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+import torch
+import torch.utils.checkpoint
+
+from ...analysis.memory.checkpoint import CheckpointPlan
+from ...errors import TraceError
+from .step import Step, run_step
+
+__all__ = ["checkpointed", "verify_plan"]
+
+
+def _checkpoint(forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+
+@contextlib.contextmanager
+def checkpointed(model: torch.nn.Module, modules: Collection[str]) -> Iterator[torch.nn.Module]:
+    """Inside the block, each named submodule's forward runs under non-reentrant checkpointing.
+
+    The modules are put back as they were on the way out.
+
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+    >>> with checkpointed(net, ["0"]):
+    ...     net(torch.ones(1, 2, requires_grad=True)).sum().backward()
+    >>> "forward" in vars(net[0])
+    False
+    """
+    wrapped: list[torch.nn.Module] = []
+    try:
+        for name in modules:
+            try:
+                module = model.get_submodule(name)
+            except AttributeError as e:
+                raise TraceError(f"the plan names module {name!r}, which {type(model).__name__} does not have") from e
+            module.forward = functools.partial(_checkpoint, module.forward)
+            wrapped.append(module)
+        yield model
+    finally:
+        for module in wrapped:
+            del module.forward
+
+
+def verify_plan(step: Step, plan: CheckpointPlan, *, retain_graph: bool = False) -> CheckpointPlan:
+    """Measure the step as it is and with the plan applied; the plan with `measured_peak_before/after` filled."""
+    before = run_step(step, retain_graph=retain_graph).measured
+    with checkpointed(step.model, plan.modules):
+        # Reading a checkpointed op's saved tensors would run the module again: trace without them.
+        after = run_step(step, retain_graph=retain_graph, trace_saved=False).measured
+    assert before is not None and after is not None  # run_step measures by default
+    return dataclasses.replace(plan, measured_peak_before=before.peak_bytes, measured_peak_after=after.peak_bytes)

@@ -1,0 +1,174 @@
+"""Forecast a step's memory without running it for real: the model and inputs on `meta`, any batch, length, dtype."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import torch
+
+from ...analysis.memory import MemoryTimeline, memory_timeline
+from ...analysis.memory.fit import StaticBytes
+from ...errors import TraceError
+from ...model import Graph
+from ..module_trace import given_tensors
+from .step import Step, run_step
+
+__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """A step's graph, the timeline predicted from it, the bytes that exist anyway, and the output
+    node ids backward starts from."""
+
+    graph: Graph
+    timeline: MemoryTimeline
+    static: StaticBytes
+    roots: tuple[str, ...] = ()
+
+
+def meta_model(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of `model` whose parameters and buffers live on `meta`: shapes and dtypes, no memory.
+
+    Tied parameters stay tied; the model itself is untouched.
+
+    >>> meta_model(torch.nn.Linear(3, 2)).weight.device
+    device(type='meta')
+    """
+    memo: dict[int, Any] = {}
+    for p in model.parameters():
+        memo[id(p)] = torch.nn.Parameter(torch.empty_like(p, device="meta"), requires_grad=p.requires_grad)
+    for b in model.buffers():
+        memo[id(b)] = torch.empty_like(b, device="meta")
+    try:
+        return copy.deepcopy(model, memo)
+    except Exception as e:  # noqa: BLE001 - a module that will not copy: say how to get a meta model anyway
+        raise TraceError(
+            f"cannot copy {type(model).__name__} to the meta device ({type(e).__name__}: {e}); build the model "
+            "on meta yourself (with torch.device('meta'): model = ...) and pass that") from e
+
+
+def _resize(t: torch.Tensor, dim: int, size: int) -> torch.Tensor:
+    if t.dim() <= dim or t.shape[dim] == size:
+        return t
+    if t.device.type == "meta":
+        shape = list(t.shape)
+        shape[dim] = size
+        return torch.empty(shape, dtype=t.dtype, device="meta", requires_grad=t.requires_grad)
+    rows = torch.arange(size, device=t.device) % max(1, t.shape[dim])  # rows repeated or cut
+    out = t.detach().index_select(dim, rows)
+    return out.requires_grad_(t.requires_grad) if t.is_leaf else out
+
+
+def resized(value: Any, *, batch: int | None = None, seq_len: int | None = None, device: str | None = None,
+            dtype: torch.dtype | None = None) -> Any:
+    """`value` (tensors, and tuples, lists and dicts of them) with every tensor's first dimension set to
+    `batch`, its second (tensors of two or more dimensions) to `seq_len`, moved to `device` and floating
+    tensors cast to `dtype`. On a real device rows are repeated or cut.
+
+    >>> resized((torch.ones(2, 5), [torch.zeros(3)]), batch=4, seq_len=7, device="meta")[0].shape
+    torch.Size([4, 7])
+    """
+    if isinstance(value, torch.Tensor):
+        t = value
+        if device is not None and t.device != torch.device(device):
+            t = t.to("meta") if device == "meta" else t.to(device)
+        if dtype is not None and t.is_floating_point():
+            t = t.to(dtype)
+        if batch is not None:
+            t = _resize(t, 0, batch)
+        if seq_len is not None and t.dim() >= 2:
+            t = _resize(t, 1, seq_len)
+        return t
+    if isinstance(value, dict):
+        return {k: resized(v, batch=batch, seq_len=seq_len, device=device, dtype=dtype) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(resized(v, batch=batch, seq_len=seq_len, device=device, dtype=dtype) for v in value)
+    return value
+
+
+def step_variant(step: Step, *, batch: int | None = None, seq_len: int | None = None, device: str | None = None,
+                 dtype: torch.dtype | None = None, cast: bool = False, policy: str | None = None) -> Step:
+    """The same step at another batch size, sequence length, device or dtype.
+
+    `dtype` with `cast` casts the model and inputs (`.half()`, `.to(torch.bfloat16)`); without it the
+    forward runs under autocast with that dtype (float32: neither). `device="meta"` copies the model
+    to meta (`meta_model`): nothing is allocated. The step's own model is never changed: a cast or a
+    move to another real device works on a copy.
+    """
+    model = step.model
+    cast_to = dtype if cast and dtype not in (None, torch.float32) else None
+    here = next((p.device for p in model.parameters()), None)
+    if device == "meta":
+        if here is None or here.type != "meta":
+            model = meta_model(model)
+        elif cast_to is not None:
+            model = copy.deepcopy(model)  # a meta model: the copy allocates nothing
+    elif cast_to is not None or (device is not None and here is not None and here != torch.device(device)):
+        model = copy.deepcopy(model)  # the person's model stays as it is
+        if device is not None:
+            model = model.to(device)
+    if cast_to is not None:
+        model = model.to(cast_to)
+    autocast = dtype if dtype not in (None, torch.float32) and not cast else None
+    return Step(
+        model,
+        resized(step.args, batch=batch, seq_len=seq_len, device=device, dtype=cast_to),
+        resized(dict(step.kwargs), batch=batch, seq_len=seq_len, device=device, dtype=cast_to),
+        autocast=autocast if autocast is not None else step.autocast,
+        autocast_policy=policy or step.autocast_policy,
+    )
+
+
+def static_bytes(step: Step) -> StaticBytes:
+    """Bytes of the model's parameters (trainable ones apart), buffers, and the step's input tensors."""
+    params = {id(p): p for p in step.model.parameters()}
+    sizes = [(p.numel() * p.element_size(), p.requires_grad) for p in params.values()]
+    buffers = sum(b.numel() * b.element_size() for b in step.model.buffers())
+    inputs: dict[int, int] = {}
+    stack: list[Any] = [step.args, dict(step.kwargs)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            inputs[id(value)] = value.numel() * value.element_size()
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (tuple, list)):
+            stack.extend(value)
+    return StaticBytes(
+        params=sum(s for s, _ in sizes), trainable=sum(s for s, g in sizes if g), buffers=buffers,
+        inputs=sum(inputs.values()),
+    )
+
+
+def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
+    """Run the step's forward (no backward), trace it, and predict its memory timeline.
+
+    On `meta` nothing is allocated. Raises TraceError when the forward cannot
+    run there (data-dependent control flow, `.item()`), saying so.
+    """
+    try:
+        run = run_step(step, measure=False)
+    except (NotImplementedError, RuntimeError) as e:
+        devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+        where = "meta" if "meta" in devices else ", ".join(sorted(devices)) or "cpu"
+        first = str(e).splitlines()[0]
+        if where == "meta" and "Meta kernel" in first:
+            hint = "; this op has no meta kernel in this torch: forecast on the real device"
+        elif where == "meta":
+            hint = ("; a forward that reads tensor values (.item(), if x.sum() > 0) cannot run on meta: "
+                    "forecast on the real device")
+        else:
+            hint = ""
+        raise TraceError(f"the forward failed on {where}: {type(e).__name__}: {first}{hint}") from e
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
+    rnns = sorted({type(m).__name__ for m in step.model.modules() if isinstance(m, torch.nn.RNNBase)})
+    if on_meta and rnns:
+        note = (f"{', '.join(rnns)} on meta runs torch's step-by-step cell, whose saved tensors are counted; "
+                "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
+                "the real device")
+        timeline = dataclasses.replace(timeline, notes=(*timeline.notes, note))
+    return Prediction(run.graph, timeline, static_bytes(step), run.roots)

@@ -1,0 +1,125 @@
+"""`graphviz-app memory SCRIPT.py:FUNC`: the table, --json, the checkpoint plan, and errors a person can act on."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from graphviz_app.cli import commands as cli
+
+SCRIPT = '''
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm(x))))
+
+def build():
+    torch.manual_seed(0)
+    return nn.Sequential(*[Block(32) for _ in range(3)], nn.Linear(32, 4)), torch.randn(8, 16, 32)
+
+def with_kwargs():
+    lin = nn.Linear(8, 8)
+    return lin, (), {"input": torch.randn(4, 8)}
+
+def not_a_model():
+    return torch.ones(3)
+'''
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "model.py"
+    path.write_text(SCRIPT, encoding="utf-8")
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_table_names_the_peak_node_its_module_and_source_line(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "1,8", "--measure"], capsys)
+    assert code == 0
+    assert out.splitlines()[1].split()[:3] == ["batch", "predicted", "peak"]
+    peak_line = next(line for line in out.splitlines() if line.startswith("peak at batch 8"))
+    assert "Backward" in peak_line and f"{script}:" in peak_line and " in forward" in peak_line
+    assert "not modelled: allocator rounding" in out
+
+
+def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "2,4,8", "--measure", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and [b["batch"] for b in report["batches"]] == [2, 4, 8]
+    for entry in report["batches"]:
+        assert abs(entry["predicted_peak_bytes"] - entry["measured_peak_bytes"]) <= 0.1 * entry["measured_peak_bytes"]
+    peaks = [b["predicted_peak_bytes"] for b in report["batches"]]
+    assert peaks == sorted(peaks)
+
+
+def test_json_of_a_meta_forecast_under_autocast(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--device", "meta", "--dtype", "bfloat16", "--budget", "1GiB",
+                         "--optimizer", "adam", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["device"] == "meta" and report["precision"] == "autocast"
+    assert report["predicted_peak_bytes"] > 0 and "measured_peak_bytes" not in report
+    entry = report["batches"][0]
+    assert entry["optimizer_bytes"] == 2 * entry["params_bytes"] and entry["fits"] is True
+    assert report["largest_batch"] > 8
+
+
+def test_checkpoint_verify_prints_predicted_against_measured(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "32", "--checkpoint", "--verify", "--json"], capsys)
+    plan = json.loads(out)["checkpoint"]
+    assert code == 0 and plan["modules"]
+    assert plan["measured_peak_after"] < plan["measured_peak_before"]
+    assert plan["predicted_peak_after"] < plan["predicted_peak_before"]
+
+
+def test_a_function_returning_args_and_kwargs(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:with_kwargs", "--json"], capsys)
+    assert code == 0 and json.loads(out)["predicted_peak_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch", "8,x"], r"--batch expects positive batch sizes separated by commas, e.g. 1,8,32; found '8,x'"),
+        (["--budget", "lots"], r"--budget: expected a size such as 16GiB"),
+        (["--verify"], r"--verify checks a checkpoint plan: add --checkpoint"),
+        (["--measure", "--device", "meta"], r"--measure and --verify run the step for real"),
+    ],
+)
+def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:build", *extra], capsys)
+    assert code == 2
+    assert re.search(message, err), err
+
+
+def test_a_function_not_returning_a_model(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:not_a_model"], capsys)
+    assert code == 2 and "return the model and its inputs, (model, x)" in err
+
+
+def test_seq_len_sets_the_second_dimension(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    peaks = []
+    for length in ("8", "32"):
+        code, out, _ = _run(["memory", f"{script}:build", "--seq-len", length, "--device", "meta", "--json"], capsys)
+        assert code == 0
+        peaks.append(json.loads(out)["predicted_peak_bytes"])
+    assert 3.5 * peaks[0] < peaks[1] < 4.5 * peaks[0]  # the blocks are per position: about linear in length

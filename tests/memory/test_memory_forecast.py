@@ -1,0 +1,88 @@
+"""Forecast on meta: the same prediction without memory, at any batch size and dtype, checked against real runs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from mem_models import MODELS, Fn
+
+from graphviz_app.analysis.memory.fit import StaticBytes, fit, largest_batch
+from graphviz_app.errors import TraceError
+from graphviz_app.tracing.memory.forecast import predict, static_bytes, step_variant
+from graphviz_app.tracing.memory.step import Step, run_step
+
+NOT_RNN = sorted(set(MODELS) - {"lstm"})
+
+
+def _step(name: str, batch: int = 8) -> Step:
+    torch.manual_seed(0)
+    make_model, make_inputs = MODELS[name]
+    return Step(make_model(), make_inputs(batch))
+
+
+@pytest.mark.parametrize("name", NOT_RNN)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16 autocast"])
+def test_meta_forecast_within_10_percent_of_a_real_run(name: str, dtype: torch.dtype) -> None:
+    step = _step(name, batch=4)
+    forecast = predict(step_variant(step, device="meta", batch=16, dtype=dtype, policy="cpu"))
+    real = run_step(step_variant(step, batch=16, dtype=dtype))
+    assert real.measured is not None
+    assert abs(forecast.timeline.peak_bytes - real.measured.peak_bytes) <= 0.10 * real.measured.peak_bytes
+    assert {n.tensor.device for n in forecast.graph.nodes if n.tensor is not None} == {"meta"}
+
+
+@pytest.mark.parametrize("name", NOT_RNN)
+def test_half_forecast_matches_a_real_half_run(name: str) -> None:
+    step = _step(name)
+    forecast = predict(step_variant(step, device="meta", dtype=torch.float16, cast=True))
+    real = run_step(step_variant(step, dtype=torch.float16, cast=True))
+    assert real.measured is not None
+    assert forecast.timeline.peak_bytes == pytest.approx(real.measured.peak_bytes, rel=0.10)
+    full = predict(step_variant(step, device="meta"))
+    assert forecast.timeline.forward_bytes < 0.6 * full.timeline.forward_bytes  # saved tensors take half
+
+
+def test_the_forecast_leaves_the_model_as_it_was() -> None:
+    step = _step("mlp")
+    before = [(p.device, p.dtype, p.grad) for p in step.model.parameters()]
+    predict(step_variant(step, device="meta", batch=64, dtype=torch.float16, cast=True))
+    run_step(step)
+    assert [(p.device, p.dtype, p.grad) for p in step.model.parameters()] == before
+
+
+def test_forecasts_grow_with_the_batch_and_find_the_largest_that_fits() -> None:
+    step = _step("encoder")
+    peaks = {b: predict(step_variant(step, device="meta", batch=b)).timeline.peak_bytes for b in (1, 8, 32)}
+    assert peaks[1] < peaks[8] < peaks[32]
+    static = static_bytes(step)
+    assert static.params == static.trainable == sum(p.numel() * 4 for p in step.model.parameters())
+
+    def total(batch: int) -> int:
+        peak = predict(step_variant(step, device="meta", batch=batch)).timeline.peak_bytes
+        return fit(peak, static, optimizer="adam").total_bytes
+
+    budget = total(20) + 1
+    assert largest_batch(total, budget) == 20
+
+
+def test_optimizer_state_is_counted_per_trainable_parameter() -> None:
+    static = StaticBytes(params=1000, trainable=800, buffers=40, inputs=60)
+    assert [fit(500, static, optimizer=o).optimizer_bytes for o in ("none", "sgd", "adam")] == [0, 800, 1600]
+    adam = fit(500, static, optimizer="adam", budget_bytes=3200)
+    assert (adam.total_bytes, adam.fits) == (500 + 1000 + 40 + 60 + 1600, True)
+    with pytest.raises(ValueError, match="optimizer must be one of none, sgd, adam, got 'lion'"):
+        fit(500, static, optimizer="lion")
+
+
+def test_an_rnn_forecast_says_the_fused_kernel_is_not_modelled() -> None:
+    forecast = predict(step_variant(_step("lstm"), device="meta"))
+    assert any("fused kernel" in note for note in forecast.timeline.notes)
+
+
+def test_a_forward_reading_values_cannot_run_on_meta() -> None:
+    def branchy(x: torch.Tensor) -> torch.Tensor:
+        return x.exp().sum() if x.sum().item() > 0 else x.sum()
+
+    step = Step(Fn(branchy), (torch.ones(3, requires_grad=True),))
+    with pytest.raises(TraceError, match="cannot run on meta: forecast on the real device"):
+        predict(step_variant(step, device="meta"))

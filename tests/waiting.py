@@ -1,0 +1,26 @@
+"""Waiting for an event in a test: poll a condition, with a timeout that bounds a hang, not a speed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["wait_until"]
+
+
+def wait_until(condition: Callable[[], object], *, timeout: float, what: str) -> None:
+    """Poll `condition` until it holds; fail saying `what` did not happen within `timeout` seconds.
+
+    The timeout is generous on purpose: it bounds a hang; it does not measure speed.
+
+    >>> wait_until(lambda: True, timeout=1, what="nothing")
+    >>> wait_until(lambda: False, timeout=0, what="the impossible")
+    Traceback (most recent call last):
+    ...
+    AssertionError: the impossible did not happen within 0 s
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:g} s")
+        time.sleep(0.05)
