@@ -73,7 +73,7 @@ def test_loss_accumulation_example_shows_the_graph_growing(tmp_path: Path, run_e
 
 
 @pytest.mark.slow
-def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path) -> None:
+def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("memory_of_a_step.py", tmp_path, "--steps", "3")
     kept = [int(line.split()[1]) for line in out.splitlines() if line.strip()[:1].isdigit() and "(a float)" in line]
     assert len(kept) == 3 and kept[1] - kept[0] == kept[2] - kept[1] > 0  # the same bytes kept per step
@@ -85,7 +85,7 @@ def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path) -> None:
+def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("memory_forecast_checkpoint.py", tmp_path, "--layers", "2")
     assert "largest batch within 64.0 MiB with Adam's state:" in out
     assert "(forecast on meta)" in out and out.count("bfloat16 autocast step peaks at") == 3
