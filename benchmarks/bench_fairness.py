@@ -1,19 +1,24 @@
-"""Web fairness under load: how long valid programs wait while 8 sessions send runaway programs.
+"""Web fairness under load: how long valid programs wait while 8 sessions send runaway programs and memory bombs.
 
 Runs the page's jobs (`service.analyze`) in one worker pool set up like the
 page's (`service.make_runner`: 2 warm workers, at most 4), first as main did
 (every session calls the pool directly: the peer), then through `FairRunner`
-(ours), under the same load: 8 sessions each resubmitting a runaway program as
-soon as its last one ends, and 4 sessions each sending a small valid program
-every second. Reports p50/p95 latency of the valid programs, how many were
-refused "busy", and the ratio. In-process (no network); stops by itself.
+(ours), under the same load: 8 sessions each resubmitting, as soon as its last
+one ends, a runaway program whose text changes every time (a new comment and
+seed) and, every third time, a memory bomb; and 4 sessions each sending a small
+valid program every second. Reports p50/p95 latency of the valid programs, the
+share answered, how many were refused "busy", and the ratio. In-process (no
+network); stops by itself.
 
 `--impatient S`: the runaway sessions do not wait for their last program; each
 presses Run on a new runaway every S seconds, as a person who gives up on a
 slow program does (the page starts a new run at once; the old one is left to
 the runner).
 
-Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15] [--impatient 2]
+`--arms fair`: only the `FairRunner` arm (to compare two versions of it: run the
+script against each version's tree, one after the other).
+
+Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15] [--impatient 2] [--arms fair]
 """
 
 from __future__ import annotations
@@ -33,9 +38,15 @@ from graphviz_app.web.urlstate import Options
 # steps is now refused before it runs), the loop holds its worker until the language's
 # 10 s limit or the worker's time limit stops it.
 RUNAWAY = (
+    "# attempt {k}: a new comment every time, so its text never repeats\n"
     "torch.manual_seed({k})\na = torch.randn(400, 20000)\n"
     "for i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
 )
+# Memory bombs refused from their sizes by both versions compared (so both arms spend the same on them).
+# `--bombs red-team`: the red team's, which allocate GiBs before failing where sizes are not checked first.
+BOMBS = ("# bomb {k}\ntorch.randn(int(3e10)).sum()", "# bomb {k}\ntorch.ones(10**5, 10**5).sum()")
+RED_TEAM_BOMBS = ("# bomb {k}\ntorch.zeros(1000000000, 0).count_nonzero(1).sum()",
+                  "# bomb {k}\ntorch.prod(torch.zeros(0, 600000000), 0).sum()")
 VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 
@@ -53,7 +64,7 @@ def load(get_runner: Callable[[str], service.JobRunner], seconds: float,
         k = 0
         while time.monotonic() < stop:
             k += 1
-            program = RUNAWAY.format(k=k)
+            program = BOMBS[k % 2].format(k=k) if k % 3 == 0 else RUNAWAY.format(k=k)
             if impatient is None:
                 service.analyze(get_runner(name), program, Options())
                 continue
@@ -97,7 +108,8 @@ def pct(values: list[float], q: float) -> float:
 def report(name: str, latencies: list[float], busy: int, other: int) -> tuple[float, float]:
     p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
     total = len(latencies) + busy + other
-    print(f"{name:<28} valid sent {total:3d}  ok {len(latencies):3d}  busy {busy:3d} ({busy / max(total, 1):.0%})"
+    print(f"{name:<28} valid sent {total:3d}  ok {len(latencies):3d} ({len(latencies) / max(total, 1):.0%})"
+          f"  busy {busy:3d} ({busy / max(total, 1):.0%})"
           f"  other failures {other:2d}  p50 {p50:6.2f} s  p95 {p95:6.2f} s"
           f"  mean {statistics.fmean(latencies) if latencies else float('nan'):6.2f} s")
     return p50, p95
@@ -109,12 +121,20 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=service.TIME_LIMIT_S)
     parser.add_argument("--impatient", type=float, default=None, metavar="S",
                         help="runaway sessions press Run on a new runaway every S seconds without waiting")
+    parser.add_argument("--arms", choices=("both", "fair"), default="both",
+                        help="fair: only the FairRunner arm")
+    parser.add_argument("--bombs", choices=("sized", "red-team"), default="sized",
+                        help="red-team: the red team's bombs, which allocate GiBs where sizes are not checked")
     args = parser.parse_args()
+    global BOMBS
+    if args.bombs == "red-team":
+        BOMBS = RED_TEAM_BOMBS
     how = f"a new one every {args.impatient:g} s" if args.impatient else "the next when the last ends"
     print(f"{RUNAWAY_SESSIONS} runaway sessions ({how}), {VALID_SESSIONS} valid sessions (one program a second), "
           f"{args.seconds:g} s per arm, worker time limit {args.time_limit:g} s")
     results = {}
-    for name in ("main: pool called directly", "ours: FairRunner"):
+    arms = ("main: pool called directly", "ours: FairRunner") if args.arms == "both" else ("ours: FairRunner",)
+    for name in arms:
         with service.make_runner(time_limit=args.time_limit) as pool:
             pool.warm_up()
             if name.startswith("main"):
@@ -122,8 +142,9 @@ def main() -> None:
             else:
                 fair = FairRunner(pool)
                 results[name] = report(name, *load(fair.for_session, args.seconds, args.impatient))
-    (m50, m95), (o50, o95) = results.values()
-    print(f"ratio main/ours: p50 {m50 / o50:.1f}x, p95 {m95 / o95:.1f}x")
+    if len(results) == 2:
+        (m50, m95), (o50, o95) = results.values()
+        print(f"ratio main/ours: p50 {m50 / o50:.1f}x, p95 {m95 / o95:.1f}x")
 
 
 if __name__ == "__main__":

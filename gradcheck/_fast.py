@@ -69,8 +69,10 @@ def project_fast(
         minus = call_outputs(fn, _replace(num_args, i, x - step))
         for k, o in enumerate(checked):
             u = proj.u[o]
-            yp, ym = plus[o].reshape(-1).to(torch.float64), minus[o].reshape(-1).to(torch.float64)
-            y0 = base[k].reshape(-1).to(torch.float64)
+            # Values only: a function that takes gradients itself returns outputs that require grad.
+            yp = plus[o].detach().reshape(-1).to(torch.float64)
+            ym = minus[o].detach().reshape(-1).to(torch.float64)
+            y0 = base[k].detach().reshape(-1).to(torch.float64)
             numeric = float(u @ (yp - ym)) / (2 * eps)
             jump = float(u @ (yp - 2 * y0 + ym).abs()) / eps
             e = expected.get((o, i))

@@ -84,7 +84,6 @@ def test_memory_example_answers_the_seeds_questions_in_bytes(tmp_path: Path, run
     assert "where a CPU kernel is missing: ctc_loss" in out or "ctc_loss in half ran" in out
 
 
-@pytest.mark.slow
 def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path, run_example: RunExample) -> None:
     out = run_example("memory_forecast_checkpoint.py", tmp_path, "--layers", "2")
     assert "largest batch within 64.0 MiB with Adam's state:" in out

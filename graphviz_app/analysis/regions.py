@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind, human_bytes
+from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
 from .module_tree import leaf_storages, saved_bytes
 
 __all__ = ["show_regions", "region_names"]
@@ -56,9 +56,7 @@ def show_regions(graph: Graph, *, expanded: Iterable[str] = frozenset()) -> Grap
     edges = _edges(graph.edges, opening) if opening else graph.edges
     if inside:
         edges = tuple(e for e in edges if e.src not in inside)
-    modules = graph.modules + tuple(
-        ModuleInfo(m.name, m.type) for r in opening.values() for m in r.modules
-    )
+    modules = graph.modules + tuple(m for r in opening.values() for m in r.modules)
     return dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, modules=modules, regions=())
 
 
@@ -96,7 +94,7 @@ def _edges(edges: tuple[Edge, ...], opening: dict[str, CompiledRegion]) -> tuple
             # region's consumer is fed by the ops that receive the gradient it sends back.
             srcs = outputs[e.src].get(e.output_nr, []) if e.src in opening else [e.src]
             dsts = inputs[e.dst].get(e.slot, []) if e.dst in opening else [e.dst]
-            kept.extend(dataclasses.replace(e, src=s, dst=d) for s in srcs for d in dsts)
+            kept.extend(Edge(s, d, e.kind, e.output_nr, e.slot, e.grad) for s in srcs for d in dsts)
         # saved edges of an open region are replaced by its own, to the ops that read them
     for r in opening.values():
         kept.extend(r.edges)

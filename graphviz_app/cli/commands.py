@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fold consecutive identical sibling modules into one box marked ×k")
     render.add_argument("--gradients", action="store_true",
                         help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
+    render.add_argument("--color-by", choices=("device", "gradient", "order"),
+                        help="what fills the nodes: device (the default), gradient (as --gradients), or order "
+                        "(of derivative: the forward's ops, the backward's made by a create_graph=True "
+                        "gradient, the backward of that; the function runs inside record_orders())")
     _time_options(render)
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
@@ -214,6 +218,8 @@ def _describe(e: Exception) -> tuple[str, int]:
 def _render(args: argparse.Namespace) -> int:
     if not args.format:
         _check_suffix(args.output)
+    color_by = args.color_by or ("gradient" if args.gradients else "device")
+    args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
     from ..drawing.renderer import save
 
@@ -230,9 +236,10 @@ def _render(args: argparse.Namespace) -> int:
         if not _SCRIPT.match(args.target or ""):
             hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
+    if color_by == "order":
+        _check_orders(graph, args.target)
     seconds = round(deadline.left(), 1)
     try:
-        color_by = "gradient" if args.gradients else "device"
         with progress.step(f"drawing {len(graph.nodes):,} nodes (deadline {seconds:g} s)") as say, \
                 warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
@@ -247,6 +254,19 @@ def _render(args: argparse.Namespace) -> int:
     if args.gradients:
         _print_gradients(graph)
     return EXIT_OK
+
+
+def _check_orders(graph: Graph, target: str | None) -> None:
+    from ..analysis.orders import has_orders
+
+    if has_orders(graph):
+        return
+    where = (f"{target} was saved from a graph traced outside record_orders()" if is_saved_graph(target)
+             else f"{target or 'the program'} computes no gradient with create_graph=True")
+    raise _Fail(
+        f"--color-by order needs orders of derivative, and {where}: return (or trace) a result of "
+        "torch.autograd.grad(y, x, create_graph=True), e.g. a gradient penalty; or use --color-by device"
+    )
 
 
 def _progress(args: argparse.Namespace) -> Progress:
@@ -268,10 +288,12 @@ def _trace_target(args: argparse.Namespace, deadline: Deadline, progress: Progre
         from ..tracing.big_stack import call_with_large_stack
 
         def run() -> Graph:
+            from ..tracing.orders import record_orders
             from .deferred import DeferredNames
 
             names = DeferredNames()  # the modules its forward runs, named once it returns (output, model)
-            with progress.step(f"running {script['func']}() of {script['path']}"):
+            with progress.step(f"running {script['func']}() of {script['path']}"), \
+                    (record_orders() if args.color_by == "order" else contextlib.nullcontext()):
                 result = _run_script(Path(script["path"]), script["func"], args.target, names=names)
             with progress.step("tracing"):
                 return script_graph(result, args.target, names=names, **options)

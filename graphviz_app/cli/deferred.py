@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import itertools
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..tracing.recorder import Recording, record
-from ..tracing.torch_internals import MODULE_KEY, MODULE_TYPE_KEY
+if TYPE_CHECKING:
+    from ..tracing.recorder import Recording
 
 __all__ = ["DeferredNames"]
 
@@ -53,6 +53,8 @@ class DeferredNames:
     """
 
     def __init__(self) -> None:
+        from ..tracing.recorder import record  # torch, on use: the CLI's parser loads without it
+
         self.names = _Placeholders()
         self._recording: Recording = record(None)
         self._recording.names = self.names
@@ -76,6 +78,8 @@ class DeferredNames:
 
     def _rewrite(self, outputs: Any, names: dict[str, str] | None) -> None:
         import torch
+
+        from ..tracing.torch_internals import MODULE_KEY, MODULE_TYPE_KEY
 
         tensors = [t for t in _tensors(outputs) if isinstance(t, torch.Tensor)]
         todo: list[Any] = [t.grad_fn for t in tensors if t.grad_fn is not None]

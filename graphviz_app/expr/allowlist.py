@@ -154,7 +154,7 @@ MODULE_ATTRIBUTES: frozenset[str] = frozenset({"weight", "bias"})
 
 # namespace path -> table of what it holds; "torch.cuda" is tiny.
 NAMESPACES: dict[str, frozenset[str]] = {
-    "torch": frozenset(TORCH_FUNCTIONS) | TORCH_CONSTANTS | {"nn", "cuda"},
+    "torch": frozenset(TORCH_FUNCTIONS) | TORCH_CONSTANTS | {"nn", "cuda", "autograd"},
     "torch.nn": frozenset(NN_MODULES) | {"functional"},
     "torch.nn.functional": frozenset(F_FUNCTIONS),
     "nn": frozenset(NN_MODULES) | {"functional"},
@@ -162,6 +162,8 @@ NAMESPACES: dict[str, frozenset[str]] = {
     "F": frozenset(F_FUNCTIONS),
     "torch.cuda": frozenset({"is_available", "device_count"}),
     "custom": frozenset(CUSTOM_FUNCTIONS),
+    # A gradient the program goes on computing with (graphviz_app.expr.autograd_grad).
+    "torch.autograd": frozenset({"grad"}),
 }
 
 # Names a program can read but never assign.

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from .autograd_grad import differentiating, tracked_inputs
 from .errors import ExprError
 from .evaluator import Evaluation, Interpreter
 from .guards import Refused, check_device
@@ -93,7 +94,8 @@ def to_function(
     values = tuple(_tensor_variable(prepared.env, name) for name in prepared.wrt)
 
     def fn(*tensors: torch.Tensor) -> Any:
-        return prepared.rerun(tensors).run().output
+        with differentiating(prepared.program):
+            return prepared.rerun(tensors).run().output
 
     fn.__name__ = fn.__qualname__ = "program"
     return fn, values
@@ -131,7 +133,8 @@ def expected_function(
 
     def expected_fn(*tensors: torch.Tensor) -> Any:
         run = prepared.rerun(tensors)
-        run.run()
+        with differentiating(prepared.program):
+            run.run()
         # Checked like any program (its own budget of the same limits): unlike the
         # re-runs of the already checked program, it has never run before.
         out = Interpreter(hand, limits=limits, device=prepared.device, dtype=prepared.dtype,
@@ -176,7 +179,7 @@ class _Prepared:
         return cls(program, names, limits, dev, dt, base.env, frozen)
 
     def rerun(self, tensors: tuple[torch.Tensor, ...]) -> Interpreter:
-        replace = {**self.frozen, **_bind(self.wrt, tensors)}
+        replace = {**self.frozen, **tracked_inputs(self.program, _bind(self.wrt, tensors), self.env)}
         return Interpreter(self.program, limits=self.limits, device=self.device, dtype=self.dtype,
                            replace=replace, checked=False)
 

@@ -14,6 +14,7 @@ import torch
 from . import custom, modules
 from .allowlist import CUSTOM_FUNCTIONS, F_FUNCTIONS, NAMESPACES, NN_MODULES, TENSOR_METHODS, TORCH_FUNCTIONS
 from .argchecks import check_arguments
+from .autograd_grad import call_grad
 from .costs import operation_cost
 from .guards import (
     MAX_SEQUENCE,
@@ -98,6 +99,11 @@ def call_function(
     what = f"{ns.path}.{name}(...)"
     values = [v for _, v in args]
     check_no_namespaces(what, values, kwargs)
+    if f"{ns.path}.{name}" in NAMESPACES:
+        raise Refused(f"{ns.path}.{name} is not a function but a namespace (a group of functions): call one of "
+                      f"them, e.g. {ns.path}.{name}.{min(NAMESPACES[f'{ns.path}.{name}'])}(...)", kind="refused")
+    if ns.path == "torch.autograd":
+        return call_grad(args, kwargs, defaults.budget)
     if ns.path in ("nn", "torch.nn") and name in NN_MODULES:
         return modules.construct(f"{ns.path}.{name}", name, args, kwargs, defaults)
     fn, growth = _target(ns.path, name)

@@ -46,6 +46,7 @@ from typing import Any
 from .deadline import HARD_DEADLINE_SIGNAL
 from .errors import ExprError
 from .jobref import JobRef
+from .usage import CpuClock, JobUsage
 from .worker import worker_main
 
 __all__ = ["IsolatedRunner", "run_isolated", "default_runner"]
@@ -93,6 +94,7 @@ class IsolatedRunner:
         if self._ctx.get_start_method() == "forkserver":
             self._ctx.set_forkserver_preload(list(preload))
         self._cond = threading.Condition()
+        self._local = threading.local()  # the last job's usage, per calling thread
         self._idle: list[_Worker] = []
         self._count = 0  # live or starting workers
         self._closed = False
@@ -134,8 +136,16 @@ class IsolatedRunner:
                 raise ExprError(
                     f"the job and its arguments must be picklable (a top-level function of an "
                     f"importable module): {type(e).__name__}: {e}", kind="input") from e
-            return self._collect(worker, limit, cancel)
+            return self._collect(worker, limit, cancel, CpuClock(worker.process.pid))
         raise AssertionError("unreachable")
+
+    def last_usage(self) -> JobUsage | None:
+        """The wall and CPU time of the last job this thread ran (also one that timed out), or None.
+
+        `JobUsage.busy` says whether other programs took the CPU it needed: a
+        time-out is worth a retry only then.
+        """
+        return getattr(self._local, "usage", None)
 
     def warm_up(self) -> None:
         """Start the warm workers now instead of on the first job.
@@ -174,11 +184,13 @@ class IsolatedRunner:
         self.close()
 
     # internals ------------------------------------------------------------
-    def _collect(self, worker: _Worker, limit: float, cancel: threading.Event | None) -> Any:
+    def _collect(self, worker: _Worker, limit: float, cancel: threading.Event | None, clock: CpuClock) -> Any:
+        self._local.usage = None
         try:
             ready = _wait_for_answer(worker.conn, limit, cancel)
             message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
+            self._local.usage = clock.stop()
             self._retire(worker)
             if _ended_by_hard_deadline(worker):
                 raise ExprError(
@@ -189,6 +201,8 @@ class IsolatedRunner:
         except _Cancelled:
             self._retire(worker)
             raise ExprError("the job was stopped before it finished, as asked", kind="cancelled") from None
+        # Measured before a time-out's kill: what the worker and its layout program got.
+        self._local.usage = clock.stop(children_running=not ready)
         if not ready:
             self._retire(worker)
             raise ExprError(

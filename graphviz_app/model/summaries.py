@@ -88,7 +88,12 @@ class ModuleRow:
 
 @dataclass(frozen=True, slots=True)
 class ModuleSummary:
-    """The rows in `named_modules()` order; `str()` prints them as a table."""
+    """The rows in `named_modules()` order; `str()` prints them as a table.
+
+    The table's "at peak" column (when the step's memory could be replayed) is what each
+    module holds at the step's peak: its saved tensors still waiting for backward, and the
+    gradients and outputs alive then.
+    """
 
     rows: tuple[ModuleRow, ...]
     saved_traced: bool = True  # False: traced with show_saved=False, so saved bytes are unknown
@@ -102,13 +107,15 @@ class ModuleSummary:
     def __str__(self) -> str:
         if not self.rows:
             return "no module information: trace inside `with record(model):`, or use trace_model(model, *inputs)"
-        header = ("module", "type", "ops", "activations", "params", "param bytes")
+        peak = self.saved_traced and any(r.peak_bytes is not None for r in self.rows)
+        header = ("module", "type", "ops", "activations", *(("at peak",) if peak else ()), "params", "param bytes")
         table = [header] + [
             (
                 r.module or "(root)",
                 r.type or "?",
                 f"{r.ops:,}",
                 human_bytes(r.activation_bytes) if self.saved_traced else "not traced",
+                *((human_bytes(r.peak_bytes or 0),) if peak else ()),
                 f"{r.params:,}",
                 human_bytes(r.param_bytes),
             )

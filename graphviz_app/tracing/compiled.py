@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
-import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
-import torch
+from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind
+from .compiled_graph import OP, SAVED, BackwardGraph, BackwardSaved, backward_graph
+from .fast_records import FAST, new_edge, new_node
+from .torch_internals import compiled_backward_graph
 
-from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind, TensorInfo
-from .fast_records import new_node, new_tensor_info
-from .tensor_info import dtype_name
-from .torch_internals import aot_role, compiled_backward_graph
-
-__all__ = ["COMPILED_NODE", "add_regions", "region_name", "module_path", "stack_source", "fx_op_name"]
+__all__ = ["COMPILED_NODE", "add_regions", "region_name"]
 
 COMPILED_NODE = "CompiledFunctionBackward"
 
@@ -36,90 +30,6 @@ def region_name(module: str | None, number: int) -> str:
     """
     own = f"[compiled region {number}]"
     return f"{module}.{own}" if module else own
-
-
-_GETATTR = re.compile(r"getattr\(([^()]*), '([^']*)'\)")
-_ROOT = re.compile(r"^[LG]\[[^\]]*\]")
-
-
-@functools.lru_cache(maxsize=4096)
-def module_path(dynamo_path: str) -> str:
-    """A module path as torch.compile records it (`L['self'].layers[0]`) written as `named_modules()` does.
-
-    >>> module_path("L['self'].layers[0].linear1"), module_path("L['fn'].1"), module_path("L['self']")
-    ('layers.0.linear1', '1', '')
-    >>> module_path("getattr(L['self'].layers, '0').norm1")
-    'layers.0.norm1'
-    """
-    path = dynamo_path
-    while (inner := _GETATTR.search(path)) is not None:  # getattr(X, 'name') -> X.name, innermost first
-        path = path[: inner.start()] + f"{inner.group(1)}.{inner.group(2)}" + path[inner.end():]
-    path = _ROOT.sub("", path)  # the compiled function's own argument: the root module
-    path = re.sub(r"\[(\d+)\]", r".\1", path)
-    path = re.sub(r"\['([^']*)'\]", r".\1", path)
-    return path.lstrip(".")
-
-
-@functools.lru_cache(maxsize=4096)
-def stack_source(stack_trace: str | None) -> str | None:
-    """`"model.py:9 in forward"` from the last frame of an FX node's stack trace.
-
-    >>> stack_source('  File "/tmp/model.py", line 9, in forward\\n    return self.b(h)\\n')
-    'model.py:9 in forward'
-    """
-    if not stack_trace:
-        return None
-    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', stack_trace)
-    if not frames:
-        return None
-    path, line, func = frames[-1]
-    return f"{os.path.basename(path)}:{line} in {func}"
-
-
-def fx_op_name(target: Any) -> str:
-    """An FX call's name as people read it: `aten.mm.default`, `getitem`.
-
-    >>> import operator
-    >>> fx_op_name(torch.ops.aten.mm.default), fx_op_name(operator.getitem)
-    ('aten.mm.default', 'getitem')
-    """
-    if hasattr(target, "overloadpacket"):  # an aten operator overload
-        return str(target)
-    return getattr(target, "__name__", None) or str(target)
-
-
-def _tensor(val: Any, meta: Any) -> TensorInfo | None:
-    """What an FX node's value (a fake tensor) says of the tensor it makes; None for other values.
-
-    The shape and dtype come from the node's plain `tensor_meta` record when it has one
-    (a fake tensor's own attributes go through its dispatch, several times slower).
-    """
-    if not isinstance(val, torch.Tensor):
-        return None
-    shape_of = meta if meta is not None and hasattr(meta, "shape") else val
-    shape = tuple(int(d) for d in shape_of.shape)
-    numel = math.prod(shape)
-    dtype = shape_of.dtype
-    itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, val.element_size())
-    return new_tensor_info(None, shape, dtype_name(dtype), str(val.device), numel, numel * itemsize, False)
-
-
-_ITEMSIZE: dict[Any, int] = {}  # dtype -> bytes per element
-
-
-def _module_of(meta: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(path, class name) of the innermost module an FX node's forward code ran in."""
-    stack = meta.get("fwd_nn_module_stack") or meta.get("nn_module_stack")
-    if not stack:
-        return None
-    path, cls = list(stack.values())[-1]
-    return module_path(str(path)), getattr(cls, "__name__", str(cls))
-
-
-def _forward_of(meta: Mapping[str, Any]) -> str | None:
-    """The forward call (as torch.compile names it: `linear_1`, `relu`) an FX node belongs to."""
-    stack = meta.get("fwd_source_fn_stack") or meta.get("source_fn_stack")
-    return str(stack[-1][0]) if stack else None
 
 
 def add_regions(graph: Graph, fns: Mapping[str, Any]) -> Graph:
@@ -153,150 +63,92 @@ def add_regions(graph: Graph, fns: Mapping[str, Any]) -> Graph:
             regions.append(CompiledRegion(node.id, name, notes=(f"{name} could not be opened: {reason}",)))
             continue
         saved = {by_id[i].name: by_id[i] for i in saved_ids.get(node.id, ())}
-        reader = _Reader(node.id, name, saved)
-        reader.input_names = {slot: by_id[i].name for slot, i in input_ids.get(node.id, {}).items()
-                              if by_id[i].kind is NodeKind.LEAF and by_id[i].name}
-        region, enriched = reader.read(module)
+        leaves = {slot: by_id[i].name for slot, i in input_ids.get(node.id, {}).items()
+                  if by_id[i].kind is NodeKind.LEAF and by_id[i].name}
+        bw = backward_graph(module, node.id, name)
+        notes, linked = _link_saved(bw, saved)
+        region = CompiledRegion(node.id, name, *_made(bw, node.id, name, linked),
+                                notes=(_FUSED_NOTE, *bw.notes_before, *notes, *bw.notes_after))
         regions.append(region)
-        replaced.update(enriched)
+        for record, node_id in zip(bw.saved, linked, strict=True):
+            if node_id is not None:
+                replaced[node_id] = _described(by_id[node_id], record, leaves)
     nodes = tuple(replaced.get(n.id, n) for n in graph.nodes) if replaced else graph.nodes
     return dataclasses.replace(graph, nodes=nodes, regions=tuple(regions))
 
 
-class _Reader:
-    """Reads one backward GraphModule into a CompiledRegion."""
+_Made = tuple[tuple[Node, ...], tuple[Edge, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str], ...],
+              tuple[ModuleInfo, ...]]
 
-    def __init__(self, node_id: str, name: str, saved: Mapping[str, Node]) -> None:
-        self.node_id = node_id
-        self.name = name
-        self.saved = saved  # the graph's saved nodes of this region, by name ("saved_tensors[0]", ...)
-        self.notes: list[str] = [_FUSED_NOTE]
-        self.ids: dict[Any, str] = {}  # FX node -> inner node id
-        self.saved_of: dict[Any, str] = {}  # FX placeholder -> the graph's saved node id
-        self.tangent_of: dict[Any, int] = {}  # FX placeholder -> region output
-        self.modules: dict[str, str] = {name: REGION_TYPE}
-        self.input_names: dict[int, str] = {}  # input slot -> the name of the leaf feeding it
 
-    def read(self, module: torch.fx.GraphModule) -> tuple[CompiledRegion, dict[str, Node]]:
-        fx_nodes = list(module.graph.nodes)
-        enriched = self._placeholders([n for n in fx_nodes if n.op == "placeholder"])
-        nodes: list[Node] = []
-        edges: list[Edge] = []
-        outputs: list[tuple[int, str]] = []
-        for fx in fx_nodes:
-            if fx.op == "call_function":
-                nodes.append(self._op(fx))
-        for fx in fx_nodes:
-            if fx.op != "call_function":
-                continue
-            own = self.ids[fx]
-            for slot, arg in enumerate(fx.all_input_nodes):
-                if arg in self.ids:  # backward flows from arg to fx: the graph draws fx -> arg
-                    edges.append(Edge(own, self.ids[arg], EdgeKind.DATA, 0, slot))
-                elif arg in self.saved_of:
-                    edges.append(Edge(self.saved_of[arg], own, EdgeKind.SAVED))
-                elif arg in self.tangent_of:
-                    outputs.append((self.tangent_of[arg], own))
-        inputs = self._inputs(next(n for n in fx_nodes if n.op == "output"))
-        types = tuple(ModuleInfo(m, t or "") for m, t in self.modules.items())
-        region = CompiledRegion(self.node_id, self.name, tuple(nodes), tuple(edges), tuple(inputs),
-                                tuple(dict.fromkeys(outputs)), types, tuple(self.notes))
-        return region, enriched
+def _made(bw: BackwardGraph, node_id: str, name: str, linked: tuple[str | None, ...]) -> _Made:
+    """The region's ops, edges, inputs, outputs and modules for region node `node_id`.
 
-    def _placeholders(self, placeholders: list[Any]) -> dict[str, Node]:
-        """Sort the inputs into saved tensors and incoming gradients; describe each saved tensor."""
-        tangents: list[Any] = []
-        saved: list[Any] = []
-        for p in placeholders:
-            role = aot_role(p)
-            if (role and role[0] == "tangent") or (role is None and p.name.startswith("tangents_")):
-                tangents.append(p)
-            elif isinstance(p.meta.get("val"), torch.Tensor):
-                saved.append(p)
-        for number, p in enumerate(tangents):
-            role = aot_role(p)
-            self.tangent_of[p] = role[1] if role else number
-        if len(tangents) and all(aot_role(p) is None for p in tangents):
-            self.notes.append("torch gave no descriptors: incoming gradients are matched to outputs by position")
-        return self._link_saved(saved)
+    Kept with the backward graph: tracing the same compiled model again gives the same
+    node ids, and the records are immutable, so the next trace shares them.
+    """
+    key = (node_id, name, linked)
+    found: _Made | None = bw.made.get(key)
+    if found is None:
+        found = _make(bw, node_id, name, linked)
+        if len(bw.made) >= 8:  # a few graphs of one compiled function at a time
+            bw.made.clear()
+        bw.made[key] = found
+    return found
 
-    def _link_saved(self, saved: list[Any]) -> dict[str, Node]:
-        names = [f"saved_tensors[{i}]" for i in range(len(saved))]
-        if not self.saved:
-            return {}  # traced with show_saved=False: nothing to link
-        if len(self.saved) != len(saved) or any(n not in self.saved for n in names):
-            self.notes.append(
-                f"the backward graph reads {len(saved)} saved tensor(s), the node holds {len(self.saved)}: "
-                "saved tensors are not linked to the ops that read them"
-            )
-            return {}
-        enriched: dict[str, Node] = {}
-        for name, p in zip(names, saved, strict=True):
-            node = self.saved[name]
-            val = p.meta.get("val")
-            if node.tensor is not None and not node.tensor.freed and tuple(val.shape) != node.tensor.shape:
-                self.notes.append(f"{name} has shape {node.tensor.shape_text}, the backward graph expects "
-                                  f"{tuple(val.shape)}: not linked")
-                continue
-            self.saved_of[p] = node.id
-            enriched[node.id] = dataclasses.replace(node, attrs=node.attrs + self._made_by(p),
-                                                    source=stack_source(p.meta.get("stack_trace")) or node.source)
-        return enriched
 
-    def _made_by(self, p: Any) -> tuple[tuple[str, str], ...]:
-        """What made a saved tensor: an input of the region, or a forward op (with its seq_nr and module)."""
-        role = aot_role(p)
-        if role is None and p.name.startswith("primals_") and p.name.removeprefix("primals_").isdigit():
-            role = ("input", int(p.name.removeprefix("primals_")) - 1)  # torch before descriptors
-        if role and role[0] == "input":
-            leaf = self.input_names.get(role[1])
-            return (("made by", f"input {role[1]} of the region" + (f" ({leaf})" if leaf else "")),)
-        facts: list[tuple[str, str]] = []
-        aten, seq, call = p.meta.get("original_aten"), p.meta.get("seq_nr"), _forward_of(p.meta)
-        details = [fx_op_name(aten)] if aten is not None else []
-        details += [f"seq_nr {seq}"] if seq is not None else []
-        if call or details:
-            facts.append(("made by", f"{call or p.name} ({', '.join(details)})" if details else str(call)))
-        owner = _module_of(p.meta)
-        if owner is not None and owner[0]:
-            facts.append(("forward module", owner[0]))
-        return tuple(facts)
+def _make(bw: BackwardGraph, node_id: str, name: str, linked: tuple[str | None, ...]) -> _Made:
+    nodes = bw.ops_for(node_id, name)
+    ids = [n.id for n in nodes]
+    edges: list[Edge] = []
+    outputs: list[tuple[int, str]] = []
+    data, saved_kind = EdgeKind.DATA, EdgeKind.SAVED
+    for op, slot, where, which in bw.reads:  # backward flows from an op's input to the op: drawn op -> input
+        if where == OP:
+            edges.append(new_edge(ids[op], ids[which], data, 0, slot))
+        elif where == SAVED:
+            if (saved := linked[which]) is not None:
+                edges.append(new_edge(saved, ids[op], saved_kind))
+        else:
+            outputs.append((which, ids[op]))
+    inputs = tuple((slot, ids[op]) for slot, op in bw.inputs)
+    modules = (ModuleInfo(name, REGION_TYPE), *(ModuleInfo(f"{name}.{path}", cls) for path, cls in bw.modules))
+    return nodes, tuple(edges), inputs, tuple(dict.fromkeys(outputs)), modules
 
-    def _op(self, fx: Any) -> Node:
-        own = self.ids[fx] = f"{self.node_id}/{len(self.ids)}"
-        attrs: list[tuple[str, str]] = []
-        seq = fx.meta.get("seq_nr")
-        if seq is not None:
-            attrs.append(("seq_nr", str(seq)))
-        forward = _forward_of(fx.meta)
-        if forward is not None:
-            attrs.append(("for", forward))
-        val = fx.meta.get("val")
-        if isinstance(val, (tuple, list)):
-            attrs.append(("outputs", str(len(val))))
-        owner = _module_of(fx.meta)
-        module = self.name
-        if owner is not None and owner[0]:
-            module = f"{self.name}.{owner[0]}"
-            parts = owner[0].split(".")
-            for i in range(1, len(parts)):
-                self.modules.setdefault(f"{self.name}.{'.'.join(parts[:i])}", "")
-            self.modules[module] = owner[1]
-        return new_node(own, NodeKind.OP, fx_op_name(fx.target), _tensor(val, fx.meta.get("tensor_meta")),
-                        tuple(attrs), module, stack_source(fx.meta.get("stack_trace")))
 
-    def _inputs(self, output: Any) -> list[tuple[int, str]]:
-        """(input slot of the region, op computing that input's gradient), from the graph's output."""
-        grads = output.args[0] if output.args else ()
-        if not isinstance(grads, (tuple, list)):
-            grads = (grads,)
-        descs = output.meta.get("desc")
-        found: list[tuple[int, str]] = []
-        for position, grad in enumerate(grads):
-            role = aot_role(descs[position]) if isinstance(descs, (tuple, list)) and position < len(descs) else None
-            slot = role[1] if role and role[0] == "grad" else position
-            if grad in self.ids:
-                found.append((slot, self.ids[grad]))
-            elif grad is not None and getattr(grad, "op", None) == "placeholder":
-                self.notes.append(f"the gradient of input {slot} is passed through unchanged: no op computes it")
-        return found
+def _link_saved(bw: BackwardGraph, saved: Mapping[str, Node]) -> tuple[list[str], tuple[str | None, ...]]:
+    """(notes, the graph's node id of each saved tensor the backward graph reads, None where not linked)."""
+    unlinked: tuple[str | None, ...] = (None,) * len(bw.saved)
+    if not saved:
+        return [], unlinked  # traced with show_saved=False: nothing to link
+    names = [f"saved_tensors[{i}]" for i in range(len(bw.saved))]
+    if len(saved) != len(bw.saved) or any(n not in saved for n in names):
+        return [
+            f"the backward graph reads {len(bw.saved)} saved tensor(s), the node holds {len(saved)}: "
+            "saved tensors are not linked to the ops that read them"
+        ], unlinked
+    notes: list[str] = []
+    linked: list[str | None] = []
+    for name, record in zip(names, bw.saved, strict=True):
+        node = saved[name]
+        if node.tensor is not None and not node.tensor.freed and record.shape != node.tensor.shape:
+            notes.append(f"{name} has shape {node.tensor.shape_text}, the backward graph expects "
+                         f"{record.shape}: not linked")
+            linked.append(None)
+        else:
+            linked.append(node.id)
+    return notes, tuple(linked)
+
+
+def _described(node: Node, record: BackwardSaved, leaves: Mapping[int, str]) -> Node:
+    """A saved tensor's node with what made it: an input of the region, or a forward op and its line."""
+    made_by = record.made_by
+    if record.input is not None:
+        leaf = leaves.get(record.input)
+        made_by = (("made by", f"input {record.input} of the region" + (f" ({leaf})" if leaf else "")),)
+    attrs, source = node.attrs + made_by, record.source or node.source
+    if not FAST:  # pragma: no cover - only when the model's fields change
+        return dataclasses.replace(node, attrs=attrs, source=source)
+    described: Node = new_node(node.id, node.kind, node.name, node.tensor, attrs, node.module, source, node.grad,
+                               node.recency, node.order, node.differentiates)
+    return described

@@ -12,19 +12,26 @@ The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
               "node_group", "node_instance": one entry per node},
      "open": [box, ...],                       # the opening view
      "overlays": [overlay, ...],               # colourings offered beside "kind"
-     "series": [series, ...]}                  # optional, per-step data (not drawn yet)
+     "series": [series, ...],                  # optional, per-step data (the first drawable one is charted)
+     "notes": [str, ...]}                      # optional, shown in the status line (why a block is missing)
 
 An overlay colours nodes and boxes by a number: ``{"key": str, "label": str, "scale": "log" | "linear",
 "unit": "bytes" | "", "node": [float | null per node], "group": [float | null per box],
-"flag": [node index, ...]}`` (flagged nodes are drawn red, e.g. NaN gradients). The viewer offers
-every overlay in its colour menu and shows its values in the details panel; "gradient" and
-"memory" are built in (`payload.overlays`). More colourings (bytes held over backward, a diff's
-status as 0/1/2 with "scale": "linear") are added with `payload(..., extra_overlays=[...])`.
+"flag": [node index, ...]}`` (flagged nodes are drawn red, e.g. NaN gradients), optionally
+``"mark": [node index, ...], "mark_label": str, "mark_badge": str`` (marked nodes, or the closed box
+standing for one, get a ring and a badge; the legend names them). The viewer offers every overlay
+in its colour menu and shows its values in the details panel; "gradient" and "memory" (bytes saved
+for backward) are built in (`payload.overlays`), and "held" (bytes held at the memory peak, the peak
+node marked) comes with the memory replay (`viewer.memory`). More colourings (a diff's status as
+0/1/2 with "scale": "linear") are added with `payload(..., extra_overlays=[...])`.
 
-A series is a sequence of values over steps, for a chart beside the graph: ``{"key": str,
-"label": str, "unit": str, "x_label": str, "values": [float, ...], "node_step": [int | -1 per node]}``
-(`node_step`: the step at which a node's value counts, e.g. when backward frees it). The viewer
-keeps unknown keys and blocks it cannot draw; adding a block never breaks an older viewer.
+A series is a sequence of values over steps, charted under the graph: ``{"key": str,
+"label": str, "unit": str, "x_label": str, "values": [float, ...], "node_step": [int | -1 per node],
+"peak": int, "notes": [str, ...]}`` (`node_step`: the step at which a node runs; `peak`: the step
+marked and labelled, default the largest value). Hovering a step names its node, clicking it
+selects the node. "live_bytes" (live bytes over backward, `memory_timeline`) is built in when the
+graph has saved tensors and a backward order. The viewer ignores unknown keys and blocks it cannot
+draw; adding a block never breaks an older viewer.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..analysis.module_tree import leaf_storages
 from ..model import EdgeKind, Graph, NodeKind, to_compact
+from .memory import memory_view
 from .tree import Tree, build_tree, initial_open
 
 __all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "payload", "encode", "overlays"]
@@ -45,6 +46,9 @@ def payload(
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
     tree = build_tree(graph)
+    memory = memory_view(graph, tree)
+    built = overlays(graph, tree) + memory.overlays
+    memory.mark(built)
     return {
         "format": PAYLOAD_FORMAT,
         "version": PAYLOAD_VERSION,
@@ -53,8 +57,9 @@ def payload(
         "graph": to_compact(graph),
         "tree": tree.to_dict(),
         "open": initial_open(tree),
-        "overlays": overlays(graph, tree) + [dict(o) for o in extra_overlays],
-        "series": [dict(s) for s in series],
+        "overlays": built + [dict(o) for o in extra_overlays],
+        "series": memory.series + [dict(s) for s in series],
+        "notes": memory.notes,
     }
 
 

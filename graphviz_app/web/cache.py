@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from .results import Failure
 
-__all__ = ["UNCACHED_KINDS", "ResultCache", "cacheable", "size_of"]
+__all__ = ["UNCACHED_KINDS", "ResultCache", "cacheable", "layout_stopped_by_load", "size_of"]
 
 T = TypeVar("T")
 
@@ -22,9 +22,28 @@ T = TypeVar("T")
 UNCACHED_KINDS = frozenset({"busy", "time", "overtime", "crash", "memory", "internal", "cancelled"})
 
 
+# What a layout stopped at its deadline says when it got too little CPU (drawing.layout.LayoutTimeout).
+_BUSY_LAYOUT = "the machine was busy"
+
+
+def layout_stopped_by_load(value: object) -> bool:
+    """Whether `value` is a layout stopped at its deadline because the machine was busy (it said so, measured).
+
+    >>> layout_stopped_by_load(Failure("laying out 9 nodes with dot took over 9 s; it got 1.0 s of CPU in "
+    ...                                "that time: the machine was busy, so ...", kind="render"))
+    True
+    """
+    return isinstance(value, Failure) and value.kind == "render" and _BUSY_LAYOUT in value.message
+
+
 def cacheable(value: object) -> bool:
-    """Whether `value` may be served to the next visitor: a result, or a failure of the program itself."""
-    return not (isinstance(value, Failure) and value.kind in UNCACHED_KINDS)
+    """Whether `value` may be served to the next visitor: a result, or a failure of the program itself.
+
+    Never a failure of the moment (`UNCACHED_KINDS`), nor a layout stopped because the machine was busy.
+    """
+    if isinstance(value, Failure) and value.kind in UNCACHED_KINDS:
+        return False
+    return not layout_stopped_by_load(value)
 
 
 def size_of(value: object) -> int:

@@ -20,9 +20,12 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
-A time-out is re-labelled by what the machine was doing: `overtime` when the
-job had the pool to itself (it will time out again: not worth a retry), `time`
-when others were running beside it (it may pass at a quieter moment).
+A time-out is re-labelled by what the machine did to it, measured: the CPU time
+its worker (and the layout program it started) got against the wall time it ran
+(`IsolatedRunner.last_usage`). `overtime` when it had a CPU to itself (it will
+time out again: not worth a retry), `time` when other programs took the CPU it
+needed (it may pass at a quieter moment). A layout stopped at its deadline
+because the machine was busy becomes `time` too, so it is never cached.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..expr import ExprError, IsolatedRunner, JobRef
+from ..expr.usage import JobUsage
+from .cache import layout_stopped_by_load
 from .results import Failure
 
 # A job: a picklable top-level function, or one named by module and function.
@@ -146,18 +151,25 @@ class FairRunner:
             if e.kind != "time":
                 raise
             self._mark_suspect(session, key)
-            raise _relabel_time_out(e, ticket.peak) from e
+            raise _relabel_time_out(e, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
                 self._mark_suspect(session, key)
-                found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak)
+                found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
                                excerpt=result.excerpt)
+            if isinstance(result, Failure) and result.kind == "render":
+                return _relabel_layout_time_out(result, self._usage())
             return result
         finally:
             with self._cond:
                 self._running.remove(ticket)
                 self._cond.notify_all()
+
+    def _usage(self) -> JobUsage | None:
+        """The CPU the last job of this thread got, when the runner measures it."""
+        last = getattr(self.runner, "last_usage", None)
+        return last() if callable(last) else None
 
     def _mark_suspect(self, session: str, key: Hashable) -> None:
         with self._cond:
@@ -291,11 +303,37 @@ def _job_key(job: Job, args: tuple[Any, ...]) -> Hashable:
     return None if first is None else ("job", _kind(job), hash(first))
 
 
-def _relabel_time_out(e: ExprError, peak: int) -> ExprError:
+def _relabel_time_out(e: ExprError, peak: int, usage: JobUsage | None) -> ExprError:
+    """`time` when other programs took the CPU the job needed (measured), `overtime` when it had one to itself."""
+    share = None if usage is None else usage.share
+    if usage is not None and share is not None:
+        if not usage.busy:
+            return ExprError(
+                f"{e.message}. It had a CPU to itself ({share:.0%} of one, measured over its {usage.wall_s:.1f} s), "
+                "so it would stop at the same point again: a retry will not help", kind="overtime")
+        return ExprError(
+            f"{e.message}. The machine was busy: it got {share:.0%} of a CPU over its {usage.wall_s:.1f} s "
+            "(measured), so it may pass at a quieter moment", kind="time")
+    # Not measured (no /proc): judged from the page's own jobs only, and said so.
     if peak <= 1:
         return ExprError(
-            f"{e.message}. It had the machine to itself, so it would stop at the same point "
-            "again: a retry will not help", kind="overtime")
+            f"{e.message}. No other program of this page ran beside it (the CPU it got was not measured here), "
+            "so it would likely stop at the same point again: a retry will not help", kind="overtime")
     return ExprError(
         f"{e.message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
         "may pass at a quieter moment", kind="time")
+
+
+def _relabel_layout_time_out(result: Failure, usage: JobUsage | None) -> Failure:
+    """A layout stopped at its deadline because the machine was busy: `time` (retry, never cached)."""
+    if not layout_stopped_by_load(result) and not (usage is not None and usage.busy and _layout_timed_out(result)):
+        return result
+    text = result.message
+    if "the machine was busy" not in text and usage is not None and usage.share is not None:
+        text += (f". The machine was busy: the job got {usage.share:.0%} of a CPU over its {usage.wall_s:.1f} s "
+                 "(measured), so it may pass at a quieter moment")
+    return Failure(text, kind="time", line=result.line, col=result.col, excerpt=result.excerpt)
+
+
+def _layout_timed_out(result: Failure) -> bool:
+    return result.kind == "render" and " took over " in result.message and "laying out" in result.message

@@ -147,6 +147,25 @@ EXAMPLES: tuple[Example, ...] = (
         hint="2*x",
     ),
     Example(
+        key="penalty",
+        title="a gradient penalty (a gradient of a gradient)",
+        blurb=(
+            "torch.autograd.grad(y, x, create_graph=True) gives the gradient g as a tensor with a graph "
+            "of its own, so the penalty (g ** 2).sum() can be differentiated again. The drawing holds "
+            "the forward's ops (order 0) and the ops its backward made (order 1: TanhBackwardBackward0, "
+            "...); x.grad runs backward through both."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "x = torch.randn(4, requires_grad=True)\n"
+            "y = (x.tanh() ** 2).sum()\n"
+            "g, = torch.autograd.grad(y, x, create_graph=True)\n"
+            "(g ** 2).sum()\n"
+        ),
+        wrt="x",
+        hint="8 * x.tanh() * (1 - x.tanh()**2)**2 * (1 - 3 * x.tanh()**2)",
+    ),
+    Example(
         key="cnn",
         title="a small CNN with BatchNorm",
         blurb=(

@@ -203,3 +203,31 @@ def test_inductor_shows_the_graph_before_code_generation() -> None:
     (region,) = graph.regions
     assert [n.name for n in region.nodes] == _fx_ops(_compiled_fns(y)[0])
     assert any("fuses them into kernels" in note for note in region.notes)
+
+
+def test_tracing_each_step_of_a_compiled_model_reads_its_backward_once() -> None:
+    """A training loop traces every step: the same compiled function gives the same region, shared."""
+    torch.manual_seed(0)
+    model = TanhMLP()
+    torch.compiler.reset()
+    step = torch.compile(model, backend="aot_eager")
+    first = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    again = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    assert again.regions == first.regions
+    made_by = [[(n.attrs, n.source) for n in g.nodes if n.kind is NodeKind.SAVED] for g in (first, again)]
+    assert made_by[0] == made_by[1] and all(dict(attrs).get("made by") for attrs, _ in made_by[0])
+    assert all(a is b for a, b in zip(again.regions[0].nodes, first.regions[0].nodes, strict=True))
+
+
+def test_a_recompiled_function_shows_its_own_shapes() -> None:
+    """New input shapes make torch compile again: the region shows the new backward, not the one read before."""
+    torch.manual_seed(0)
+    model = TanhMLP()
+    torch.compiler.reset()
+    step = torch.compile(model, backend="aot_eager", dynamic=False)
+    small = trace(step(torch.randn(3, 4, requires_grad=True)).sum(), model)
+    large = trace(step(torch.randn(7, 4, requires_grad=True)).sum(), model)
+    small_shapes = {n.tensor.shape for n in small.regions[0].nodes if n.tensor}
+    large_shapes = {n.tensor.shape for n in large.regions[0].nodes if n.tensor}
+    assert (3, 8) in small_shapes and (7, 8) in large_shapes
+    assert (7, 8) not in small_shapes and (3, 8) not in large_shapes

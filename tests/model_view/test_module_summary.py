@@ -38,8 +38,9 @@ def test_saved_bytes_count_each_storage_once_and_skip_freed_tensors() -> None:
 def test_the_table_prints_one_line_per_module_with_readable_numbers() -> None:
     text = str(encoder_graph(100).module_summary())
     lines = text.splitlines()
-    assert lines[0].split() == ["module", "type", "ops", "activations", "params", "param", "bytes"]
-    assert lines[1].split() == ["(root)", "TransformerEncoder", "1,101", "34.4", "KiB", "14,000", "54.7", "KiB"]
+    assert lines[0].split() == ["module", "type", "ops", "activations", "at", "peak", "params", "param", "bytes"]
+    assert lines[1].split() == ["(root)", "TransformerEncoder", "1,101", "34.4", "KiB", "92.3", "KiB", "14,000",
+                                "54.7", "KiB"]
     assert len(lines) == 1 + len(encoder_graph(100).modules)
 
 

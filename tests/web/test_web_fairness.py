@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from graphviz_app.expr import ExprError
+from graphviz_app.expr.usage import JobUsage
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.results import Failure
@@ -143,13 +144,37 @@ def test_a_suspects_busy_message_says_why_it_waits_behind_others() -> None:
         t.join(5)
 
 
-def test_a_time_out_alone_is_not_worth_a_retry_but_one_beside_others_is() -> None:
+class MeasuredPool(FakePool):
+    """Like FakePool, with the CPU share its last job got, as IsolatedRunner measures it."""
+
+    def __init__(self, usage: JobUsage) -> None:
+        super().__init__()
+        self.usage = usage
+
+    def last_usage(self) -> JobUsage:
+        return self.usage
+
+
+def test_a_time_out_with_a_cpu_of_its_own_is_not_worth_a_retry_but_one_starved_of_cpu_is() -> None:
+    release = threading.Event()
+    release.set()
+    alone = service._call(FairRunner(MeasuredPool(JobUsage(15.0, 14.6))).for_session("a"), runaway, release)  # noqa: SLF001
+    assert isinstance(alone, Failure) and alone.kind == "overtime" and not alone.transient
+    assert "It had a CPU to itself (97% of one, measured over its 15.0 s)" in alone.message
+    assert "a retry will not help" in alone.message
+    # At a load of 8 to 26 a worker gets a fraction of a CPU, whatever ran on the page beside it.
+    starved = service._call(FairRunner(MeasuredPool(JobUsage(15.0, 2.0))).for_session("a"), runaway, release)  # noqa: SLF001
+    assert isinstance(starved, Failure) and starved.kind == "time" and starved.transient
+    assert "The machine was busy: it got 13% of a CPU over its 15.0 s (measured)" in starved.message
+    assert "may pass at a quieter moment" in starved.message
+
+
+def test_without_a_measurement_the_page_judges_by_its_own_jobs_and_says_so() -> None:
     fair = FairRunner(FakePool())
     release = threading.Event()
     release.set()
     alone = service._call(fair.for_session("a"), runaway, release)  # noqa: SLF001
-    assert isinstance(alone, Failure) and alone.kind == "overtime" and not alone.transient
-    assert "had the machine to itself" in alone.message and "a retry will not help" in alone.message
+    assert isinstance(alone, Failure) and alone.kind == "overtime" and "not measured here" in alone.message
     hold = threading.Event()
     other, _ = in_thread(lambda: fair.run("b", blocked_until, hold))
     wait_running(fair, 1)

@@ -35,6 +35,7 @@ export class Scale {
     }
     this.lo = lo; this.hi = hi;
     this.flags = new Set(overlay.flag || []);
+    this.marks = new Set((overlay.mark || []).filter(Number.isInteger));  // ringed (see marks.js)
   }
   colour(v) {
     if (v === null || v === undefined || !isFinite(v)) return NO_VALUE;

@@ -1,11 +1,13 @@
 // The viewer: one graph, its boxes, the drawing, and what a person does with it.
-import { Scale } from "./colour.js";
+import { StepChart, drawableSeries } from "./chart.js";
+import { Scale, format } from "./colour.js";
 import { groupRows, nodeRows } from "./details.js";
 import { showRows, skeleton } from "./dom.js";
 import { drawScene, el } from "./draw.js";
 import { readFragment, writeFragment } from "./fragment.js";
 import { GraphData } from "./graph.js";
 import { Layouts } from "./layout.js";
+import { drawMarks } from "./marks.js";
 import { PanZoom } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
@@ -28,6 +30,7 @@ export class Viewer {
     this.state = { sel: null, selGroup: null, color: "kind", matches: [], at: -1 };
     this.markerId = `gv-arrow-${++viewers}`;
     this._svg();
+    this._chart();
     this.savedOf = this._savedIndex();
     this.panzoom = new PanZoom(this.ui.pane, this.svg, this.viewport, this.ui.overview,
       (k) => { this.root.querySelector(".gv-scale").textContent = Math.round(k * 100) + "%"; });
@@ -41,6 +44,15 @@ export class Viewer {
       markerHeight: "7", orient: "auto-start-reverse" }, defs);
     el("path", { d: "M0,0L10,5L0,10z", class: "gv-arrow" }, marker);
     this.viewport = el("g", { class: "gv-viewport" }, this.svg);
+  }
+  // The chart of a per-step series under the graph (none when the payload has none).
+  _chart() {
+    const series = drawableSeries(this.data.series);
+    if (!series) return;
+    this.chart = new StepChart(this.ui.viewer, this.ui.legend, series, this.graph, (step, node) => {
+      if (node >= 0) this.select(node, { reveal: true, center: true });
+      else this.chart.highlight(step);
+    });
   }
   _savedIndex() {
     const g = this.graph, saved = new Map();
@@ -61,7 +73,7 @@ export class Viewer {
     if (frag.color) this._colour(frag.color, false);
     const title = this.data.title ? `${this.data.title}: ` : "";
     this.ui.status.textContent = `${title}${this.graph.n.toLocaleString()} nodes, ${this.graph.m.toLocaleString()} edges` +
-      (this.data.graph.notes && this.data.graph.notes.length ? " · " + this.data.graph.notes.join(" · ") : "");
+      [...(this.data.graph.notes || []), ...(this.data.notes || [])].map((n) => " · " + n).join("");
     this.refresh();
     if (frag.sel !== null) this.select(frag.sel, { reveal: true, center: true });
     else this.openingView();
@@ -78,6 +90,7 @@ export class Viewer {
     const paint = this.state.color === "kind" ? null : this.paint;
     this.drawn = drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
       markerId: this.markerId, rankdir: this.rankdir });
+    drawMarks(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint });
     this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
     this._outline();
     this.root.dataset.layouts = String(this.layouts.runs);
@@ -111,13 +124,24 @@ export class Viewer {
       this._outline();
       this._saveView();
     }
-    showRows(this.ui.details, `${this.graph.name(i)}`, nodeRows(this.graph, this.tree, i, this.savedOf));
+    showRows(this.ui.details, `${this.graph.name(i)}`, nodeRows(this.graph, this.tree, i, this.savedOf).concat(this._moreRows(i)));
+    if (this.chart) this.chart.highlight(this.chart.nodeStep(i));
     if (center) {
       const b = this.scene.boxes.get(this.tree.rep(i));
       if (b) this.panzoom.centerOn(b);
     }
   }
+  // Rows the overlays and the chart add to node i's details (the gradient's are there already).
+  _moreRows(i) {
+    const rows = [];
+    for (const o of this.overlays) {
+      const v = o.node[i];
+      if (o.key !== "gradient" && v !== null && v !== undefined) rows.push([o.label, format(v, o.unit)]);
+    }
+    return this.chart ? rows.concat(this.chart.rows(i)) : rows;
+  }
   selectGroup(g) {
+    if (this.chart) this.chart.highlight(-1);
     this.state.sel = null;
     this.state.selGroup = g;
     showRows(this.ui.details, this.tree.title(g), groupRows(this.graph, this.tree, g, this.overlays));
@@ -143,7 +167,9 @@ export class Viewer {
     this.state.color = o ? key : "kind";
     this.paint = o ? new Scale(o) : null;
     this.ui.colour.value = this.state.color;
-    this.ui.legend.textContent = this.paint ? `${o.label}: ${this.paint.legend()} (blue low, red high; grey: none)` : "";
+    const marked = this.paint ? [...this.paint.marks].filter((i) => i >= 0 && i < this.graph.n) : [];
+    this.ui.legend.textContent = (this.paint ? `${o.label}: ${this.paint.legend()} (blue low, red high; grey: none)` : "") +
+      (marked.length ? `\n◎ ringed: ${marked.map((i) => this.graph.name(i)).join(", ")}` + (o.mark_label ? ` (${o.mark_label})` : "") : "");
     if (redraw) this.refresh();
   }
   _find(query) {

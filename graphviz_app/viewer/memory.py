@@ -1,0 +1,129 @@
+"""The viewer's memory blocks: the bytes each node and box holds at the peak, and live bytes over backward.
+
+Colouring by the bytes held **at the peak** (not by the bytes saved at the end of the
+forward, which the built-in "memory" colouring already shows) answers the question a
+person opens this view with: what fills memory at its worst moment, so what to
+checkpoint or shrink. Ops that backward has already run by then hold nothing and stay
+grey; those still waiting light up. Each storage alive at the peak has one owner (the op
+whose backward releases it, the op whose input buffer holds a gradient, the leaf whose
+`.grad` it is, the output the user holds), so a box's sum over its members counts every
+storage once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.memory import MemoryTimeline, memory_timeline
+from ..model import Graph, NodeKind, human_bytes
+from .tree import Tree
+
+__all__ = ["MemoryView", "memory_view", "held_overlay", "live_series"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """What the memory replay adds to the viewer's payload: an overlay, a series, the peak node, notes.
+
+    `peak` is the index of the node running at the peak (None: none, or the peak
+    is the end of the forward), `peak_label` says the peak in words; `notes` say
+    why nothing was added.
+    """
+
+    overlays: list[dict[str, Any]] = field(default_factory=list)
+    series: list[dict[str, Any]] = field(default_factory=list)
+    peak: int | None = None
+    peak_label: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def mark(self, overlays: list[dict[str, Any]]) -> None:
+        """Mark the peak node in every memory colouring of `overlays` (in place)."""
+        for o in overlays:
+            if o.get("unit") == "bytes" and self.peak is not None:
+                o.update(mark=[self.peak], mark_label=self.peak_label, mark_badge="peak")
+
+
+def memory_view(graph: Graph, tree: Tree) -> MemoryView:
+    """Replay backward over `graph` (`memory_timeline`) and turn the result into viewer blocks.
+
+    Left out, with a note, when the graph cannot say: it holds no saved tensors
+    (traced with `show_saved=False`), it was cut off by `max_nodes`, or its ops
+    carry no backward order (`Node.recency`: a graph from an older file). A graph
+    without ops gets neither blocks nor a note.
+
+    >>> from graphviz_app.model import Node
+    >>> from graphviz_app.viewer.tree import build_tree
+    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "ExpBackward0")), ())
+    >>> memory_view(g, build_tree(g)).notes
+    ['no memory chart: the graph holds no saved tensors (traced with show_saved=False)']
+    """
+    ops = [n for n in graph.nodes if n.kind is NodeKind.OP]
+    if not ops:
+        return MemoryView()
+    if not any(n.kind is NodeKind.SAVED for n in graph.nodes):
+        return MemoryView(notes=["no memory chart: the graph holds no saved tensors (traced with show_saved=False)"])
+    if graph.truncated:
+        return MemoryView(notes=["no memory chart: the graph was cut off by max_nodes, so backward's memory "
+                                 "cannot be replayed (trace with a larger max_nodes)"])
+    if any(n.recency is None for n in ops):
+        return MemoryView(notes=["no memory chart: the graph's ops carry no backward order (a graph saved by an "
+                                 "older version: trace it again)"])
+    timeline = memory_timeline(graph)
+    index = {n.id: i for i, n in enumerate(graph.nodes)}
+    peak = index.get(timeline.peak_node) if timeline.peak_node is not None else None
+    return MemoryView(overlays=[held_overlay(timeline, tree, index)],
+                      series=[live_series(timeline, index, len(graph.nodes))], peak=peak,
+                      peak_label=_peak_text(timeline))
+
+
+def held_overlay(timeline: MemoryTimeline, tree: Tree, index: dict[str, int]) -> dict[str, Any]:
+    """The overlay "bytes held at the peak": per node what it keeps alive then, per box its members' sum.
+
+    `MemoryView.mark` marks the peak node in it (`mark`, with `mark_label` for the legend).
+    """
+    node: list[float | None] = [None] * len(index)
+    group: list[float | None] = [None] * len(tree.parent)
+    for node_id, size in timeline.held_at_peak:
+        i = index[node_id]
+        node[i] = float(size)
+        g = tree.node_group[i]
+        group[g] = (group[g] or 0.0) + size
+    for g in _deepest_first(tree):  # a box holds what its boxes hold
+        p = tree.parent[g]
+        if p >= 0 and group[g] is not None:
+            group[p] = (group[p] or 0.0) + (group[g] or 0.0)
+    return {"key": "held", "label": "bytes held at the peak", "scale": "log", "unit": "bytes",
+            "node": node, "group": group, "flag": []}
+
+
+def live_series(timeline: MemoryTimeline, index: dict[str, int], nodes: int) -> dict[str, Any]:
+    """The series "live bytes over backward": per step the most bytes alive while its node runs.
+
+    Step 0 is the end of the forward; step k the k-th backward node the engine
+    runs (`node_step` maps node index to step, -1 for nodes that do not run).
+    `peak` is the step of the peak, so `values[peak] == timeline.peak_bytes`.
+    """
+    node_step = [-1] * nodes
+    for k, step in enumerate(timeline.steps):
+        if step.node is not None:
+            node_step[index[step.node]] = k
+    return {"key": "live_bytes", "label": "live bytes over backward", "unit": "bytes", "x_label": "backward step",
+            "values": [s.peak for s in timeline.steps], "node_step": node_step, "peak": timeline.peak_step,
+            "peak_label": _peak_text(timeline), "notes": list(timeline.notes)}
+
+
+def _peak_text(timeline: MemoryTimeline) -> str:
+    where = "at the end of the forward" if timeline.peak_node is None else f"at step {timeline.peak_step}"
+    return f"peak {human_bytes(timeline.peak_bytes)} {where}"
+
+
+def _deepest_first(tree: Tree) -> list[int]:
+    """Every box but the whole graph, children before their parents."""
+    depth = [0] * len(tree.parent)
+    for g in range(1, len(tree.parent)):
+        d, p = 0, tree.parent[g]
+        while p > 0:
+            d, p = d + 1, tree.parent[p]
+        depth[g] = d + 1
+    return sorted(range(1, len(tree.parent)), key=lambda g: -depth[g])

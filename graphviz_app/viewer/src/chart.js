@@ -1,0 +1,161 @@
+// A chart of one series over steps (live bytes over the backward steps): plain SVG, text as textContent.
+// The peak is marked and labelled; hovering says a step's node and value; clicking picks the step.
+import { format } from "./colour.js";
+import { h } from "./dom.js";
+import { el } from "./draw.js";
+
+const HEIGHT = 104, LEFT = 64, RIGHT = 12, TOP = 18, BOTTOM = 18;
+
+// The first series the viewer can draw, or null.
+export function drawableSeries(list) {
+  for (const s of list || []) {
+    if (s && Array.isArray(s.values) && s.values.length && s.values.every((v) => typeof v === "number" && isFinite(v))) return s;
+  }
+  return null;
+}
+
+export class StepChart {
+  // series: {label, unit, x_label, values, node_step, peak, peak_label}; graph: GraphData; onPick(step).
+  constructor(parent, before, series, graph, onPick) {
+    this.s = series;
+    this.graph = graph;
+    this.onPick = onPick;
+    this.n = series.values.length;
+    this.peak = Number.isInteger(series.peak) && series.peak >= 0 && series.peak < this.n ? series.peak : this._argmax();
+    this.max = Math.max(series.values[this._argmax()], 0) || 1;
+    this.stepNode = new Int32Array(this.n).fill(-1);
+    const ns = Array.isArray(series.node_step) ? series.node_step : [];
+    for (let i = 0; i < ns.length && i < graph.n; i++) if (ns[i] >= 0 && ns[i] < this.n) this.stepNode[ns[i]] = i;
+    this.nodeStep = (i) => (i >= 0 && i < ns.length && ns[i] >= 0 && ns[i] < this.n ? ns[i] : -1);
+    this.selected = -1;
+    this.hoverText = h("span", { class: "gv-chart-hover", "data-testid": "viewer-chart-hover" });
+    const head = h("div", { class: "gv-chart-head" },
+      h("span", { class: "gv-chart-title", text: `${series.label || "series"} · ` }),
+      h("span", { class: "gv-chart-peak-text", "data-testid": "viewer-chart-peak-text", text: this._peakText() }),
+      this.hoverText);
+    this.root = h("div", { class: "gv-chart", "data-testid": "viewer-chart" }, head);
+    if (Array.isArray(series.notes) && series.notes.length) {
+      this.root.appendChild(h("div", { class: "gv-chart-note", text: series.notes.join(" · ") }));
+    }
+    this.svg = el("svg", { class: "gv-chart-svg", height: String(HEIGHT), width: "100%",
+                           "aria-label": series.label || "chart", role: "img" }, this.root);
+    parent.insertBefore(this.root, before);
+    this.svg.addEventListener("mousemove", (ev) => this._hover(this._stepAt(ev)));
+    this.svg.addEventListener("mouseleave", () => this._hover(-1));
+    this.svg.addEventListener("click", (ev) => {
+      const peak = ev.target.closest && ev.target.closest("[data-step]");
+      const step = peak ? +peak.getAttribute("data-step") : this._stepAt(ev);
+      if (step >= 0) this.onPick(step, this.stepNode[step]);
+    });
+    if (window.ResizeObserver) {
+      let last = -1;
+      new ResizeObserver(() => { const w = this.svg.clientWidth; if (w !== last) { last = w; this.draw(); } }).observe(this.svg);
+    }
+    this.draw();
+  }
+  _argmax() {
+    let best = 0;
+    for (let k = 1; k < this.n; k++) if (this.s.values[k] > this.s.values[best]) best = k;
+    return best;
+  }
+  _value(k) { return format(this.s.values[k], this.s.unit); }
+  _peakText() {
+    const node = this.stepNode[this.peak];
+    return `peak ${this._value(this.peak)} at step ${this.peak.toLocaleString()}` +
+      (node >= 0 ? ` (${this.graph.name(node)})` : " (the end of the forward)");
+  }
+  _stepText(k) {
+    const node = this.stepNode[k];
+    return `step ${k.toLocaleString()}: ${node >= 0 ? this.graph.name(node) + " " + this.graph.id(node) : "the end of the forward"}` +
+      ` · ${this._value(k)}`;
+  }
+  // Plot geometry for the current width: columns of steps (several steps per column when they outnumber pixels).
+  _geometry() {
+    const width = Math.max(160, this.svg.clientWidth || 600);
+    const plotW = width - LEFT - RIGHT;
+    const cols = Math.max(1, Math.min(this.n, Math.floor(plotW)));
+    return { width, plotW, cols, colW: plotW / cols };
+  }
+  _column(k) { return Math.min(this.g.cols - 1, Math.floor((k * this.g.cols) / this.n)); }
+  _range(c) { return [Math.floor((c * this.n) / this.g.cols), Math.max(Math.floor(((c + 1) * this.n) / this.g.cols), Math.floor((c * this.n) / this.g.cols) + 1)]; }
+  _x(k) { return LEFT + (this._column(k) + 0.5) * this.g.colW; }
+  _y(v) { return TOP + (HEIGHT - TOP - BOTTOM) * (1 - v / this.max); }
+  // The step under the pointer: the largest in its column, so a narrow peak can be hovered and clicked.
+  _stepAt(ev) {
+    const r = this.svg.getBoundingClientRect();
+    const c = Math.floor((ev.clientX - r.left - LEFT) / this.g.colW);
+    if (c < 0 || c >= this.g.cols) return -1;
+    const [a, b] = this._range(c);
+    let best = a;
+    for (let k = a + 1; k < b && k < this.n; k++) if (this.s.values[k] > this.s.values[best]) best = k;
+    return best;
+  }
+  draw() {
+    this.g = this._geometry();
+    const { width, cols, colW } = this.g, svg = this.svg, v = this.s.values, base = this._y(0);
+    svg.replaceChildren();
+    svg.setAttribute("viewBox", `0 0 ${width} ${HEIGHT}`);
+    let d = `M${LEFT},${base}`;
+    for (let c = 0; c < cols; c++) {
+      const [a, b] = this._range(c);
+      let top = v[a];
+      for (let k = a + 1; k < b && k < this.n; k++) if (v[k] > top) top = v[k];
+      d += `V${this._y(top).toFixed(1)}H${(LEFT + (c + 1) * colW).toFixed(1)}`;
+    }
+    el("path", { class: "gv-chart-area", d: d + `V${base}Z` }, svg);
+    el("line", { class: "gv-chart-axis", x1: LEFT, x2: width - RIGHT, y1: base, y2: base }, svg);
+    const label = (x, y, t, anchor, cls) => {
+      const e = el("text", { x, y, "text-anchor": anchor, class: cls || "gv-chart-label" }, svg);
+      e.textContent = t;
+      return e;
+    };
+    label(LEFT - 4, TOP + 4, format(this.max, this.s.unit), "end");
+    label(LEFT - 4, base, "0", "end");
+    label(LEFT, HEIGHT - 4, "0", "start");
+    label(width - RIGHT, HEIGHT - 4, (this.n - 1).toLocaleString(), "end");
+    label(LEFT + (width - LEFT - RIGHT) / 2, HEIGHT - 4, this.s.x_label || "step", "middle");
+    this.selLine = el("line", { class: "gv-chart-sel", y1: TOP - 4, y2: base, visibility: "hidden" }, svg);
+    this.hoverLine = el("line", { class: "gv-chart-hover-line", y1: TOP - 4, y2: base, visibility: "hidden" }, svg);
+    const px = this._x(this.peak), py = this._y(v[this.peak]);
+    const peak = el("g", { class: "gv-chart-peak", "data-testid": "viewer-chart-peak", "data-step": String(this.peak) }, svg);
+    const hit = Math.max(colW, 14);  // the whole column, at least a finger wide
+    el("rect", { class: "gv-chart-hit", x: px - hit / 2, y: TOP - 12, width: hit, height: base - TOP + 12 }, peak);
+    el("line", { x1: px, x2: px, y1: py, y2: base }, peak);
+    el("circle", { cx: px, cy: py, r: 5 }, peak);
+    const t = el("text", { x: px + (px > width / 2 ? -8 : 8), y: Math.max(TOP - 5, py - 6), class: "gv-chart-peak-label",
+                           "text-anchor": px > width / 2 ? "end" : "start", "data-testid": "viewer-chart-peak-label" }, peak);
+    t.textContent = `peak ${this._value(this.peak)}`;
+    this.highlight(this.selected);
+  }
+  _hover(k) {
+    if (k < 0) {
+      this.hoverLine.setAttribute("visibility", "hidden");
+      this.hoverText.textContent = "";
+      return;
+    }
+    const x = this._x(k);
+    this.hoverLine.setAttribute("x1", x);
+    this.hoverLine.setAttribute("x2", x);
+    this.hoverLine.setAttribute("visibility", "visible");
+    this.hoverText.textContent = " · " + this._stepText(k);
+    this.root.dataset.hoverStep = String(k);
+  }
+  // Mark step k (-1: none) as the selected node's.
+  highlight(k) {
+    this.selected = k;
+    this.root.dataset.selectedStep = String(k);
+    if (!this.selLine) return;
+    if (k < 0) { this.selLine.setAttribute("visibility", "hidden"); return; }
+    const x = this._x(k);
+    this.selLine.setAttribute("x1", x);
+    this.selLine.setAttribute("x2", x);
+    this.selLine.setAttribute("visibility", "visible");
+  }
+  // Details rows for node i: its step and the live bytes then.
+  rows(i) {
+    const k = this.nodeStep(i);
+    if (k < 0) return [];
+    return [["backward step", `${k.toLocaleString()} of ${(this.n - 1).toLocaleString()}` + (k === this.peak ? " (the peak)" : "")],
+      [this.s.label || "value", this._value(k)]];
+  }
+}
