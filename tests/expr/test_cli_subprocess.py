@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -55,8 +56,16 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "graphviz_app", *args], cwd=cwd, env=env,
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    """This checkout first on the path: the processes run in another folder, where PYTHONPATH=. means that one."""
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "graphviz_app", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=300)
 
 
@@ -79,7 +88,7 @@ sys.stdout.write(json.dumps(found))
 
 def _run_in_one_process(cases: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     no_dot_path = str(Path(sys.executable).parent)  # python, but no Graphviz
-    done = subprocess.run([sys.executable, "-c", _MANY, json.dumps(cases), no_dot_path], cwd=cwd,
+    done = subprocess.run([sys.executable, "-c", _MANY, json.dumps(cases), no_dot_path], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return {name: subprocess.CompletedProcess(cases[name], code, out, err)
@@ -183,7 +192,7 @@ def test_help_documents_the_language_with_examples(work: Path) -> None:
 
 
 def test_module_cli_runs_as_the_makefile_calls_it(work: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "graphviz_app.cli", "serve", "--help"], cwd=work,
+    run = subprocess.run([sys.executable, "-m", "graphviz_app.cli", "serve", "--help"], cwd=work, env=_env(),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "--port" in run.stdout and "--host" in run.stdout
 
@@ -191,5 +200,6 @@ def test_module_cli_runs_as_the_makefile_calls_it(work: Path) -> None:
 def test_console_script_runs(work: Path) -> None:
     script = shutil.which("graphviz-app") or str(Path(sys.executable).parent / "graphviz-app")
     assert Path(script).exists(), "the console script is not installed: make test installs it (pip install -e .)"
-    run = subprocess.run([script, "render", "--help"], cwd=work, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([script, "render", "--help"], cwd=work, env=_env(), capture_output=True, text=True,
+                         timeout=120)
     assert run.returncode == 0 and "--rankdir" in run.stdout and "--no-saved" in run.stdout
