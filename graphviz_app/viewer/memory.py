@@ -19,7 +19,11 @@ from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..model import Graph, NodeKind, human_bytes
 from .tree import Tree
 
-__all__ = ["MemoryView", "memory_view", "held_overlay", "live_series"]
+__all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series"]
+
+# The most backward ops the viewer replays: the replay costs about 25 µs an op (a 100,000-op graph:
+# 2.5 s, more than the rest of its payload), so past this the chart is left out with a note.
+REPLAY_LIMIT = 25_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +53,9 @@ def memory_view(graph: Graph, tree: Tree) -> MemoryView:
 
     Left out, with a note, when the graph cannot say: it holds no saved tensors
     (traced with `show_saved=False`), it was cut off by `max_nodes`, or its ops
-    carry no backward order (`Node.recency`: a graph from an older file). A graph
-    without ops gets neither blocks nor a note.
+    carry no backward order (`Node.recency`: a graph from an older file); and when
+    it has more than `REPLAY_LIMIT` ops, so that the replay never makes up most of
+    the time the payload takes. A graph without ops gets neither blocks nor a note.
 
     >>> from graphviz_app.model import Node
     >>> from graphviz_app.viewer.tree import build_tree
@@ -69,6 +74,9 @@ def memory_view(graph: Graph, tree: Tree) -> MemoryView:
     if any(n.recency is None for n in ops):
         return MemoryView(notes=["no memory chart: the graph's ops carry no backward order (a graph saved by an "
                                  "older version: trace it again)"])
+    if len(ops) > REPLAY_LIMIT:
+        return MemoryView(notes=[f"no memory chart: {len(ops):,} backward ops, more than the viewer replays "
+                                 f"({REPLAY_LIMIT:,}); memory_timeline(graph) gives the timeline"])
     timeline = memory_timeline(graph)
     index = {n.id: i for i, n in enumerate(graph.nodes)}
     peak = index.get(timeline.peak_node) if timeline.peak_node is not None else None

@@ -76,6 +76,13 @@ def test_no_chart_when_the_graph_cannot_say_and_a_note_says_why(graph: Graph, no
     assert any(note in n for n in data["notes"]), data["notes"]
 
 
+def test_no_chart_past_the_replay_limit(model: Graph, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("graphviz_app.viewer.memory.REPLAY_LIMIT", 5)
+    data = payload(model)
+    assert data["series"] == []
+    assert any("more than the viewer replays (5)" in n and "memory_timeline(graph)" in n for n in data["notes"])
+
+
 # -- in Chromium ---------------------------------------------------------------
 
 
