@@ -102,15 +102,16 @@ def test_a_graph_without_modules_is_cut_to_the_nodes_nearest_the_output(monkeypa
 
 
 @needs_dot
+@pytest.mark.slow
 def test_a_layout_that_runs_past_its_share_is_stopped_and_a_folded_view_drawn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     graph = blocks(6)
     slow_above(tmp_path, monkeypatch, nodes=30)  # the full view hangs; a folded one is quick
     start = time.monotonic()
-    drawn = export_drawing(graph, "svg", engine="dot", timeout=8.0)
+    drawn = export_drawing(graph, "svg", engine="dot", timeout=16.0)
     took = time.monotonic() - start
-    assert took < 8.0 + 2.0  # the deadline is the feature: 2 s of margin for starting the programs
+    assert took < 16.0 + 5.0  # the deadline is the feature: 5 s of margin for starting the programs
     assert len(drawn.timeouts) >= 1 and drawn.folded
     assert drawn.busy  # the hanging layout slept: it got no CPU, as a layout starved by load would
     assert "<svg" in drawn.data.decode()

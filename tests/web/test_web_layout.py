@@ -44,10 +44,15 @@ def test_a_slow_svg_layout_is_stopped_at_its_budget_and_dot_does_not_linger() ->
     budget_s = 3.0
     start = time.monotonic()
     found = svg_job(result.graph_json, "TB", budget_s)
-    assert isinstance(found, Failure)
-    assert found.kind == "render"
-    assert "took over 3 s" in found.message and "draw fewer nodes" in found.message
-    assert "laid out in your browser" in found.message and "graphviz-app render autograd.json" in found.message
+    # Either answer is one a person can act on: the nodes nearest the output, drawn with a note saying what
+    # was left out (when the smaller view fits in what is left of the budget), or a message.
+    if isinstance(found, Failure):
+        assert found.kind == "render"
+        assert "took over 3 s" in found.message and "draw fewer nodes" in found.message
+        assert "laid out in your browser" in found.message and "graphviz-app render autograd.json" in found.message
+    else:
+        svg = found.decode()
+        assert svg.startswith("<?xml") and "drew only the" in svg and "allow more time" in svg
     # Stopped at the budget (room for a busy machine); not stopped, dot would run for minutes.
     assert time.monotonic() - start < budget_s + 30
     assert dot_children() == []
