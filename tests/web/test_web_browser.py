@@ -120,7 +120,8 @@ def test_a_matrix_jacobian_shows_an_error_heatmap(page, server) -> None:  # noqa
     box.fill("(torch.softmax(logits, dim=1) - F.one_hot(target, 5)) / 2")
     box.press("Enter")
     assert "is wrong" in error_text(page)
-    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    # The check's heatmap: the memory panel's chart, in its closed expander, comes first and is hidden.
+    chart = page.locator("[data-testid='stVegaLiteChart'] >> visible=true").first
     chart.wait_for()
     page.locator("[data-testid='stTable']", has_text="logits[2, 4]").wait_for()
     screenshot(page, "web-6-heatmap", focus=chart)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -45,12 +46,21 @@ def test_a_bad_link_parameter_stays_in_view_until_an_option_changes(page, server
     warning.wait_for(state="detached")
 
 
-def test_a_runaway_program_alone_is_told_to_shrink_not_to_try_again(page, server) -> None:  # noqa: ANN001
+def test_a_runaway_program_is_told_whether_a_retry_can_help_from_the_cpu_it_got(page, server) -> None:  # noqa: ANN001
     page.goto(f"{server.url}/?program={quote(RUNAWAY)}")
-    alert = page.locator("[data-testid='stAlertContentError']", has_text="a retry will not help")
+    alert = page.locator("[data-testid='stAlertContentError']", has_text="ran longer than")
     alert.wait_for(timeout=90_000)
-    page.get_by_text("Make the program smaller").wait_for()
-    assert page.get_by_text("press Run to try again").count() == 0
+    text = alert.inner_text()
+    # The CPU the job got is measured: alone, it is told to shrink; on a busy machine (another suite, other
+    # visitors), that a quieter moment may let it pass. Either way the advice matches the measurement.
+    if "It had a CPU to itself" in text:
+        assert "a retry will not help" in text
+        page.get_by_text("Make the program smaller").wait_for()
+        assert page.get_by_text("press Run to try again").count() == 0
+    else:
+        assert re.search(r"The machine was busy: it got \d+% of a CPU", text), text
+        page.get_by_text("This may pass on a less busy moment").wait_for()
+        assert page.get_by_text("Make the program smaller").count() == 0
     screenshot(page, "web-hardening-overtime")
 
 
