@@ -1,4 +1,4 @@
-"""The viewer with a compiled region (opened like a module box) and with a diff's change colouring, in Chromium."""
+"""The viewer in Chromium: a compiled region opened like a module box, a diff's colouring, orders of derivative."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from viewer_support import drawn_nodes, open_viewer
 
-from graphviz_app import save, trace, trace_model
+from graphviz_app import record_orders, save, trace, trace_model
 from graphviz_app.analysis.diff_view import diff_view
 from graphviz_app.drawing.diff_style import export_diff
 from graphviz_app.model import NodeKind
@@ -77,4 +77,21 @@ def test_the_diff_is_a_colouring_toggled_on_and_off(page, tmp_path: Path) -> Non
     assert len(set(by_change.values())) == 3  # added, removed and unchanged: each its own fill
     colour.select_option("kind")
     assert fills() == plain  # toggled off
+    assert page.errors == []
+
+
+def test_the_order_colouring_fills_each_order_of_derivative_its_own(page, tmp_path: Path) -> None:  # noqa: ANN001
+    x = torch.tensor([0.3, -1.2, 2.0], requires_grad=True)
+    with record_orders():
+        (g,) = torch.autograd.grad(torch.tanh(x).sum(), x, create_graph=True)
+        (h,) = torch.autograd.grad((g**2).sum(), x, create_graph=True)
+    graph = trace(h.sum(), {"x": x})
+    first = {n.order or 0: n.id for n in graph.nodes if n.kind is NodeKind.OP}  # one op of each order
+    assert sorted(first) == [0, 1, 2]
+    path = save(graph, tmp_path / "orders.html")
+    open_viewer(page, path)
+    colour = page.get_by_test_id("viewer-color")
+    colour.select_option("order")
+    fills = {order: page.locator(f"[data-node='{i}'] .gv-shape").get_attribute("fill") for order, i in first.items()}
+    assert len(set(fills.values())) == 3  # the forward's ops, the first backward's and the second's
     assert page.errors == []
