@@ -48,6 +48,8 @@ class OrderOverlay:
         line = f"order {order}"
         if node.differentiates is not None:
             line += f" of {self.names.get(node.differentiates, node.differentiates)} ({node.differentiates})"
+        elif (outside := dict(node.attrs).get("differentiates")) is not None:  # a node this graph does not reach
+            line += f" of {outside.split(' (', 1)[0]} (not drawn)"
         text = label + "\\n" + line.replace("\\", "\\\\") if node.kind is NodeKind.OP else label
         return text, attr_list(kwargs={"fillcolor": fill, "color": border})[2:-1] + " "
 

@@ -14,11 +14,16 @@ import torch
 from ..model import Graph, NodeKind
 from .torch_internals import RunBackward, is_leaf_node, next_sequence_nr, sequence_nr, wrap_run_backward
 
-__all__ = ["record_orders", "RecordOrders", "add_orders", "orders_written", "ORDER_KEY", "PARENT_KEY"]
+__all__ = ["record_orders", "RecordOrders", "add_orders", "orders_written", "ORDER_KEY", "PARENT_KEY",
+           "PARENT_NAME_KEY", "OUTSIDE_ATTR"]
 
 # What record_orders() writes into the public `grad_fn.metadata` of each node a backward made.
 ORDER_KEY = "graphviz_app.order"
 PARENT_KEY = "graphviz_app.differentiates"  # the sequence number of the node whose backward made it
+PARENT_NAME_KEY = "graphviz_app.differentiates_name"  # ... and its class name
+# The attribute naming that node when the traced graph does not reach it (e.g. the forward's
+# last op, when only the gradient is traced): `Node.differentiates` can only name a node id.
+OUTSIDE_ATTR = "differentiates"
 
 
 class _ThreadState(threading.local):
@@ -175,7 +180,7 @@ class _Pass:
             # sequence numbers (the CPU engine runs on the calling thread).
             at = bisect.bisect_right(self.starts, sequence_nr(fn)) - 1
             if at >= 0:
-                meta[PARENT_KEY] = self.parents[at][0]
+                meta[PARENT_KEY], meta[PARENT_NAME_KEY] = self.parents[at]
 
 
 def add_orders(graph: Graph, fns: Mapping[str, Any]) -> Graph:
@@ -183,10 +188,11 @@ def add_orders(graph: Graph, fns: Mapping[str, Any]) -> Graph:
 
     Ops without a tag made by a recorded backward are order 0 once any node has
     one; `differentiates` names the node id of the node whose backward made it,
-    when that node is in the graph.
+    when that node is in the graph; when it is not, the attribute `differentiates`
+    names it (`MulBackward0 (seq_nr 2), not in this graph`).
     """
     ops = [(i, n) for i, n in enumerate(graph.nodes) if n.kind is NodeKind.OP and n.id in fns]
-    tags: dict[int, tuple[int, Any]] = {}
+    tags: dict[int, tuple[int, Any, Any]] = {}
     id_of_seq: dict[int, str] = {}
     for index, node in ops:
         fn = fns[node.id]
@@ -194,11 +200,15 @@ def add_orders(graph: Graph, fns: Mapping[str, Any]) -> Graph:
         meta = fn.metadata
         order = meta.get(ORDER_KEY) if meta else None
         if isinstance(order, int):
-            tags[index] = (order, meta.get(PARENT_KEY))
+            tags[index] = (order, meta.get(PARENT_KEY), meta.get(PARENT_NAME_KEY))
     if not tags:
         return graph
     nodes = list(graph.nodes)
     for index, node in ops:
-        order, parent = tags.get(index, (0, None))
-        nodes[index] = dataclasses.replace(node, order=order, differentiates=id_of_seq.get(parent))
+        order, parent, parent_name = tags.get(index, (0, None, None))
+        parent_id = id_of_seq.get(parent)
+        attrs = node.attrs
+        if parent_id is None and parent is not None:
+            attrs += ((OUTSIDE_ATTR, f"{parent_name or 'a node'} (seq_nr {parent}), not in this graph"),)
+        nodes[index] = dataclasses.replace(node, order=order, differentiates=parent_id, attrs=attrs)
     return dataclasses.replace(graph, nodes=tuple(nodes))

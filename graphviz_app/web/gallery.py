@@ -151,19 +151,22 @@ EXAMPLES: tuple[Example, ...] = (
         title="a gradient penalty (a gradient of a gradient)",
         blurb=(
             "torch.autograd.grad(y, x, create_graph=True) gives the gradient g as a tensor with a graph "
-            "of its own, so the penalty (g ** 2).sum() can be differentiated again. The drawing holds "
-            "the forward's ops (order 0) and the ops its backward made (order 1: TanhBackwardBackward0, "
-            "...); x.grad runs backward through both."
+            "of its own (order 1: TanhBackwardBackward0, ...), so the penalty (g ** 2).sum() can be "
+            "differentiated again: its gradient h holds the ops of that second backward (order 2). "
+            "Colour the drawing by 'order of derivative' to tell the forward's ops (order 0) from each "
+            "backward's; the check differentiates h.sum() once more."
         ),
         program=(
             "torch.manual_seed(0)\n"
             "x = torch.randn(4, requires_grad=True)\n"
             "y = (x.tanh() ** 2).sum()\n"
             "g, = torch.autograd.grad(y, x, create_graph=True)\n"
-            "(g ** 2).sum()\n"
+            "h, = torch.autograd.grad((g ** 2).sum(), x, create_graph=True)\n"
+            "h.sum()\n"
         ),
         wrt="x",
-        hint="8 * x.tanh() * (1 - x.tanh()**2)**2 * (1 - 3 * x.tanh()**2)",
+        # h = 8 t (1 - t^2)^2 (1 - 3 t^2), t = tanh(x); its derivative:
+        hint="8 * (1 - x.tanh()**2)**2 * (1 - 14 * x.tanh()**2 + 21 * x.tanh()**4)",
     ),
     Example(
         key="cnn",

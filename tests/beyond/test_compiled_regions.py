@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
+import re
 import shutil
 from typing import Any
 
@@ -76,7 +80,10 @@ def test_saved_bytes_equal_what_the_region_holds(which: str, request: pytest.Fix
     held = _held_bytes(fn.saved_tensors)
     assert dict(box.attrs)["saved"] == human_bytes(held)
     saved = [graph.node(e.src) for e in graph.edges if e.kind is EdgeKind.SAVED and e.dst == graph.regions[0].node]
-    assert [n.tensor.shape for n in saved if n.tensor] == [tuple(t.shape) for t in fn.saved_tensors]
+    assert [(n.tensor.shape, n.tensor.dtype, n.tensor.bytes) for n in saved if n.tensor] == [
+        (tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size()) for t in fn.saved_tensors
+    ]
+    assert all(dict(n.attrs).get("made by") for n in saved)  # an input of the region, or a forward op
 
 
 def test_each_saved_tensor_names_the_forward_op_and_line_that_made_it(mlp: tuple[Graph, Any, TanhMLP]) -> None:
@@ -159,7 +166,13 @@ def test_the_viewer_gets_the_region_open_as_a_box_of_its_own(mlp: tuple[Graph, A
     tree = build_tree(shown)
     assert "[compiled region 1]" in tree.module and "[compiled region 1].a" in tree.module
     page = export(graph, "html").decode()
-    assert page.startswith("<!DOCTYPE html>")
+    packed = re.search(r'<script type="application/octet-stream" id="gv-payload">([^<]*)</script>', page)
+    assert packed is not None
+    drawn = Graph.from_dict(json.loads(gzip.decompress(base64.b64decode(packed.group(1))))["graph"])
+    region = graph.regions[0]
+    assert {n.id for n in region.nodes} <= {n.id for n in drawn.nodes}  # the file holds the ops, opened
+    assert {m.name for m in region.modules} <= {m.name for m in drawn.modules}  # ... in boxes the viewer closes
+    assert region.node not in {n.id for n in drawn.nodes}
 
 
 def test_a_torch_that_moved_the_graph_fails_loudly() -> None:

@@ -166,6 +166,12 @@ def test_the_cli_exits_1_only_when_the_structure_differs(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert "4 saved-bytes" in out and "block" in out and (tmp_path / "d.svg").read_text().startswith("<?xml")
     assert main(["diff", str(plain), str(tmp_path / "other.json")]) == 1
+    assert main(["diff", str(plain), str(tmp_path / "other.json"), "-o", str(tmp_path / "d.html")]) == 1
+    assert "GraphvizAppViewer.mount" in (tmp_path / "d.html").read_text()  # the viewer, coloured by change
+    assert main(["diff", str(plain), str(kept), "-o", str(tmp_path / "d.json")]) == 0
+    block = json.loads((tmp_path / "d.json").read_text())["diff"]
+    assert block["structural"] is False and block["counts"]["saved_bytes"] == 4
+    capsys.readouterr()
     assert main(["diff", str(plain), str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["diff", str(plain), str(kept), "-o", str(tmp_path / "d.gif")]) == 2
@@ -207,3 +213,19 @@ def test_tracing_a_checkpointed_block_does_not_run_its_forward_again() -> None:
     assert all(n.tensor is not None and n.tensor.freed for n in results)
     y.backward()  # backward still recomputes and runs
     assert len(calls) == 2 and x.grad is not None
+
+
+def test_a_larger_batch_changes_shapes_and_bytes_not_the_structure() -> None:
+    torch.manual_seed(0)
+    model = Net()
+    small, large = trace_model(model, torch.randn(8, 16)), trace_model(model, torch.randn(32, 16))
+    found = diff(small, large)
+    assert not found.structural and not found.only_a and not found.only_b
+    shapes = {(c.name, c.before, c.after) for c in found.changes if c.what == "shape"}
+    assert ("ReluBackward0", "(8, 32)", "(32, 32)") in shapes
+    assert all("8" in before and "32" in after for _, before, after in shapes)  # only the batch dimension moved
+    rows = {m.module: m for m in found.modules}
+    assert rows["block"].bytes_after == 4 * rows["block"].bytes_before  # four times the rows, four times the bytes
+    assert_same_graph(small, large, ignore={"shape", "saved_bytes"})
+    with pytest.raises(GraphDiffError, match="shape"):
+        assert_same_graph(small, large)

@@ -68,14 +68,25 @@ def test_every_node_of_the_second_backward_is_order_2_by_sequence_numbers() -> N
 
 
 def test_each_higher_order_node_names_the_node_whose_backward_made_it() -> None:
-    graph, _ = _second_order()
-    made = {n.id: n for n in graph.nodes if n.order}
-    pairs = {(n.name, graph.node(n.differentiates).name) for n in made.values() if n.differentiates}
+    graph, (first, between, second, _, _) = _second_order()
+    made = [n for n in graph.nodes if n.order]
+    pairs = {(n.name, graph.node(n.differentiates).name) for n in made if n.differentiates}
     assert ("TanhBackwardBackward0", "TanhBackward0") in pairs  # order 1 (and 2) from the forward's tanh
-    for n in made.values():
+    outside = 0
+    for n in made:
+        named = dict(n.attrs).get(orders.OUTSIDE_ATTR)
+        assert (n.differentiates is None) != (named is None), f"{n.id} {n.name}: names no node it differentiates"
         if n.differentiates is not None:
-            parent = graph.node(n.differentiates)
-            assert (parent.order or 0) < n.order  # a backward differentiates lower orders only
+            assert (graph.node(n.differentiates).order or 0) < n.order  # a backward differentiates lower orders
+            continue
+        # The forward's `tanh(..) * x` is not reached from the traced output: named by its sequence number,
+        # which lies before the backward that differentiated it.
+        found = re.fullmatch(r"(\w+) \(seq_nr (\d+)\), not in this graph", named)
+        assert found is not None, named
+        assert int(found.group(2)) < (first if n.order == 1 else second)
+        outside += 1
+    assert outside >= 1
+    assert "order 1 of MulBackward0 (not drawn)" in render(graph, color_by="order").source
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...analysis.orders import has_orders
+from ...drawing.order_style import order_viewer_overlay
 from ...model import Graph, human_bytes
 from ...viewer.payload import encode, payload
 from ..urlstate import Options
@@ -13,14 +15,18 @@ def viewer_data(graph: Graph, options: Options, *, title: str) -> str:
     """`graph` as the viewer's data (base64 of gzipped JSON), opened as the sidebar asks.
 
     The sidebar's module depth picks the opening view (0: the deepest readable level)
-    and its roll option whether repeated modules share one box.
+    and its roll option whether repeated modules share one box; a graph with orders of
+    derivative gets the "order" colouring.
 
     >>> from graphviz_app.model import Node, NodeKind
     >>> viewer_data(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()), Options(), title="program")[:4]
     'H4sI'
     """
+    extra = []
+    if has_orders(graph):  # a gradient of a gradient: the colour menu offers each order of derivative
+        extra.append(order_viewer_overlay(graph))
     data = payload(graph, title=title, rankdir=options.rankdir, roll=options.roll,
-                   depth=options.module_depth or None)
+                   depth=options.module_depth or None, extra_overlays=extra)
     return encode(data)
 
 
