@@ -113,7 +113,9 @@ def test_a_layout_that_runs_past_its_share_is_stopped_and_a_folded_view_drawn(
     # busy machine; with 8 s it had half a second and failed at load 4 on 2 cores).
     drawn = export_drawing(graph, "svg", engine="dot", timeout=20.0)
     took = time.monotonic() - start
-    assert took < 20.0 + 2.0  # the deadline is the feature: 2 s of margin for starting the programs
+    # The deadline is the feature: stopped, not waiting out the 60 s hang (a margin for a busy machine's
+    # process starts, far below what waiting would take).
+    assert took < 20.0 + 15.0
     assert len(drawn.timeouts) >= 1 and drawn.folded
     assert drawn.busy  # the hanging layout slept: it got no CPU, as a layout starved by load would
     assert "<svg" in drawn.data.decode()
