@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -119,7 +120,10 @@ def find_repeats(graph: Graph, *, min_count: int = 2) -> Repeat | None:
     A single forward pass that uses its parameters twice (weight tying, one
     layer applied twice, q and k from one projection, a reshape of one input
     repeated per projection) is not reported: its repeats feed the rest of
-    the model or each other.
+    the model or each other. Nor is one loss over several passes of one
+    network (a Siamese pair, a triplet, two views of one input): each copy
+    ends in a loss (one number) when steps are held, in a tensor of features
+    when one loss compares the passes.
 
     >>> from graphviz_app.model import Edge, Graph, Node, NodeKind
     >>> w = Node("w", NodeKind.LEAF, "weight")
@@ -168,8 +172,17 @@ def _separate_copies(walk: _Walk, roots: list[str], blocks: list[set[str]], all_
     own = [{op for op in block if times[op] == 1} for block in blocks]
     if not own[0] or any(len(o) != len(own[0]) for o in own) or not walk.leaves_read(own[0]):
         return False  # the same op on one shared input (a reshape per projection): one pass
+    if not all(_one_number(walk.by_id[root]) for root in roots):
+        return False  # passes whose features one loss compares (Siamese, triplet): one step
     above = all_ops - len(times)
     return above <= 3 * len(blocks) + 3 and 2 * above <= len(times)
+
+
+def _one_number(op: Node) -> bool:
+    """Whether the op's forward result is one number, as a step's loss is (True when its shape is unknown)."""
+    if op.tensor is None:
+        return True
+    return math.prod(op.tensor.shape) == 1
 
 
 def _describe(graph: Graph, walk: _Walk, roots: list[str], blocks: list[set[str]]) -> Repeat:

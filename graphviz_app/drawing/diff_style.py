@@ -12,6 +12,8 @@ from ..analysis.diff import GraphDiff
 from ..analysis.diff_view import DiffView, diff_view
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Edge, Graph, Node
+from .cost import measure
+from .fallback import DEFAULT_TIMEOUT
 from .layout import lay_out
 from .renderer import RANKDIRS, _draw
 from .style import KIND_STYLE
@@ -81,12 +83,16 @@ def render_diff(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None, 
 
 
 def export_diff(graph_a: Graph, graph_b: Graph, fmt: str, found: GraphDiff | None = None, *, rankdir: str = "TB",
-                engine: str = "auto", timeout: float | None = None) -> bytes:
+                engine: str = "auto", timeout: float | None = DEFAULT_TIMEOUT) -> bytes:
     """The diff drawing as bytes: svg, png, pdf, dot, json (the view graph with a `"diff"` block of each
     node's change) or html (the interactive viewer, with a "diff" colouring and the same block).
 
+    A picture's layout is chosen by its measured cost, as `renderer.export` chooses, and stopped
+    at `timeout` seconds (None: no limit).
+
     Raises:
         UnsupportedFormatError: `fmt` is none of those.
+        LayoutTimeout: the layout ran past `timeout` (a RenderError saying what to do instead).
         DotNotFoundError, RenderError: as for `renderer.export`.
     """
     fmt = fmt.lower().lstrip(".")
@@ -102,11 +108,12 @@ def export_diff(graph_a: Graph, graph_b: Graph, fmt: str, found: GraphDiff | Non
                    overlay=DiffOverlay(view)).source
     if fmt == "dot":
         return source.encode()
-    return lay_out(source, fmt, engine=engine, node_count=len(view.graph.nodes), timeout=timeout)
+    return lay_out(source, fmt, engine=engine, node_count=len(view.graph.nodes), timeout=timeout,
+                   cost=measure(view.graph, clusters=True, legend=True))
 
 
 def save_diff(graph_a: Graph, graph_b: Graph, path: str | Path, found: GraphDiff | None = None, *,
-              rankdir: str = "TB", engine: str = "auto", timeout: float | None = None) -> Path:
+              rankdir: str = "TB", engine: str = "auto", timeout: float | None = DEFAULT_TIMEOUT) -> Path:
     """Write the diff drawing to `path`, the format chosen by its suffix; returns the path.
 
     Raises:

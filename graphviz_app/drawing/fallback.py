@@ -32,7 +32,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds save() and export() give a layout unless told 
 SHARE = 0.5  # a view is laid out when its predicted time is at most this share of the time left
 MIN_NODES = 50  # the smallest partial view: it lays out in well under a second
 LAST_CHANCE_S = 1.0  # what that view gets when planning used the whole deadline
-RESERVE_SHARE = 0.25  # of the deadline, kept back from a layout for a smaller view should it have to be stopped
+RESERVE = 0.25  # share of the deadline a view that may run long leaves for a smaller one
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +219,9 @@ def lay_out_within(
             else:
                 plan = planner.fit(plan, SHARE * left)
                 smallest = plan.cut_from is not None and len(plan.graph.nodes) <= MIN_NODES
-                # Time kept back for a smaller view: a quarter of the deadline, so that on a busy machine the
-                # fallback still has seconds to start its program after a layout that had to be stopped.
-                reserve = min(max(2.0, RESERVE_SHARE * timeout), 0.5 * left)
+                # Time kept back for a smaller view: a quarter of the deadline, as starting the layout program
+                # alone can take a second on a busy machine (a tenth left the folded view half a second).
+                reserve = min(max(2.0, RESERVE * timeout), 0.5 * left)
                 limit = left if smallest else max(left - reserve, min(left, 0.5))
         say(f"laying out {plan.cost} with {plan.engine}: about {_seconds(plan.seconds)}"
             + (f" of the {max(left, 0.0):.0f} s left" if left is not None else ""))

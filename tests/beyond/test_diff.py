@@ -229,3 +229,24 @@ def test_a_larger_batch_changes_shapes_and_bytes_not_the_structure() -> None:
     assert_same_graph(small, large, ignore={"shape", "saved_bytes"})
     with pytest.raises(GraphDiffError, match="shape"):
         assert_same_graph(small, large)
+
+
+def test_a_diff_picture_has_the_library_s_default_deadline_and_stops_at_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import inspect
+
+    from graphviz_app.drawing.diff_style import save_diff
+    from graphviz_app.drawing.fallback import DEFAULT_TIMEOUT
+    from graphviz_app.drawing.layout import LayoutTimeout
+
+    assert inspect.signature(export_diff).parameters["timeout"].default == DEFAULT_TIMEOUT
+    assert inspect.signature(save_diff).parameters["timeout"].default == DEFAULT_TIMEOUT
+    hanging = tmp_path / "bin" / "dot"  # a layout that never ends
+    hanging.parent.mkdir()
+    hanging.write_text("#!/bin/sh\nexec /bin/sleep 60\n")
+    hanging.chmod(0o755)
+    monkeypatch.setenv("PATH", str(hanging.parent))
+    with pytest.raises(LayoutTimeout, match=r"took over 1(\.\d+)? s.*allow more time \(timeout\)"):
+        save_diff(_net_graph(), _net_graph(checkpointed=True), tmp_path / "diff.svg", engine="dot", timeout=1.0)
+    assert not (tmp_path / "diff.svg").exists()

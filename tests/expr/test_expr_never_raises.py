@@ -111,11 +111,24 @@ def test_long_literals_of_every_base_are_refused_with_a_message_a_person_can_fol
     assert len(err.message) < 300  # the literal is abridged, not repeated
 
 
-def test_a_long_hex_literal_in_the_cli_is_bad_input_not_a_broken_environment(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("literal", "needs"),
+    [("0x" + "f" * 3600, "14,400 bits"), ("0o" + "7" * 5000, "15,000 bits"), ("0b" + "1" * 9000, "9,000 bits")],
+    ids=["hex", "octal", "binary"],
+)
+def test_a_long_literal_of_any_base_in_the_cli_is_bad_input_not_a_broken_environment(
+    literal: str, needs: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = main(["render", "x", "--var", "x=0x" + "f" * 3600, "-o", "never-written.svg"])
+    code = main(["render", "x", "--var", "x=" + literal, "-o", "never-written.svg"])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT
-    assert re.search(r"--var 1 .*integer literal 0x.* needs 14,400 bits; integers must fit in 64 bits", err)
+    said = rf"--var 1 .*integer literal {literal[:2]}.* needs {needs}; integers must fit in 64 bits"
+    assert re.search(said, err), err
     assert err.count("\n") == 1
+
+
+def test_a_long_literal_in_a_cli_program_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["render", "x = 0b" + "1" * 9000 + "\nx", "-o", "never-written.svg"])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT
+    assert "integers must fit in 64 bits" in err and err.count("\n") == 1

@@ -129,6 +129,37 @@ def test_reusing_parameters_inside_one_pass_is_no_leak(model: nn.Module, x: torc
     assert find_repeats(trace(output.sum(), model)) is None
 
 
+def _encoder() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8))
+
+
+@pytest.mark.parametrize(
+    "loss_of_passes",
+    [
+        lambda enc, x: (enc(x[0]) - enc(x[1])).pow(2).sum(),  # a Siamese pair
+        lambda enc, x: nn.functional.mse_loss(enc(x[0]), enc(x[0] + 0.1 * x[1])),  # two views of one input
+        lambda enc, x: nn.functional.triplet_margin_loss(enc(x[0]), enc(x[1]), enc(x[2])),
+        lambda enc, x: nn.functional.cosine_embedding_loss(enc(x[0]), enc(x[1]), torch.ones(2)),
+    ],
+    ids=["siamese", "consistency", "triplet", "cosine"],
+)
+def test_one_loss_over_several_passes_of_one_network_is_no_leak(loss_of_passes) -> None:  # noqa: ANN001
+    enc = _encoder()
+    with record(enc):
+        loss = loss_of_passes(enc, torch.randn(3, 2, 4))
+    assert find_repeats(trace(loss, enc)) is None
+
+
+def test_the_losses_of_such_passes_held_over_steps_are_a_leak() -> None:
+    enc = _encoder()
+    with record(enc):
+        total = sum((enc(x[0]) - enc(x[1])).pow(2).sum() for x in torch.randn(3, 2, 2, 4))
+    assert isinstance(total, torch.Tensor)
+    found = find_repeats(trace(total, enc))
+    assert found is not None and found.count == 3
+
+
 def test_a_leak_of_a_model_that_reuses_its_layer_is_still_found() -> None:
     torch.manual_seed(0)
     model = SharedLayer()

@@ -54,7 +54,8 @@ def test_save_with_depth_2_and_roll_arrives_within_its_deadline_with_notes(tagge
         warnings.simplefilter("always")
         path = save(tagger_graph, tmp_path / "rnn.svg", depth=2, roll=True, timeout=deadline, progress=lines.append)
     took = time.monotonic() - start
-    assert took < deadline + 5.0  # the deadline is the feature; 5 s of margin for starting the programs
+    # The deadline is the feature; a margin for a busy machine, far below the full view's minutes.
+    assert took < deadline + 20.0
     said = [str(w.message) for w in caught]
     assert said[0] == ("depth=2 folds nothing: the deepest module with ops is at depth 1 ('lstm'); "
                        "depth=0 draws the modules at depth 1 as boxes")

@@ -215,6 +215,21 @@ def test_a_program_that_timed_out_is_a_suspect_for_every_session_that_sends_it()
     assert not fair._admit("new tab", other).suspect  # noqa: SLF001
 
 
+def test_a_sessions_runaway_with_new_text_each_time_is_still_a_suspect() -> None:
+    from graphviz_app.web.fairness import _job_key
+
+    fair = FairRunner(FakePool())
+    release = threading.Event()
+    release.set()
+    runaway_text = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()  # try {}"
+    with pytest.raises(ExprError, match="time limit"):
+        fair.run("red team", runaway_program, runaway_text.format(1), release)
+    changed = _job_key(runaway_program, (runaway_text.format(2),))  # a new comment: a text never seen
+    assert fair._admit("red team", changed).suspect  # noqa: SLF001 - the session, not the text, timed out
+    fair._running.clear()  # noqa: SLF001 - the probe above took a slot
+    assert not fair._admit("another page", changed).suspect  # noqa: SLF001
+
+
 def slow_program(release: threading.Event, name: str) -> str:
     release.wait(10)
     return name

@@ -203,3 +203,22 @@ def test_on_a_gpu_the_device_list_and_the_moved_tensor_show_both_devices() -> No
     assert "#e03131" in copy  # the op crossing devices is drawn in red
     check = check_job(example("devices").program, Options(device="cuda:0"), "w", "x_moved", TOL)
     assert isinstance(check, GradientCheck) and check.passed
+
+
+GRU_PROGRAM = "torch.manual_seed(0)\nm = nn.GRU(4, 8)\nx = torch.randn(5, 2, 4)\nm(x)[0].sum()"
+
+
+@pytest.mark.parametrize(("depth", "said"), [
+    (0, False),  # the viewer picks the level
+    (1, False),  # m is a closed box
+    (2, True),
+    (5, True),
+])
+def test_a_module_depth_that_closes_no_box_says_so_and_names_the_depth_that_would(depth: int, said: bool) -> None:
+    result = analysis_job(GRU_PROGRAM, Options(module_depth=depth))
+    assert isinstance(result, Analysis), str(result)
+    notes = [n for n in result.notes if n.startswith("Module depth")]
+    expected = (f"Module depth {depth} closes no module: the deepest module with ops is at depth 1 ('m'), so every "
+                "module is drawn open; Module depth 1 shows the modules at depth 1 as closed boxes (click one to "
+                "open it)")
+    assert notes == ([expected] if said else [])

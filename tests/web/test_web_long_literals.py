@@ -13,7 +13,11 @@ from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import Options
 
 HEX = "x = 0x" + "f" * 3600 + "\nx"
+OCTAL = "x = 0o" + "7" * 5000 + "\nx"
+BINARY = "x = 0b" + "1" * 9000 + "\nx"
 DECIMAL = "x = " + "9" * 4301 + "\nx"
+LITERALS = [HEX, OCTAL, BINARY, DECIMAL]
+BASES = ["hex", "octal", "binary", "decimal"]
 MESSAGE = "integers must fit in 64 bits"
 
 
@@ -23,7 +27,7 @@ def runner() -> Iterator[IsolatedRunner]:
         yield r
 
 
-@pytest.mark.parametrize("program", [HEX, DECIMAL], ids=["hex", "decimal"])
+@pytest.mark.parametrize("program", LITERALS, ids=BASES)
 def test_the_worker_answers_a_long_literal_with_the_language_message(runner: IsolatedRunner, program: str) -> None:
     result = service.analyze(runner, program, Options())
     assert isinstance(result, Failure)
@@ -32,7 +36,7 @@ def test_the_worker_answers_a_long_literal_with_the_language_message(runner: Iso
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", [HEX, DECIMAL], ids=["hex", "decimal"])
+@pytest.mark.parametrize("program", LITERALS, ids=BASES)
 def test_a_link_holding_a_long_literal_opens_the_page_with_the_message(program: str) -> None:
     at = new_app({"program": program})
     assert not at.exception

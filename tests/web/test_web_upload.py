@@ -152,3 +152,17 @@ def test_the_worker_job_reads_a_saved_graph_into_what_the_page_shows() -> None:
     assert found.node_count == 15 and found.outputs == () and found.leaves == ()
     assert found.summary.startswith("15 nodes, 14 edges")
     assert {r[0]: r[1] for r in found.modules}["blocks.0.fc"] == "Linear"
+
+
+def test_a_saved_graph_opened_at_a_depth_that_closes_no_box_says_so() -> None:
+    from graphviz_app.web.urlstate import Options
+    from graphviz_app.web.worker.saved import saved_graph_job
+
+    graph = module_graph(3)
+    deepest = max((n.module or "").count(".") + 1 for n in graph.nodes if n.module)
+    found = saved_graph_job(graph.to_json().encode(), "model.json", Options(module_depth=deepest + 1))
+    assert isinstance(found, Analysis), found
+    assert [n for n in found.notes if n.startswith(f"Module depth {deepest + 1} closes no module")], found.notes
+    shallow = saved_graph_job(graph.to_json().encode(), "model.json", Options(module_depth=deepest))
+    assert isinstance(shallow, Analysis) and not [n for n in shallow.notes if n.startswith("Module depth")]
+

@@ -34,7 +34,7 @@ from ..results import (
 )
 from ..urlstate import Options
 from . import gradients
-from .viewing import module_rows, viewer_data
+from .viewing import depth_note, module_rows, viewer_data
 
 __all__ = ["analysis_job", "check_job", "devices_job", "values_text"]
 
@@ -67,6 +67,7 @@ def analysis_job(program: str, options: Options) -> Analysis | Failure:
     origin = gradients.origin_statement(graph, program)
     notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
     notes += gradients.page_notes(graph)
+    notes += depth_note(graph, options.module_depth)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
     checkable = _inputs(program)

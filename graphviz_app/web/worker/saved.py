@@ -8,7 +8,7 @@ from ...errors import GraphvizAppError
 from ..results import Analysis, Failure
 from ..upload import file_notes, read_saved_graph
 from ..urlstate import Options
-from .viewing import module_rows, viewer_data
+from .viewing import depth_note, module_rows, viewer_data
 
 __all__ = ["saved_graph_job"]
 
@@ -35,6 +35,7 @@ def saved_graph_job(data: bytes, name: str, options: Options) -> Analysis | Fail
     # again would take seconds for a big graph.
     return Analysis(
         summary=summary, viewer=viewer, graph_json=data.decode("utf-8-sig"), node_count=len(graph.nodes),
-        outputs=(), grads=(), leaves=(), notes=tuple(file_notes(graph)), seconds=time.perf_counter() - start,
+        outputs=(), grads=(), leaves=(), notes=tuple(file_notes(graph) + depth_note(graph, options.module_depth)),
+        seconds=time.perf_counter() - start,
         modules=rows, source=name,
     )
