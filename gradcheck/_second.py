@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import torch
 from torch.func import jvp
 
 from gradcheck._autograd import autograd_jacobian, first_line
-from gradcheck._compare import PairData, compare_pair
+from gradcheck._compare import PairData
 from gradcheck._devices import is_out_of_memory
 from gradcheck._gradient import GradientFunction, output_weights
 from gradcheck._numerical import numerical_jacobian
-from gradcheck._pairs import Differences, judge
+from gradcheck._pairs import Differences, judge, judge_direction
 from gradcheck._setup import hand_values
 from gradcheck._state import RunState
 from gradcheck.errors import InputError
@@ -82,7 +83,7 @@ def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian:
             else:
                 data = _data(state, i, state.checked[j - n_args], ag.jac[(k, j)], nm.jac[(k, j)], None, Check.REV2_U)
             pairs.append(judge(data, fd, k, detail_limit=opts.detail_limit, arg=j))
-    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, num_args, weights, hand)
+    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, num_args, weights, hand, fd)
     if not _scalar_outputs(state):
         state.notes.append(
             f"second order: the gradient checked is that of sum(u * output) for seeded random weights u "
@@ -153,7 +154,9 @@ def _hvp_pairs(
     num_args: Sequence[Any],
     weights: list[torch.Tensor],
     hand: dict[Pair, torch.Tensor],
+    fd: Differences,
 ) -> list[PairReport]:
+    """One "hvp" pair per (gradient i, direction along input j); failing ones probed at 2 eps too."""
     gen = torch.Generator().manual_seed(state.opts.seed + 2)
     eps = state.opts.eps
     pairs = []
@@ -161,15 +164,40 @@ def _hvp_pairs(
         x = state.args[j]
         v = (torch.rand(x.numel(), generator=gen, dtype=torch.float64) + 0.5).to(state.device)
         products = _products(state, grad_auto, leaves, weights, j, v)
-        plus = grad_num(*_moved(num_args, j, eps * v))
-        minus = grad_num(*_moved(num_args, j, -eps * v))
+        steps = _Steps(grad_num, num_args, j, eps * v)
+        plus, minus = steps.at(1.0), steps.at(-1.0)
         for k, i in enumerate(state.diff):
             central = (plus[k].detach().to(torch.float64) - minus[k].detach().to(torch.float64)) / (2 * eps)
             h = hand.get((i, j))
             third = None if h is None else h.reshape(state.args[i].numel(), x.numel()) @ v.to(h.device)
             data = _data(state, i, j, products[k].reshape(-1), central.reshape(-1), third, Check.HVP)
-            pairs.append(compare_pair(data, detail_limit=state.opts.detail_limit))
+            pairs.append(
+                judge_direction(
+                    data,
+                    partial(steps.gradient, k),
+                    fd.base[k],
+                    eps=eps,
+                    floor=fd.floors[k],
+                    detail_limit=state.opts.detail_limit,
+                )
+            )
     return pairs
+
+
+class _Steps:
+    """The gradient at x_j + s * step for step multiples s, each evaluated once."""
+
+    def __init__(self, grad_num: GradientFunction, args: Sequence[Any], j: int, step: torch.Tensor) -> None:
+        self.grad_num, self.args, self.j, self.step = grad_num, args, j, step
+        self.done: dict[float, tuple[torch.Tensor, ...]] = {}
+
+    def at(self, s: float) -> tuple[torch.Tensor, ...]:
+        if s not in self.done:
+            self.done[s] = tuple(self.grad_num(*_moved(self.args, self.j, s * self.step)))
+        return self.done[s]
+
+    def gradient(self, k: int, s: float) -> torch.Tensor:
+        return self.at(s)[k]
 
 
 def _moved(args: Sequence[Any], j: int, step: torch.Tensor) -> list[Any]:

@@ -243,6 +243,30 @@ def test_a_hand_hessian_is_the_third_opinion_of_both_second_order_checks() -> No
     assert wrong.pair(0, 0, "rev2").constant_ratio == pytest.approx(0.5)
 
 
+HAND_HESSIAN = [
+    # id, hand Hessian of sum(x**2) (2 I is right; the double backward wrong by x says 3 I), blame
+    ("right hand Hessian", 2.0, Blame.AUTOGRAD),
+    ("hand Hessian repeating the double backward's mistake", 3.0, Blame.SHARED),
+]
+
+
+@pytest.mark.parametrize(("factor", "blame"), [c[1:] for c in HAND_HESSIAN], ids=[c[0] for c in HAND_HESSIAN])
+def test_a_hand_hessian_tells_a_wrong_double_backward_from_a_shared_mistake(factor: float, blame: str) -> None:
+    """Before: a hand Hessian repeating the double backward's mistake blamed the H v differences."""
+    report = check(
+        lambda x: _square_via(_TwiceWrongByX).apply(x).sum(),
+        _x(0.5, -1.0, 2.0),
+        order=2,
+        expected_hessian=lambda x: factor * torch.eye(3, dtype=D),
+    )
+
+    assert report.pair(0, 0, "rev").passed and report.pair(0, 0, "rev2-u").passed
+    assert report.pair(0, 0, "rev2").blame == blame and report.pair(0, 0, "hvp").blame == blame
+    assert report.pair(0, 0, "hvp").constant_ratio == pytest.approx(1.5)
+    if blame == Blame.SHARED:
+        assert str(report).count("they may share one mistake") == 2
+
+
 def test_second_order_with_two_inputs_checks_every_block() -> None:
     a, b = _x(0.5, 1.5), _x(-1.0, 2.0)
     report = check(
