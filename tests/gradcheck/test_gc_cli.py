@@ -102,3 +102,33 @@ def test_bad_mode_options_exit_2_with_one_line(
         raise SystemExit(code)
     assert caught.value.code == cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_derivation_that_repeats_the_backwards_mistake_is_called_shared(
+    as_json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: finite differences were blamed ("may not be smooth here, or eps ...")."""
+    code = cli.main(
+        [
+            "check",
+            "custom.square_wrong_backward(x).sum()",
+            "--var",
+            "x=torch.arange(1., 4., requires_grad=True)",
+            "--expected",
+            "x",  # the backward's own mistake: the 2 of the square forgotten
+            *(["--json"] if as_json else []),
+        ]
+    )
+
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_CHECK_FAILED
+    if as_json:
+        assert [p["blame"] for p in json.loads(out)["pairs"]] == ["shared"]
+    else:
+        assert "FAIL: derivation and backward may share a mistake" in out
+        assert (
+            "your derivation and the backward agree with each other but not with finite differences: "
+            "they may share one mistake" in out
+        )
+        assert "may not be smooth here" not in out

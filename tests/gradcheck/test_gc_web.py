@@ -78,6 +78,7 @@ def test_a_derivation_that_repeats_the_backwards_mistake_is_called_shared() -> N
     result = check_job(program, Options(), "x", "x", TOL)
 
     assert isinstance(result, GradientCheck) and not result.passed
+    assert [p["blame"] for p in result.report["pairs"]] == ["shared"]
     verdict = present.verdict(result)
     assert verdict.headline.startswith("Your gradient d(output)/dx = x and the backward may share one mistake")
     assert "they may share one mistake" in verdict.detail
@@ -89,7 +90,7 @@ def _shown(at, kind: str) -> list[str]:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_the_panel_checks_the_gradient_of_the_sum_and_lets_a_kink_pass() -> None:
+def test_the_panel_checks_the_gradient_of_the_sum_forward_and_second_order_and_lets_a_kink_pass() -> None:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=120).run()
@@ -98,6 +99,11 @@ def test_the_panel_checks_the_gradient_of_the_sum_and_lets_a_kink_pass() -> None
     at.text_input(key="w_check_expected").input("2*x").run()
     assert not at.exception
     assert any("gradient of the output's sum" in s for s in _shown(at, "success")), _shown(at, "error")
+    at.checkbox(key="w_check_forward").check().run()
+    at.checkbox(key="w_check_second").check().run()
+    assert any("Forward mode and second order agree too." in s for s in _shown(at, "success")), _shown(at, "error")
+    at.checkbox(key="w_check_forward").uncheck().run()
+    at.checkbox(key="w_check_second").uncheck().run()
 
     at.session_state[f"editor-{at.session_state['editor_rev']}"] = {"value": RELU}
     at.button(key="run").click().run()
