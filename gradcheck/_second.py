@@ -13,6 +13,7 @@ from gradcheck._autograd import autograd_jacobian, first_line
 from gradcheck._compare import PairData
 from gradcheck._devices import is_out_of_memory
 from gradcheck._gradient import GradientFunction, output_weights
+from gradcheck._inputs import overlapping
 from gradcheck._numerical import numerical_jacobian
 from gradcheck._pairs import Differences, judge, judge_direction
 from gradcheck._setup import hand_values
@@ -218,7 +219,12 @@ def _products(
     primals = [x.detach() if isinstance(x, torch.Tensor) else x for x in leaves]
     us = [u.to(state.outputs[o].dtype) for u, o in zip(weights, state.checked, strict=True)]
     tangent = v.to(primals[j].dtype).reshape(primals[j].shape)
-    if state.hvp_method in (None, FORWARD_OVER_REVERSE) and grad_auto.functorch:
+    if overlapping(primals[j]):
+        state.notes.append(
+            f"Hessian-vector products along input {j} ran by double backward: it is expanded (its elements "
+            "share memory), which jvp cannot take."
+        )
+    elif state.hvp_method in (None, FORWARD_OVER_REVERSE) and grad_auto.functorch:
 
         def along_j(xj: torch.Tensor) -> tuple[torch.Tensor, ...]:
             call = list(primals)
