@@ -132,3 +132,13 @@ def test_a_derivation_that_repeats_the_backwards_mistake_is_called_shared(
             "they may share one mistake" in out
         )
         assert "may not be smooth here" not in out
+
+
+def test_an_integer_variable_is_named_in_the_float_dtype_advice(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "found input 0: torch.int64", for a variable the command line calls y."""
+    code = cli.main(["check", "y.sum()", "--var", "y=torch.tensor([1, 2])", "--wrt", "y"])
+
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert "error: y has dtype int64, which has no gradient: make y a float tensor" in err
+    assert "input 0" not in err

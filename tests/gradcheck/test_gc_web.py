@@ -112,3 +112,11 @@ def test_the_panel_checks_the_gradient_of_the_sum_forward_and_second_order_and_l
     at.radio(key="w_check_kinks").set_value("warn").run()
     assert any("at a kink" in s for s in _shown(at, "success")), _shown(at, "error")
     assert any("kinks='warn'" in w for w in _shown(at, "warning"))
+
+
+def test_an_integer_variable_is_named_in_the_float_dtype_advice() -> None:
+    result = check_job("y = torch.tensor([1, 2])\ny.sum()", Options(), "y", "y", TOL)
+
+    assert isinstance(result, Failure)
+    assert "y has dtype int64, which has no gradient: make y a float tensor" in str(result)
+    assert "input 0" not in str(result)
