@@ -111,12 +111,26 @@ class _OldSquareWithJvp(_OldSquare):
         return tangent * 2 * ctx.x
 
 
-def test_an_old_style_function_with_a_jvp_is_checked_with_dual_numbers() -> None:
-    report = check(_OldSquareWithJvp.apply, _x(0.5, -1.0, 2.0), modes=("rev", "fwd"))
+class _OldSquareWithWrongJvp(_OldSquare):
+    @staticmethod
+    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
+        return tangent * ctx.x  # forgets the 2
 
-    assert report.passed, str(report)
+
+@pytest.mark.parametrize(
+    ("fn_class", "fwd_blame"),
+    [(_OldSquareWithJvp, Blame.NONE), (_OldSquareWithWrongJvp, Blame.AUTOGRAD)],
+    ids=["right jvp", "wrong jvp"],
+)
+def test_an_old_style_function_with_a_jvp_is_checked_with_dual_numbers(fn_class: Any, fwd_blame: str) -> None:
+    report = check(fn_class.apply, _x(0.5, -1.0, 2.0), modes=("rev", "fwd"))
+
+    assert report.pair(0, 0, "rev").passed
+    assert report.pair(0, 0, "fwd").blame == fwd_blame and report.passed is (fwd_blame == Blame.NONE)
     assert report.forward_method == "dual numbers"
     assert any(n.startswith("forward mode ran one column at a time with dual numbers") for n in report.notes)
+    if fwd_blame == Blame.AUTOGRAD:
+        assert "forward = 0.5 x finite differences" in str(report)
 
 
 def test_forward_mode_without_any_jvp_is_refused_with_what_to_do() -> None:
