@@ -61,11 +61,12 @@ def explain(report: Report, pair: PairReport) -> str:
         )
     if blame == Blame.ROUNDING:
         return (
-            f"inconclusive: autograd in {report.autograd_dtype} differs from finite differences by more "
-            f"than {report.autograd_dtype} rounding allows here (atol={pair.atol:.2g}, rtol={pair.rtol:.2g}), "
-            "but the same function's backward run in float64 agrees with them: the backward's formula is "
-            "right, and the difference is rounding in the low-precision dtype (cancellation, as in "
-            "1 - tanh^2 near |x| = 3). Loosen atol/rtol for this dtype, or check in float32/float64."
+            f"inconclusive: {_TESTED[pair.check]} in {report.autograd_dtype} differs from finite differences "
+            f"by more than {report.autograd_dtype} rounding allows here (atol={pair.atol:.2g}, "
+            f"rtol={pair.rtol:.2g}), but the same function's {_TESTED[pair.check]} run in float64 agrees "
+            "with them: its formula is right, and the difference is rounding in the low-precision dtype "
+            "(cancellation, as in 1 - tanh^2 near |x| = 3). Loosen atol/rtol for this dtype, or check in "
+            "float32/float64."
         )
     if blame == Blame.NUMERICAL:
         return _explain_numerical(report, pair)

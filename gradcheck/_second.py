@@ -13,7 +13,8 @@ from gradcheck._autograd import autograd_jacobian, first_line
 from gradcheck._compare import PairData
 from gradcheck._devices import is_out_of_memory
 from gradcheck._gradient import GradientFunction, output_weights
-from gradcheck._inputs import overlapping
+from gradcheck._inputs import autograd_copies, overlapping
+from gradcheck._lowprec import as_rounding, is_low_precision, suspect, tested_tolerance
 from gradcheck._numerical import numerical_jacobian
 from gradcheck._pairs import Differences, judge, judge_direction
 from gradcheck._setup import hand_values
@@ -76,6 +77,7 @@ def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian:
         )
     hand = _hessian(state, expected_hessian)
     fd = Differences(grad_num, num_args, grads, base, [nm.floors[k] for k in grads], nm.method, opts.eps)
+    precise = _Float64(state, grad_num, weights, by)
     pairs = []
     for k, i in enumerate(state.diff):
         for j in by:
@@ -83,8 +85,11 @@ def second_order_pairs(state: RunState, leaves: Sequence[Any], expected_hessian:
                 data = _data(state, i, j, ag.jac[(k, j)], nm.jac[(k, j)], hand.get((i, j)), Check.REV2)
             else:
                 data = _data(state, i, state.checked[j - n_args], ag.jac[(k, j)], nm.jac[(k, j)], None, Check.REV2_U)
-            pairs.append(judge(data, fd, k, detail_limit=opts.detail_limit, arg=j))
-    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, num_args, weights, hand, fd)
+            report = judge(data, fd, k, detail_limit=opts.detail_limit, arg=j)
+            if data.tested_tol is not None and suspect(report) and precise.usable:
+                report = as_rounding(report, data, precise.jacobian(k, j))
+            pairs.append(report)
+    pairs += _hvp_pairs(state, grad_auto, grad_num, leaves, num_args, weights, hand, fd, precise)
     if not _scalar_outputs(state):
         state.notes.append(
             f"second order: the gradient checked is that of sum(u * output) for seeded random weights u "
@@ -131,20 +136,60 @@ def _data(
         in_shape: tuple[int, ...] = ()
     else:
         in_shape = tuple((state.args if check == Check.REV2 else state.outputs)[j].shape)
+    numerical = numerical.detach().to(torch.float64).cpu()
+    dtypes = (state.args[i].dtype, *(state.outputs[o].dtype for o in state.checked))
+    tested_tol = None
+    if is_low_precision(*dtypes):
+        scale = float(numerical.abs().nan_to_num(0.0, 0.0, 0.0).max()) if numerical.numel() else 0.0
+        tested_tol = tested_tolerance(dtypes, state.opts.atol, state.opts.rtol, scale)
     return PairData(
         output_index=i,
         input_index=j,
         output_shape=tuple(state.args[i].shape),
         input_shape=in_shape,
         autograd=tested.detach().to(torch.float64).cpu(),
-        numerical=numerical.detach().to(torch.float64).cpu(),
+        numerical=numerical,
         expected=None if third is None else third.reshape(tested.shape).cpu(),
         atol=state.opts.atol,
         rtol=state.opts.rtol,
         kinks=state.opts.kinks,
         check=check,
         sides=(_SIDES[check], "numerical", "expected"),
+        tested_tol=tested_tol,
     )
+
+
+class _Float64:
+    """Second-order derivatives again on the float64 copies, for a low-precision pair that fails."""
+
+    def __init__(
+        self, state: RunState, grad_num: GradientFunction, weights: list[torch.Tensor], by: tuple[int, ...]
+    ) -> None:
+        self.state, self.grad_num, self.weights, self.by = state, grad_num, weights, by
+        self.usable = state.num_args[state.diff[0]].dtype == torch.float64
+        self.jac: dict[Pair, torch.Tensor] | None = None
+        self.products: dict[int, list[torch.Tensor]] = {}
+
+    def jacobian(self, k: int, j: int) -> torch.Tensor:
+        """Gradient k's Jacobian by argument j (an input, or an output's weights)."""
+        if self.jac is None:
+            state = self.state
+            leaves = autograd_copies(state.num_args, state.diff, state.device)
+            weights = [u.requires_grad_() for u in (w.clone() for w in self.weights)]
+            self.jac = autograd_jacobian(
+                self.grad_num, (*leaves, *weights), self.by, budget_bytes=state.budget, device=state.device
+            ).jac
+        return self.jac[(k, j)]
+
+    def product(self, k: int, j: int, v: torch.Tensor) -> torch.Tensor:
+        """H v of gradient k along input j."""
+        if j not in self.products:
+            state = self.state
+            leaves = autograd_copies(state.num_args, state.diff, state.device)
+            method, notes = state.hvp_method, list(state.notes)
+            self.products[j] = _products(state, self.grad_num, leaves, self.weights, j, v, float64=True)
+            state.hvp_method, state.notes = method, notes
+        return self.products[j][k]
 
 
 def _hvp_pairs(
@@ -156,6 +201,7 @@ def _hvp_pairs(
     weights: list[torch.Tensor],
     hand: dict[Pair, torch.Tensor],
     fd: Differences,
+    precise: _Float64,
 ) -> list[PairReport]:
     """One "hvp" pair per (gradient i, direction along input j); failing ones probed at 2 eps too."""
     gen = torch.Generator().manual_seed(state.opts.seed + 2)
@@ -172,16 +218,13 @@ def _hvp_pairs(
             h = hand.get((i, j))
             third = None if h is None else h.reshape(state.args[i].numel(), x.numel()) @ v.to(h.device)
             data = _data(state, i, j, products[k].reshape(-1), central.reshape(-1), third, Check.HVP)
-            pairs.append(
-                judge_direction(
-                    data,
-                    partial(steps.gradient, k),
-                    fd.base[k],
-                    eps=eps,
-                    floor=fd.floors[k],
-                    detail_limit=state.opts.detail_limit,
-                )
+            report = judge_direction(
+                data, partial(steps.gradient, k), fd.base[k], eps=eps, floor=fd.floors[k],
+                detail_limit=state.opts.detail_limit,
             )
+            if data.tested_tol is not None and suspect(report) and precise.usable:
+                report = as_rounding(report, data, precise.product(k, j, v))
+            pairs.append(report)
     return pairs
 
 
@@ -214,10 +257,16 @@ def _products(
     weights: list[torch.Tensor],
     j: int,
     v: torch.Tensor,
+    *,
+    float64: bool = False,
 ) -> list[torch.Tensor]:
-    """H v along input j for every gradient: forward over reverse, else double backward (H^T v)."""
+    """H v along input j for every gradient: forward over reverse, else double backward (H^T v).
+
+    Args:
+        float64: the leaves are the float64 copies: keep the weights in float64 too.
+    """
     primals = [x.detach() if isinstance(x, torch.Tensor) else x for x in leaves]
-    us = [u.to(state.outputs[o].dtype) for u, o in zip(weights, state.checked, strict=True)]
+    us = [u if float64 else u.to(state.outputs[o].dtype) for u, o in zip(weights, state.checked, strict=True)]
     tangent = v.to(primals[j].dtype).reshape(primals[j].shape)
     if overlapping(primals[j]):
         state.notes.append(
