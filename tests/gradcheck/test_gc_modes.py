@@ -72,6 +72,16 @@ def test_forward_mode_is_checked_against_finite_differences_and_reverse_mode(
         assert "FAIL: reverse mode likely wrong" in text
 
 
+def test_a_jvp_and_backward_derived_the_same_wrong_way_are_called_a_shared_mistake() -> None:
+    report = check(_exp_function(2.0, 2.0).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
+
+    assert report.pair(0, 0, "rev").blame == Blame.AUTOGRAD and report.pair(0, 0, "fwd").blame == Blame.SHARED
+    text = str(report)
+    assert "FAIL: forward and reverse mode may share a mistake" in text
+    assert "forward mode (jvp) and reverse mode (the backward) agree with each other but not with finite" in text
+    assert "your derivation" not in text
+
+
 @pytest.mark.parametrize(
     ("fn", "make"),
     [
@@ -278,7 +288,8 @@ def test_a_hand_hessian_tells_a_wrong_double_backward_from_a_shared_mistake(fact
     assert report.pair(0, 0, "rev2").blame == blame and report.pair(0, 0, "hvp").blame == blame
     assert report.pair(0, 0, "hvp").constant_ratio == pytest.approx(1.5)
     if blame == Blame.SHARED:
-        assert str(report).count("they may share one mistake") == 2
+        assert str(report).count("your derivation (the hand Hessian) and the double backward agree") == 2
+        assert "FAIL: derivation and double backward may share a mistake" in str(report)
 
 
 def test_second_order_with_two_inputs_checks_every_block() -> None:
