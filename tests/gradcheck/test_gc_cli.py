@@ -142,3 +142,20 @@ def test_an_integer_variable_is_named_in_the_float_dtype_advice(capsys: pytest.C
     assert code == cli.EXIT_BAD_INPUT
     assert "error: y has dtype int64, which has no gradient: make y a float tensor" in err
     assert "input 0" not in err
+
+
+def test_fwd_through_a_custom_function_names_reverse_mode_as_wrong(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the demonstration Functions had no jvp, and --fwd failed with torch's raw message."""
+    code = cli.main(
+        [
+            "check",
+            "custom.square_wrong_backward(x).sum()",
+            "--var",
+            "x=torch.arange(1., 4., requires_grad=True)",
+            "--fwd",
+        ]
+    )
+
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_CHECK_FAILED
+    assert "FAIL: autograd (backward) likely wrong" in out and "FAIL: reverse mode likely wrong" in out

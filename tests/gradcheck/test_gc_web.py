@@ -120,3 +120,11 @@ def test_an_integer_variable_is_named_in_the_float_dtype_advice() -> None:
     assert isinstance(result, Failure)
     assert "y has dtype int64, which has no gradient: make y a float tensor" in str(result)
     assert "input 0" not in str(result)
+
+
+def test_forward_mode_through_a_custom_function_in_the_panel() -> None:
+    program = "x = torch.arange(1., 4., requires_grad=True)\ncustom.cube(x).sum()"
+    result = check_job(program, Options(), "x", "3*x**2", TOL, CheckModes(forward=True, order=2))
+
+    assert isinstance(result, GradientCheck) and result.passed, result
+    assert result.report["forward_method"] == "vmap(jvp)"
