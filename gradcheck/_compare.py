@@ -49,8 +49,8 @@ class PairData:
     The value tensors share one shape (flat, or (m_o, n_i)) and are read in
     row-major order. `sides` names the three value columns for people: autograd
     (the side under test), finite differences and the third opinion. `tested_tol`
-    is (atol, rtol) for comparisons with the side under test, when its dtype calls
-    for wider tolerances than (atol, rtol). `kinks`: "fail", "warn" or "pass".
+    is (atol, rtol) for comparisons with the side under test (and with the third, when
+    `third_tested`), when its dtype calls for wider tolerances than (atol, rtol). `kinks`: "fail", "warn" or "pass".
     """
 
     output_index: int
@@ -67,10 +67,12 @@ class PairData:
     check: str = Check.REV
     sides: tuple[str, str, str] = REV_SIDES
     tested_tol: tuple[float, float] | None = None
+    third_tested: bool = False  # the third side is a low-precision derivative too (reverse mode)
 
     def tolerance(self, left: str, right: str) -> tuple[float, float]:
         """(atol, rtol) of the comparison left ~ right."""
-        if self.tested_tol is not None and "a" in (left, right):
+        wide = ("a", "e") if self.third_tested else ("a",)
+        if self.tested_tol is not None and any(side in (left, right) for side in wide):
             return self.tested_tol
         return self.atol, self.rtol
 

@@ -9,7 +9,14 @@ __all__ = ["verdict", "explain", "ratio_sides", "SHARED_MISTAKE"]
 SHARED_MISTAKE = (
     "your derivation and the backward agree with each other but not with finite differences: they may share one mistake"
 )
-# What the side under test is called, by check.
+# What the side under test is called, by check: in a shared mistake, and in verdicts.
+_SHARING = {
+    Check.REV: "backward",
+    Check.FWD: "jvp",
+    Check.REV2: "double backward",
+    Check.REV2_U: "double backward",
+    Check.HVP: "double backward",
+}
 _TESTED = {
     Check.REV: "autograd (backward)",
     Check.FWD: "forward mode (jvp)",
@@ -28,7 +35,11 @@ def verdict(pair: PairReport) -> str:
         Blame.EXPECTED: f"FAIL: {third} likely wrong",
         Blame.AUTOGRAD: f"FAIL: {_TESTED[pair.check]} likely wrong",
         Blame.NUMERICAL: "FAIL: finite differences unreliable here",
-        Blame.SHARED: "FAIL: derivation and backward may share a mistake",
+        Blame.SHARED: (
+            "FAIL: forward and reverse mode may share a mistake"
+            if pair.sides[2] == "reverse"
+            else f"FAIL: derivation and {_SHARING[pair.check]} may share a mistake"
+        ),
         Blame.ROUNDING: "INCONCLUSIVE: low-precision rounding",
         Blame.UNCLEAR: "FAIL: all three sides disagree",
         Blame.NONFINITE: "FAIL: NaN/Inf values",
@@ -54,18 +65,15 @@ def explain(report: Report, pair: PairReport) -> str:
     if blame == Blame.AUTOGRAD:
         return _explain_tested(report, pair)
     if blame == Blame.SHARED:
-        return (
-            f"{SHARED_MISTAKE}. Finite differences are smooth here (no kink; steps eps and 2 eps agree "
-            "far better than they disagree with the backward) and the gap is far above their rounding "
-            "floor: re-derive by hand, independently of the backward's code."
-        )
+        return _explain_shared(pair)
     if blame == Blame.ROUNDING:
         return (
-            f"inconclusive: autograd in {report.autograd_dtype} differs from finite differences by more "
-            f"than {report.autograd_dtype} rounding allows here (atol={pair.atol:.2g}, rtol={pair.rtol:.2g}), "
-            "but the same function's backward run in float64 agrees with them: the backward's formula is "
-            "right, and the difference is rounding in the low-precision dtype (cancellation, as in "
-            "1 - tanh^2 near |x| = 3). Loosen atol/rtol for this dtype, or check in float32/float64."
+            f"inconclusive: {_TESTED[pair.check]} in {report.autograd_dtype} differs from finite differences "
+            f"by more than {report.autograd_dtype} rounding allows here (atol={pair.atol:.2g}, "
+            f"rtol={pair.rtol:.2g}), but the same function's {_TESTED[pair.check]} run in float64 agrees "
+            "with them: its formula is right, and the difference is rounding in the low-precision dtype "
+            "(cancellation, as in 1 - tanh^2 near |x| = 3). Loosen atol/rtol for this dtype, or check in "
+            "float32/float64."
         )
     if blame == Blame.NUMERICAL:
         return _explain_numerical(report, pair)
@@ -74,6 +82,29 @@ def explain(report: Report, pair: PairReport) -> str:
     return (
         "all three sides disagree with each other: fix the side you trust least first, or "
         "check at another point (a kink or too coarse a precision can mislead finite differences)."
+    )
+
+
+def _explain_shared(pair: PairReport) -> str:
+    """Two derivatives agree with each other, and smooth, settled finite differences do not."""
+    tested = _SHARING[pair.check]
+    smooth = (
+        f"Finite differences are smooth here (no kink; steps eps and 2 eps agree far better than they "
+        f"disagree with the {tested}) and the gap is far above their rounding floor"
+    )
+    if pair.sides[2] == "reverse":
+        return (
+            "forward mode (jvp) and reverse mode (the backward) agree with each other but not with finite "
+            f"differences: they may share one mistake, a jvp and a backward derived the same wrong way. {smooth}: "
+            "re-derive both by hand, independently of their code."
+        )
+    if pair.check == Check.REV:
+        return f"{SHARED_MISTAKE}. {smooth}: re-derive by hand, independently of the backward's code."
+    first = pair.check == Check.FWD
+    return (
+        f"your derivation{'' if first else ' (the hand Hessian)'} and the {tested} agree with each other but "
+        f"not with finite differences{'' if first else ' of the gradient'}: they may share one mistake. "
+        f"{smooth}: re-derive by hand, independently of the {tested}'s code."
     )
 
 

@@ -60,7 +60,7 @@ def _headline(report: Report) -> str:
     if report.inconclusive:
         return (
             f"gradcheck INCONCLUSIVE: {len(report.failed_pairs)} of {n} (output, input) pair(s) differ "
-            f"only by {report.autograd_dtype} rounding; the backward in float64 agrees"
+            f"only by {report.autograd_dtype} rounding; the same derivatives in float64 agree"
         )
     if report.passed:
         worst = max((p.max_abs_error for p in report.pairs), default=0.0)

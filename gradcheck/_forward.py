@@ -14,7 +14,7 @@ from torch.func import jvp, vmap
 from gradcheck._autograd import first_line
 from gradcheck._chunks import plan_chunk, run_chunked
 from gradcheck._devices import is_out_of_memory
-from gradcheck._inputs import call_outputs
+from gradcheck._inputs import call_outputs, overlapping
 from gradcheck.errors import InputError
 
 __all__ = ["ForwardResult", "forward_jacobian", "JVP", "DUAL"]
@@ -72,7 +72,15 @@ def forward_jacobian(
     result = ForwardResult({})
     outs = call_outputs(fn, args)
     sizes = {o: outs[o].numel() for o in checked}
+    args = list(args)
     for i in diff:
+        if overlapping(args[i]):
+            # Neither dual numbers nor jvp take a tangent for a tensor whose elements share memory.
+            args[i] = args[i].contiguous()
+            result.notes.append(
+                f"input {i} is expanded (its elements share memory), which forward mode cannot take: "
+                "forward mode ran on a contiguous copy of it (reverse mode keeps its layout)."
+            )
         x = args[i].detach()
         stats = plan_chunk(
             budget_bytes=budget_bytes,

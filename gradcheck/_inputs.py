@@ -15,6 +15,7 @@ __all__ = [
     "refuse_unusable",
     "differentiated_indices",
     "same_layout_copy",
+    "overlapping",
     "autograd_copies",
     "numerical_copies",
     "call_outputs",
@@ -146,6 +147,11 @@ def same_layout_copy(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     storage = torch.empty(keep + extent, dtype=x.dtype, device=device)
     storage[keep:] = region
     return storage.as_strided(x.shape, x.stride(), keep)
+
+
+def overlapping(x: torch.Tensor) -> bool:
+    """Whether some elements of x share one memory location (an expanded tensor)."""
+    return any(stride == 0 and size > 1 for size, stride in zip(x.shape, x.stride(), strict=True))
 
 
 def numerical_copies(

@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from gradcheck._compare import PairData, compare_pair
-from gradcheck._probe import KINK_COLUMNS, probe_columns
+from gradcheck._compare import PairData, Probe, compare_pair
+from gradcheck._probe import KINK_COLUMNS, probe_columns, probe_steps
 from gradcheck.report import Blame, PairReport
 
-__all__ = ["Differences", "judge"]
+__all__ = ["Differences", "judge", "judge_direction"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,47 @@ def judge(data: PairData, fd: Differences, output: int, *, detail_limit: int, ar
     )
     report = compare_pair(replace(data, probe=probe), detail_limit=detail_limit)
     return _floor_blame(report, fd.floors[output], atol)
+
+
+def judge_direction(
+    data: PairData,
+    at: Callable[[float], torch.Tensor],
+    base: torch.Tensor,
+    *,
+    eps: float,
+    floor: float,
+    detail_limit: int,
+) -> PairReport:
+    """The report of a pair of directional derivatives (H v); a failing one is probed along its direction.
+
+    Args:
+        at: the function differenced, at x + s eps v for a step multiple s (1, -1, 2, -2).
+        base: that function at x.
+        floor: the rounding floor of its central differences.
+    """
+    report = compare_pair(data, detail_limit=detail_limit)
+    if report.passed or report.blame == Blame.NONFINITE:
+        return report
+    atol, rtol = data.tolerance("a", "n")
+
+    def column(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().reshape(-1, 1).to(device="cpu", dtype=torch.float64)
+
+    tested = {"a": column(data.autograd)}
+    if data.expected is not None:
+        tested["e"] = column(data.expected)
+    plus1, minus1, plus2, minus2 = (column(at(s)) for s in (1.0, -1.0, 2.0, -2.0))
+    kink, verified, valid, smooth = probe_steps(
+        (plus1, minus1, plus2, minus2), column(base), h=eps, floor=floor, atol=atol, rtol=rtol, tested=tested
+    )
+    probe = Probe(
+        kink=kink.reshape(-1),
+        verified=verified.reshape(-1),
+        valid={k: v.reshape(-1) for k, v in valid.items()},
+        smooth=smooth.reshape(-1),
+    )
+    report = compare_pair(replace(data, probe=probe), detail_limit=detail_limit)
+    return _floor_blame(report, floor, atol)
 
 
 def _floor_blame(pair: PairReport, floor: float, atol: float) -> PairReport:

@@ -18,7 +18,7 @@ import torch
 from gradcheck._compare import Probe
 from gradcheck._numerical import evaluate_steps
 
-__all__ = ["probe_columns", "KINK_COLUMNS"]
+__all__ = ["probe_columns", "probe_steps", "KINK_COLUMNS"]
 
 KINK_COLUMNS = 1000  # at most this many failing input elements are probed
 
@@ -55,7 +55,38 @@ def probe_columns(
     )
     cols = cols.cpu()
     y0 = base.detach().reshape(-1, 1).to(device="cpu", dtype=torch.float64)
-    h = eps
+    at_cols = {side: values[:, cols].to(torch.float64) for side, values in tested.items()}
+    kink, verified, valid, smooth = probe_steps(
+        (plus1, minus1, plus2, minus2), y0, h=eps, floor=floor, atol=atol, rtol=rtol, tested=at_cols
+    )
+    shape = tested["a"].shape
+
+    def full(part: torch.Tensor) -> torch.Tensor:
+        mask = torch.zeros(shape, dtype=torch.bool, device=part.device)
+        mask[:, cols] = part
+        return mask
+
+    return Probe(
+        kink=full(kink), verified=full(verified), valid={k: full(v) for k, v in valid.items()}, smooth=full(smooth)
+    )
+
+
+def probe_steps(
+    steps: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    y0: torch.Tensor,
+    *,
+    h: float,
+    floor: float,
+    atol: float,
+    rtol: float,
+    tested: dict[str, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """Masks kink, verified, valid[side], smooth from f at x + h, x - h, x + 2h, x - 2h (float64, cpu).
+
+    `y0` is f at x, broadcast against the steps; `tested` holds each judged side's values
+    (the shape of the steps).
+    """
+    plus1, minus1, plus2, minus2 = steps
     right, left = (plus1 - y0) / h, (y0 - minus1) / h
     jump1 = (plus1 - 2 * y0 + minus1).abs() / h
     jump2 = (plus2 - 2 * y0 + minus2).abs() / (2 * h)
@@ -65,17 +96,7 @@ def probe_columns(
     verified = kink & (jump2 >= jump1 * (2 / 3))
     low, high = torch.minimum(left, right), torch.maximum(left, right)
     slack = atol + rtol * torch.maximum(low.abs(), high.abs()) + 4 * floor
-    gap = (tested["a"][:, cols].to(torch.float64) - central1).abs()
+    gap = (tested["a"] - central1).abs()
     smooth = ~kink & ((central1 - central2).abs() <= 0.1 * gap) & (gap > 10 * floor)
-    shape = tested["a"].shape
-
-    def full(part: torch.Tensor) -> torch.Tensor:
-        mask = torch.zeros(shape, dtype=torch.bool, device=part.device)
-        mask[:, cols] = part
-        return mask
-
-    valid = {}
-    for side, values in tested.items():
-        v = values[:, cols].to(torch.float64)
-        valid[side] = full((v >= low - slack) & (v <= high + slack))
-    return Probe(kink=full(kink), verified=full(verified), valid=valid, smooth=full(smooth))
+    valid = {side: (v >= low - slack) & (v <= high + slack) for side, v in tested.items()}
+    return kink, verified, valid, smooth

@@ -14,13 +14,13 @@ from gradcheck._compare import PairData, compare_pair
 from gradcheck._fast import analytic_projections, project_fast, random_projections
 from gradcheck._forward import forward_jacobian
 from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
-from gradcheck._lowprec import is_low_precision, tested_tolerance
+from gradcheck._lowprec import as_rounding, is_low_precision, suspect, tested_tolerance
 from gradcheck._numerical import NumericalResult, numerical_jacobian
 from gradcheck._pairs import Differences, judge
 from gradcheck._second import second_order_pairs
 from gradcheck._setup import hand_values, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
-from gradcheck.report import Blame, Check, PairReport
+from gradcheck.report import Check, PairReport
 
 __all__ = ["run_full", "run_fast"]
 
@@ -130,14 +130,10 @@ def _rev_pair(
     """One reverse-mode pair; a low-precision backward that is right in float64 is only rounding."""
     data = _pair_data(state, o, i, ag.jac[(o, i)], nm.jac[(o, i)], wanted.get((o, i)))
     report = judge(data, fd, state.checked.index(o), detail_limit=state.opts.detail_limit)
-    suspect = report.blame in (Blame.AUTOGRAD, Blame.UNCLEAR, Blame.SHARED)
-    if report.passed or not suspect or not is_low_precision(state.args[i].dtype, state.outputs[o].dtype):
+    if data.tested_tol is None or not suspect(report):
         return report
     precise = _float64_autograd(state)
-    if precise is None:
-        return report
-    again = compare_pair(replace(data, autograd=precise[(o, i)].cpu(), tested_tol=None), detail_limit=0)
-    return replace(report, blame=Blame.ROUNDING, constant_ratio=None) if again.passed else report
+    return report if precise is None else as_rounding(report, data, precise[(o, i)])
 
 
 def _float64_autograd(state: RunState) -> dict[Pair, torch.Tensor] | None:
@@ -175,9 +171,26 @@ def _fwd_pairs(
         for o in state.checked:
             for i in state.diff:
                 data = _pair_data(state, o, i, fw.jac[(o, i)], nm.jac[(o, i)], third.get((o, i)))
-                data = replace(data, check=Check.FWD, sides=sides)
-                pairs.append(judge(data, fd, state.checked.index(o), detail_limit=state.opts.detail_limit))
+                data = replace(data, check=Check.FWD, sides=sides, third_tested=reverse)
+                report = judge(data, fd, state.checked.index(o), detail_limit=state.opts.detail_limit)
+                if data.tested_tol is not None and suspect(report, third_tested=reverse):
+                    report = _fwd_rounding(state, report, data, (o, i), reverse)
+                pairs.append(report)
     return pairs
+
+
+def _fwd_rounding(state: RunState, report: PairReport, data: PairData, pair: Pair, reverse: bool) -> PairReport:
+    """A low-precision forward pair checked again with forward (and reverse) mode on the float64 copies."""
+    if state.num_args[state.diff[0]].dtype != torch.float64:
+        return report
+    if state.float64_fwd is None:
+        args = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in state.num_args)
+        state.float64_fwd = forward_jacobian(
+            state.num_fn, args, state.diff, state.checked, budget_bytes=state.budget, device=state.device
+        ).jac
+    precise_reverse = _float64_autograd(state) if reverse else None
+    third = None if precise_reverse is None else precise_reverse[pair]
+    return as_rounding(report, data, state.float64_fwd[pair], third)
 
 
 def run_fast(state: RunState, expected: Any) -> CheckOutcome:

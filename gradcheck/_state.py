@@ -178,6 +178,7 @@ class RunState:
     forward_method: str | None = None
     hvp_method: str | None = None
     float64_jac: dict[Pair, torch.Tensor] | None = None  # autograd on the float64 copies, when asked for
+    float64_fwd: dict[Pair, torch.Tensor] | None = None  # forward mode on them, when asked for
 
 
 def resolve_budget(budget: int | None, device: torch.device) -> int:

@@ -231,6 +231,12 @@ def _tensor_variable(env: dict[str, Any], name: str) -> torch.Tensor:
     value = env[name]
     if not isinstance(value, torch.Tensor):
         raise ExprError(f"{name} is a {type(value).__name__}, not a tensor: only tensors can be inputs", kind="input")
+    if not (value.is_floating_point() or value.is_complex()):
+        raise ExprError(
+            f"{name} has dtype {str(value.dtype).replace('torch.', '')}, which has no gradient: make {name} a "
+            f"float tensor (write its numbers with a decimal point, torch.tensor([1., 2.]), or add .double())",
+            kind="input",
+        )
     return value
 
 

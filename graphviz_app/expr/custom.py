@@ -11,7 +11,9 @@ needs a hand-written backward, right and wrong. These are them:
   2*x**2*grad (the exponent's 3 replaced by 2).
 
 They use the `setup_context` style with ``generate_vmap_rule = True`` so
-`torch.func.vmap` (used by fast gradient checks) works through them.
+`torch.func.vmap` (used by fast gradient checks) works through them. Each has a
+right ``jvp``, so forward mode (``check --fwd``) works through them and, for the
+wrong ones, names reverse mode as the side that is wrong.
 """
 
 from __future__ import annotations
@@ -33,11 +35,18 @@ class _Square(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return 2 * x * grad
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return 2 * x * tangent  # right in every variant: only the backward is wrong
+
 
 
 class _SquareWrongBackward(_Square):
@@ -57,11 +66,18 @@ class _Cube(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return 3 * x * x * grad
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * tangent  # right in every variant: only the backward is wrong
+
 
 
 class _CubeWrongBackward(_Cube):

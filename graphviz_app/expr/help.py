@@ -67,6 +67,7 @@ The expression language
   F.* (torch.nn.functional):
 {_wrap(F_FUNCTIONS)}
   custom.*: square, cube (correct backward); square_wrong_backward, cube_wrong_backward
+           (each with a right jvp, for check --fwd)
   nn.* (also torch.nn.*) modules, held in a variable and called like lin(x):
 {_wrap(NN_MODULES)}
     e.g. enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4), 6); enc(x).sum()

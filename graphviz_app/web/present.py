@@ -41,7 +41,7 @@ _BLAME = {
     "numerical": "finite differences are unreliable here (a kink, or too little precision)",
     "shared": "your derivation and the backward agree with each other but not with finite differences: they may "
     "share one mistake (finite differences are smooth and settled here, far above their rounding)",
-    "rounding": "inconclusive: the difference is low-precision rounding; the same backward in float64 agrees",
+    "rounding": "inconclusive: the difference is low-precision rounding; the same derivative in float64 agrees",
     "unclear": "all three sides disagree with each other",
     "nonfinite": "a side gives NaN or Inf, so nothing can be compared there",
 }

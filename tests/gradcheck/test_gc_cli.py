@@ -102,3 +102,60 @@ def test_bad_mode_options_exit_2_with_one_line(
         raise SystemExit(code)
     assert caught.value.code == cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_derivation_that_repeats_the_backwards_mistake_is_called_shared(
+    as_json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: finite differences were blamed ("may not be smooth here, or eps ...")."""
+    code = cli.main(
+        [
+            "check",
+            "custom.square_wrong_backward(x).sum()",
+            "--var",
+            "x=torch.arange(1., 4., requires_grad=True)",
+            "--expected",
+            "x",  # the backward's own mistake: the 2 of the square forgotten
+            *(["--json"] if as_json else []),
+        ]
+    )
+
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_CHECK_FAILED
+    if as_json:
+        assert [p["blame"] for p in json.loads(out)["pairs"]] == ["shared"]
+    else:
+        assert "FAIL: derivation and backward may share a mistake" in out
+        assert (
+            "your derivation and the backward agree with each other but not with finite differences: "
+            "they may share one mistake" in out
+        )
+        assert "may not be smooth here" not in out
+
+
+def test_an_integer_variable_is_named_in_the_float_dtype_advice(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "found input 0: torch.int64", for a variable the command line calls y."""
+    code = cli.main(["check", "y.sum()", "--var", "y=torch.tensor([1, 2])", "--wrt", "y"])
+
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert "error: y has dtype int64, which has no gradient: make y a float tensor" in err
+    assert "input 0" not in err
+
+
+def test_fwd_through_a_custom_function_names_reverse_mode_as_wrong(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the demonstration Functions had no jvp, and --fwd failed with torch's raw message."""
+    code = cli.main(
+        [
+            "check",
+            "custom.square_wrong_backward(x).sum()",
+            "--var",
+            "x=torch.arange(1., 4., requires_grad=True)",
+            "--fwd",
+        ]
+    )
+
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_CHECK_FAILED
+    assert "FAIL: autograd (backward) likely wrong" in out and "FAIL: reverse mode likely wrong" in out

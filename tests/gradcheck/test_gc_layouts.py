@@ -147,3 +147,29 @@ def test_a_right_vmap_rule_is_trusted() -> None:
 
     assert report.passed and report.numerical_method == "vmap"
     assert not any("under vmap" in n for n in report.notes)
+
+
+class _JvpWrongUnlessContiguous(_WrongUnlessContiguous):
+    """The same, with a jvp that says 3 for a non-contiguous input too."""
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
+        return tangent * (3 if ctx.odd else 2)
+
+
+def test_forward_mode_and_second_order_keep_the_layout_too() -> None:
+    forward = check(_JvpWrongUnlessContiguous.apply, _every_other_column(), modes=("fwd",))
+    second = check(lambda x: (_WrongUnlessContiguous.apply(x) ** 2).sum(), _every_other_column(), order=2)
+
+    assert not forward.passed and forward.pair(0, 0, "fwd").blame == Blame.AUTOGRAD
+    assert not second.passed and {p.check for p in second.failed_pairs} == {"rev", "rev2", "rev2-u", "hvp"}
+
+
+def test_an_expanded_input_gets_forward_mode_and_hessian_vector_products_with_a_note() -> None:
+    """Before: forward mode raised torch's "more than one element ... refers to a single memory location"."""
+    report = check(torch.exp, _expanded(), modes=("rev", "fwd"), order=2)
+
+    assert report.passed, str(report)
+    assert report.forward_method == "vmap(jvp)" and report.hvp_method == "double backward"
+    assert "input 0 is expanded (its elements share memory), which forward mode cannot take" in "\n".join(report.notes)
+    assert not any("single memory location" in n for n in report.notes)

@@ -25,6 +25,7 @@ BAD_CALLS = {
         "assert_gradients(lambda x: x.to_dense().sum(), "
         "torch.eye(3, dtype=torch.float64).to_sparse().requires_grad_())"
     ),
+    "meta_input": "check(lambda x: x.sum(), torch.ones(2, device='meta', requires_grad=True))",
     "wrong_expected_shape": "check(lambda x: (x ** 2).sum(), torch.ones(3), expected=torch.ones(2))",
     "unknown_mode": "check(lambda x: x.sum(), torch.ones(2), modes=('rev', 'jvp'))",
     "no_jvp": "check(Old.apply, torch.ones(2, dtype=torch.float64, requires_grad=True), modes=('fwd',))",

@@ -72,6 +72,16 @@ def test_forward_mode_is_checked_against_finite_differences_and_reverse_mode(
         assert "FAIL: reverse mode likely wrong" in text
 
 
+def test_a_jvp_and_backward_derived_the_same_wrong_way_are_called_a_shared_mistake() -> None:
+    report = check(_exp_function(2.0, 2.0).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
+
+    assert report.pair(0, 0, "rev").blame == Blame.AUTOGRAD and report.pair(0, 0, "fwd").blame == Blame.SHARED
+    text = str(report)
+    assert "FAIL: forward and reverse mode may share a mistake" in text
+    assert "forward mode (jvp) and reverse mode (the backward) agree with each other but not with finite" in text
+    assert "your derivation" not in text
+
+
 @pytest.mark.parametrize(
     ("fn", "make"),
     [
@@ -111,12 +121,26 @@ class _OldSquareWithJvp(_OldSquare):
         return tangent * 2 * ctx.x
 
 
-def test_an_old_style_function_with_a_jvp_is_checked_with_dual_numbers() -> None:
-    report = check(_OldSquareWithJvp.apply, _x(0.5, -1.0, 2.0), modes=("rev", "fwd"))
+class _OldSquareWithWrongJvp(_OldSquare):
+    @staticmethod
+    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
+        return tangent * ctx.x  # forgets the 2
 
-    assert report.passed, str(report)
+
+@pytest.mark.parametrize(
+    ("fn_class", "fwd_blame"),
+    [(_OldSquareWithJvp, Blame.NONE), (_OldSquareWithWrongJvp, Blame.AUTOGRAD)],
+    ids=["right jvp", "wrong jvp"],
+)
+def test_an_old_style_function_with_a_jvp_is_checked_with_dual_numbers(fn_class: Any, fwd_blame: str) -> None:
+    report = check(fn_class.apply, _x(0.5, -1.0, 2.0), modes=("rev", "fwd"))
+
+    assert report.pair(0, 0, "rev").passed
+    assert report.pair(0, 0, "fwd").blame == fwd_blame and report.passed is (fwd_blame == Blame.NONE)
     assert report.forward_method == "dual numbers"
     assert any(n.startswith("forward mode ran one column at a time with dual numbers") for n in report.notes)
+    if fwd_blame == Blame.AUTOGRAD:
+        assert "forward = 0.5 x finite differences" in str(report)
 
 
 def test_forward_mode_without_any_jvp_is_refused_with_what_to_do() -> None:
@@ -241,6 +265,31 @@ def test_a_hand_hessian_is_the_third_opinion_of_both_second_order_checks() -> No
     assert right.passed, str(right)
     assert wrong.pair(0, 0, "rev2").blame == Blame.EXPECTED and wrong.pair(0, 0, "hvp").blame == Blame.EXPECTED
     assert wrong.pair(0, 0, "rev2").constant_ratio == pytest.approx(0.5)
+
+
+HAND_HESSIAN = [
+    # id, hand Hessian of sum(x**2) (2 I is right; the double backward wrong by x says 3 I), blame
+    ("right hand Hessian", 2.0, Blame.AUTOGRAD),
+    ("hand Hessian repeating the double backward's mistake", 3.0, Blame.SHARED),
+]
+
+
+@pytest.mark.parametrize(("factor", "blame"), [c[1:] for c in HAND_HESSIAN], ids=[c[0] for c in HAND_HESSIAN])
+def test_a_hand_hessian_tells_a_wrong_double_backward_from_a_shared_mistake(factor: float, blame: str) -> None:
+    """Before: a hand Hessian repeating the double backward's mistake blamed the H v differences."""
+    report = check(
+        lambda x: _square_via(_TwiceWrongByX).apply(x).sum(),
+        _x(0.5, -1.0, 2.0),
+        order=2,
+        expected_hessian=lambda x: factor * torch.eye(3, dtype=D),
+    )
+
+    assert report.pair(0, 0, "rev").passed and report.pair(0, 0, "rev2-u").passed
+    assert report.pair(0, 0, "rev2").blame == blame and report.pair(0, 0, "hvp").blame == blame
+    assert report.pair(0, 0, "hvp").constant_ratio == pytest.approx(1.5)
+    if blame == Blame.SHARED:
+        assert str(report).count("your derivation (the hand Hessian) and the double backward agree") == 2
+        assert "FAIL: derivation and double backward may share a mistake" in str(report)
 
 
 def test_second_order_with_two_inputs_checks_every_block() -> None:

@@ -150,3 +150,14 @@ def test_a_step_is_not_a_kink_to_accept() -> None:
     report = check(lambda x: (x >= 0).double().mul(x + 1).sum(), _x(0.0, 1.0), kinks="pass")
 
     assert not report.passed and report.kinks_accepted == 0
+
+
+@pytest.mark.parametrize(("kinks", "passes"), [("fail", False), ("pass", True)])
+def test_a_kink_of_the_gradient_is_found_by_both_second_order_checks(kinks: str, passes: bool) -> None:
+    # The gradient of relu(x)**2 is 2 relu(x): a corner at 0 for the double backward and for H v alike.
+    report = check(lambda x: torch.relu(x).pow(2).sum(), _x(0.0, 1.0, -1.0), order=2, kinks=kinks)
+
+    assert report.passed is passes and report.pair(0, 0, "rev").passed
+    for check_name in ("rev2", "hvp"):
+        pair = report.pair(0, 0, check_name)
+        assert (pair.blame, pair.kinks_accepted) == ((Blame.NONE, 1) if passes else (Blame.NUMERICAL, 0))

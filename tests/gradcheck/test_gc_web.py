@@ -78,6 +78,7 @@ def test_a_derivation_that_repeats_the_backwards_mistake_is_called_shared() -> N
     result = check_job(program, Options(), "x", "x", TOL)
 
     assert isinstance(result, GradientCheck) and not result.passed
+    assert [p["blame"] for p in result.report["pairs"]] == ["shared"]
     verdict = present.verdict(result)
     assert verdict.headline.startswith("Your gradient d(output)/dx = x and the backward may share one mistake")
     assert "they may share one mistake" in verdict.detail
@@ -89,7 +90,7 @@ def _shown(at, kind: str) -> list[str]:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_the_panel_checks_the_gradient_of_the_sum_and_lets_a_kink_pass() -> None:
+def test_the_panel_checks_the_gradient_of_the_sum_forward_and_second_order_and_lets_a_kink_pass() -> None:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=120).run()
@@ -98,6 +99,11 @@ def test_the_panel_checks_the_gradient_of_the_sum_and_lets_a_kink_pass() -> None
     at.text_input(key="w_check_expected").input("2*x").run()
     assert not at.exception
     assert any("gradient of the output's sum" in s for s in _shown(at, "success")), _shown(at, "error")
+    at.checkbox(key="w_check_forward").check().run()
+    at.checkbox(key="w_check_second").check().run()
+    assert any("Forward mode and second order agree too." in s for s in _shown(at, "success")), _shown(at, "error")
+    at.checkbox(key="w_check_forward").uncheck().run()
+    at.checkbox(key="w_check_second").uncheck().run()
 
     at.session_state[f"editor-{at.session_state['editor_rev']}"] = {"value": RELU}
     at.button(key="run").click().run()
@@ -106,3 +112,19 @@ def test_the_panel_checks_the_gradient_of_the_sum_and_lets_a_kink_pass() -> None
     at.radio(key="w_check_kinks").set_value("warn").run()
     assert any("at a kink" in s for s in _shown(at, "success")), _shown(at, "error")
     assert any("kinks='warn'" in w for w in _shown(at, "warning"))
+
+
+def test_an_integer_variable_is_named_in_the_float_dtype_advice() -> None:
+    result = check_job("y = torch.tensor([1, 2])\ny.sum()", Options(), "y", "y", TOL)
+
+    assert isinstance(result, Failure)
+    assert "y has dtype int64, which has no gradient: make y a float tensor" in str(result)
+    assert "input 0" not in str(result)
+
+
+def test_forward_mode_through_a_custom_function_in_the_panel() -> None:
+    program = "x = torch.arange(1., 4., requires_grad=True)\ncustom.cube(x).sum()"
+    result = check_job(program, Options(), "x", "3*x**2", TOL, CheckModes(forward=True, order=2))
+
+    assert isinstance(result, GradientCheck) and result.passed, result
+    assert result.report["forward_method"] == "vmap(jvp)"
