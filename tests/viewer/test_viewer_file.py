@@ -9,8 +9,13 @@ from viewer_support import HOSTILE, chain_graph, drawn_nodes, module_graph, open
 
 from graphviz_app import save
 from graphviz_app.drawing.renderer import export
+from graphviz_app.model import GradInfo, Graph
 
 pytestmark = pytest.mark.browser
+
+# The viewer's fills (graphviz_app/viewer/src/colour.js): by kind, and an overlay's ends, none and flagged.
+KIND_FILL = {"output": "#d9f2d9", "op": "#eef1f6", "leaf": "#dbe9ff", "saved": "#ffe9c7"}
+RAMP_LOW, RAMP_HIGH, NO_VALUE, FLAG = "#2c7bb6", "#d7191c", "#f2f2f2", "#ff4d4d"
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +161,109 @@ def test_a_damaged_file_says_so(page, tmp_path: Path) -> None:  # noqa: ANN001
     error = page.get_by_test_id("viewer-error")
     error.wait_for()
     assert "damaged" in error.inner_text()
+
+
+def _fills(page) -> dict[str, str]:  # noqa: ANN001
+    """Each drawn node's fill, by node id."""
+    return page.eval_on_selector_all(
+        "[data-node]", "els => Object.fromEntries(els.map(e => [e.dataset.node, "
+        "e.querySelector('.gv-shape').getAttribute('fill')]))")
+
+
+def _coloured_graph() -> Graph:
+    """One block whose ops have different gradient norms, and one with NaN in its gradient (n3)."""
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    grads = {"n1": GradInfo(numel=8, norm=10.0, max_abs=5.0, mean_abs=1.0),
+             "n2": GradInfo(numel=8, norm=0.01, max_abs=0.01, mean_abs=0.001),
+             "n3": GradInfo(numel=8, norm=1.0, max_abs=1.0, mean_abs=0.5, nan=2)}  # norm over the finite ones
+    nodes = tuple(replace(n, grad=grads[n.id]) if n.id in grads else n for n in graph.nodes)
+    return replace(graph, nodes=nodes)
+
+
+def test_colour_by_gradient_and_by_memory_and_back(page, tmp_path: Path) -> None:  # noqa: ANN001
+    path = save(_coloured_graph(), tmp_path / "colour.html")
+    open_viewer(page, path, "#open=0.1.2.3.4.5")  # every box open: ids n0-n6 drawn
+    by_kind = _fills(page)
+    assert by_kind["n1"] == KIND_FILL["op"] and by_kind["n5"] == KIND_FILL["saved"]
+    colour = page.get_by_test_id("viewer-color")
+    assert [o.get_attribute("value") for o in colour.locator("option").all()] == ["kind", "gradient", "memory"]
+
+    colour.select_option("gradient")
+    fills = _fills(page)
+    assert (fills["n1"], fills["n2"], fills["n3"]) == (RAMP_HIGH, RAMP_LOW, FLAG)  # largest, smallest, NaN
+    assert fills["n0"] == NO_VALUE  # no gradient recorded for the output
+    assert "gradient norm: 0.01 … 10" in page.get_by_test_id("viewer-legend").inner_text()
+    assert page.locator(".gv-edge-data[stroke]").count() == 0  # edges carry no gradient here: left plain
+    assert "color=gradient" in page.evaluate("location.hash")
+
+    colour.select_option("memory")
+    fills = _fills(page)
+    assert fills["n3"] != NO_VALUE and fills["n5"] != NO_VALUE  # the op keeping mat1, and mat1 itself
+    assert fills["n1"] == NO_VALUE and fills["n2"] == NO_VALUE  # they keep nothing for backward
+    assert "bytes saved for backward: 32 B … 32 B" in page.get_by_test_id("viewer-legend").inner_text()
+
+    colour.select_option("kind")
+    assert _fills(page) == by_kind
+    assert page.get_by_test_id("viewer-legend").inner_text() == ""
+
+
+def _transform(page) -> str:  # noqa: ANN001
+    return page.locator(".gv-viewport").get_attribute("transform")
+
+
+def test_zoom_fit_pan_and_the_overview_move_the_view(page, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    scale = page.get_by_test_id("viewer-scale")
+    page.get_by_role("button", name="Fit").click()
+    fitted, fitted_scale = _transform(page), scale.inner_text()
+    page.get_by_role("button", name="Zoom in").click()
+    assert int(scale.inner_text().rstrip("%")) > int(fitted_scale.rstrip("%"))
+    page.get_by_role("button", name="Zoom out").click()
+    page.get_by_role("button", name="Zoom out").click()
+    assert int(scale.inner_text().rstrip("%")) < int(fitted_scale.rstrip("%"))
+    page.get_by_role("button", name="Fit").click()
+    assert _transform(page) == fitted
+    pane = page.get_by_test_id("viewer-pane").bounding_box()
+    page.mouse.move(pane["x"] + 40, pane["y"] + 40)  # an empty corner: a drag there pans
+    page.mouse.down()
+    page.mouse.move(pane["x"] + 140, pane["y"] + 90, steps=5)
+    page.mouse.up()
+    assert _transform(page) != fitted
+    overview = page.get_by_test_id("viewer-overview")
+    assert overview.is_visible()
+    before = _transform(page)
+    box = overview.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.8)
+    assert _transform(page) != before  # a click in the overview moves the view there
+
+
+def test_opening_a_box_lays_out_only_what_changed(page, model_html: Path) -> None:  # noqa: ANN001
+    viewer = open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    page.locator("[data-module='head'].gv-closed").click()
+    runs = int(viewer.get_attribute("data-layouts"))
+    page.locator("[data-module='blocks'].gv-closed").click()
+    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it and blocks; not head
+    runs = int(viewer.get_attribute("data-layouts"))
+    page.locator("[data-module='head'].gv-open .gv-bar").click()
+    page.locator("[data-module='head'].gv-closed").click()
+    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it, twice; head's kept
+
+
+def test_details_show_bytes_device_values_attributes_and_saved_tensors(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    fc = graph.nodes[3]
+    assert fc.name == "AddmmBackward0"
+    fc = replace(fc, attrs=(("alpha", "1"), ("beta", "0.5")),
+                 tensor=replace(fc.tensor, values=(0.25, -1.5), device="cuda:0"))
+    path = save(replace(graph, nodes=graph.nodes[:3] + (fc,) + graph.nodes[4:]), tmp_path / "details.html")
+    open_viewer(page, path, "#open=0.1.2.3.4.5&sel=n3")
+    text = page.get_by_test_id("viewer-details").inner_text()
+    for expected in ("backward op", "device", "cuda:0", "8 elements, 32 B", "values", "0.25, -1.5",
+                     "attribute alpha", "attribute beta", "0.5", "saved", "mat1: (2, 4) float32 32 B",
+                     "blocks.0.fc (Linear)", "model.py:11 in forward", "gradient norm"):
+        assert expected in text, expected
