@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -152,15 +155,31 @@ def test_a_long_flat_chain_opens_as_a_few_boxes_and_its_fold_opens_to_one_repeti
     assert "1 of 2,000" in page.locator(".gv-fold.gv-open").text_content()
 
 
-def test_a_damaged_file_says_so(page, tmp_path: Path) -> None:  # noqa: ANN001
+def _packed(text: bytes) -> str:
+    return base64.b64encode(gzip.compress(text)).decode()
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ("not-base64!!", "the graph data is damaged (not base64): save the graph again"),
+    (base64.b64encode(b"plain text").decode(), "the graph data is damaged (not gzip): save the graph again"),
+    (_packed(b"{not json"), "the graph data is damaged (not JSON): save the graph again"),
+    (_packed(b"[" * 100_000 + b"]" * 100_000), "this is not graphviz-app viewer data"),
+    (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 99}).encode()),
+     "the graph data is of viewer version 99; this viewer reads version 1: save the graph again with this "
+     "graphviz-app"),
+    (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 1, "graph": {}}).encode()),
+     "the graph data lacks its nodes, edges or boxes"),
+], ids=["base64", "gzip", "json", "nested", "version", "columns"])
+def test_a_damaged_file_says_so(page, tmp_path: Path, data: str, words: str) -> None:  # noqa: ANN001
     text = export(module_graph(1), "html").decode()
     start = text.index('id="gv-payload">') + len('id="gv-payload">')
     path = tmp_path / "damaged.html"
-    path.write_text(text[:start] + "not-base64!!" + text[text.index("</script>", start):], encoding="utf-8")
+    path.write_text(text[:start] + data + text[text.index("</script>", start):], encoding="utf-8")
     page.goto(path.as_uri())
     error = page.get_by_test_id("viewer-error")
     error.wait_for()
-    assert "damaged" in error.inner_text()
+    assert error.inner_text() == "Could not show the graph: " + words
+    assert page.errors == []
 
 
 def _fills(page) -> dict[str, str]:  # noqa: ANN001
