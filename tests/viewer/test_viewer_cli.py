@@ -75,3 +75,18 @@ def test_a_bad_saved_graph_gets_a_clear_message(tmp_path: Path, monkeypatch: pyt
     assert main(["render", "bad.json", "-o", "g.html"]) != 0
     assert words in capsys.readouterr().err
     assert not Path("g.html").exists()
+
+
+def test_a_scripts_model_renders_to_the_viewer_with_its_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("model.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "def build():\n    return nn.Sequential(nn.Linear(3, 2), nn.ReLU()), torch.randn(4, 3)\n", encoding="utf-8")
+    assert main(["render", "model.py:build", "-o", "model.html"]) == 0, capsys.readouterr().err
+    page = Path("model.html").read_text(encoding="utf-8")
+    packed = re.search(r'id="gv-payload">([^<]*)</script>', page)
+    assert packed is not None
+    graph = Graph.from_dict(json.loads(gzip.decompress(base64.b64decode(packed.group(1))))["graph"])
+    assert {m.name: m.type for m in graph.modules} == {"": "Sequential", "0": "Linear", "1": "ReLU"}
+    assert any(n.name == "AddmmBackward0" and n.module == "0" for n in graph.nodes)
