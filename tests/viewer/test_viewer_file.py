@@ -286,3 +286,22 @@ def test_details_show_bytes_device_values_attributes_and_saved_tensors(page, tmp
                      "attribute alpha", "attribute beta", "0.5", "saved", "mat1: (2, 4) float32 32 B",
                      "blocks.0.fc (Linear)", "model.py:11 in forward", "gradient norm"):
         assert expected in text, expected
+
+
+def test_search_steps_to_the_next_and_previous_match(page, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    search, count = page.get_by_test_id("viewer-search"), page.get_by_test_id("viewer-count")
+    search.fill("AddmmBackward0")  # one per block, all inside closed boxes
+    search.press("Enter")
+    assert count.inner_text() == "1 of 3"
+    selected = []
+    for key in ("Enter", "Enter", "Shift+Enter"):
+        selected.append(page.locator(".gv-selected").get_attribute("data-node"))
+        search.press(key)
+    assert count.inner_text() == "2 of 3"
+    assert len(set(selected)) == 3  # three different ops were selected in turn
+    page.get_by_role("button", name="Previous match").click()
+    page.get_by_role("button", name="Previous match").click()
+    assert count.inner_text() == "3 of 3"  # previous from the first wraps to the last
+    assert page.locator(".gv-selected").get_attribute("data-node") == selected[2]
