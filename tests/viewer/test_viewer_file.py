@@ -305,3 +305,23 @@ def test_search_steps_to_the_next_and_previous_match(page, model_html: Path) -> 
     page.get_by_role("button", name="Previous match").click()
     assert count.inner_text() == "3 of 3"  # previous from the first wraps to the last
     assert page.locator(".gv-selected").get_attribute("data-node") == selected[2]
+
+
+def test_the_fragment_keeps_the_instance_a_rolled_box_shows(page, browser, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    page.locator("[data-module='blocks'].gv-closed").click()
+    page.locator(".gv-roll.gv-closed").click()
+    page.locator(".gv-roll.gv-open .gv-next-instance").click()
+    page.locator(".gv-roll.gv-open .gv-next-instance").click()
+    assert page.locator("[data-module='blocks.2']").count() == 1
+    view = page.get_by_test_id("graph-viewer").get_attribute("data-view")
+    assert "inst=" in view
+    other = browser.new_page()
+    try:
+        open_viewer(other, model_html, view)
+        assert other.locator("[data-module='blocks.2']").count() == 1
+        assert other.locator("[data-module='blocks.0']").count() == 0
+        assert "3 of 3" in other.locator(".gv-roll.gv-open").text_content()
+    finally:
+        other.close()
