@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import math
 import re
 from dataclasses import replace
 from typing import Any
@@ -117,3 +118,31 @@ def test_hostile_names_travel_as_base64_text_and_come_back_unchanged() -> None:
     assert back == graph
     assert set(HOSTILE) <= {n.name for n in back.nodes} | {n.source for n in back.nodes}
     assert page.count("<script") == 3  # the payload, the bundle and the mount call: nothing from the graph
+
+
+def _nonfinite_graph() -> Graph:
+    """The head's gradient statistics NaN and infinite (a file saved by hand, or a float64 overflow)."""
+    graph = module_graph(1)
+    grad = GradInfo(numel=8, norm=math.nan, max_abs=math.inf, mean_abs=-math.inf, nan=8, zero_fraction=math.nan)
+    return replace(graph, nodes=tuple(replace(n, grad=grad) if n.id == "n1" else n for n in graph.nodes))
+
+
+def test_nonfinite_gradient_statistics_travel_as_text_in_strict_json() -> None:
+    graph = _nonfinite_graph()
+    text = json.dumps(to_compact(graph), allow_nan=False)  # what a browser's JSON.parse reads
+    grads = json.loads(text)["grads"]
+    assert ["nan", "inf", "-inf", "nan"] in [[grads[k][i] for k in ("norm", "max_abs", "mean_abs", "zero_fraction")]
+                                            for i in range(len(grads["norm"]))]
+    back = Graph.from_dict(json.loads(text)).nodes[1].grad
+    assert back is not None and math.isnan(back.norm) and math.isnan(back.zero_fraction)
+    assert (back.max_abs, back.mean_abs) == (math.inf, -math.inf)
+    assert _decode(_packed(export(graph, "html").decode()))["overlays"][0]["node"][1] is None  # uncoloured
+
+
+@pytest.mark.parametrize(("value", "words"), [('"lots"', "'lots'"), ("true", "True"), ("null", "None")])
+def test_a_gradient_statistic_that_is_no_number_is_refused(value: str, words: str) -> None:
+    from graphviz_app.errors import SchemaError
+
+    text = json.dumps(to_compact(module_graph(1))).replace('"norm": [0.5', f'"norm": [{value}', 1)
+    with pytest.raises(SchemaError, match=f"a gradient statistic must be a number, found {re.escape(words)}"):
+        Graph.from_dict(json.loads(text))

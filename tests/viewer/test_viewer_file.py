@@ -325,3 +325,18 @@ def test_the_fragment_keeps_the_instance_a_rolled_box_shows(page, browser, model
         assert "3 of 3" in other.locator(".gv-roll.gv-open").text_content()
     finally:
         other.close()
+
+
+def test_nonfinite_gradient_statistics_show_as_such(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    grad = GradInfo(numel=8, norm=float("nan"), max_abs=float("inf"), mean_abs=1.0, nan=8)
+    path = save(replace(graph, nodes=tuple(replace(n, grad=grad) if n.id == "n1" else n for n in graph.nodes)),
+                tmp_path / "nan.html")
+    open_viewer(page, path, "#open=0.1&sel=n1&color=gradient")
+    text = page.get_by_test_id("viewer-details").inner_text()
+    assert "gradient norm\tNaN" in text and "gradient max |g|\tInfinity" in text
+    assert "gradient non-finite\t8 nan, 0 inf of 8" in text
+    assert _fills(page)["n1"] == FLAG  # NaN in its gradient: drawn red
+    assert page.errors == []
