@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from viewer_support import HOSTILE, chain_graph, drawn_nodes, module_graph, open_viewer
@@ -340,3 +341,16 @@ def test_nonfinite_gradient_statistics_show_as_such(page, tmp_path: Path) -> Non
     assert "gradient non-finite\t8 nan, 0 inf of 8" in text
     assert _fills(page)["n1"] == FLAG  # NaN in its gradient: drawn red
     assert page.errors == []
+
+
+def test_a_hostile_or_stale_fragment_is_ignored_and_runs_nothing(page, model_html: Path) -> None:  # noqa: ANN001
+    hostile = "<img src=x onerror=\"window.__pwned = 3\">"
+    fragment = ("#open=0.99999.-1.x&inst=2:99&sel=" + quote(hostile) + "&color=" + quote("<script>")
+                + "&expand=" + quote(hostile) + "&q=" + quote(hostile))
+    viewer = open_viewer(page, model_html, fragment)
+    assert viewer.get_attribute("data-state") == "ready"
+    assert drawn_nodes(page), "the pane is blank"
+    assert page.get_by_test_id("viewer-color").input_value() == "kind"
+    assert page.get_by_test_id("viewer-search").input_value() == hostile  # the query, as text in the box
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img, [onerror]").count() == 0 and page.errors == [] and page.dialogs == []
