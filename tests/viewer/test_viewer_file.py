@@ -74,6 +74,9 @@ def test_search_finds_a_node_inside_a_closed_box_and_opens_its_path(page, model_
     node.wait_for()
     assert "gv-selected" in (node.get_attribute("class") or "")
     assert page.get_by_test_id("viewer-count").inner_text().startswith("1 of")
+    pane, found = page.get_by_test_id("viewer-pane").bounding_box(), node.bounding_box()
+    assert pane["x"] <= found["x"] and found["x"] + found["width"] <= pane["x"] + pane["width"]  # moved into view
+    assert pane["y"] <= found["y"] and found["y"] + found["height"] <= pane["y"] + pane["height"]
     details = page.get_by_test_id("viewer-details").inner_text()
     assert "blocks.2.act" in details and "ReLU" in details
 
