@@ -67,6 +67,8 @@ def test_search_finds_a_node_inside_a_closed_box_and_opens_its_path(page, model_
     open_viewer(page, model_html)
     page.get_by_role("button", name="Close all").click()
     assert page.locator("[data-node='n2']").count() == 0  # blocks.2.act's op: inside closed boxes
+    for _ in range(4):  # close in on a corner: the match must be brought into view
+        page.get_by_role("button", name="Zoom in").click()
     search = page.get_by_test_id("viewer-search")
     search.fill("blocks.2.act")
     search.press("Enter")
