@@ -90,6 +90,7 @@ def test_export_is_a_model_explorer_graph_collection_with_the_module_hierarchy()
     assert meta == {"shape": "(2, 4)", "dtype": "float32", "device": "cpu", "bytes": "32"}
     attrs = {kv["key"]: kv["value"] for kv in nodes["n3"]["attrs"]}
     assert attrs["saved bytes"] == "32" and attrs["gradient norm"] == "0.5" and attrs["module type"] == "Linear"
+    assert {k: attrs[k] for k in meta} == meta  # the node's attributes too: shape, dtype, device, bytes
     assert data["graphs"][0]["groupNodeAttributes"]["blocks/2"]["type"] == "Block"
 
 
