@@ -1,7 +1,7 @@
 // Read access to the compact (schema 3) graph: one array per field, strings in one table.
 const EDGE_KINDS = ["data", "saved", "view"];
-const NONFINITE = { nan: NaN, inf: Infinity, "-inf": -Infinity };  // how strict JSON carries them
-const number = (v) => (typeof v === "string" && v in NONFINITE ? NONFINITE[v] : v);
+const NONFINITE = new Map([["nan", NaN], ["inf", Infinity], ["-inf", -Infinity]]);  // how strict JSON carries them
+const number = (v) => (NONFINITE.has(v) ? NONFINITE.get(v) : v);
 
 export class GraphData {
   constructor(g) {
