@@ -90,3 +90,14 @@ def test_a_scripts_model_renders_to_the_viewer_with_its_modules(tmp_path: Path, 
     graph = Graph.from_dict(json.loads(gzip.decompress(base64.b64decode(packed.group(1))))["graph"])
     assert {m.name: m.type for m in graph.modules} == {"": "Sequential", "0": "Linear", "1": "ReLU"}
     assert any(n.name == "AddmmBackward0" and n.module == "0" for n in graph.nodes)
+
+
+def test_a_saved_graph_over_the_size_limit_is_refused_before_it_is_read(
+        saved: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import graphviz_app.cli.saved as cli_saved
+
+    size = saved.stat().st_size
+    monkeypatch.setattr(cli_saved, "MAX_SAVED_BYTES", 100)
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("read a file over the limit"))
+    assert main(["render", "g.json", "-o", "g.html"]) != 0
+    assert f"g.json is {size:,} bytes, more than the 100 a saved graph may have" in capsys.readouterr().err
