@@ -16,7 +16,8 @@ Layout (all columns of one table have the same length)::
      "tensors": {"name": [s], "shape": [[int, ...]], "dtype": [s], "device": [s], "numel": [int],
                  "bytes": [int], "requires_grad": [0 | 1], "values": [[...] | null], "storage": [s],
                  "freed": [0 | 1], "storage_bytes": [int | null]},
-     "grads": {"numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values"},
+     "grads": {"numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values"}
+               (norm, max_abs, mean_abs, zero_fraction: numbers, or "nan", "inf", "-inf" as text),
      "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
                "output_nr": [int], "slot": [int], "grad": [g | -1]},
      "notes": [...], "truncated": false, "modules": [[name, type, params, param_bytes]],
@@ -25,6 +26,7 @@ Layout (all columns of one table have the same length)::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import SchemaError
@@ -36,6 +38,7 @@ __all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
 _GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values")
+_NONFINITE = ("nan", "inf", "-inf")
 _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
                   "storage", "freed", "storage_bytes")
 
@@ -55,11 +58,32 @@ class _Strings:
         return found
 
 
+def _number(x: float) -> float | str:
+    """A float strict JSON can hold: NaN and infinities as text, as tensor values are.
+
+    >>> _number(0.5), _number(float("nan")), _number(float("-inf"))
+    (0.5, 'nan', '-inf')
+    """
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _float(raw: Any) -> float:
+    """`_number` read back."""
+    if isinstance(raw, str) and raw in _NONFINITE:
+        return float(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ValueError(f"a gradient statistic must be a number, found {raw!r}")
+    return raw
+
+
 def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
     return {
-        "numel": [g.numel for g in grads], "norm": [g.norm for g in grads], "max_abs": [g.max_abs for g in grads],
-        "mean_abs": [g.mean_abs for g in grads], "nan": [g.nan for g in grads], "inf": [g.inf for g in grads],
-        "zero_fraction": [g.zero_fraction for g in grads],
+        "numel": [g.numel for g in grads], "norm": [_number(g.norm) for g in grads],
+        "max_abs": [_number(g.max_abs) for g in grads], "mean_abs": [_number(g.mean_abs) for g in grads],
+        "nan": [g.nan for g in grads], "inf": [g.inf for g in grads],
+        "zero_fraction": [_number(g.zero_fraction) for g in grads],
         "values": [None if g.values is None else list(g.values) for g in grads],
     }
 
@@ -198,9 +222,9 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
     ]
     gc = data["grads"]
     grads = [
-        GradInfo(numel=gc["numel"][i], norm=gc["norm"][i], max_abs=gc["max_abs"][i], mean_abs=gc["mean_abs"][i],
-                 nan=gc["nan"][i], inf=gc["inf"][i], zero_fraction=gc["zero_fraction"][i],
-                 values=_values(gc["values"][i]))
+        GradInfo(numel=gc["numel"][i], norm=_float(gc["norm"][i]), max_abs=_float(gc["max_abs"][i]),
+                 mean_abs=_float(gc["mean_abs"][i]), nan=gc["nan"][i], inf=gc["inf"][i],
+                 zero_fraction=_float(gc["zero_fraction"][i]), values=_values(gc["values"][i]))
         for i in range(len(gc["numel"]))
     ]
     nc = data["nodes"]

@@ -73,7 +73,10 @@ def to_model_explorer(graph: Graph, *, label: str = "autograd graph") -> dict[st
     nodes = []
     for n in graph.nodes:
         module = n.module if n.module is not None else module_of_saved.get(n.id)
+        t = n.tensor
         attrs = [_kv("kind", n.kind.value)]
+        if t is not None:  # also in outputsMetadata; as attributes they show (and match) in its node search
+            attrs += [_kv("shape", t.shape_text), _kv("dtype", t.dtype), _kv("device", t.device), _kv("bytes", t.bytes)]
         attrs += [_kv(k, v) for k, v in n.attrs]
         if module is not None:
             info = modules.get(module)
@@ -89,7 +92,6 @@ def to_model_explorer(graph: Graph, *, label: str = "autograd graph") -> dict[st
             attrs += [_kv("gradient norm", g.norm), _kv("gradient nan", g.nan), _kv("gradient inf", g.inf)]
         node: dict[str, Any] = {"id": n.id, "label": n.name, "namespace": _namespace(module), "attrs": attrs,
                                 "incomingEdges": incoming.get(n.id, [])}
-        t = n.tensor
         if t is not None:
             node["outputsMetadata"] = [{"id": "0", "attrs": [
                 _kv("shape", t.shape_text), _kv("dtype", t.dtype), _kv("device", t.device), _kv("bytes", t.bytes),

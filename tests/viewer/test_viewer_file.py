@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from viewer_support import HOSTILE, chain_graph, drawn_nodes, module_graph, open_viewer
 
 from graphviz_app import save
 from graphviz_app.drawing.renderer import export
+from graphviz_app.model import GradInfo, Graph
 
 pytestmark = pytest.mark.browser
+
+# The viewer's fills (graphviz_app/viewer/src/colour.js): by kind, and an overlay's ends, none and flagged.
+KIND_FILL = {"output": "#d9f2d9", "op": "#eef1f6", "leaf": "#dbe9ff", "saved": "#ffe9c7"}
+RAMP_LOW, RAMP_HIGH, NO_VALUE, FLAG = "#2c7bb6", "#d7191c", "#f2f2f2", "#ff4d4d"
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +67,8 @@ def test_search_finds_a_node_inside_a_closed_box_and_opens_its_path(page, model_
     open_viewer(page, model_html)
     page.get_by_role("button", name="Close all").click()
     assert page.locator("[data-node='n2']").count() == 0  # blocks.2.act's op: inside closed boxes
+    for _ in range(4):  # close in on a corner: the match must be brought into view
+        page.get_by_role("button", name="Zoom in").click()
     search = page.get_by_test_id("viewer-search")
     search.fill("blocks.2.act")
     search.press("Enter")
@@ -65,6 +76,9 @@ def test_search_finds_a_node_inside_a_closed_box_and_opens_its_path(page, model_
     node.wait_for()
     assert "gv-selected" in (node.get_attribute("class") or "")
     assert page.get_by_test_id("viewer-count").inner_text().startswith("1 of")
+    pane, found = page.get_by_test_id("viewer-pane").bounding_box(), node.bounding_box()
+    assert pane["x"] <= found["x"] and found["x"] + found["width"] <= pane["x"] + pane["width"]  # moved into view
+    assert pane["y"] <= found["y"] and found["y"] + found["height"] <= pane["y"] + pane["height"]
     details = page.get_by_test_id("viewer-details").inner_text()
     assert "blocks.2.act" in details and "ReLU" in details
 
@@ -147,12 +161,201 @@ def test_a_long_flat_chain_opens_as_a_few_boxes_and_its_fold_opens_to_one_repeti
     assert "1 of 2,000" in page.locator(".gv-fold.gv-open").text_content()
 
 
-def test_a_damaged_file_says_so(page, tmp_path: Path) -> None:  # noqa: ANN001
+def _packed(text: bytes) -> str:
+    return base64.b64encode(gzip.compress(text)).decode()
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ("not-base64!!", "the graph data is damaged (not base64): save the graph again"),
+    (base64.b64encode(b"plain text").decode(), "the graph data is damaged (not gzip): save the graph again"),
+    (_packed(b"{not json"), "the graph data is damaged (not JSON): save the graph again"),
+    (_packed(b"[" * 100_000 + b"]" * 100_000), "this is not graphviz-app viewer data"),
+    (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 99}).encode()),
+     "the graph data is of viewer version 99; this viewer reads version 1: save the graph again with this "
+     "graphviz-app"),
+    (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 1, "graph": {}}).encode()),
+     "the graph data lacks its nodes, edges or boxes"),
+], ids=["base64", "gzip", "json", "nested", "version", "columns"])
+def test_a_damaged_file_says_so(page, tmp_path: Path, data: str, words: str) -> None:  # noqa: ANN001
     text = export(module_graph(1), "html").decode()
     start = text.index('id="gv-payload">') + len('id="gv-payload">')
     path = tmp_path / "damaged.html"
-    path.write_text(text[:start] + "not-base64!!" + text[text.index("</script>", start):], encoding="utf-8")
+    path.write_text(text[:start] + data + text[text.index("</script>", start):], encoding="utf-8")
     page.goto(path.as_uri())
     error = page.get_by_test_id("viewer-error")
     error.wait_for()
-    assert "damaged" in error.inner_text()
+    assert error.inner_text() == "Could not show the graph: " + words
+    assert page.errors == []
+
+
+def _fills(page) -> dict[str, str]:  # noqa: ANN001
+    """Each drawn node's fill, by node id."""
+    return page.eval_on_selector_all(
+        "[data-node]", "els => Object.fromEntries(els.map(e => [e.dataset.node, "
+        "e.querySelector('.gv-shape').getAttribute('fill')]))")
+
+
+def _coloured_graph() -> Graph:
+    """One block whose ops have different gradient norms, and one with NaN in its gradient (n3)."""
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    grads = {"n1": GradInfo(numel=8, norm=10.0, max_abs=5.0, mean_abs=1.0),
+             "n2": GradInfo(numel=8, norm=0.01, max_abs=0.01, mean_abs=0.001),
+             "n3": GradInfo(numel=8, norm=1.0, max_abs=1.0, mean_abs=0.5, nan=2)}  # norm over the finite ones
+    nodes = tuple(replace(n, grad=grads[n.id]) if n.id in grads else n for n in graph.nodes)
+    return replace(graph, nodes=nodes)
+
+
+def test_colour_by_gradient_and_by_memory_and_back(page, tmp_path: Path) -> None:  # noqa: ANN001
+    path = save(_coloured_graph(), tmp_path / "colour.html")
+    open_viewer(page, path, "#open=0.1.2.3.4.5")  # every box open: ids n0-n6 drawn
+    by_kind = _fills(page)
+    assert by_kind["n1"] == KIND_FILL["op"] and by_kind["n5"] == KIND_FILL["saved"]
+    colour = page.get_by_test_id("viewer-color")
+    assert [o.get_attribute("value") for o in colour.locator("option").all()] == ["kind", "gradient", "memory"]
+
+    colour.select_option("gradient")
+    fills = _fills(page)
+    assert (fills["n1"], fills["n2"], fills["n3"]) == (RAMP_HIGH, RAMP_LOW, FLAG)  # largest, smallest, NaN
+    assert fills["n0"] == NO_VALUE  # no gradient recorded for the output
+    assert "gradient norm: 0.01 … 10" in page.get_by_test_id("viewer-legend").inner_text()
+    assert page.locator(".gv-edge-data[stroke]").count() == 0  # edges carry no gradient here: left plain
+    assert "color=gradient" in page.evaluate("location.hash")
+
+    colour.select_option("memory")
+    fills = _fills(page)
+    assert fills["n3"] != NO_VALUE and fills["n5"] != NO_VALUE  # the op keeping mat1, and mat1 itself
+    assert fills["n1"] == NO_VALUE and fills["n2"] == NO_VALUE  # they keep nothing for backward
+    assert "bytes saved for backward: 32 B … 32 B" in page.get_by_test_id("viewer-legend").inner_text()
+
+    colour.select_option("kind")
+    assert _fills(page) == by_kind
+    assert page.get_by_test_id("viewer-legend").inner_text() == ""
+
+
+def _transform(page) -> str:  # noqa: ANN001
+    return page.locator(".gv-viewport").get_attribute("transform")
+
+
+def test_zoom_fit_pan_and_the_overview_move_the_view(page, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    scale = page.get_by_test_id("viewer-scale")
+    page.get_by_role("button", name="Fit").click()
+    fitted, fitted_scale = _transform(page), scale.inner_text()
+    page.get_by_role("button", name="Zoom in").click()
+    assert int(scale.inner_text().rstrip("%")) > int(fitted_scale.rstrip("%"))
+    page.get_by_role("button", name="Zoom out").click()
+    page.get_by_role("button", name="Zoom out").click()
+    assert int(scale.inner_text().rstrip("%")) < int(fitted_scale.rstrip("%"))
+    page.get_by_role("button", name="Fit").click()
+    assert _transform(page) == fitted
+    pane = page.get_by_test_id("viewer-pane").bounding_box()
+    page.mouse.move(pane["x"] + 40, pane["y"] + 40)  # an empty corner: a drag there pans
+    page.mouse.down()
+    page.mouse.move(pane["x"] + 140, pane["y"] + 90, steps=5)
+    page.mouse.up()
+    assert _transform(page) != fitted
+    overview = page.get_by_test_id("viewer-overview")
+    assert overview.is_visible()
+    before = _transform(page)
+    box = overview.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.8)
+    assert _transform(page) != before  # a click in the overview moves the view there
+
+
+def test_opening_a_box_lays_out_only_what_changed(page, model_html: Path) -> None:  # noqa: ANN001
+    viewer = open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    page.locator("[data-module='head'].gv-closed").click()
+    runs = int(viewer.get_attribute("data-layouts"))
+    page.locator("[data-module='blocks'].gv-closed").click()
+    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it and blocks; not head
+    runs = int(viewer.get_attribute("data-layouts"))
+    page.locator("[data-module='head'].gv-open .gv-bar").click()
+    page.locator("[data-module='head'].gv-closed").click()
+    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it, twice; head's kept
+
+
+def test_details_show_bytes_device_values_attributes_and_saved_tensors(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    fc = graph.nodes[3]
+    assert fc.name == "AddmmBackward0"
+    fc = replace(fc, attrs=(("alpha", "1"), ("beta", "0.5")),
+                 tensor=replace(fc.tensor, values=(0.25, -1.5), device="cuda:0"))
+    path = save(replace(graph, nodes=graph.nodes[:3] + (fc,) + graph.nodes[4:]), tmp_path / "details.html")
+    open_viewer(page, path, "#open=0.1.2.3.4.5&sel=n3")
+    text = page.get_by_test_id("viewer-details").inner_text()
+    for expected in ("backward op", "device", "cuda:0", "8 elements, 32 B", "values", "0.25, -1.5",
+                     "attribute alpha", "attribute beta", "0.5", "saved", "mat1: (2, 4) float32 32 B",
+                     "blocks.0.fc (Linear)", "model.py:11 in forward", "gradient norm"):
+        assert expected in text, expected
+
+
+def test_search_steps_to_the_next_and_previous_match(page, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    search, count = page.get_by_test_id("viewer-search"), page.get_by_test_id("viewer-count")
+    search.fill("AddmmBackward0")  # one per block, all inside closed boxes
+    search.press("Enter")
+    assert count.inner_text() == "1 of 3"
+    selected = []
+    for key in ("Enter", "Enter", "Shift+Enter"):
+        selected.append(page.locator(".gv-selected").get_attribute("data-node"))
+        search.press(key)
+    assert count.inner_text() == "2 of 3"
+    assert len(set(selected)) == 3  # three different ops were selected in turn
+    page.get_by_role("button", name="Previous match").click()
+    page.get_by_role("button", name="Previous match").click()
+    assert count.inner_text() == "3 of 3"  # previous from the first wraps to the last
+    assert page.locator(".gv-selected").get_attribute("data-node") == selected[2]
+
+
+def test_the_fragment_keeps_the_instance_a_rolled_box_shows(page, browser, model_html: Path) -> None:  # noqa: ANN001
+    open_viewer(page, model_html)
+    page.get_by_role("button", name="Close all").click()
+    page.locator("[data-module='blocks'].gv-closed").click()
+    page.locator(".gv-roll.gv-closed").click()
+    page.locator(".gv-roll.gv-open .gv-next-instance").click()
+    page.locator(".gv-roll.gv-open .gv-next-instance").click()
+    assert page.locator("[data-module='blocks.2']").count() == 1
+    view = page.get_by_test_id("graph-viewer").get_attribute("data-view")
+    assert "inst=" in view
+    other = browser.new_page()
+    try:
+        open_viewer(other, model_html, view)
+        assert other.locator("[data-module='blocks.2']").count() == 1
+        assert other.locator("[data-module='blocks.0']").count() == 0
+        assert "3 of 3" in other.locator(".gv-roll.gv-open").text_content()
+    finally:
+        other.close()
+
+
+def test_nonfinite_gradient_statistics_show_as_such(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    grad = GradInfo(numel=8, norm=float("nan"), max_abs=float("inf"), mean_abs=1.0, nan=8)
+    path = save(replace(graph, nodes=tuple(replace(n, grad=grad) if n.id == "n1" else n for n in graph.nodes)),
+                tmp_path / "nan.html")
+    open_viewer(page, path, "#open=0.1&sel=n1&color=gradient")
+    text = page.get_by_test_id("viewer-details").inner_text()
+    assert "gradient norm\tNaN" in text and "gradient max |g|\tInfinity" in text
+    assert "gradient non-finite\t8 nan, 0 inf of 8" in text
+    assert _fills(page)["n1"] == FLAG  # NaN in its gradient: drawn red
+    assert page.errors == []
+
+
+def test_a_hostile_or_stale_fragment_is_ignored_and_runs_nothing(page, model_html: Path) -> None:  # noqa: ANN001
+    hostile = "<img src=x onerror=\"window.__pwned = 3\">"
+    fragment = ("#open=0.99999.-1.x&inst=2:99&sel=" + quote(hostile) + "&color=" + quote("<script>")
+                + "&expand=" + quote(hostile) + "&q=" + quote(hostile))
+    viewer = open_viewer(page, model_html, fragment)
+    assert viewer.get_attribute("data-state") == "ready"
+    assert drawn_nodes(page), "the pane is blank"
+    assert page.get_by_test_id("viewer-color").input_value() == "kind"
+    assert page.get_by_test_id("viewer-search").input_value() == hostile  # the query, as text in the box
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img, [onerror]").count() == 0 and page.errors == [] and page.dialogs == []

@@ -7,6 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from viewer_support import chain_graph, module_graph
+
+from graphviz_app.drawing.notebook import SVG_MAX_NODES
+from graphviz_app.viewer import viewer_html
 
 ROOT = Path(__file__).resolve().parents[2]
 CELL = f"""
@@ -51,3 +55,14 @@ def test_the_cell_output_draws_in_chromium_and_runs_no_hostile_name(cell_html: s
     assert frame.locator("[data-node='n0']").count() == 1
     assert page.dialogs == [] and page.errors == []
     assert page.frames[1].evaluate("window.__pwned") is None
+
+
+def test_the_cell_shows_the_same_page_as_the_file_and_a_big_graph_no_svg() -> None:
+    graph = module_graph(3)
+    frame = re.fullmatch(r'<iframe [^>]* srcdoc="([^"]*)"></iframe>', graph._repr_html_())
+    assert frame is not None
+    assert html.unescape(frame.group(1)) == viewer_html(graph)  # the same opening view as save(graph, "g.html")
+    big = chain_graph(SVG_MAX_NODES)
+    bundle = big._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}  # no layout of thousands of nodes in a cell
+    assert "graphviz-app-viewer" in bundle["text/html"]

@@ -38,10 +38,23 @@ def page():  # noqa: ANN201
     return new_app()
 
 
+def nonfinite_statistics() -> bytes:
+    """A saved graph whose head's gradient norm is NaN (schema 2 writes it as a bare NaN)."""
+    from dataclasses import replace
+
+    from graphviz_app.model import GradInfo
+
+    graph = module_graph(3)
+    grad = GradInfo(numel=8, norm=float("nan"), max_abs=float("inf"), mean_abs=0.0, nan=8)
+    nodes = tuple(replace(n, grad=grad) if n.id == "n1" else n for n in graph.nodes)
+    return replace(graph, nodes=nodes).to_json().encode()
+
+
 @pytest.mark.parametrize(("name", "data"), [
     ("model.json", module_graph(3).to_json().encode()),
     ("compact.json", json.dumps(to_compact(module_graph(3))).encode()),
     ("old.json", schema_1(chain_graph(12))),
+    ("nan.json", nonfinite_statistics()),
 ])
 def test_a_saved_graph_of_each_schema_shows_in_the_viewer_with_its_summary(page, name: str, data: bytes) -> None:  # noqa: ANN001
     at = upload(page, name, data)

@@ -61,7 +61,8 @@ export function format(v, unit) {
 export function bytes(n) {
   let size = n;
   for (const unit of ["B", "KiB", "MiB", "GiB"]) {
-    if (size < 1024 || unit === "GiB") return unit === "B" ? `${n} B` : `${size.toFixed(1)} ${unit}`;
+    // whole bytes: a legend's ends come back through log10 and 10 ** x (32.00000000000001)
+    if (size < 1024 || unit === "GiB") return unit === "B" ? `${Math.round(n)} B` : `${size.toFixed(1)} ${unit}`;
     size /= 1024;
   }
   return `${n} B`;

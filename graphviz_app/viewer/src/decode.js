@@ -22,7 +22,12 @@ export async function decodePayload(text) {
   } catch (e) {
     throw new Error("the graph data is damaged (not gzip): save the graph again");
   }
-  const data = JSON.parse(json);
+  let data;
+  try {
+    data = JSON.parse(json);
+  } catch (e) {
+    throw new Error("the graph data is damaged (not JSON): save the graph again");
+  }
   checkPayload(data);
   return data;
 }

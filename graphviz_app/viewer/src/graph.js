@@ -1,5 +1,7 @@
 // Read access to the compact (schema 3) graph: one array per field, strings in one table.
 const EDGE_KINDS = ["data", "saved", "view"];
+const NONFINITE = new Map([["nan", NaN], ["inf", Infinity], ["-inf", -Infinity]]);  // how strict JSON carries them
+const number = (v) => (NONFINITE.has(v) ? NONFINITE.get(v) : v);
 
 export class GraphData {
   constructor(g) {
@@ -54,8 +56,8 @@ export class GraphData {
   _grad(k) {
     if (k === -1 || k === undefined) return null;
     const c = this.g.grads;
-    return { numel: c.numel[k], norm: c.norm[k], maxAbs: c.max_abs[k], meanAbs: c.mean_abs[k], nan: c.nan[k],
-             inf: c.inf[k], zeroFraction: c.zero_fraction[k], values: c.values[k] };
+    return { numel: c.numel[k], norm: number(c.norm[k]), maxAbs: number(c.max_abs[k]), meanAbs: number(c.mean_abs[k]),
+             nan: c.nan[k], inf: c.inf[k], zeroFraction: number(c.zero_fraction[k]), values: c.values[k] };
   }
   // The op where NaN/Inf first appears in backward, or -1.
   origin() {
