@@ -18,12 +18,18 @@ def _cuda_available() -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     no_cuda = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_browser = pytest.mark.skip(reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+    no_firefox = pytest.mark.skip(
+        reason="needs Debian's firefox-esr at /usr/bin/firefox-esr (apt-get install firefox-esr)")
     has_cuda = _cuda_available()
     has_browser = shutil.which("chromium") is not None
+    has_firefox = shutil.which("firefox-esr") is not None
     for item in items:
-        if "browser" in item.keywords:  # a real Chromium against a started server: never quick
+        if "browser" in item.keywords:  # a real browser (Chromium or Firefox): never quick
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not has_cuda:
             item.add_marker(no_cuda)
-        if "browser" in item.keywords and not has_browser:
+        if "firefox" in item.keywords:  # Firefox, not Chromium: it needs only firefox-esr
+            if not has_firefox:
+                item.add_marker(no_firefox)
+        elif "browser" in item.keywords and not has_browser:
             item.add_marker(no_browser)
