@@ -1,6 +1,6 @@
 # The two set-up commands: `make run` and `make test`. Each does all set-up on a fresh
 # Debian machine (virtualenv, Python packages with torch pinned, Graphviz's dot, and for
-# tests Chromium), and a second call reinstalls nothing.
+# tests Chromium and Firefox ESR), and a second call reinstalls nothing.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,7 +13,7 @@ VIEWER := graphviz_app/viewer
 VIEWER_DEPS := $(VIEWER)/node_modules/.package-lock.json
 BUNDLE := $(VIEWER)/dist/viewer.js
 
-.PHONY: run test lint setup dot chromium examples bench clean viewer
+.PHONY: run test lint setup dot chromium firefox examples bench clean viewer
 
 run: setup
 	$(PY) -m graphviz_app.cli serve --host $(HOST) --port $(PORT)
@@ -21,7 +21,7 @@ run: setup
 examples: setup
 	@mkdir -p out; for f in examples/*.py; do $(PY) $$f --out out || exit 1; done; echo "Rendered the examples into out/"
 
-test: setup chromium lint
+test: setup chromium firefox lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Lint and types (rules in pyproject.toml), before the tests.
@@ -80,6 +80,17 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
 	  else \
 	    echo "chromium is not installed: browser tests will be skipped (sudo apt-get install chromium)."; \
+	  fi; }
+
+# Debian's Firefox ESR for the viewer file's Firefox tests: driven over its built-in WebDriver
+# BiDi (--remote-debugging-port), so no geckodriver and no downloaded browser build.
+firefox:
+	@command -v firefox-esr >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Firefox ESR with apt-get for the browser tests..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq firefox-esr >/dev/null; \
+	  else \
+	    echo "firefox-esr is not installed: the Firefox tests will be skipped (sudo apt-get install firefox-esr)."; \
 	  fi; }
 
 clean:
