@@ -121,8 +121,8 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
         "precision": "float32" if args.dtype == "float32" else ("cast" if args.cast else "autocast"),
         "optimizer": args.optimizer, "budget_bytes": budget, "batches": [r["json"] for r in rows],
     }
-    if len(rows) == 1:
-        report.update({k: v for k, v in rows[0]["json"].items() if k.endswith("peak_bytes")})
+    # At the top: the last batch size's peaks, the one the peak lines and the plan describe.
+    report.update({k: v for k, v in rows[-1]["json"].items() if k.endswith("peak_bytes")})
     if budget is not None:
         report["largest_batch"] = _largest(lambda b: variant(b, "meta"), rows[-1]["prediction"], args, budget)
     plan = _plan(variant(batches[-1]), rows[-1]["prediction"], args, budget) if args.checkpoint else None
