@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..tracing.memory.forecast import Prediction
     from ..tracing.memory.step import Step
 
-__all__ = ["add_memory_parser", "run_memory", "step_from_result"]
+__all__ = ["add_memory_parser", "run_memory", "step_from_result", "parse_budget", "check_device"]
 
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -107,6 +107,7 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
 
     from ..tracing.memory.forecast import step_variant
 
+    check_device(args.device)
     step = step_from_result(load(Path(match["path"]), match["func"], args.target), args.target)
     dtype = getattr(torch, args.dtype)
     policy = args.autocast_policy or "cuda"
@@ -141,6 +142,27 @@ def parse_budget(text: str | None) -> int | None:
         return parse_bytes(text)
     except ValueError as e:
         raise TraceError(f"--budget: {e}") from e
+
+
+def check_device(text: str | None) -> None:
+    """--device names a device torch knows and this machine has; a TraceError says what to use instead."""
+    if text is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError as e:
+        raise TraceError(f"--device: expected meta, cpu, cuda or cuda:N, found {text!r}") from e
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise TraceError(f"--device {text}: this machine has no CUDA GPU (torch.cuda.is_available() is False); "
+                             "forecast the step without one: --device meta (CUDA's autocast lists by default)")
+        if device.index is not None and device.index >= count:
+            raise TraceError(f"--device {text}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
+    elif device.type not in ("cpu", "meta"):
+        raise TraceError(f"--device: expected meta, cpu, cuda or cuda:N, found {text!r}")
 
 
 def _device_text(step: Step) -> str:

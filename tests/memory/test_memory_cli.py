@@ -172,6 +172,8 @@ def test_cast_halves_what_is_saved_and_retain_graph_keeps_it(script: Path, capsy
         (["--budget", "lots"], r"--budget: expected a size such as 16GiB"),
         (["--verify"], r"--verify checks a checkpoint plan: add --checkpoint"),
         (["--measure", "--device", "meta"], r"--measure and --verify run the step for real"),
+        (["--device", "tpu"], r"--device: expected meta, cpu, cuda or cuda:N, found 'tpu'"),
+        (["--device", "mps"], r"--device: expected meta, cpu, cuda or cuda:N, found 'mps'"),
     ],
 )
 def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path,
@@ -179,6 +181,19 @@ def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path
     code, _, err = _run(["memory", f"{script}:build", *extra], capsys)
     assert code == 2
     assert re.search(message, err), err
+
+
+def test_a_cuda_device_this_machine_lacks_is_named(script: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda"], capsys)
+    assert code == 2 and "--device cuda: this machine has no CUDA GPU" in err and "--device meta" in err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda:2"], capsys)
+    assert code == 2 and "--device cuda:2: this machine has 2 CUDA GPU(s), cuda:0 to cuda:1" in err
 
 
 def test_a_function_not_returning_a_model(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
