@@ -21,7 +21,8 @@ def _step(name: str, batch: int = 8) -> Step:
 
 
 @pytest.mark.parametrize("name", NOT_RNN)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16 autocast"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16],
+                         ids=["float32", "bfloat16 autocast", "float16 autocast"])
 def test_meta_forecast_within_10_percent_of_a_real_run(name: str, dtype: torch.dtype) -> None:
     step = _step(name, batch=4)
     forecast = predict(step_variant(step, device="meta", batch=16, dtype=dtype, policy="cpu"))
