@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,18 +56,27 @@ class StepRun:
 def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
     """The tensors a forward returned, named as `trace` names them, and the paths backward starts from.
 
+    Tuples, lists, mappings and dataclass fields are opened (an output object's
+    logits are held by the user while backward runs, as its loss is).
+
     >>> named, roots = step_outputs((torch.ones(2, requires_grad=True) * 2, 3))
     >>> [path for path, _ in named], roots
     (['output[0]'], ['output[0]'])
     """
     named: list[tuple[str, torch.Tensor]] = []
+    seen: set[int] = set()
     loss = getattr(outputs, "loss", None)
     if isinstance(loss, torch.Tensor) and loss.grad_fn is not None and not isinstance(outputs, Mapping):
         named.append(("output.loss", loss))
+        seen.add(id(loss))
     stack: list[tuple[str, Any]] = [("output", outputs)]
-    seen: set[int] = set()
+    walked: set[int] = set()  # containers already opened: an object that refers to itself is opened once
     while stack:
         path, value = stack.pop()
+        if not isinstance(value, torch.Tensor):
+            if id(value) in walked:
+                continue
+            walked.add(id(value))
         if isinstance(value, torch.Tensor):
             if value.grad_fn is not None and id(value) not in seen:
                 seen.add(id(value))
@@ -75,6 +85,10 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
             stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
         elif isinstance(value, (tuple, list)):
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # An output object's other fields (logits) are held by the user during backward too.
+            stack.extend((f"{path}.{f.name}", getattr(value, f.name, None))
+                         for f in reversed(dataclasses.fields(value)))
     if not named:
         raise NoGradFnError(
             f"the step's output ({type(outputs).__name__}) holds no tensor with a grad_fn: nothing to run backward "
