@@ -25,8 +25,9 @@ _DTYPES = ("float32", "bfloat16", "float16")
 
 DESCRIPTION = (
     "The memory of one training step of a model: forward, then backward from its loss (the output if it is "
-    "a scalar, its sum if not, its .loss if it has one). FUNC takes no arguments and returns (model, inputs) "
-    "or (model, args, kwargs). The peak counts what the step makes (saved tensors, gradients, .grad); "
+    "a scalar, its sum if not, its .loss if it has one). FUNC takes no arguments and returns (model, inputs), "
+    "(model, args, kwargs) or {'model': ..., 'args': ..., 'kwargs': ..., 'loss': lambda out: ...}. "
+    "The peak counts what the step makes (saved tensors, gradients, .grad); "
     "parameters, buffers, inputs and optimizer state are added to it for the total."
 )
 
@@ -62,22 +63,18 @@ def add_memory_parser(sub: Any) -> None:
 
 
 def step_from_result(result: Any, target: str) -> Step:
-    """The Step a FUNC's return value describes: (model, inputs), (model, (x, y)) or (model, args, kwargs)."""
-    import torch
-
+    """The Step a FUNC's return value describes, in the forms `render` takes: (model, x), (model, (x, y)),
+    (model, args, kwargs) or {"model": ..., "args": ..., "kwargs": ..., "loss": lambda out: ...}."""
     from ..tracing.memory.step import Step
+    from .script import model_call
 
-    if not (isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.nn.Module)):
+    call = model_call(result, target)
+    if call is None:
         raise TraceError(f"{target} returned {type(result).__name__}: return the model and its inputs, "
-                         "(model, x), (model, (x, y)) or (model, args, kwargs)")
-    model, rest = result[0], tuple(result[1:])
-    if len(rest) == 2 and isinstance(rest[1], dict) and isinstance(rest[0], (tuple, list)):
-        return Step(model, tuple(rest[0]), rest[1])
-    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
-        return Step(model, tuple(rest[0]))
-    if not rest:
-        raise TraceError(f"{target} returned a model without inputs: return model, x (or model, args, kwargs)")
-    return Step(model, rest)
+                         "(model, x), (model, (x, y)), (model, args, kwargs) or {'model': model, 'args': (x,), "
+                         "'kwargs': {...}, 'loss': lambda out: out.loss}")
+    model, args, kwargs, loss = call
+    return Step(model, args, kwargs, loss=loss)
 
 
 def _batches(text: str | None) -> list[int | None]:

@@ -38,6 +38,20 @@ def not_a_model():
 def with_a_tuple():
     lin = nn.Linear(8, 8)
     return lin, (torch.randn(4, 8),)
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, scale=1.0):
+        return {"logits": self.lin(x) * scale}
+
+def with_a_tensor_and_kwargs():
+    return Scaled(), torch.randn(4, 8), {"scale": 2.0}
+
+def as_a_mapping():
+    return {"model": Scaled(), "args": (torch.randn(4, 8),), "loss": lambda out: out["logits"].pow(2).mean()}
 '''
 
 
@@ -94,8 +108,8 @@ def test_checkpoint_verify_prints_predicted_against_measured(script: Path, capsy
     assert plan["predicted_peak_after"] < plan["predicted_peak_before"]
 
 
-@pytest.mark.parametrize("func", ["with_kwargs", "with_a_tuple"])
-def test_a_function_returning_args_and_kwargs_or_a_tuple_of_inputs(
+@pytest.mark.parametrize("func", ["with_kwargs", "with_a_tuple", "with_a_tensor_and_kwargs", "as_a_mapping"])
+def test_every_form_render_takes_with_inputs_resized_by_batch(
     func: str, script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = _run(["memory", f"{script}:{func}", "--batch", "6", "--json"], capsys)

@@ -197,6 +197,19 @@ def test_an_output_object_runs_backward_from_its_loss_and_holds_its_other_tensor
     assert predicted.peak_bytes == run.measured.peak_bytes
 
 
+def test_a_loss_function_of_the_output_is_where_backward_starts() -> None:
+    model = Fn(lambda x: {"y": x.exp()})
+    # backward from y.sum() as the step's own rule: y (16, exp's saved result) and its expanded 4-byte
+    # gradient = 20; ExpBackward0 makes 16.
+    plain, plain_run = _run(model, _vector())
+    assert (plain.forward_bytes, plain.peak_bytes, plain_run.measured.peak_bytes) == (20, 36, 36)
+    # with loss=: the dict is dropped, the loss (4) and its gradient (4) stay beside y: 24, then + 16.
+    run = run_step(Step(model, (_vector(),), loss=lambda out: out["y"].sum()))
+    timeline = memory_timeline(run.graph, roots=run.roots)
+    assert [run.graph.node(r).tensor.shape for r in run.roots] == [()]
+    assert (timeline.forward_bytes, timeline.peak_bytes, run.measured.peak_bytes) == (24, 40, 40)
+
+
 def _uneven_split(x: torch.Tensor) -> torch.Tensor:
     q, k = (x * x).split([12, 4])  # a 48-byte and a 16-byte output of one op
     return q.exp().sum() + k.exp().sum()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,8 @@ class Step:
     `torch.autocast` with that dtype (float16, bfloat16) on the inputs' device;
     on `meta`, which torch.autocast leaves alone, under `MetaAutocast` with the
     `autocast_policy` of "cuda" or "cpu" (which ops run in which precision).
+    `loss`, when given, is a function of the output (`lambda out: out.logits.sum()`):
+    backward runs from what it returns, by the same rules.
     """
 
     model: torch.nn.Module
@@ -41,6 +43,7 @@ class Step:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     autocast: torch.dtype | None = None
     autocast_policy: str = "cuda"
+    loss: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,8 @@ def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     with counter if counter is not None else contextlib.nullcontext():
         with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
+            if step.loss is not None:
+                outputs = step.loss(outputs)
         forward_peak = counter.peak if counter is not None else 0
         named, root_paths = step_outputs(outputs)
         if counter is not None:
