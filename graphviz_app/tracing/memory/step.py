@@ -18,6 +18,7 @@ from ..module_trace import given_tensors
 from ..param_owners import all_named_params, first_names
 from ..recorder import record
 from ..walker import Walker, WalkOptions
+from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 
@@ -124,6 +125,12 @@ def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
     return torch.autocast(device, dtype=step.autocast)
 
 
+def _attention(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta, attention runs the fused kernel the target device (`autocast_policy`) would pick."""
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return meta_attention(step.autocast_policy) if devices == {"meta"} else contextlib.nullcontext()
+
+
 def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
     """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
     devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
@@ -139,7 +146,7 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
 def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
-        with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
+        with record(step.model), _attention(step), _autocast(step), _default_device(step), torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
             if step.loss is not None:
                 outputs = step.loss(outputs)
