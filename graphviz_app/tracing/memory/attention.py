@@ -23,6 +23,8 @@ import torch
 from torch.nn import functional as F
 from torch.overrides import handle_torch_function, has_torch_function
 
+from ..torch_internals import fused_attention_ops
+
 __all__ = ["meta_attention", "fused_attention"]
 
 _LOW = (torch.float16, torch.bfloat16)
@@ -50,16 +52,17 @@ def fused_attention(policy: str, query: torch.Tensor, key: torch.Tensor, value: 
     if attn_mask is not None and attn_mask.dim() not in (2, 4):
         return None
     dtype, head = query.dtype, query.shape[-1]
+    flash_cpu, flash_cuda, efficient = fused_attention_ops()
     if policy == "cpu":
         if dropout_p > 0.0 or dtype not in (torch.float32, torch.float64, *_LOW):
             return None
         mask = _float_mask(attn_mask, dtype)
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        return flash_cpu(
             query, key, value, dropout_p, is_causal, attn_mask=mask, scale=scale)[0]
     if policy != "cuda":
         return None
     if attn_mask is None and dtype in _LOW and head <= 256 and head % 8 == 0:
-        return torch.ops.aten._scaled_dot_product_flash_attention(
+        return flash_cuda(
             query, key, value, dropout_p, is_causal, False, scale=scale)[0]
     if dtype in (torch.float32, *_LOW) and head % (4 if dtype is torch.float32 else 8) == 0:
         mask = _float_mask(attn_mask, dtype)
@@ -67,7 +70,7 @@ def fused_attention(policy: str, query: torch.Tensor, key: torch.Tensor, value: 
             b, h, n, s = query.shape[0], query.shape[1], query.shape[2], key.shape[2]
             mask = mask.expand(b, h, n, s)
         needs_grad = any(t.requires_grad for t in tensors)
-        return torch.ops.aten._scaled_dot_product_efficient_attention(
+        return efficient(
             query, key, value, mask, needs_grad, dropout_p, is_causal, scale=scale)[0]
     return None
 
