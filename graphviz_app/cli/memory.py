@@ -16,7 +16,7 @@ from ..model import human_bytes
 if TYPE_CHECKING:
     from ..analysis.memory.checkpoint import CheckpointPlan
     from ..tracing.memory.forecast import Prediction
-    from ..tracing.memory.step import Step
+    from ..tracing.memory.step import Step, StepRun
 
 __all__ = ["add_memory_parser", "run_memory", "step_from_result", "parse_budget", "check_device"]
 
@@ -185,12 +185,26 @@ def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | 
         "notes": list(timeline.notes),
     }
     if args.measure:
-        measured = run_step(step, retain_graph=args.retain_graph).measured
-        if measured is not None:
-            entry["measured_peak_bytes"] = measured.peak_bytes
-            entry["measured_forward_peak_bytes"] = measured.forward_peak_bytes
-            entry["measured_by"] = measured.method
+        run = run_step(step, retain_graph=args.retain_graph)
+        if run.measured is not None:
+            entry["measured_peak_bytes"] = run.measured.peak_bytes
+            entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
+            entry["measured_by"] = run.measured.method
+            entry["by_node"] = _by_node(run, args.retain_graph)
     return {"json": entry, "prediction": prediction, "fit": total}
+
+
+def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:
+    """Predicted (from the measured step's own graph, so the ids agree) against measured, per backward node."""
+    from ..analysis.memory import memory_timeline, side_by_side
+
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    rows = []
+    for r in side_by_side(timeline, run.measured) if run.measured is not None else ():
+        node = run.graph.node(r.node) if r.node is not None else None
+        rows.append({"node": r.node, "name": node.name if node else None, "module": node.module if node else None,
+                     "predicted_bytes": r.predicted, "measured_bytes": r.measured})
+    return rows
 
 
 def _largest(meta_step: Callable[[int], Step], prediction: Prediction, args: argparse.Namespace,
@@ -263,5 +277,16 @@ def _peak_lines(entry: dict[str, Any]) -> list[str]:
     held = ", ".join(f"{m['module'] or '(root)' if m['module'] is not None else '(no module)'} "
                      f"{human_bytes(m['bytes'])}" for m in entry["at_peak"])
     lines = [f"peak{batch}: {where}", f"held at the peak: {held}"]
+    gaps = [r for r in entry.get("by_node", ()) if r["measured_bytes"] != r["predicted_bytes"]]
+    if gaps:
+        worst = max(gaps, key=lambda r: abs(r["measured_bytes"] - r["predicted_bytes"]))
+        what = "the end of the forward" if worst["node"] is None else (
+            f"{worst['name']} ({worst['node']}, in {worst['module'] or '(root)'})")
+        lines.append(f"measured against predicted, node by node: {len(gaps)} of {len(entry['by_node'])} steps "
+                     f"differ; most at {what}: predicted {human_bytes(worst['predicted_bytes'])}, measured "
+                     f"{human_bytes(worst['measured_bytes'])} "
+                     f"({worst['measured_bytes'] - worst['predicted_bytes']:+,} B)")
+    elif "by_node" in entry:
+        lines.append(f"measured against predicted, node by node: all {len(entry['by_node'])} steps agree")
     lines += [f"note: {n}" for n in entry["notes"]]
     return lines

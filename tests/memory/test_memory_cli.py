@@ -79,6 +79,20 @@ def test_the_table_names_the_peak_node_its_module_and_source_line(
     assert "not modelled: allocator rounding" in out
 
 
+def test_measure_puts_predicted_beside_measured_for_every_backward_node(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure", "--json"], capsys)
+    entry = json.loads(out)["batches"][0]
+    rows = entry["by_node"]
+    assert code == 0 and rows[0]["node"] is None and len(rows) == entry["steps"] + 1  # the forward's end, then each
+    assert {r["name"] for r in rows[1:]} >= {"AddmmBackward0", "NativeLayerNormBackward0", "GeluBackward0"}
+    assert all(r["predicted_bytes"] == r["measured_bytes"] for r in rows)  # this model: to the byte
+    assert max(r["measured_bytes"] for r in rows) == entry["measured_peak_bytes"]
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure"], capsys)
+    assert f"measured against predicted, node by node: all {len(rows)} steps agree" in out
+
+
 def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["memory", f"{script}:build", "--batch", "2,4,8", "--measure", "--json"], capsys)
     report = json.loads(out)
