@@ -9,7 +9,9 @@ Run: .venv/bin/python benchmarks/bench_memory.py [--repeat 5] [--quick]
   allocated) forecast under bfloat16 autocast at 4 batch sizes, one after the
   other, total CPU time (goal: under 3 s);
 - error: on every benchmark model, the predicted peak against the measured one
-  (every storage ops allocate, counted while alive), on CPU;
+  (every storage ops allocate, counted while alive), on CPU, and the forecast on
+  `meta` (same batch, float32, CPU's choice of attention kernel) against the same
+  measurement;
 - MemTracker: PyTorch's `torch.distributed._tools.mem_tracker.MemTracker` on the
   same step, its time and its peak (parameters and buffers taken out, as in our
   definition), beside ours: the prediction (trace + timeline) and our measurement.
@@ -116,7 +118,7 @@ def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def bench_timeline(repeat: int) -> None:
     torch.manual_seed(0)
     with torch.device("meta"):
-        model = GPT(110, 64, 4, 1000, 64)  # 10,701 nodes
+        model = GPT(130, 64, 4, 1000, 64)  # over 10,000 nodes (attention as the fused kernel on meta)
     prediction = predict(Step(model, (torch.empty(4, 64, dtype=torch.long, device="meta"),)))
     graph = prediction.graph
     seconds, timeline = _best(lambda: memory_timeline(graph, roots=prediction.roots), repeat)
@@ -161,8 +163,8 @@ def _memtracker(step: Step) -> tuple[float, int]:
 
 
 def bench_error(quick: bool) -> None:
-    print(f"\n{'model':<46} {'predicted':>11} {'measured':>11} {'error':>7} {'MemTracker':>11} "
-          f"{'predict s':>9} {'measure s':>9} {'MemTracker s':>12}")
+    print(f"\n{'model':<46} {'predicted':>11} {'measured':>11} {'error':>7} {'on meta':>11} {'error':>7} "
+          f"{'MemTracker':>11} {'predict s':>9} {'measure s':>9} {'MemTracker s':>12}")
     for name, make in _models().items():
         torch.manual_seed(0)
         step = make()
@@ -174,8 +176,11 @@ def bench_error(quick: bool) -> None:
         measure_s = time.process_time() - start
         assert measured is not None
         tracker_s, tracker_peak = _memtracker(step)
+        on_meta = predict(step_variant(step, device="meta", policy="cpu")).timeline.peak_bytes
         error = (predicted - measured.peak_bytes) / measured.peak_bytes
+        meta_error = (on_meta - measured.peak_bytes) / measured.peak_bytes
         print(f"{name:<46} {predicted / 2**20:>9.2f}Mi {measured.peak_bytes / 2**20:>9.2f}Mi {error:>+7.1%} "
+              f"{on_meta / 2**20:>9.2f}Mi {meta_error:>+7.1%} "
               f"{tracker_peak / 2**20:>9.2f}Mi {predict_s:>9.2f} {measure_s:>9.2f} {tracker_s:>12.2f}")
         if quick:
             break

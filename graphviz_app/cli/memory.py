@@ -16,17 +16,18 @@ from ..model import human_bytes
 if TYPE_CHECKING:
     from ..analysis.memory.checkpoint import CheckpointPlan
     from ..tracing.memory.forecast import Prediction
-    from ..tracing.memory.step import Step
+    from ..tracing.memory.step import Step, StepRun
 
-__all__ = ["add_memory_parser", "run_memory", "step_from_result"]
+__all__ = ["add_memory_parser", "run_memory", "step_from_result", "parse_budget", "check_device"]
 
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 _DTYPES = ("float32", "bfloat16", "float16")
 
 DESCRIPTION = (
     "The memory of one training step of a model: forward, then backward from its loss (the output if it is "
-    "a scalar, its sum if not, its .loss if it has one). FUNC takes no arguments and returns (model, inputs) "
-    "or (model, args, kwargs). The peak counts what the step makes (saved tensors, gradients, .grad); "
+    "a scalar, its sum if not, its .loss if it has one). FUNC takes no arguments and returns (model, inputs), "
+    "(model, args, kwargs) or {'model': ..., 'args': ..., 'kwargs': ..., 'loss': lambda out: ...}. "
+    "The peak counts what the step makes (saved tensors, gradients, .grad); "
     "parameters, buffers, inputs and optimizer state are added to it for the total."
 )
 
@@ -62,22 +63,18 @@ def add_memory_parser(sub: Any) -> None:
 
 
 def step_from_result(result: Any, target: str) -> Step:
-    """The Step a FUNC's return value describes: (model, inputs), (model, (x, y)) or (model, args, kwargs)."""
-    import torch
-
+    """The Step a FUNC's return value describes, in the forms `render` takes: (model, x), (model, (x, y)),
+    (model, args, kwargs) or {"model": ..., "args": ..., "kwargs": ..., "loss": lambda out: ...}."""
     from ..tracing.memory.step import Step
+    from .script import model_call
 
-    if not (isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.nn.Module)):
+    call = model_call(result, target)
+    if call is None:
         raise TraceError(f"{target} returned {type(result).__name__}: return the model and its inputs, "
-                         "(model, x), (model, (x, y)) or (model, args, kwargs)")
-    model, rest = result[0], tuple(result[1:])
-    if len(rest) == 2 and isinstance(rest[1], dict) and isinstance(rest[0], (tuple, list)):
-        return Step(model, tuple(rest[0]), rest[1])
-    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
-        return Step(model, tuple(rest[0]))
-    if not rest:
-        raise TraceError(f"{target} returned a model without inputs: return model, x (or model, args, kwargs)")
-    return Step(model, rest)
+                         "(model, x), (model, (x, y)), (model, args, kwargs) or {'model': model, 'args': (x,), "
+                         "'kwargs': {...}, 'loss': lambda out: out.loss}")
+    model, args, kwargs, loss = call
+    return Step(model, args, kwargs, loss=loss)
 
 
 def _batches(text: str | None) -> list[int | None]:
@@ -107,6 +104,7 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
 
     from ..tracing.memory.forecast import step_variant
 
+    check_device(args.device)
     step = step_from_result(load(Path(match["path"]), match["func"], args.target), args.target)
     dtype = getattr(torch, args.dtype)
     policy = args.autocast_policy or "cuda"
@@ -121,8 +119,8 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
         "precision": "float32" if args.dtype == "float32" else ("cast" if args.cast else "autocast"),
         "optimizer": args.optimizer, "budget_bytes": budget, "batches": [r["json"] for r in rows],
     }
-    if len(rows) == 1:
-        report.update({k: v for k, v in rows[0]["json"].items() if k.endswith("peak_bytes")})
+    # At the top: the last batch size's peaks, the one the peak lines and the plan describe.
+    report.update({k: v for k, v in rows[-1]["json"].items() if k.endswith("peak_bytes")})
     if budget is not None:
         report["largest_batch"] = _largest(lambda b: variant(b, "meta"), rows[-1]["prediction"], args, budget)
     plan = _plan(variant(batches[-1]), rows[-1]["prediction"], args, budget) if args.checkpoint else None
@@ -141,6 +139,27 @@ def parse_budget(text: str | None) -> int | None:
         return parse_bytes(text)
     except ValueError as e:
         raise TraceError(f"--budget: {e}") from e
+
+
+def check_device(text: str | None) -> None:
+    """--device names a device torch knows and this machine has; a TraceError says what to use instead."""
+    if text is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError as e:
+        raise TraceError(f"--device: expected meta, cpu, cuda or cuda:N, found {text!r}") from e
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise TraceError(f"--device {text}: this machine has no CUDA GPU (torch.cuda.is_available() is False); "
+                             "forecast the step without one: --device meta (CUDA's autocast lists by default)")
+        if device.index is not None and device.index >= count:
+            raise TraceError(f"--device {text}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
+    elif device.type not in ("cpu", "meta"):
+        raise TraceError(f"--device: expected meta, cpu, cuda or cuda:N, found {text!r}")
 
 
 def _device_text(step: Step) -> str:
@@ -166,12 +185,26 @@ def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | 
         "notes": list(timeline.notes),
     }
     if args.measure:
-        measured = run_step(step, retain_graph=args.retain_graph).measured
-        if measured is not None:
-            entry["measured_peak_bytes"] = measured.peak_bytes
-            entry["measured_forward_peak_bytes"] = measured.forward_peak_bytes
-            entry["measured_by"] = measured.method
+        run = run_step(step, retain_graph=args.retain_graph)
+        if run.measured is not None:
+            entry["measured_peak_bytes"] = run.measured.peak_bytes
+            entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
+            entry["measured_by"] = run.measured.method
+            entry["by_node"] = _by_node(run, args.retain_graph)
     return {"json": entry, "prediction": prediction, "fit": total}
+
+
+def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:
+    """Predicted (from the measured step's own graph, so the ids agree) against measured, per backward node."""
+    from ..analysis.memory import memory_timeline, side_by_side
+
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    rows = []
+    for r in side_by_side(timeline, run.measured) if run.measured is not None else ():
+        node = run.graph.node(r.node) if r.node is not None else None
+        rows.append({"node": r.node, "name": node.name if node else None, "module": node.module if node else None,
+                     "predicted_bytes": r.predicted, "measured_bytes": r.measured})
+    return rows
 
 
 def _largest(meta_step: Callable[[int], Step], prediction: Prediction, args: argparse.Namespace,
@@ -244,5 +277,16 @@ def _peak_lines(entry: dict[str, Any]) -> list[str]:
     held = ", ".join(f"{m['module'] or '(root)' if m['module'] is not None else '(no module)'} "
                      f"{human_bytes(m['bytes'])}" for m in entry["at_peak"])
     lines = [f"peak{batch}: {where}", f"held at the peak: {held}"]
+    gaps = [r for r in entry.get("by_node", ()) if r["measured_bytes"] != r["predicted_bytes"]]
+    if gaps:
+        worst = max(gaps, key=lambda r: abs(r["measured_bytes"] - r["predicted_bytes"]))
+        what = "the end of the forward" if worst["node"] is None else (
+            f"{worst['name']} ({worst['node']}, in {worst['module'] or '(root)'})")
+        lines.append(f"measured against predicted, node by node: {len(gaps)} of {len(entry['by_node'])} steps "
+                     f"differ; most at {what}: predicted {human_bytes(worst['predicted_bytes'])}, measured "
+                     f"{human_bytes(worst['measured_bytes'])} "
+                     f"({worst['measured_bytes'] - worst['predicted_bytes']:+,} B)")
+    elif "by_node" in entry:
+        lines.append(f"measured against predicted, node by node: all {len(entry['by_node'])} steps agree")
     lines += [f"note: {n}" for n in entry["notes"]]
     return lines

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..model import Graph
     from .deferred import DeferredNames
 
-__all__ = ["script_graph", "MAPPING_KEYS"]
+__all__ = ["script_graph", "model_call", "MAPPING_KEYS"]
 
 MAPPING_KEYS = ("model", "args", "kwargs", "loss")
 _FORMS = (
@@ -97,6 +97,20 @@ def _mapping(result: Mapping[str, Any], target: str) -> tuple[Any, tuple[Any, ..
         raise TraceError(f"{target}: 'loss' must be a function of the model's output, found {type(loss).__name__}: "
                          "e.g. 'loss': lambda out: out.logits.sum()")
     return result["model"], tuple(args) if isinstance(args, (tuple, list)) else (args,), dict(kwargs), loss
+
+
+def model_call(result: Any, target: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], Any] | None:
+    """(model, args, kwargs, loss function or None) when `result` is a model with its inputs, in any form
+    `script_graph` takes (a tuple, or the mapping); None when it is not a model with inputs."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if isinstance(result, Mapping) and isinstance(result.get("model"), torch.nn.Module):
+        return _mapping(result, target)
+    if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.nn.Module):
+        args, kwargs = _inputs(result[1:], target)
+        return result[0], args, kwargs, None
+    return None
 
 
 def _inputs(rest: Any, target: str) -> tuple[tuple[Any, ...], dict[str, Any]]:

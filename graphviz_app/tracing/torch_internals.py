@@ -8,7 +8,8 @@ through `_input_metadata`, and a few other facts only privately: a view's base
 (`torch.utils._python_dispatch.TorchDispatchMode`), switching torch-function
 modes off (`torch._C.DisableTorchFunction`), a module's child table
 (`_modules`), torch.compile's backward graph (`_forward_cls._lazy_backward_info`)
-and the function every backward call goes through (`torch.autograd._engine_run_backward`).
+the function every backward call goes through (`torch.autograd._engine_run_backward`)
+and the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`).
 When a torch upgrade renames one of them, this module is the only one to change
 (tests/test_architecture.py checks that no other module reads them).
 """
@@ -54,6 +55,7 @@ __all__ = [
     "RunBackward",
     "wrap_run_backward",
     "is_leaf_node",
+    "fused_attention_ops",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -512,3 +514,12 @@ def wrap_run_backward(wrapper: Callable[[RunBackward], RunBackward]) -> Callable
 def is_leaf_node(fn: Any) -> bool:
     """Whether autograd node `fn` is a leaf's AccumulateGrad (it makes no node when it runs)."""
     return type(fn) is _ACCUMULATE_GRAD
+
+
+def fused_attention_ops() -> tuple[Any, Any, Any]:
+    """The fused attention kernels `F.scaled_dot_product_attention` dispatches to on CPU and CUDA: CPU's
+    flash attention, CUDA's flash attention and CUDA's memory-efficient attention (a forecast on meta,
+    where torch takes the math path, calls them itself)."""
+    return (torch.ops.aten._scaled_dot_product_flash_attention_for_cpu,
+            torch.ops.aten._scaled_dot_product_flash_attention,
+            torch.ops.aten._scaled_dot_product_efficient_attention)

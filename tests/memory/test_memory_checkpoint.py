@@ -49,6 +49,28 @@ def test_a_plan_lowers_the_measured_peak_by_the_predicted_amount() -> None:
     assert verified.to_dict()["measured_peak_after"] == verified.measured_peak_after
 
 
+class _Squash(nn.Module):
+    """Three elementwise ops, each saving its own result; the last result is the next Linear's saved input."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(torch.sigmoid(torch.tanh(x)))
+
+
+def test_a_result_saved_inside_and_outside_the_module_is_recomputed_as_a_copy() -> None:
+    # The module's input (the first Linear's output, 1 MiB) is kept by the checkpoint, not its first
+    # tanh's result; the last tanh's result stays for the Linear after it, and the recompute makes
+    # all three results again (3 MiB) when backward reaches the module.
+    torch.manual_seed(0)
+    linears = [nn.Linear(256, 256) for _ in range(3)]
+    step = Step(nn.Sequential(nn.Linear(256, 256), _Squash(), *linears, nn.Linear(256, 10)), (torch.randn(1024, 256),))
+    peak, run = _predicted(step)
+    plan = plan_checkpoints(run.graph, int(peak * 0.95), roots=run.roots)
+    assert plan.modules == ("1",) and plan.freed == (("1", 2**20),)
+    verified = verify_plan(step, plan)
+    assert (verified.measured_peak_before, verified.measured_peak_after) == (
+        plan.predicted_peak_before, plan.predicted_peak_after)
+
+
 def test_no_plan_when_the_peak_is_already_under_the_budget() -> None:
     peak, run = _predicted(_step())
     plan = plan_checkpoints(run.graph, peak, roots=run.roots)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,10 @@ def _accumulated(w: torch.Tensor, steps: int = 3) -> torch.Tensor:
     return total
 
 
+def _non_scalar(x: torch.Tensor) -> torch.Tensor:
+    return x.exp()  # the step runs backward from its sum: a one-element gradient expanded to x's shape
+
+
 # name, function, its input, retain_graph, peak, bytes alive at the end of the forward.
 HAND_CASES: list[tuple[str, Callable[..., torch.Tensor], Callable[[], torch.Tensor], bool, int, int]] = [
     # forward end: two exp results (16 + 16), the loss (4) and its gradient (4) = 40; each ExpBackward0
@@ -63,6 +68,9 @@ HAND_CASES: list[tuple[str, Callable[..., torch.Tensor], Callable[[], torch.Tens
     # three steps keep 3 x 32 bytes; the running total (4) and its gradient (4): 104; the first exp's
     # backward makes 16 bytes on top of it.
     ("loss accumulated over 3 steps", _accumulated, _vector, False, 120, 104),
+    # forward end: the output (16, also saved as exp's result) and its 4-byte expanded gradient = 20;
+    # ExpBackward0 makes x's 16-byte gradient: 36.
+    ("a non-scalar output: backward from its sum", _non_scalar, _vector, False, 36, 20),
 ]
 
 
@@ -157,6 +165,49 @@ def test_module_summary_gives_the_bytes_each_module_holds_at_the_peak() -> None:
     layers = [rows[f"encoder.layers.{i}"].peak_bytes or 0 for i in range(2)]
     assert rows["encoder.layers"].peak_bytes == sum(layers) + sum(
         m.total for m in timeline.at_peak if m.module == "encoder.layers")
+
+
+@dataclasses.dataclass
+class _Output:
+    """A model output object: backward starts from its loss; its logits stay held by the caller."""
+
+    loss: torch.Tensor
+    logits: torch.Tensor
+
+
+class _WithOutputObject(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 50)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> _Output:
+        logits = self.fc(x)  # 64 x 50 floats: 12,800 bytes nobody saves but the caller holds
+        return _Output(torch.nn.functional.cross_entropy(logits, y), logits)
+
+
+def test_an_output_object_runs_backward_from_its_loss_and_holds_its_other_tensors() -> None:
+    torch.manual_seed(0)
+    predicted, run = _run(_WithOutputObject(), torch.randn(64, 8), torch.randint(0, 50, (64,)))
+    outputs = {n.id: n.name for n in run.graph.nodes if n.kind.value == "output"}
+    assert sorted(outputs.values()) == ["output.logits", "output.loss"]
+    assert [outputs[r] for r in run.roots] == ["output.loss"]
+    # the logits (12,800), cross_entropy's saved log-softmax (12,800), nll_loss's saved total weight,
+    # the loss and its gradient (4 + 4 + 4)
+    assert predicted.forward_bytes == run.measured.forward_bytes == 12_800 + 12_800 + 12
+    assert predicted.peak_bytes == run.measured.peak_bytes
+
+
+def test_a_loss_function_of_the_output_is_where_backward_starts() -> None:
+    model = Fn(lambda x: {"y": x.exp()})
+    # backward from y.sum() as the step's own rule: y (16, exp's saved result) and its expanded 4-byte
+    # gradient = 20; ExpBackward0 makes 16.
+    plain, plain_run = _run(model, _vector())
+    assert (plain.forward_bytes, plain.peak_bytes, plain_run.measured.peak_bytes) == (20, 36, 36)
+    # with loss=: the dict is dropped, the loss (4) and its gradient (4) stay beside y: 24, then + 16.
+    run = run_step(Step(model, (_vector(),), loss=lambda out: out["y"].sum()))
+    timeline = memory_timeline(run.graph, roots=run.roots)
+    assert [run.graph.node(r).tensor.shape for r in run.roots] == [()]
+    assert (timeline.forward_bytes, timeline.peak_bytes, run.measured.peak_bytes) == (24, 40, 40)
 
 
 def _uneven_split(x: torch.Tensor) -> torch.Tensor:

@@ -3,8 +3,10 @@
 What wrapping module M (non-reentrant checkpointing) changes, as modelled: the tensors
 M's ops save are not kept by the forward (M's inputs are: the checkpoint needs them);
 when backward first reaches an op of M that saved something, M's forward runs again and
-they all exist again, each released when its op has run, as before. The cost is M's
-forward once more, in floating-point operations estimated from the graph's shapes.
+they all exist again, each released when its op has run, as before. A tensor saved both
+by an op of M and by one outside (M's last op saving its result, which the next op saves
+as its input) stays for the outside one, and the recompute makes a copy for M's. The cost
+is M's forward once more, in floating-point operations estimated from the graph's shapes.
 """
 
 from __future__ import annotations
@@ -102,13 +104,21 @@ def recompute_for(plan: BackwardPlan, modules: Collection[str], order: list[str]
     recompute = Recompute()
     for module in modules:
         inside = {n for n, node in plan.nodes.items() if node.kind is NodeKind.OP and _inside(node.module, module)}
-        keys = [k for k, savers in plan.savers.items() if all(s in inside for s in savers)]
-        kept = _kept_inputs(plan, inside, keys, recompute, module, rank)
+        touched = [k for k, savers in plan.savers.items() if any(s in inside for s in savers)]
+        keys = [k for k in touched if all(s in inside for s in plan.savers[k])]
+        kept = _kept_inputs(plan, inside, touched, recompute, module, rank)
+        # Saved inside and outside (the module's last op saving its result, which the next op saves too):
+        # the forward keeps it for the outside savers; the recompute makes a copy for the inside ones.
+        shared = [k for k in touched if k not in kept and k not in keys]
         keys = [k for k in keys if k not in kept]
         savers = [s for s in inside if s in plan.saved_by and s in rank]
-        if keys and savers:
+        if (keys or shared) and savers:
             trigger = min(savers, key=rank.__getitem__)
-            recompute.deferred.setdefault(trigger, []).extend(keys)
+            if keys:
+                recompute.deferred.setdefault(trigger, []).extend(keys)
+            for k in shared:
+                recompute.copies[k] = recompute.copies.get(k, frozenset()) | {s for s in plan.savers[k] if s in inside}
+                recompute.recopied.setdefault(trigger, []).append(k)
     return recompute
 
 
@@ -124,7 +134,9 @@ def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recomput
             if src in inside or plan.nodes[src].kind is not NodeKind.OP:
                 continue
             size = plan.output_bytes(src, output_nr)
-            match = next((k for k in plan.saved_by.get(dst, ()) if by_size.get(k) == size), None)
+            # an op saving its own result (tanh, exp) does not save the tensor entering the module
+            match = next((k for k in plan.saved_by.get(dst, ())
+                          if by_size.get(k) == size and (dst, k) not in plan.results), None)
             if match is not None:
                 kept.add(match)
             elif last is not None and size:

@@ -23,8 +23,9 @@ class BackwardPlan:
     waits for before it runs; `roots` lists (op, output_nr, grad bytes,
     grad storage bytes) for the gradient each output starts backward with.
     `storage_bytes` and `savers` describe the saved storages that count (not
-    parameters, buffers, inputs or leaves); `outputs` the storages the user
-    holds, each with the output node that names it.
+    parameters, buffers, inputs or leaves); `results` the (op, storage) pairs
+    where an op saves its own output (`result`), not one of its inputs;
+    `outputs` the storages the user holds, each with the output node that names it.
     """
 
     nodes: dict[str, Node]
@@ -40,6 +41,7 @@ class BackwardPlan:
     output_op: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)
+    results: set[tuple[str, str]] = field(default_factory=set)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -107,6 +109,8 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
                 if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
                     savers.append(e.dst)
                     plan.saved_by.setdefault(e.dst, []).append(key)
+                if src.name.startswith("result"):
+                    plan.results.add((e.dst, key))
         elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OUTPUT:
             plan.output_op[dst.id] = src.id
             if dst.id in wanted and src.kind is NodeKind.OP:

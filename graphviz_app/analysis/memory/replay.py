@@ -21,11 +21,15 @@ class Recompute:
     """What checkpointing some modules changes: saved storages that are not kept by the forward but
     made again (`deferred[node]`) just before `node`, the first of their module to run in backward;
     inputs the checkpoint keeps that nothing else would (`kept`: key -> (bytes, owner)), until the
-    node that `released_after` lists them under has run."""
+    node that `released_after` lists them under has run. A storage saved both inside a module and
+    outside it stays, held by the savers outside; the savers inside (`copies[key]`) hold a copy the
+    recompute makes (`recopied[node]`: the keys whose copy is made just before `node`)."""
 
     deferred: dict[str, list[str]] = field(default_factory=dict)
     kept: dict[str, tuple[int, str]] = field(default_factory=dict)
     released_after: dict[str, list[str]] = field(default_factory=dict)
+    copies: dict[str, frozenset[str]] = field(default_factory=dict)
+    recopied: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def skipped(self) -> frozenset[str]:
@@ -143,12 +147,17 @@ class EngineReplay:
         return found
 
     # -- the step ------------------------------------------------------------
-    def _hold_saved(self, key: str) -> None:
-        savers = self.plan.savers[key]
+    def _hold_saved(self, key: str, copy: bool = False) -> None:
+        """Hold a saved storage for its savers (those holding a checkpoint's copy apart), or, with `copy`,
+        the copy for them."""
+        away = self.recompute.copies.get(key, frozenset())
+        savers = [s for s in self.plan.savers[key] if (s in away) == copy]
+        if not savers:
+            return
         pending = sum(1 for s in savers if s in self.plan.reachable)
         # Held for good: the graph retained, or a saver that backward never runs.
         count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
-        self._hold(key, self.plan.storage_bytes[key], "saved", savers[0], count)
+        self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], "saved", savers[0], count)
 
     def _start(self) -> None:
         plan = self.plan
@@ -197,13 +206,15 @@ class EngineReplay:
         """Run backward to the end; one MemoryStep for the end of the forward, then one per node run."""
         steps = [MemoryStep(None, self.live, self.live, self.live)]
         self._check_peak(self.live)
-        ready, plan, deferred = self.ready, self.plan, self.recompute.deferred
+        ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
         released_after, leaf = self.recompute.released_after, NodeKind.LEAF
         while ready:
             _, node = heapq.heappop(ready)
             before = self.live
             for key in deferred.get(node, ()):  # a checkpointed module's forward runs again
                 self._hold_saved(key)
+            for key in recopied.get(node, ()):
+                self._hold_saved(key, copy=True)
             peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
@@ -254,8 +265,9 @@ class EngineReplay:
         for value in inputs.values():
             self._drop(value)
         if not self.retain_graph:
+            copies = self.recompute.copies
             for key in plan.saved_by.get(node, ()):
-                self._release(key)
+                self._release(_copy_key(key) if node in copies.get(key, ()) else key)
         deps, ready = self.deps, self.ready
         for target, output_nr, value in made:
             peak = self._deliver(target, output_nr, value, peak)
@@ -263,3 +275,8 @@ class EngineReplay:
             if deps[target] == 0:
                 heapq.heappush(ready, (plan.priority(target), target))
         return peak
+
+
+def _copy_key(key: str) -> str:
+    """The storage key of the copy a checkpoint's recompute makes of saved storage `key`."""
+    return f"{key} recomputed"

@@ -119,6 +119,7 @@ def step_variant(step: Step, *, batch: int | None = None, seq_len: int | None = 
         resized(dict(step.kwargs), batch=batch, seq_len=seq_len, device=device, dtype=cast_to),
         autocast=autocast if autocast is not None else step.autocast,
         autocast_policy=policy or step.autocast_policy,
+        loss=step.loss,
     )
 
 

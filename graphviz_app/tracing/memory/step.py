@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..module_trace import given_tensors
 from ..param_owners import all_named_params, first_names
 from ..recorder import record
 from ..walker import Walker, WalkOptions
+from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 
@@ -33,6 +35,8 @@ class Step:
     `torch.autocast` with that dtype (float16, bfloat16) on the inputs' device;
     on `meta`, which torch.autocast leaves alone, under `MetaAutocast` with the
     `autocast_policy` of "cuda" or "cpu" (which ops run in which precision).
+    `loss`, when given, is a function of the output (`lambda out: out.logits.sum()`):
+    backward runs from what it returns, by the same rules.
     """
 
     model: torch.nn.Module
@@ -40,6 +44,7 @@ class Step:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     autocast: torch.dtype | None = None
     autocast_policy: str = "cuda"
+    loss: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,18 +60,27 @@ class StepRun:
 def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
     """The tensors a forward returned, named as `trace` names them, and the paths backward starts from.
 
+    Tuples, lists, mappings and dataclass fields are opened (an output object's
+    logits are held by the user while backward runs, as its loss is).
+
     >>> named, roots = step_outputs((torch.ones(2, requires_grad=True) * 2, 3))
     >>> [path for path, _ in named], roots
     (['output[0]'], ['output[0]'])
     """
     named: list[tuple[str, torch.Tensor]] = []
+    seen: set[int] = set()
     loss = getattr(outputs, "loss", None)
     if isinstance(loss, torch.Tensor) and loss.grad_fn is not None and not isinstance(outputs, Mapping):
         named.append(("output.loss", loss))
+        seen.add(id(loss))
     stack: list[tuple[str, Any]] = [("output", outputs)]
-    seen: set[int] = set()
+    walked: set[int] = set()  # containers already opened: an object that refers to itself is opened once
     while stack:
         path, value = stack.pop()
+        if not isinstance(value, torch.Tensor):
+            if id(value) in walked:
+                continue
+            walked.add(id(value))
         if isinstance(value, torch.Tensor):
             if value.grad_fn is not None and id(value) not in seen:
                 seen.add(id(value))
@@ -75,6 +89,10 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
             stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
         elif isinstance(value, (tuple, list)):
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # An output object's other fields (logits) are held by the user during backward too.
+            stack.extend((f"{path}.{f.name}", getattr(value, f.name, None))
+                         for f in reversed(dataclasses.fields(value)))
     if not named:
         raise NoGradFnError(
             f"the step's output ({type(outputs).__name__}) holds no tensor with a grad_fn: nothing to run backward "
@@ -107,6 +125,12 @@ def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
     return torch.autocast(device, dtype=step.autocast)
 
 
+def _attention(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta, attention runs the fused kernel the target device (`autocast_policy`) would pick."""
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return meta_attention(step.autocast_policy) if devices == {"meta"} else contextlib.nullcontext()
+
+
 def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
     """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
     devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
@@ -122,8 +146,10 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
 def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
-        with record(step.model), _autocast(step), _default_device(step), torch.enable_grad():
+        with record(step.model), _attention(step), _autocast(step), _default_device(step), torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
+            if step.loss is not None:
+                outputs = step.loss(outputs)
         forward_peak = counter.peak if counter is not None else 0
         named, root_paths = step_outputs(outputs)
         if counter is not None:
