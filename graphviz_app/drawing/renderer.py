@@ -12,6 +12,7 @@ import graphviz
 from graphviz.quoting import attr_list, quote, quote_edge
 
 from ..analysis.collapse import collapse
+from ..analysis.memory import MeasuredMemory
 from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
@@ -168,6 +169,7 @@ def export(
     engine: str = "auto",
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
+    measured: MeasuredMemory | None = None,
 ) -> bytes:
     """The graph as bytes in `fmt` (svg, png, pdf, dot, json, html or model-explorer).
 
@@ -188,9 +190,11 @@ def export(
             for the full view however long it takes.
         progress: called with a line of text at each step of a layout and every few
             seconds while one runs (the CLI prints them on stderr).
+        measured: html only: a measurement of the step `graph` was traced from
+            (`graphviz_app.tracing.memory.measure(...).measured`), charted beside the prediction.
 
     Raises:
-        UnsupportedFormatError: `fmt` is none of those.
+        UnsupportedFormatError: `fmt` is none of those, or `measured` is given for a format other than html.
         DotNotFoundError: the layout program is needed and missing.
         LayoutTimeout: not even the smallest view could be laid out in time (a RenderError).
         RenderError: the layout failed, or an option is not one `render` takes.
@@ -202,9 +206,13 @@ def export(
             f"cannot write format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}"
         )
     _check_options(rankdir, color_by)
+    if measured is not None and fmt != "html":
+        raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
+                                     "write a .html file, or leave out measured=")
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
-        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir)
+        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir,
+                              measured=measured)
     if fmt in ("json", "dot"):
         shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
         if fmt == "json":
@@ -271,16 +279,17 @@ def export_drawing(
                           timeout=timeout, clusters=clusters, legend=legend, progress=progress)
 
 
-def _viewer_export(graph: Graph, fmt: str, *, rankdir: str) -> bytes:
+def _viewer_export(graph: Graph, fmt: str, *, rankdir: str, measured: MeasuredMemory | None) -> bytes:
     from ..viewer import page_html, payload, viewer_html
     from ..viewer.model_explorer import model_explorer_json
 
     if fmt == "html" and any(n.order for n in graph.nodes):  # gradients of gradients: an "order" colouring
         from .order_style import order_viewer_overlay
 
-        return page_html(payload(graph, rankdir=rankdir, extra_overlays=[order_viewer_overlay(graph)])).encode()
+        return page_html(payload(graph, rankdir=rankdir, extra_overlays=[order_viewer_overlay(graph)],
+                                 measured=measured)).encode()
     if fmt == "html":
-        return viewer_html(graph, rankdir=rankdir).encode()
+        return viewer_html(graph, rankdir=rankdir, measured=measured).encode()
     return model_explorer_json(graph).encode()
 
 
@@ -300,6 +309,7 @@ def save(
     engine: str = "auto",
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
+    measured: MeasuredMemory | None = None,
 ) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
@@ -309,6 +319,9 @@ def save(
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
         rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout, progress:
             as for `export` (a layout gets 60 s by default, then a smaller view is drawn, with a note).
+        measured: a .html file only: a measurement of the step `graph` was traced from, its live
+            bytes charted beside the predicted ones (`m = measure(model, x)`; `save(m.graph,
+            "step.html", measured=m.measured)`).
 
     Returns:
         The path written.
@@ -329,7 +342,7 @@ def save(
         data = export(
             graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
             expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
-            progress=progress,
+            progress=progress, measured=measured,
         )
     finally:
         _WARN_DEPTH.depth -= 1

@@ -30,8 +30,10 @@ A series is a sequence of values over steps, charted under the graph: ``{"key": 
 "peak": int, "notes": [str, ...]}`` (`node_step`: the step at which a node runs; `peak`: the step
 marked and labelled, default the largest value). Hovering a step names its node, clicking it
 selects the node. "live_bytes" (live bytes over backward, `memory_timeline`) is built in when the
-graph has saved tensors and a backward order. The viewer ignores unknown keys and blocks it cannot
-draw; adding a block never breaks an older viewer.
+graph has saved tensors and a backward order; "measured_bytes" (``"of": "live_bytes"``: drawn as a
+second line on that chart, its `values` per the same steps, None where not measured, with the measured
+`peak_bytes`) comes with a measurement (`payload(..., measured=...)`). The viewer ignores unknown keys
+and blocks it cannot draw; adding a block never breaks an older viewer.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.memory import MeasuredMemory
 from ..model import Graph
 from .bundle import bundle_css, bundle_js
 from .payload import encode, payload
@@ -58,13 +59,17 @@ def page_html(data: Mapping[str, Any]) -> str:
                         data=encode(data), js=bundle_js())
 
 
-def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB") -> str:
+def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB",
+                measured: MeasuredMemory | None = None) -> str:
     """`graph` in the interactive viewer, as the text of one self-contained HTML file.
+
+    `measured`: a measurement of the step `graph` was traced from, charted beside the prediction.
 
     Raises:
         RenderError: the viewer's bundle is not built.
+        ValueError: `measured` measured another graph.
     """
-    return page_html(payload(graph, title=title, rankdir=rankdir))
+    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured))
 
 
 def notebook_html(graph: Graph, *, height: int = 640) -> str:

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.memory import MemoryTimeline, memory_timeline
+from ..analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
 from ..model import Graph, NodeKind, human_bytes
 from .tree import Tree
 
-__all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series"]
+__all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series", "measured_series"]
 
 # The most backward ops the viewer replays: the replay costs about 25 µs an op (a 100,000-op graph:
 # 2.5 s, more than the rest of its payload), so past this the chart is left out with a note.
@@ -48,8 +48,12 @@ class MemoryView:
                 o.update(mark=[self.peak], mark_label=self.peak_label, mark_badge="peak")
 
 
-def memory_view(graph: Graph, tree: Tree) -> MemoryView:
+def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = None) -> MemoryView:
     """Replay backward over `graph` (`memory_timeline`) and turn the result into viewer blocks.
+
+    With `measured` (a measurement of the step this graph was traced from), a second
+    series beside the predicted one: the live bytes measured at each backward step
+    (`measured_series`).
 
     Left out, with a note, when the graph cannot say: it holds no saved tensors
     (traced with `show_saved=False`), it was cut off by `max_nodes`, or its ops
@@ -80,8 +84,10 @@ def memory_view(graph: Graph, tree: Tree) -> MemoryView:
     timeline = memory_timeline(graph)
     index = {n.id: i for i, n in enumerate(graph.nodes)}
     peak = index.get(timeline.peak_node) if timeline.peak_node is not None else None
-    return MemoryView(overlays=[held_overlay(timeline, tree, index)],
-                      series=[live_series(timeline, index, len(graph.nodes))], peak=peak,
+    series = [live_series(timeline, index, len(graph.nodes))]
+    if measured is not None:
+        series.append(measured_series(timeline, measured))
+    return MemoryView(overlays=[held_overlay(timeline, tree, index)], series=series, peak=peak,
                       peak_label=_peak_text(timeline))
 
 
@@ -119,6 +125,41 @@ def live_series(timeline: MemoryTimeline, index: dict[str, int], nodes: int) -> 
     return {"key": "live_bytes", "label": "live bytes over backward", "unit": "bytes", "x_label": "backward step",
             "values": [s.peak for s in timeline.steps], "node_step": node_step, "peak": timeline.peak_step,
             "peak_label": _peak_text(timeline), "notes": list(timeline.notes)}
+
+
+def measured_series(timeline: MemoryTimeline, measured: MeasuredMemory) -> dict[str, Any]:
+    """The series "measured live bytes": per predicted step, the most bytes measured while its node ran.
+
+    Steps are the timeline's (`of: "live_bytes"`: the viewer draws it as a second line on
+    that chart): step k holds what was measured while `timeline.steps[k].node` ran
+    (step 0: the end of the forward), None for a node the measured run did not reach.
+    `peak` is the step measured at the peak and `peak_bytes` the measured peak (it can
+    fall inside the forward: then `peak` is 0 and `peak_bytes` exceeds every value).
+
+    Raises:
+        ValueError: `measured` ran none of the timeline's backward nodes (it measured another graph).
+
+    >>> from graphviz_app.analysis.memory import MemoryStep
+    >>> t = MemoryTimeline((MemoryStep(None, 8, 8, 8), MemoryStep("n1", 8, 24, 8)), 24, 1)
+    >>> m = MeasuredMemory((MemoryStep(None, 8, 8, 8), MemoryStep("n1", 8, 40, 8)), 40, 8, "storages", "cpu")
+    >>> s = measured_series(t, m)
+    >>> s["values"], s["peak"], s["peak_bytes"]
+    ([8, 40], 1, 40)
+    """
+    at = {s.node: s.peak for s in measured.steps}
+    ran = [s.node for s in timeline.steps if s.node is not None]
+    if ran and not any(node in at for node in ran):
+        raise ValueError("the measurement ran none of this graph's backward nodes (it measured another graph): "
+                         "pass the graph measured with it, e.g. m = measure(model, x); save(m.graph, 'step.html', "
+                         "measured=m.measured)")
+    values = [at.get(s.node) for s in timeline.steps]
+    step = {s.node: k for k, s in enumerate(timeline.steps)}
+    peak = step.get(measured.peak_node, 0)
+    where = "during the forward" if measured.peak_node is None else f"at step {peak}"
+    return {"key": "measured_bytes", "of": "live_bytes", "label": "measured live bytes", "unit": "bytes",
+            "x_label": "backward step", "values": values, "peak": peak, "peak_bytes": measured.peak_bytes,
+            "peak_label": f"measured peak {human_bytes(measured.peak_bytes)} {where}",
+            "method": measured.method, "device": measured.device}
 
 
 def _peak_text(timeline: MemoryTimeline) -> str:

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.memory import MeasuredMemory
 from ..analysis.module_tree import leaf_storages
 from ..model import EdgeKind, Graph, NodeKind, to_compact
 from .memory import memory_view
@@ -30,6 +31,7 @@ def payload(
     series: Sequence[Mapping[str, Any]] = (),
     roll: bool = True,
     depth: int | None = None,
+    measured: MeasuredMemory | None = None,
 ) -> dict[str, Any]:
     """The viewer's input for `graph` (see the contract in `graphviz_app.viewer`).
 
@@ -42,6 +44,11 @@ def payload(
         roll: roll consecutive identical modules into one box (`layers.0–11 ×12`).
         depth: open on the module boxes down to this depth (`tree.open_to_depth`); None
             (or 0) picks the deepest level that stays readable (`tree.initial_open`).
+        measured: a measurement of the step `graph` was traced from (`tracing.memory.measure(...)
+            .measured`): its live bytes per backward step are charted beside the predicted ones.
+
+    Raises:
+        ValueError: `rankdir` is not one of RANKDIRS, or `measured` measured another graph.
 
     >>> from graphviz_app.model import Node
     >>> p = payload(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()))
@@ -51,7 +58,7 @@ def payload(
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
     tree = build_tree(graph, roll=roll)
-    memory = memory_view(graph, tree)
+    memory = memory_view(graph, tree, measured=measured)
     built = overlays(graph, tree) + memory.overlays
     memory.mark(built)
     return {
