@@ -1,5 +1,7 @@
 // A chart of one series over steps (live bytes over the backward steps): plain SVG, text as textContent.
 // The peak is marked and labelled; hovering says a step's node and value; clicking picks the step.
+// A second series over the same steps (`of`: the first one's key; the measured live bytes) is drawn
+// as a line beside it, its peak marked too, with a legend naming both.
 import { format } from "./colour.js";
 import { h } from "./dom.js";
 import { el } from "./draw.js";
@@ -14,15 +16,31 @@ export function drawableSeries(list) {
   return null;
 }
 
+// The series drawn beside `series` (its `of` is series.key, one number or null per step), or null.
+export function companionSeries(list, series) {
+  for (const s of list || []) {
+    if (s && s !== series && s.of === series.key && Array.isArray(s.values) && s.values.length === series.values.length &&
+        s.values.every((v) => v === null || (typeof v === "number" && isFinite(v)))) return s;
+  }
+  return null;
+}
+
 export class StepChart {
-  // series: {label, unit, x_label, values, node_step, peak, peak_label}; graph: GraphData; onPick(step).
-  constructor(parent, before, series, graph, onPick) {
+  // series: {label, unit, x_label, values, node_step, peak, peak_label}; graph: GraphData; onPick(step);
+  // other: the series beside it ({label, values, peak, peak_bytes}), or null.
+  constructor(parent, before, series, graph, onPick, other) {
     this.s = series;
+    this.o = other || null;
     this.graph = graph;
     this.onPick = onPick;
     this.n = series.values.length;
     this.peak = Number.isInteger(series.peak) && series.peak >= 0 && series.peak < this.n ? series.peak : this._argmax();
     this.max = Math.max(series.values[this._argmax()], 0) || 1;
+    if (this.o) {
+      for (const v of this.o.values) if (v !== null && v > this.max) this.max = v;
+      const p = this.o.peak;
+      this.oPeak = Number.isInteger(p) && p >= 0 && p < this.n && this.o.values[p] !== null ? p : -1;
+    }
     this.stepNode = new Int32Array(this.n).fill(-1);
     const ns = Array.isArray(series.node_step) ? series.node_step : [];
     for (let i = 0; i < ns.length && i < graph.n; i++) if (ns[i] >= 0 && ns[i] < this.n) this.stepNode[ns[i]] = i;
@@ -34,6 +52,13 @@ export class StepChart {
       h("span", { class: "gv-chart-peak-text", "data-testid": "viewer-chart-peak-text", text: this._peakText() }),
       this.hoverText);
     this.root = h("div", { class: "gv-chart", "data-testid": "viewer-chart" }, head);
+    if (this.o) {
+      this.root.appendChild(h("div", { class: "gv-chart-legend", "data-testid": "viewer-chart-legend" },
+        h("span", { class: "gv-chart-key gv-chart-key-predicted" }), h("span", { text: "predicted" }),
+        h("span", { class: "gv-chart-key gv-chart-key-measured" }), h("span", { text: "measured" }),
+        h("span", { class: "gv-chart-legend-peak", "data-testid": "viewer-chart-measured-peak-text",
+                    text: ` · ${this._otherPeakText()}` })));
+    }
     if (Array.isArray(series.notes) && series.notes.length) {
       this.root.appendChild(h("div", { class: "gv-chart-note", text: series.notes.join(" · ") }));
     }
@@ -59,6 +84,19 @@ export class StepChart {
     return best;
   }
   _value(k) { return format(this.s.values[k], this.s.unit); }
+  // The second series at step k, in words ("not measured" where it has no value).
+  _otherValue(k) {
+    const v = this.o.values[k];
+    return v === null ? "not measured" : format(v, this.s.unit);
+  }
+  _otherPeak() { return typeof this.o.peak_bytes === "number" ? this.o.peak_bytes : this.o.values[this.oPeak]; }
+  _otherPeakText() {
+    if (this.oPeak < 0) return `${this.o.label || "second series"}: no peak step`;
+    const peak = format(this._otherPeak(), this.s.unit), node = this.stepNode[this.oPeak];
+    if (this.o.values[this.oPeak] < this._otherPeak()) return `measured peak ${peak} during the forward`;
+    return `measured peak ${peak} at step ${this.oPeak.toLocaleString()}` +
+      (node >= 0 ? ` (${this.graph.name(node)})` : " (the end of the forward)");
+  }
   _peakText() {
     const node = this.stepNode[this.peak];
     return `peak ${this._value(this.peak)} at step ${this.peak.toLocaleString()}` +
@@ -67,7 +105,7 @@ export class StepChart {
   _stepText(k) {
     const node = this.stepNode[k];
     return `step ${k.toLocaleString()}: ${node >= 0 ? this.graph.name(node) + " " + this.graph.id(node) : "the end of the forward"}` +
-      ` · ${this._value(k)}`;
+      (this.o ? ` · predicted ${this._value(k)} · measured ${this._otherValue(k)}` : ` · ${this._value(k)}`);
   }
   // Plot geometry for the current width: columns of steps (several steps per column when they outnumber pixels).
   _geometry() {
@@ -102,7 +140,8 @@ export class StepChart {
       for (let k = a + 1; k < b && k < this.n; k++) if (v[k] > top) top = v[k];
       d += `V${this._y(top).toFixed(1)}H${(LEFT + (c + 1) * colW).toFixed(1)}`;
     }
-    el("path", { class: "gv-chart-area", d: d + `V${base}Z` }, svg);
+    el("path", { class: "gv-chart-area", "data-testid": "viewer-chart-predicted", d: d + `V${base}Z` }, svg);
+    if (this.o) el("path", { class: "gv-chart-line", "data-testid": "viewer-chart-measured", d: this._otherPath() }, svg);
     el("line", { class: "gv-chart-axis", x1: LEFT, x2: width - RIGHT, y1: base, y2: base }, svg);
     const label = (x, y, t, anchor, cls) => {
       const e = el("text", { x, y, "text-anchor": anchor, class: cls || "gv-chart-label" }, svg);
@@ -125,7 +164,38 @@ export class StepChart {
     const t = el("text", { x: px + (px > width / 2 ? -8 : 8), y: Math.max(TOP - 5, py - 6), class: "gv-chart-peak-label",
                            "text-anchor": px > width / 2 ? "end" : "start", "data-testid": "viewer-chart-peak-label" }, peak);
     t.textContent = `peak ${this._value(this.peak)}`;
+    if (this.o && this.oPeak >= 0) this._otherPeakMark(px, t);
     this.highlight(this.selected);
+  }
+  // The second series as a line of steps, broken where it has no value.
+  _otherPath() {
+    const v = this.o.values, { cols, colW } = this.g;
+    let d = "", open = false;
+    for (let c = 0; c < cols; c++) {
+      const [a, b] = this._range(c);
+      let top = null;
+      for (let k = a; k < b && k < this.n; k++) if (v[k] !== null && (top === null || v[k] > top)) top = v[k];
+      if (top === null) { open = false; continue; }
+      const y = this._y(top).toFixed(1), x0 = (LEFT + c * colW).toFixed(1), x1 = (LEFT + (c + 1) * colW).toFixed(1);
+      d += (open ? `V${y}` : `M${x0},${y}`) + `H${x1}`;
+      open = true;
+    }
+    return d || `M${LEFT},${this._y(0)}`;
+  }
+  // The second series' peak: a ring and its label, below the first's label when the two would meet.
+  _otherPeakMark(px, first) {
+    const width = this.g.width, k = this.oPeak, mx = this._x(k), my = this._y(this.o.values[k]);
+    const mark = el("g", { class: "gv-chart-measured-peak", "data-testid": "viewer-chart-measured-peak",
+                           "data-step": String(k) }, this.svg);
+    el("circle", { cx: mx, cy: my, r: 4 }, mark);
+    const right = mx > width / 2;
+    const firstY = +first.getAttribute("y");
+    let y = Math.max(TOP - 5, my - 6);
+    if (Math.abs(mx - px) < 160 && Math.abs(y - firstY) < 12) y = firstY + 12;
+    const t = el("text", { x: mx + (right ? -8 : 8), y, class: "gv-chart-measured-label", "text-anchor": right ? "end" : "start",
+                           "data-testid": "viewer-chart-measured-peak-label" }, mark);
+    t.textContent = `measured peak ${format(this._otherPeak(), this.s.unit)}` +
+      (this.o.values[k] < this._otherPeak() ? " (in the forward)" : "");
   }
   _hover(k) {
     if (k < 0) {
@@ -151,11 +221,13 @@ export class StepChart {
     this.selLine.setAttribute("x2", x);
     this.selLine.setAttribute("visibility", "visible");
   }
-  // Details rows for node i: its step and the live bytes then.
+  // Details rows for node i: its step and the live bytes then (predicted and measured, with a second series).
   rows(i) {
     const k = this.nodeStep(i);
     if (k < 0) return [];
-    return [["backward step", `${k.toLocaleString()} of ${(this.n - 1).toLocaleString()}` + (k === this.peak ? " (the peak)" : "")],
-      [this.s.label || "value", this._value(k)]];
+    const step = ["backward step", `${k.toLocaleString()} of ${(this.n - 1).toLocaleString()}` + (k === this.peak ? " (the peak)" : "")];
+    if (!this.o) return [step, [this.s.label || "value", this._value(k)]];
+    return [step, [`${this.s.label || "value"}, predicted`, this._value(k)],
+      [`${this.s.label || "value"}, measured`, this._otherValue(k) + (k === this.oPeak ? " (the measured peak)" : "")]];
   }
 }

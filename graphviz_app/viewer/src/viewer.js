@@ -1,5 +1,5 @@
 // The viewer: one graph, its boxes, the drawing, and what a person does with it.
-import { StepChart, drawableSeries } from "./chart.js";
+import { StepChart, companionSeries, drawableSeries } from "./chart.js";
 import { Scale, format } from "./colour.js";
 import { groupRows, nodeRows } from "./details.js";
 import { showRows, skeleton } from "./dom.js";
@@ -52,7 +52,7 @@ export class Viewer {
     this.chart = new StepChart(this.ui.viewer, this.ui.legend, series, this.graph, (step, node) => {
       if (node >= 0) this.select(node, { reveal: true, center: true });
       else this.chart.highlight(step);
-    });
+    }, companionSeries(this.data.series, series));
   }
   _savedIndex() {
     const g = this.graph, saved = new Map();
