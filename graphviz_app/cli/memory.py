@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,9 @@ def add_memory_parser(sub: Any) -> None:
                         "print predicted against measured")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--json", action="store_true", help="print JSON")
+    memory.add_argument("-o", "--output", metavar="FILE.html", help="also write the step's graph in the "
+                        "interactive viewer, its live bytes charted (with --measure: measured beside predicted; "
+                        "with several --batch sizes: the last one's)")
 
 
 def step_from_result(result: Any, target: str) -> Step:
@@ -100,6 +104,8 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
         raise TraceError("--verify checks a checkpoint plan: add --checkpoint")
     if (args.measure or args.verify) and args.device == "meta":
         raise TraceError("--measure and --verify run the step for real: use a real --device (cpu, cuda)")
+    if args.output and not args.output.lower().endswith(".html"):
+        raise TraceError(f"-o writes the interactive viewer: end the name in .html, found {args.output!r}")
     import torch
 
     from ..tracing.memory.forecast import step_variant
@@ -128,7 +134,21 @@ def run_memory(args: argparse.Namespace, load: Callable[[Path, str, str], Any]) 
         report["checkpoint"] = plan.to_dict()
     report["not_modelled"] = NOT_MODELLED
     print(json.dumps(report, indent=2) if args.json else _text(report, rows, plan))
+    if args.output:
+        _write_viewer(rows[-1], Path(args.output))
     return 0
+
+
+def _write_viewer(row: dict[str, Any], path: Path) -> None:
+    """The last batch's step in the viewer: the measured step's own graph with its measurement, else the forecast's."""
+    from ..drawing.renderer import save
+
+    run = row.get("run")
+    if run is not None and run.measured is not None:
+        written = save(run.graph, path, measured=run.measured)
+    else:
+        written = save(row["prediction"].graph, path)
+    print(f"wrote {written}", file=sys.stderr)
 
 
 def parse_budget(text: str | None) -> int | None:
@@ -191,6 +211,7 @@ def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | 
             entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
             entry["measured_by"] = run.measured.method
             entry["by_node"] = _by_node(run, args.retain_graph)
+        return {"json": entry, "prediction": prediction, "fit": total, "run": run}
     return {"json": entry, "prediction": prediction, "fit": total}
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +94,26 @@ def test_measure_puts_predicted_beside_measured_for_every_backward_node(
     assert max(r["measured_bytes"] for r in rows) == entry["measured_peak_bytes"]
     code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure"], capsys)
     assert f"measured against predicted, node by node: all {len(rows)} steps agree" in out
+
+
+def test_output_writes_the_measured_step_into_the_viewer_file(script: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "step.html"
+    code, out, err = _run(["memory", f"{script}:build", "--batch", "4", "--measure", "--json", "-o", str(path)], capsys)
+    entry = json.loads(out)["batches"][0]
+    series = _viewer_payload(path)["series"]
+    assert code == 0 and f"wrote {path}" in err
+    assert [s["key"] for s in series] == ["live_bytes", "measured_bytes"]
+    assert series[1]["values"] == [r["measured_bytes"] for r in entry["by_node"]]
+    assert series[1]["peak_bytes"] == entry["measured_peak_bytes"]
+    code, _, _ = _run(["memory", f"{script}:build", "--batch", "4", "-o", str(path)], capsys)
+    assert code == 0 and [s["key"] for s in _viewer_payload(path)["series"]] == ["live_bytes"]
+
+
+def _viewer_payload(path: Path) -> dict[str, Any]:
+    found = re.search(r'id="gv-payload">([^<]*)<', path.read_text(encoding="utf-8"))
+    assert found is not None
+    return json.loads(gzip.decompress(base64.b64decode(found[1])))
 
 
 def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,6 +223,7 @@ def test_cast_halves_what_is_saved_and_retain_graph_keeps_it(script: Path, capsy
         (["--budget", "lots"], r"--budget: expected a size such as 16GiB"),
         (["--verify"], r"--verify checks a checkpoint plan: add --checkpoint"),
         (["--measure", "--device", "meta"], r"--measure and --verify run the step for real"),
+        (["-o", "step.svg"], r"-o writes the interactive viewer: end the name in \.html, found 'step\.svg'"),
         (["--device", "tpu"], r"--device: expected meta, cpu, cuda or cuda:N, found 'tpu'"),
         (["--device", "mps"], r"--device: expected meta, cpu, cuda or cuda:N, found 'mps'"),
     ],
