@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import gzip
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,6 +82,24 @@ def test_a_measurement_of_another_graph_is_refused(measurement: Measurement) -> 
 def test_a_measurement_goes_into_html_only(measurement: Measurement, tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFormatError, match="HTML viewer only.*'json'"):
         save(measurement.graph, tmp_path / "g.json", measured=measurement.measured)
+
+
+def test_the_readme_example_writes_the_measurement_into_the_html_file(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
+    blocks = [part.split("```")[0] for part in section.split("```python\n")[1:]]
+    example = next(b for b in blocks if "measured=" in b)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md memory", "exec"), namespace)  # noqa: S102  (the model it measures)
+    exec(compile(example, "README.md memory measured", "exec"), namespace)  # noqa: S102
+    page = (tmp_path / "step.html").read_text(encoding="utf-8")
+    found = re.search(r'id="gv-payload">([^<]*)<', page)
+    assert found is not None
+    series = json.loads(gzip.decompress(base64.b64decode(found[1])))["series"]
+    assert [s["key"] for s in series] == ["live_bytes", "measured_bytes"]
+    assert series[1]["peak_bytes"] == max(v for v in series[1]["values"] if v is not None)
 
 
 # -- in Chromium ---------------------------------------------------------------
