@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from viewer_support import HOSTILE, chain_graph, drawn_nodes, module_graph, open_viewer
+from viewer_support import HOSTILE, chain_graph, drawn_nodes, module_graph, open_viewer, with_order
 
 from graphviz_app import memory_timeline, save, trace_model
-from graphviz_app.model import Graph, NodeKind, human_bytes
+from graphviz_app.model import Graph, human_bytes
 from graphviz_app.viewer.payload import payload
 
 
@@ -20,14 +20,6 @@ def _model_graph() -> Graph:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Sequential(nn.Linear(64, 64), nn.Tanh()), nn.Linear(64, 4))
     return trace_model(model, torch.randn(16, 8))
-
-
-def _with_order(graph: Graph) -> Graph:
-    """A hand-built graph given a backward order: ops nearer the output are newer (higher recency)."""
-    ops = [n for n in graph.nodes if n.kind is NodeKind.OP]
-    recency = {n.id: len(ops) - k for k, n in enumerate(ops)}
-    return dataclasses.replace(graph, nodes=tuple(dataclasses.replace(n, recency=recency.get(n.id))
-                                                  for n in graph.nodes))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +58,7 @@ def test_bytes_held_at_the_peak_sum_to_the_peak_in_the_whole_graph_and_mark_the_
 
 @pytest.mark.parametrize(("graph", "note"), [
     (chain_graph(6), "holds no saved tensors"),
-    (dataclasses.replace(_with_order(module_graph(2)), truncated=True), "cut off by max_nodes"),
+    (dataclasses.replace(with_order(module_graph(2)), truncated=True), "cut off by max_nodes"),
     (module_graph(2), "no backward order"),
 ])
 def test_no_chart_when_the_graph_cannot_say_and_a_note_says_why(graph: Graph, note: str) -> None:
@@ -166,7 +158,7 @@ def test_the_memory_colouring_rings_the_peak_node_or_the_closed_box_holding_it(p
 
 @pytest.mark.browser
 def test_names_in_the_chart_are_text(page, tmp_path: Path) -> None:  # noqa: ANN001
-    graph = _with_order(module_graph(3))
+    graph = with_order(module_graph(3))
     peak = memory_timeline(graph).peak_node  # an AddmmBackward0: renaming it changes nothing backward does
     graph = dataclasses.replace(graph, nodes=tuple(dataclasses.replace(n, name=HOSTILE[0]) if n.id == peak else n
                                                    for n in graph.nodes))

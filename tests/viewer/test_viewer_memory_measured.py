@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from viewer_support import open_viewer
+from viewer_support import HOSTILE, module_graph, open_viewer, with_order
 
 from graphviz_app import memory_timeline, save
 from graphviz_app.analysis.memory import MeasuredMemory
@@ -157,3 +157,16 @@ def test_without_a_measurement_the_chart_has_one_series_and_no_legend(page, meas
     page.get_by_test_id("viewer-chart-peak").click()
     details = page.get_by_test_id("viewer-details").inner_text()
     assert "measured" not in details and "live bytes over backward\t" in details
+
+
+@pytest.mark.browser
+def test_names_in_the_measured_legend_and_details_are_text(page, tmp_path: Path) -> None:  # noqa: ANN001
+    graph = with_order(module_graph(3))
+    peak = memory_timeline(graph).peak_node
+    graph = dataclasses.replace(graph, nodes=tuple(dataclasses.replace(n, name=HOSTILE[1]) if n.id == peak else n
+                                                   for n in graph.nodes))
+    open_viewer(page, save(graph, tmp_path / "hostile.html", measured=_more_than_predicted(graph)))
+    assert HOSTILE[1] in page.get_by_test_id("viewer-chart-legend").text_content()
+    page.get_by_test_id("viewer-chart-measured-peak").click()
+    assert "live bytes over backward, measured" in page.get_by_test_id("viewer-details").inner_text()
+    assert page.dialogs == [] and page.errors == [] and page.evaluate("window.__pwned") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,14 @@ def module_graph(layers: int = 3, *, hostile: bool = False) -> Graph:
     edges.append(Edge(leaf.id, prev))
     return Graph(tuple(nodes), tuple(edges), modules=tuple(modules),
                  notes=tuple(HOSTILE[:1]) if hostile else ())
+
+
+def with_order(graph: Graph) -> Graph:
+    """A hand-built graph given a backward order: ops nearer the output are newer (higher recency)."""
+    ops = [n for n in graph.nodes if n.kind is NodeKind.OP]
+    recency = {n.id: len(ops) - k for k, n in enumerate(ops)}
+    return dataclasses.replace(graph, nodes=tuple(dataclasses.replace(n, recency=recency.get(n.id))
+                                                  for n in graph.nodes))
 
 
 def chain_graph(ops: int) -> Graph:
