@@ -28,7 +28,7 @@ def evaluate_job(source: str, limits: Limits | None = None, device: str | None =
     """
     limits = limits or Limits()
     with hard_deadline(limits.max_seconds + HARD_GRACE_S):
-        ev = evaluate(source, limits=limits, device=device, dtype=dtype)
+        ev = evaluate(source, limits=limits, device=device, dtype=dtype, isolated=False)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     return {
         "output": [describe_tensor(t) for t in outputs],
