@@ -29,7 +29,7 @@ _JOB = JobRef("graphviz_app.expr.jobs", "evaluate_job")
 # What the worker's answer can say that running the program here would only repeat
 # or make worse (a hang, a crash of the caller's process); anything else, the
 # program's own error included, comes from the run here, as it always did.
-STOPPING_KINDS = frozenset({"time", "crash", "memory", "busy", "cancelled"})
+STOPPING_KINDS = frozenset({"time", "crash", "busy"})
 # The runner's own limit backs up the worker's hard deadline (which ends it first).
 _BACKSTOP_S = 5.0
 
@@ -45,7 +45,6 @@ def shared_runner() -> IsolatedRunner:
             # One torch thread, like every runner's workers: they fork from a forkserver that has run
             # torch, and a parallel region in a child forked after its thread pool started hangs.
             _runner = IsolatedRunner(workers=1, max_workers=2, time_limit=60.0, memory_limit=None, threads=1)
-            atexit.register(close)
         return _runner
 
 
@@ -85,3 +84,6 @@ def close() -> None:
         runner, _runner = _runner, None
     if runner is not None:
         runner.close()
+
+
+atexit.register(close)
