@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,10 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker test
 # on this project's 2-core one). These limits let it past the costs, as if nobody had costed it.
 LONG_OP = "a = torch.randn(3000, 1000)\ntorch.cdist(a, a, p=3).sum()"
 LIMITS = Limits(max_seconds=1.0, max_multiply_adds=10**12, max_tensor_elements=2 * 10**7, max_total_bytes=10**9)
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ("import os\nfrom graphviz_app.expr import evaluate, rehearsal\n"
+          "ev = evaluate('x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()')\n"
+          "print(rehearsal.shared_runner().run(os.getpid), round(ev.output.item(), 4))\n")
 PROGRAM = ("torch.manual_seed(0)\nlin = nn.Linear(3, 2)\nx = torch.randn(4, 3, requires_grad=True)\n"
            "h = lin(x).relu()\n(h * x[:, :2]).sum()")
 
@@ -112,3 +118,13 @@ def test_no_worker_is_left_behind_once_closed() -> None:
         runner.run(os.getpid)
     assert rehearsal.shared_runner() is not runner  # a later call starts afresh
     rehearsal.close()
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and starts the worker
+def test_a_script_that_never_closes_the_runner_exits_and_leaves_no_worker() -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    pid, value = done.stdout.split()
+    assert value == "12.6667"
+    wait_until(lambda: not _alive(int(pid)), timeout=30, what="the script's evaluate() worker ending at exit")
