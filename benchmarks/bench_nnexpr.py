@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/bench_nnexpr.py [--repeat 7]
 
 For the gallery's 6-layer transformer encoder and CNN, each run alternates:
-- ours: `expr.evaluate(program)` (parse, build every module on meta and count it, build it for
+- ours: `expr.evaluate(program, isolated=False)` (parse, build every module on meta and count it, build it for
   real, size every call on meta, run under `record` with program lines), then
   `trace(ev.output, ev.params, names=ev.variables)`;
 - peer: the same modules built and called as plain torch code under `record(root)`, then
@@ -55,7 +55,7 @@ def _ours(key: str) -> Callable[[], Any]:
     program = example(key).program
 
     def run() -> Any:
-        ev = evaluate(program)
+        ev = evaluate(program, isolated=False)  # the language's cost here, not a worker's first run
         return trace(ev.output, ev.params, names=ev.variables)
 
     return run

@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     print("nodes  layout(-Tdot) s  svg s  png s  rasterise s  png/svg  png MB  png scaled by")
     for blocks in args.blocks:
-        ev = evaluate(PROGRAM.format(blocks=blocks), dtype=torch.float32)
+        ev = evaluate(PROGRAM.format(blocks=blocks), dtype=torch.float32, isolated=False)
         graph = trace(ev.output, ev.variables, show_saved=True, show_attrs=True, max_nodes=5000)
         source = render(graph).source.encode()
         lay, _, _ = timed("dot", source, args.timeout)

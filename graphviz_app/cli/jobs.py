@@ -23,7 +23,7 @@ def _evaluate(source: str, device: str | None, dtype: str | None) -> Any:
     from ..expr.limits import Limits
 
     with hard_deadline(Limits().max_seconds + HARD_GRACE_S):
-        return evaluate(source, device=device, dtype=dtype)
+        return evaluate(source, device=device, dtype=dtype, isolated=False)
 
 
 def trace_job(source: str, device: str | None, dtype: str | None, show_saved: bool, max_nodes: int | None,

@@ -10,11 +10,13 @@ from typing import Any
 import torch
 
 from .autograd_grad import differentiating, tracked_inputs
+from .deadline import in_worker_process
 from .errors import ExprError
 from .evaluator import Evaluation, Interpreter
 from .guards import Refused, check_device
 from .limits import Limits
 from .program import Program
+from .rehearsal import rehearse
 from .validator import parse
 
 __all__ = ["evaluate", "to_function", "expected_function", "resolve_device", "resolve_dtype"]
@@ -25,9 +27,15 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.
 
 def evaluate(
     source: str, *, limits: Limits = Limits(), device: str | None = None,
-    dtype: torch.dtype | str | None = None, source_lines: bool = False,
+    dtype: torch.dtype | str | None = None, source_lines: bool = False, isolated: bool = True,
 ) -> Evaluation:
     """Check and run a program; return its output and its named tensors.
+
+    By default the program runs twice: first in an isolated worker process,
+    which is ended inside any one operation still running 2 s past
+    ``limits.max_seconds``, then, once it finished there, in this process, for
+    live tensors with their autograd graph. So no single long operation keeps
+    the call past its time limit (it takes up to twice the program's time).
 
     Args:
         source: Assignments, optional `for i in range(N):` loops, and a final
@@ -40,6 +48,10 @@ def evaluate(
         source_lines: Write ``program:N`` as the source of every autograd node
             line N made (a traced graph's `Node.source`); programs that call
             nn modules always get it.
+        isolated: False runs the program only in this process: it stops
+            between operations at ``limits.max_seconds``, but one operation
+            nobody costed runs to its end. Code already inside an isolated
+            worker (whose jobs have their own hard limit) always runs so.
 
     Returns:
         An `Evaluation`: ``.output`` (tensor or tuple of tensors) and
@@ -47,7 +59,11 @@ def evaluate(
         `graphviz_app.trace(ev.output, params=ev.variables)`.
 
     Raises:
-        ExprError: anything refused or failing, with line and column.
+        ExprError: anything refused or failing, with line and column;
+            ``kind="time"`` past the time limit ("stopped inside one operation"
+            when the worker had to be ended), ``"crash"`` when the program
+            crashed the worker, ``"busy"`` when the process's two workers were
+            taken by other threads' programs.
 
     >>> ev = evaluate("x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()")
     >>> ev.output
@@ -55,9 +71,11 @@ def evaluate(
     >>> list(ev.variables)
     ['x']
     """
-    program = parse(source, limits=limits)
-    return Interpreter(program, limits=limits, device=resolve_device(device), dtype=resolve_dtype(dtype),
-                       source_lines=source_lines).run()
+    program = parse(source, limits=limits)  # refused at once, without a worker
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    if isolated and not in_worker_process():
+        rehearse(source, limits=limits, device=dev, dtype=dt)
+    return Interpreter(program, limits=limits, device=dev, dtype=dt, source_lines=source_lines).run()
 
 
 def to_function(

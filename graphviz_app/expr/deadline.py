@@ -15,9 +15,12 @@ import contextlib
 import signal
 from collections.abc import Iterator
 
-__all__ = ["hard_deadline", "mark_worker_process", "HARD_DEADLINE_SIGNAL"]
+__all__ = ["hard_deadline", "mark_worker_process", "in_worker_process", "HARD_DEADLINE_SIGNAL", "HARD_GRACE_S"]
 
 HARD_DEADLINE_SIGNAL = getattr(signal, "SIGALRM", None)
+# The evaluator stops between operations at Limits.max_seconds; one op still running
+# this much later is stopped by ending the worker.
+HARD_GRACE_S = 2.0
 _in_worker = False
 
 
@@ -27,6 +30,11 @@ def mark_worker_process() -> None:
     if HARD_DEADLINE_SIGNAL is not None:
         signal.signal(HARD_DEADLINE_SIGNAL, signal.SIG_DFL)  # its default action ends the process
     _in_worker = True
+
+
+def in_worker_process() -> bool:
+    """Whether this process is an isolated worker (`mark_worker_process` was called)."""
+    return _in_worker
 
 
 @contextlib.contextmanager

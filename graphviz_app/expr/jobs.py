@@ -7,15 +7,12 @@ from typing import Any
 import torch
 
 from .api import evaluate
-from .deadline import hard_deadline
+from .deadline import HARD_GRACE_S, hard_deadline
 from .limits import Limits
 
 __all__ = ["evaluate_job", "describe_tensor", "HARD_GRACE_S"]
 
 _MAX_VALUES = 16
-# The evaluator stops between operations at Limits.max_seconds; one op still running
-# this much later is stopped by ending the worker (expr.deadline).
-HARD_GRACE_S = 2.0
 
 
 def evaluate_job(source: str, limits: Limits | None = None, device: str | None = None,
@@ -31,7 +28,7 @@ def evaluate_job(source: str, limits: Limits | None = None, device: str | None =
     """
     limits = limits or Limits()
     with hard_deadline(limits.max_seconds + HARD_GRACE_S):
-        ev = evaluate(source, limits=limits, device=device, dtype=dtype)
+        ev = evaluate(source, limits=limits, device=device, dtype=dtype, isolated=False)
     outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
     return {
         "output": [describe_tensor(t) for t in outputs],

@@ -24,8 +24,9 @@ class Limits:
         max_multiply_adds: Most multiply-adds in one matmul, einsum or
             convolution (estimated from shapes before it runs): one operation
             cannot be stopped once started, so this bounds its time.
-        max_seconds: Wall time in-process, checked between operations. The
-            isolated worker adds a hard limit that also stops one long operation.
+        max_seconds: Wall time, checked between operations. The isolated
+            worker (where `evaluate` runs a program first) adds a hard limit
+            that also stops one long operation.
 
     >>> Limits(max_total_bytes=10**6).max_total_bytes
     1000000

@@ -39,9 +39,9 @@ _NO_TIME_LIMIT = Limits(max_seconds=float("inf"))
 def warm_up() -> None:
     """Run a few representative programs once (a few seconds, once per process)."""
     for source in _PROGRAMS:
-        evaluate(source, limits=_NO_TIME_LIMIT)
+        evaluate(source, limits=_NO_TIME_LIMIT, isolated=False)
     try:
-        evaluate("torch.ones(2) + torch.ones(3)")  # the error translation path
+        evaluate("torch.ones(2) + torch.ones(3)", isolated=False)  # the error translation path
     except ExprError:
         pass
 

@@ -25,7 +25,7 @@ __all__ = ["evaluate", "trace_graph", "origin_statement", "page_notes"]
 def evaluate(program: str, options: Options) -> Any:
     """The program evaluated; with gradients shown, each op's source is its program line."""
     return run(program, device=options.device, dtype=getattr(torch, options.dtype),
-               source_lines=options.show_gradients)
+               source_lines=options.show_gradients, isolated=False)
 
 
 def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
