@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphviz_app.expr import ExprError, evaluate
+from graphviz_app.expr import ExprError, evaluate, to_function
 from graphviz_app.expr.validator import parse
 
 REFUSED = r"with is not allowed except `with torch.no_grad\(\):`, `with torch.enable_grad\(\):` and " \
@@ -76,3 +76,7 @@ def test_the_mode_ends_when_its_block_fails() -> None:
         evaluate(X + "with torch.no_grad():\n    y = x @ torch.ones(4)\ny")
     assert torch.is_grad_enabled()
 
+
+def test_a_function_of_x_sees_values_computed_under_no_grad() -> None:
+    f, _ = to_function(X + "with torch.no_grad():\n    y = x * 2\nz = y + 1\n(x * z).sum()", ["x"])
+    assert f(torch.full((3,), 2.0)).item() == 30.0  # z is recomputed from the given x, not kept from x = 1
