@@ -267,10 +267,10 @@ def _bind(wrt: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> dict[str, 
 
 
 def _dependents(program: Program, wrt: tuple[str, ...]) -> set[str]:
-    """Names whose value may depend on `wrt` (assigned from them, or in loops)."""
+    """Names whose value may depend on `wrt` (assigned from them, or in loops and `with` blocks)."""
     dependent = set(wrt)
     for stmt in program.tree.body:
-        if isinstance(stmt, (ast.For, ast.AugAssign)):
+        if isinstance(stmt, (ast.For, ast.With, ast.AugAssign)):
             dependent.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
         elif isinstance(stmt, ast.Assign):
             used = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}

@@ -31,6 +31,7 @@ from .limits import Limits
 from .modules import ProgramModule
 from .program import Program
 from .recording import ProgramRecording, program_lines, uses_modules
+from .syntax import grad_mode
 from .translate import Operand, explain
 from .validator import range_length
 
@@ -57,6 +58,9 @@ _BIN_PRECEDENCE: dict[type, int] = {
 }
 _ATOM = 16  # names, calls, attributes, subscripts, literals, bracketed tuples and lists
 _POW = _BIN_PRECEDENCE[ast.Pow]
+_GRAD_MODES: dict[str, Callable[[], Any]] = {
+    "no_grad": torch.no_grad, "enable_grad": torch.enable_grad, "inference_mode": torch.inference_mode,
+}
 
 
 def _precedence(node: ast.AST) -> int:
@@ -193,6 +197,8 @@ class Interpreter:
             self.env[target.id] = value
         elif isinstance(stmt, ast.For):
             self._for(stmt)
+        elif isinstance(stmt, ast.With):
+            self._with(stmt)
         elif isinstance(stmt, ast.Expr):
             self._value(stmt.value)
 
@@ -231,6 +237,14 @@ class Interpreter:
         self.iterations += count
         for i in range(*bounds):
             self.env[stmt.target.id] = i
+            for inner in stmt.body:
+                self._statement(inner)
+
+    def _with(self, stmt: ast.With) -> None:
+        # The mode comes from this table, never from the program's names: the validator let
+        # through only `with torch.<mode>():`, and `torch.<mode>` is reachable nowhere else.
+        mode = _GRAD_MODES[grad_mode(stmt) or ""]
+        with mode():
             for inner in stmt.body:
                 self._statement(inner)
 

@@ -22,7 +22,7 @@ class Program:
         tree: Its syntax tree (only allow-listed node types remain).
         defined: Names the program assigns, in order of first definition.
         inputs: Names assigned exactly once, at the top level, outside any
-            loop: the variables `to_function` can replace by given tensors.
+            loop or `with` block: the variables `to_function` can replace by given tensors.
     """
 
     source: str

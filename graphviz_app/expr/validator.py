@@ -19,7 +19,7 @@ from .allowlist import (
 from .errors import ExprError
 from .limits import Limits
 from .program import Program
-from .syntax import ALLOWED_NODES, REFUSED_NODES
+from .syntax import ALLOWED_NODES, REFUSED_NODES, WITH_REFUSED, grad_mode
 
 __all__ = ["parse", "validate", "range_length"]
 
@@ -159,12 +159,17 @@ class _Context:
     limits: Limits
     loop_iters: frozenset[int]  # ids of the range(...) calls that are loop heads
     assigned: frozenset[str] = frozenset()  # names the program assigns (one may hold a module)
+    grad_heads: frozenset[int] = frozenset()  # ids of `torch.no_grad` (...) in the heads of allowed `with`s
 
 
 def _check_tree(tree: ast.Module, program: Program, limits: Limits) -> None:
     nodes = _walk(tree, program, limits)
     assigned = frozenset(n.id for n, _ in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    ctx = _Context(limits, frozenset(id(n.iter) for n, _ in nodes if isinstance(n, ast.For)), assigned)
+    # The head of an allowed `with` is checked whole by grad_mode, not as an attribute on the allow-list:
+    # `torch.no_grad` stays unreachable anywhere else.
+    heads = frozenset(id(n.items[0].context_expr.func) for n, _ in nodes  # type: ignore[attr-defined]
+                      if isinstance(n, ast.With) and grad_mode(n) is not None)
+    ctx = _Context(limits, frozenset(id(n.iter) for n, _ in nodes if isinstance(n, ast.For)), assigned, heads)
     # Three passes, so the message names the most telling problem: a refused
     # construct first (lambda, import), then a refused name (os, __class__),
     # then anything else. Within a pass, the first in reading order wins; at
@@ -208,6 +213,10 @@ def _check_construct(node: ast.AST, program: Program, ctx: _Context) -> None:
     for op in _operators(node):
         if type(op) in REFUSED_NODES:
             raise program.error(node, REFUSED_NODES[type(op)])
+    if isinstance(node, ast.With):
+        if grad_mode(node) is None:
+            raise program.error(node, WITH_REFUSED)
+        return
     if type(node) in REFUSED_NODES:
         raise program.error(node, REFUSED_NODES[type(node)])
     if not isinstance(node, ALLOWED_NODES):
@@ -251,7 +260,8 @@ def _check_names(node: ast.AST, program: Program, ctx: _Context) -> None:
 
 def _check_rest(node: ast.AST, program: Program, ctx: _Context) -> None:
     if isinstance(node, ast.Attribute):
-        _check_attribute(node, program)
+        if id(node) not in ctx.grad_heads:
+            _check_attribute(node, program)
     elif isinstance(node, ast.Call):
         _check_call(node, program, ctx.loop_iters, ctx.assigned)
     elif isinstance(node, ast.keyword):
@@ -426,6 +436,9 @@ class _Scope:
                 self._define(stmt.target, top=False)
             elif isinstance(stmt, ast.Expr):
                 self._uses(stmt.value)
+            elif isinstance(stmt, ast.With):
+                # Names assigned in a block are never inputs: to_function does not replace them.
+                self._statements(stmt.body, in_loop=True)
 
     def _define(self, node: ast.expr, *, top: bool) -> None:
         assert isinstance(node, ast.Name)  # guaranteed by _check_node

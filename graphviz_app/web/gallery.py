@@ -272,6 +272,28 @@ EXAMPLES: tuple[Example, ...] = (
         wrt="scale",
         hint="y32.sum() + y16.float().sum()",
     ),
+    Example(
+        key="memory-no-grad",
+        title="memory: a forward under no_grad",
+        blurb=(
+            "The same Linear + ReLU run twice: once as for training, once under torch.no_grad() as for "
+            "inference. Open 'Memory of one step': the training forward saves 16 KiB for backward (its "
+            "input and its ReLU output), the no_grad one nothing: its output is a plain tensor with no "
+            "graph behind it."
+        ),
+        program=(
+            "torch.manual_seed(0)\n"
+            "net = nn.Linear(64, 64)\n"
+            "x = torch.randn(32, 64)\n"
+            "scale = torch.ones((), requires_grad=True)\n"
+            "y_train = net(x).relu()\n"
+            "with torch.no_grad():\n"
+            "    y_infer = net(x).relu()\n"
+            "(y_train.sum() + y_infer.sum()) * scale\n"
+        ),
+        wrt="scale",
+        hint="y_train.sum() + y_infer.sum()",
+    ),
 )
 
 

@@ -9,6 +9,7 @@ from mem_models import MODELS, Fn
 from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.analysis.memory.fit import StaticBytes, fit, largest_batch
 from graphviz_app.errors import TraceError
+from graphviz_app.model import Graph
 from graphviz_app.tracing.memory.forecast import predict, static_bytes, step_variant
 from graphviz_app.tracing.memory.step import Step, run_step
 
@@ -121,3 +122,45 @@ def test_a_forward_reading_values_cannot_run_on_meta() -> None:
     step = Step(Fn(branchy), (torch.ones(3, requires_grad=True),))
     with pytest.raises(TraceError, match="cannot run on meta: forecast on the real device"):
         predict(step_variant(step, device="meta"))
+
+
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                                  reason="needs torch built with oneDNN: the CPU's fused LSTM kernel")
+
+
+@needs_onednn
+def test_an_lstm_forecast_on_meta_is_within_10_percent_of_a_real_cpu_run() -> None:
+    step = _step("lstm", batch=4)
+    forecast = predict(step_variant(step, device="meta", batch=16, policy="cpu"))
+    real = run_step(step_variant(step, batch=16))
+    assert real.measured is not None
+    assert abs(forecast.timeline.peak_bytes - real.measured.peak_bytes) <= 0.10 * real.measured.peak_bytes
+    assert [n.name for n in forecast.graph.nodes].count("MkldnnRnnLayerBackward0") == 2  # one per layer, as on CPU
+    assert not any("step-by-step cell" in note for note in forecast.timeline.notes)
+
+
+def _workspaces(graph: Graph) -> list[int]:
+    ops = {n.id for n in graph.nodes if n.name == "MkldnnRnnLayerBackward0"}
+    saved = {e.src for e in graph.edges if e.dst in ops} | {e.dst for e in graph.edges if e.src in ops}
+    return [n.tensor.bytes for n in graph.nodes if n.id in saved and n.name == "result3" and n.tensor is not None]
+
+
+@needs_onednn
+@pytest.mark.parametrize(("steps", "batch", "inputs", "hidden"), [
+    (10, 16, 32, 64), (1, 1, 8, 8), (5, 64, 16, 100), (20, 8, 200, 32), (64, 1, 64, 64), (3, 7, 300, 256),
+])
+def test_the_meta_workspace_is_what_the_cpu_kernel_saves(steps: int, batch: int, inputs: int, hidden: int) -> None:
+    torch.manual_seed(0)
+    step = Step(torch.nn.LSTM(inputs, hidden), (torch.randn(steps, batch, inputs),))
+    on_cpu = _workspaces(predict(step).graph)
+    on_meta = _workspaces(predict(step_variant(step, device="meta", policy="cpu")).graph)
+    assert len(on_cpu) == len(on_meta) == 1
+    assert on_cpu[0] - 4096 <= on_meta[0] <= on_cpu[0]  # oneDNN's layout, to within one 4 KiB page
+
+
+@pytest.mark.parametrize("lstm", [
+    torch.nn.LSTM(8, 16, bidirectional=True), torch.nn.LSTM(8, 16, proj_size=4),
+], ids=["bidirectional", "projections"])
+def test_an_lstm_the_fused_path_does_not_cover_keeps_the_note(lstm: torch.nn.LSTM) -> None:
+    forecast = predict(step_variant(Step(lstm, (torch.randn(5, 3, 8),)), device="meta", policy="cpu"))
+    assert any("step-by-step cell" in note for note in forecast.timeline.notes)

@@ -39,6 +39,22 @@ def test_the_float16_branch_saves_half_of_the_float32_one() -> None:
     assert "saves 16 KiB" in example("memory-half").blurb and "branch 8 KiB" in example("memory-half").blurb
 
 
+def test_the_forward_under_no_grad_saves_nothing() -> None:
+    panel = _panel("memory-no-grad")
+    # x and the ReLU output of the training forward; the 4-byte sum the scale multiplies
+    assert sorted(dict(panel.timeline.held).values()) == [4, 8192, 8192]
+    assert "16.0 KiB alive when backward starts" in memory_view.caption(panel)
+    # The same program with both forwards recording: a second ReLU output is kept (x is shared).
+    program = example("memory-no-grad").program.replace("with torch.no_grad():\n    ", "")
+    result = analysis_job(program, Options())
+    assert isinstance(result, Analysis), str(result)
+    both = memory_job(result.graph_json)
+    assert isinstance(both, MemoryPanel), str(both)
+    assert sorted(dict(both.timeline.held).values()) == [4, 8192, 8192, 8192]
+    assert "saves 16 KiB" in example("memory-no-grad").blurb and "the no_grad one nothing" in (
+        example("memory-no-grad").blurb)
+
+
 @pytest.mark.slow
 def test_the_panel_names_the_peak_node_and_charts_every_backward_step() -> None:
     panel = _panel("transformer")

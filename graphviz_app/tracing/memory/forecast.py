@@ -11,11 +11,13 @@ import torch
 from ...analysis.memory import MemoryTimeline, memory_timeline
 from ...analysis.memory.fit import StaticBytes
 from ...errors import TraceError
-from ...model import Graph
+from ...model import EdgeKind, Graph, Node, NodeKind
 from ..module_trace import given_tensors
+from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
-__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict"]
+__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
+           "with_lstm_workspaces"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,12 +166,48 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
         else:
             hint = ""
         raise TraceError(f"the forward failed on {where}: {type(e).__name__}: {first}{hint}") from e
-    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    graph = with_lstm_workspaces(run.graph)
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph)
     on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
-    rnns = sorted({type(m).__name__ for m in step.model.modules() if isinstance(m, torch.nn.RNNBase)})
+    fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
+    rnns = sorted({type(m).__name__ for m in step.model.modules()
+                   if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
+    notes: list[str] = []
+    if on_meta and fused:
+        notes.append("LSTM on meta runs the CPU's fused oneDNN kernel; its workspace is sized from oneDNN's layout "
+                     "(measured on torch 2.13: exact or 4 KiB under, per layer)")
     if on_meta and rnns:
-        note = (f"{', '.join(rnns)} on meta runs torch's step-by-step cell, whose saved tensors are counted; "
-                "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
-                "the real device")
-        timeline = dataclasses.replace(timeline, notes=(*timeline.notes, note))
-    return Prediction(run.graph, timeline, static_bytes(step), run.roots)
+        notes.append(f"{', '.join(rnns)} on meta runs torch's step-by-step cell, whose saved tensors are counted; "
+                     "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
+                     "the real device")
+    if notes:
+        timeline = dataclasses.replace(timeline, notes=(*timeline.notes, *notes))
+    return Prediction(graph, timeline, static_bytes(step), run.roots)
+
+
+def with_lstm_workspaces(graph: Graph) -> Graph:
+    """`graph` with the empty workspace each fused LSTM layer saved on meta sized as the CPU kernel allocates it
+    (`lstm_workspace_bytes`, from the layer's saved input and hidden state)."""
+    saved: dict[str, dict[str, Node]] = {}
+    by_id = {n.id: n for n in graph.nodes}
+    for e in graph.edges:
+        if e.kind is EdgeKind.SAVED:
+            op, kept = by_id[e.dst], by_id[e.src]
+            if op.kind is not NodeKind.OP:
+                op, kept = kept, op
+            if op.name == FUSED_LSTM_NODE:
+                saved.setdefault(op.id, {})[kept.name] = kept
+    sized: dict[str, Node] = {}
+    for layer in saved.values():
+        ws, x, h = layer.get(WORKSPACE_NAME), layer.get("input"), layer.get("hx_")
+        if ws is None or ws.tensor is None or ws.tensor.device != "meta" or ws.tensor.bytes:
+            continue
+        if x is None or x.tensor is None or h is None or h.tensor is None or len(x.tensor.shape) != 3:
+            continue
+        steps, batch, width = x.tensor.shape
+        size = lstm_workspace_bytes(steps, batch, width, h.tensor.shape[-1])
+        tensor = dataclasses.replace(ws.tensor, shape=(size,), numel=size, bytes=size, storage_bytes=size)
+        sized[ws.id] = dataclasses.replace(ws, tensor=tensor)
+    if not sized:
+        return graph
+    return dataclasses.replace(graph, nodes=tuple(sized.get(n.id, n) for n in graph.nodes))

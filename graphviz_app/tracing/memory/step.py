@@ -21,6 +21,7 @@ from ..walker import Walker, WalkOptions
 from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
+from .rnn import meta_lstm
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
 
@@ -131,6 +132,14 @@ def _attention(step: Step) -> contextlib.AbstractContextManager[Any]:
     return meta_attention(step.autocast_policy) if devices == {"meta"} else contextlib.nullcontext()
 
 
+def _recurrent(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta, an LSTM runs the fused kernel the target device (`autocast_policy`) runs, where one is modelled."""
+    if step.autocast_policy != "cpu" or not any(isinstance(m, torch.nn.LSTM) for m in step.model.modules()):
+        return contextlib.nullcontext()  # no torch-function mode on every op of a model without one
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return meta_lstm(step.autocast_policy) if devices == {"meta"} else contextlib.nullcontext()
+
+
 def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
     """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
     devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
@@ -146,7 +155,8 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
 def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
-        with record(step.model), _attention(step), _autocast(step), _default_device(step), torch.enable_grad():
+        with record(step.model), _attention(step), _recurrent(step), _autocast(step), _default_device(step), \
+                torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
             if step.loss is not None:
                 outputs = step.loss(outputs)
