@@ -14,6 +14,7 @@ from gradcheck._numerical import numerical_jacobian
 
 D = torch.float64
 W = torch.linspace(-1, 1, 12, dtype=D).reshape(4, 3)
+W5 = torch.linspace(-1, 1, 35, dtype=D).reshape(5, 7)
 
 SMOOTH: list[tuple[str, Callable[..., Any], tuple[torch.Tensor, ...]]] = [
     ("elementwise", lambda x: torch.sin(x) * x**2, (torch.linspace(-2, 2, 7, dtype=D),)),
@@ -111,6 +112,45 @@ def test_a_tiny_memory_budget_gives_one_element_chunks_and_the_same_answer() -> 
     assert roomy.memory.chunk_size == 9 and tight.memory.chunk_size == 1
     assert tight.numerical_method == "vmap" and tight.passed
     assert tight.pair(0, 0).numerical == pytest.approx(roomy.pair(0, 0).numerical, abs=1e-12)
+
+
+@pytest.mark.parametrize("budget", [1, 2**20], ids=["one-column-chunks", "one-chunk"])
+@pytest.mark.parametrize(
+    ("fn", "jacobian"),
+    [
+        # W @ x under vmap returns its rows in column-major order, softmax in row-major order
+        pytest.param(
+            lambda x: torch.tanh(W5 @ x), lambda x: (1 - torch.tanh(W5 @ x) ** 2)[:, None] * W5, id="tanh-Wx"
+        ),
+        pytest.param(
+            lambda x: torch.softmax(x[:5] * 2, 0),
+            lambda x: torch.cat(
+                [2 * (torch.diag(s := torch.softmax(x[:5] * 2, 0)) - torch.outer(s, s)), torch.zeros(5, 2, dtype=D)],
+                dim=1,
+            ),
+            id="softmax",
+        ),
+    ],
+)
+def test_each_column_of_differences_lands_in_its_place(
+    fn: Callable[..., Any], jacobian: Callable[..., torch.Tensor], budget: int
+) -> None:
+    x = torch.tensor([0.3, -0.2, 0.9, 0.1, -0.5, 0.7, 0.2], dtype=D)
+    jac, method = _jacobians_budget(fn, (x,), budget)
+
+    assert method == "vmap"
+    assert jac[(0, 0)].shape == (5, 7)
+    torch.testing.assert_close(jac[(0, 0)], jacobian(x), atol=1e-8, rtol=0)
+
+
+def _jacobians_budget(
+    fn: Callable[..., Any], args: tuple[torch.Tensor, ...], budget: int
+) -> tuple[dict[Any, torch.Tensor], str]:
+    outs = (fn(*args),)
+    result = numerical_jacobian(
+        fn, args, (0,), (0,), outs, eps=1e-6, budget_bytes=budget, device=torch.device("cpu")
+    )
+    return result.jac, result.method
 
 
 def _oom_above(limit: int, message: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
