@@ -6,15 +6,30 @@ from typing import Any
 
 from graphviz.quoting import attr_list
 
-from ..analysis.orders import node_orders, order_counts
+from ..analysis.orders import has_orders, node_orders, order_counts
 from ..errors import RenderError
 from ..model import Edge, Graph, Node, NodeKind
+from .gradient_style import default_coloring
 
-__all__ = ["OrderOverlay", "ORDER_FILLS", "order_fill", "order_viewer_overlay"]
+__all__ = ["OrderOverlay", "ORDER_FILLS", "order_fill", "order_viewer_overlay", "picture_coloring"]
 
 # Order 1, 2, 3, ... (order 0, the forward, keeps its device colour).
 ORDER_FILLS = ("#fff3bf", "#ffc9c9", "#e5dbff", "#c3fae8")
 ORDER_BORDERS = ("#f08c00", "#e03131", "#7048e8", "#0ca678")
+
+
+def picture_coloring(graph: Graph) -> str:
+    """The `color_by` of a picture made for a person who chose no colouring (the page's downloads).
+
+    "order" for a gradient of a gradient (which orders the graph's nodes belong to is what it shows),
+    else `default_coloring`: "gradient" when traced with gradients, else "device".
+
+    >>> picture_coloring(Graph((Node("n0", NodeKind.OP, "MulBackward0", order=1),), ()))
+    'order'
+    >>> picture_coloring(Graph((Node("n0", NodeKind.OP, "MulBackward0"),), ()))
+    'device'
+    """
+    return "order" if has_orders(graph) else default_coloring(graph)
 
 
 def order_fill(order: int) -> tuple[str, str]:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..drawing.gradient_style import default_coloring
+from ..drawing.order_style import picture_coloring
 from ..drawing.renderer import export
 from ..expr import ExprError, IsolatedRunner, JobRef, validate
 from ..model import Graph
@@ -144,7 +144,7 @@ def dot(graph_json: str, rankdir: str) -> str:
     """The whole graph as DOT text, for the download: made here from the JSON, when asked
     for (it takes no torch and no layout; 0.2 s for 8,000 nodes, which every run would pay)."""
     graph = Graph.from_json(graph_json)
-    return export(graph, "dot", rankdir=rankdir, color_by=default_coloring(graph)).decode()
+    return export(graph, "dot", rankdir=rankdir, color_by=picture_coloring(graph)).decode()
 
 
 def memory(runner: JobRunner, graph_json: str) -> MemoryPanel | Failure:

@@ -36,3 +36,18 @@ def test_the_hint_is_the_third_derivative() -> None:
     assert isinstance(right, GradientCheck) and right.passed
     wrong = check_job(ex.program, Options(), ex.wrt, ex.hint.replace("14", "13"), TOL)
     assert isinstance(wrong, GradientCheck) and not wrong.passed
+
+
+def test_the_pages_downloads_colour_the_penalty_by_order() -> None:
+    from graphviz_app.drawing.order_style import ORDER_FILLS
+    from graphviz_app.web.service import dot
+    from graphviz_app.web.worker.pictures import svg_job
+
+    result = analysis_job(example("penalty").program, Options())
+    assert isinstance(result, Analysis), result
+    svg = svg_job(result.graph_json, "TB")
+    assert isinstance(svg, bytes), svg
+    text = svg.decode()
+    assert "order of derivative" in text and "order 2 of" in text
+    assert ORDER_FILLS[0] in text and ORDER_FILLS[1] in text  # the first backward's fill and the second's
+    assert "order 2 of" in dot(result.graph_json, "TB")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from ...drawing.gradient_style import default_coloring
+from ...drawing.order_style import picture_coloring
 from ...drawing.renderer import export
 from ...errors import GraphvizAppError, RenderError
 from ...model import Graph
@@ -70,4 +70,4 @@ def png_job(
 
 
 def _export(graph: Graph, fmt: str, rankdir: str, timeout: float) -> bytes:
-    return export(graph, fmt, rankdir=rankdir, timeout=timeout, color_by=default_coloring(graph))
+    return export(graph, fmt, rankdir=rankdir, timeout=timeout, color_by=picture_coloring(graph))
