@@ -9,8 +9,9 @@ range(N)``). A program is heavy when it makes more than `MAX_LIGHT_ELEMENTS`
 elements in all or runs more than `MAX_LIGHT_CALLS` calls and operators (a
 big graph to lay out); unknown when it does not pass the validator or a size
 is not a literal (``torch.randn(n, n)`` with `n` not a constant) and the rest
-is not heavy already. A light program can still be slow (a runaway built from small literals): the scheduler also watches what
-the session's jobs cost once they ran.
+is not heavy already. A light program can still be slow (a runaway built from
+small literals): the scheduler also watches what the session's jobs cost once
+they ran.
 """
 
 from __future__ import annotations
