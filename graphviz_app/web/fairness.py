@@ -17,6 +17,14 @@ limit) starve everyone else. `FairRunner` sits in front of it:
   and first argument: a runaway link opened by many visitors, or in new tabs):
   suspects go last and hold at most `suspect_slots` workers, so the other
   workers stay free for everyone else;
+- the last `reserved_slots` workers are kept for jobs judged light before they
+  start: a program whose text looks cheap (`program_cost.judge`), or one whose
+  text says nothing (not a program, or sizes that are not literals) from a
+  session whose last job finished within `light_s`. A program that looks
+  heavy, and an unknown one from a session with no such history, waits for
+  the other workers: a runaway never takes the last free worker, and no
+  running job is stopped to make room (a stop kills a worker, and starting
+  another costs more than it gains on a busy machine);
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
@@ -44,6 +52,7 @@ from typing import Any
 from ..expr import ExprError, IsolatedRunner, JobRef
 from ..expr.usage import JobUsage
 from .cache import layout_stopped_by_load
+from .program_cost import Verdict, judge
 from .results import Failure
 
 # A job: a picklable top-level function, or one named by module and function.
@@ -57,6 +66,7 @@ class _Ticket:
     session: str
     seq: int
     suspect: bool
+    light: bool = False  # may take the workers kept for light jobs
     kind: str = ""  # the job function: a newer job of the same kind stops this one
     digest: str = ""  # the function and its arguments: `start` takes up the same job again
     cancelled: bool = False
@@ -75,18 +85,24 @@ class FairRunner:
         suspect_s: Seconds a session stays a suspect after a time-out.
         suspect_slots: Workers suspects may hold at once (default: half the slots).
         suspect_wait_s: Seconds a suspect's job waits for a worker.
+        reserved_slots: Workers kept for jobs judged light (default: a quarter of the slots).
+        light_s: A session whose last job finished within this many seconds is light.
+        judge: Judges a program's text before it runs: "light", "heavy" or "unknown".
     """
 
     def __init__(
         self, runner: IsolatedRunner, *, slots: int | None = None, per_session: int = 1,
         max_wait_s: float = 10.0, suspect_s: float = 60.0, suspect_slots: int | None = None,
-        suspect_wait_s: float = 2.0, clock: Callable[[], float] = time.monotonic,
+        suspect_wait_s: float = 2.0, reserved_slots: int | None = None, light_s: float = 2.0,
+        judge: Callable[[str], Verdict] = judge, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.runner = runner
         self.slots = slots or runner.max_workers
         self.per_session, self.max_wait_s = per_session, max_wait_s
         self.suspect_s, self.suspect_wait_s = suspect_s, suspect_wait_s
         self.suspect_slots = suspect_slots or max(1, self.slots // 2)
+        self.reserved_slots = self.slots // 4 if reserved_slots is None else reserved_slots
+        self.light_s, self._judge = light_s, judge
         self._clock = clock
         self._cond = threading.Condition()
         self._seq = itertools.count()
@@ -94,6 +110,7 @@ class FairRunner:
         self._running: list[_Ticket] = []
         self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
         self._detached: dict[tuple[str, str], Future[Any]] = {}  # (session, job digest) -> its running job
+        self._took: dict[str, tuple[float, float]] = {}  # session -> (when its last job ended, seconds it ran)
 
     @property
     def time_limit(self) -> float:
@@ -141,7 +158,9 @@ class FairRunner:
     # internals ------------------------------------------------------------
     def _run(self, session: str, job: Job, args: tuple[Any, ...], digest: str) -> Any:
         key = _job_key(job, args)
-        ticket = self._admit(session, key, kind=_kind(job), digest=digest)
+        verdict = self._judge(args[0]) if args and isinstance(args[0], str) else "unknown"
+        ticket = self._admit(session, key, kind=_kind(job), digest=digest, verdict=verdict)
+        started = self._clock()
         try:
             result = self.runner.run(job, *args, cancel=ticket.stop)
         except ExprError as e:
@@ -164,6 +183,8 @@ class FairRunner:
         finally:
             with self._cond:
                 self._running.remove(ticket)
+                now = self._clock()  # a stopped job says nothing of what the session's jobs cost
+                self._took[session] = (now, float("inf") if ticket.stop.is_set() else now - started)
                 self._cond.notify_all()
 
     def _usage(self) -> JobUsage | None:
@@ -175,10 +196,12 @@ class FairRunner:
         with self._cond:
             self._timed_out[session] = self._timed_out[key] = self._clock()
 
-    def _admit(self, session: str, key: Hashable = None, *, kind: str = "", digest: str = "") -> _Ticket:
+    def _admit(self, session: str, key: Hashable = None, *, kind: str = "", digest: str = "",
+               verdict: Verdict = "unknown") -> _Ticket:
         with self._cond:
             suspect = self._is_suspect(session) or (key is not None and self._is_suspect(key))
-            ticket = _Ticket(session, next(self._seq), suspect, kind, digest)
+            light = not suspect and (verdict == "light" or (verdict == "unknown" and self._ran_light(session)))
+            ticket = _Ticket(session, next(self._seq), suspect, light, kind, digest)
             for older in self._waiting:
                 if older.session == session:
                     older.cancelled = True  # the person asked for something newer
@@ -211,10 +234,12 @@ class FairRunner:
             return ticket
 
     def _next(self) -> _Ticket | None:
-        """The waiting ticket that may start now: non-suspects first, then the session
-        with the fewest running jobs, then the oldest."""
+        """The waiting ticket that may start now: non-suspects first, light jobs next, then
+        the session with the fewest running jobs, then the oldest. Only light jobs take
+        the last `reserved_slots` free workers."""
         if len(self._running) >= self.slots:
             return None
+        heavy_room = len(self._running) < self.slots - self.reserved_slots
         per_session: dict[str, int] = {}
         for t in self._running:
             per_session[t.session] = per_session.get(t.session, 0) + 1
@@ -222,11 +247,18 @@ class FairRunner:
         eligible = [
             t for t in self._waiting
             if not t.cancelled and per_session.get(t.session, 0) < self.per_session
-            and (not t.suspect or suspects < self.suspect_slots)
+            and (not t.suspect or suspects < self.suspect_slots) and (t.light or heavy_room)
         ]
         if not eligible:
             return None
-        return min(eligible, key=lambda t: (t.suspect, per_session.get(t.session, 0), t.seq))
+        return min(eligible, key=lambda t: (t.suspect, not t.light, per_session.get(t.session, 0), t.seq))
+
+    def _ran_light(self, session: str) -> bool:
+        """The session's last job, in the last `suspect_s`, finished within `light_s`."""
+        now = self._clock()
+        for old in [s for s, (when, _) in self._took.items() if now - when > self.suspect_s]:
+            del self._took[old]
+        return session in self._took and self._took[session][1] <= self.light_s
 
     def _is_suspect(self, who: Hashable) -> bool:
         now = self._clock()
@@ -236,8 +268,14 @@ class FairRunner:
 
     def _busy_message(self, ticket: _Ticket) -> str:
         wait = self.suspect_wait_s if ticket.suspect else self.max_wait_s
-        text = (f"all {self.slots} workers are busy with other people's programs (waited {wait:g} s): "
+        kept_back = not ticket.light and self.reserved_slots > 0
+        workers = f"{self.slots - self.reserved_slots} large-program" if kept_back else str(self.slots)
+        text = (f"all {workers} workers are busy with other people's programs (waited {wait:g} s): "
                 "press Run to try again in a moment")
+        if kept_back and not ticket.suspect:
+            kept = "one more is" if self.reserved_slots == 1 else f"{self.reserved_slots} more are"
+            text += (f"; {kept} kept for small programs, and this one looks large (tensors of over a million "
+                     "elements, or many operations) or could not be judged before it ran")
         if ticket.suspect:
             text += ("; this program, or your last one, ran past the time limit in the last "
                      f"{self.suspect_s:g} s, so while the machine is busy it waits behind everyone "

@@ -326,3 +326,100 @@ def test_a_stopped_job_is_started_anew_when_asked_for_again_not_taken_up() -> No
     GATES.setdefault("a-3", threading.Event()).set()
     assert fair.for_session("alice", on_wait=lambda: None).run(gated, "a-3") == "a-3"
     assert pool.started == ["gated", "gated", "gated"]  # a-3, b-3, and a-3 again
+
+
+HEAVY = "a = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"
+LIGHT = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()"
+UNKNOWN = "x = torch.arange(3.)\ntorch.randn(x.shape[0] * 10**7).sum()"  # a size known only when it runs
+
+
+def program_until(program: str, release: threading.Event) -> str:
+    """A program's job that holds its worker until the test releases it."""
+    release.wait(10)
+    return program
+
+
+def three_heavy_running(fair: FairRunner, release: threading.Event) -> list[threading.Thread]:
+    threads = [in_thread(lambda who=who: fair.run(who, program_until, HEAVY, release))[0] for who in ("r1", "r2", "r3")]
+    wait_running(fair, 3)
+    return threads
+
+
+def test_the_last_free_worker_is_kept_for_a_light_program_while_a_heavy_one_waits() -> None:
+    fair = FairRunner(FakePool(max_workers=4), max_wait_s=0.3)
+    assert fair.reserved_slots == 1
+    release = threading.Event()
+    threads = three_heavy_running(fair, release)  # no session has a history yet: none is a suspect
+    kept = "all 3 large-program workers are busy.*one more is kept for small programs"
+    with pytest.raises(ExprError, match=kept) as caught:
+        fair.run("r4", program_until, HEAVY, release)  # a fourth runaway never takes the last worker
+    assert caught.value.kind == "busy"
+    done = threading.Event()
+    done.set()
+    assert fair.run("visitor", program_until, LIGHT, done) == LIGHT  # a small program starts at once
+    release.set()
+    for t in threads:
+        t.join(5)
+
+
+def test_a_program_the_text_cannot_size_takes_the_last_worker_only_after_a_quick_job() -> None:
+    fair = FairRunner(FakePool(max_workers=4), max_wait_s=0.3)
+    release, done = threading.Event(), threading.Event()
+    done.set()
+    threads = three_heavy_running(fair, release)
+    with pytest.raises(ExprError, match="could not be judged"):
+        fair.run("new page", program_until, UNKNOWN, done)  # no history: waits for the other workers
+    with pytest.raises(ExprError, match="busy"):
+        fair.run("regular", quick)  # not a program, and no history: waits too...
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert fair.run("regular", quick) == "<svg/>"  # ...until a job of its page ran quickly
+    release = threading.Event()
+    threads = three_heavy_running(fair, release)
+    assert fair.run("regular", program_until, UNKNOWN, done) == UNKNOWN  # ...and now its last job was quick
+    release.set()
+    for t in threads:
+        t.join(5)
+
+
+def test_a_light_looking_program_from_a_suspect_does_not_take_the_last_worker() -> None:
+    fair = FairRunner(FakePool(max_workers=4), max_wait_s=0.3, suspect_wait_s=0.3)
+    gone = threading.Event()
+    gone.set()
+    with pytest.raises(ExprError, match="time limit"):
+        fair.run("red team", runaway_program, LIGHT, gone)  # small text, ran to the time limit
+    release = threading.Event()
+    threads = three_heavy_running(fair, release)
+    with pytest.raises(ExprError, match="busy"):
+        fair.run("red team", program_until, LIGHT + "  # again", gone)
+    release.set()
+    for t in threads:
+        t.join(5)
+
+
+def test_with_two_workers_none_is_kept_back() -> None:
+    fair = FairRunner(FakePool(max_workers=2), max_wait_s=5)
+    release = threading.Event()
+    first, _ = in_thread(lambda: fair.run("r1", program_until, HEAVY, release))
+    wait_running(fair, 1)
+    second, out = in_thread(lambda: fair.run("r2", program_until, HEAVY, release))
+    wait_running(fair, 2)  # both workers run heavy programs: a quarter of two slots is none
+    release.set()
+    for t in (first, second):
+        t.join(5)
+    assert out == [HEAVY]
+
+
+def test_a_job_stopped_by_a_newer_one_does_not_count_as_quick() -> None:
+    fair = FairRunner(StoppablePool(), max_wait_s=5)
+    hold = threading.Event()
+    first, first_out = in_thread(lambda: fair.run("red team", program_until, UNKNOWN, hold))
+    wait_running(fair, 1)
+    second, _ = in_thread(lambda: fair.run("red team", program_until, UNKNOWN + "  # again", hold))
+    first.join(5)  # stopped at once by the newer program: it ran briefly, but says nothing of its cost
+    assert isinstance(first_out[0], ExprError) and first_out[0].kind == "cancelled"
+    assert not fair._ran_light("red team")  # noqa: SLF001 - probe: its next unknown program waits for large workers
+    hold.set()
+    second.join(5)
+    assert fair._ran_light("red team")  # noqa: SLF001 - the second ran to its end quickly
