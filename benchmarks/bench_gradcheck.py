@@ -3,12 +3,18 @@
 Run: .venv/bin/python benchmarks/bench_gradcheck.py [--n 1000] [--repeat 5] [--before REV]
 
 For each function of n float64 input elements it measures, with one torch thread
-(`torch.set_num_threads(1)`) and CPU time (`time.process_time`), the full checks
-of torch.autograd.gradcheck(fast_mode=False), of this checkout's `gradcheck.check`
-("after") and of the `gradcheck` package at git revision REV ("before", loaded from
-`git archive` under another name, so both run in the same process). The calls take
-turns, best of `--repeat`; the speed-up is torch's time over ours. It prints one
-table and the geometric means. Nothing here is a pass/fail test.
+(`torch.set_num_threads(1)`) and CPU time (`time.process_time`):
+
+- torch: torch.autograd.gradcheck(fast_mode=False), the full check the goal is set against;
+- torch fast: torch.autograd.gradcheck(fast_mode=True), one random projection, for reference;
+- before: the `gradcheck` package at git revision REV (loaded from `git archive` under
+  another name, so it runs in the same process), called with its defaults;
+- after: this checkout's `gradcheck.check` with its defaults (large Jacobians screened first);
+- every element: this checkout's `gradcheck.check(..., screen=False)`.
+
+The calls take turns, best of `--repeat`; a speed-up is torch's full time over the other's.
+One function has a wrong backward, to show what a failing check costs. It prints one table
+and the geometric means. Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import io
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tarfile
@@ -35,18 +42,19 @@ import torch
 from gradcheck import check
 
 ROOT = Path(__file__).resolve().parents[1]
-START = "3fb216e"  # main when this round of speed work began: the "before" code
+START = "829045a"  # main before the screen: every element compared, the "before" code
 D = torch.float64
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One function's best CPU seconds per checker, and each checker's verdict."""
+    """One function's best CPU seconds per checker, each checker's verdict, and how `after` checked."""
 
     function: str
     n: int
     seconds: dict[str, float]
     passed: dict[str, bool]
+    mode: str
 
     def speedup(self, who: str) -> float:
         return self.seconds["torch"] / self.seconds[who]
@@ -65,6 +73,15 @@ class _OldStyleSwish(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         x, s = ctx.saved_tensors
         return grad * (s + x * s * (1 - s))
+
+
+class _WrongSwish(_OldStyleSwish):
+    """The same with a backward that forgets the product rule's second term: every check fails."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        x, s = ctx.saved_tensors
+        return grad * s
 
 
 def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch.Tensor]]:
@@ -92,6 +109,9 @@ def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch
     def old_style(x: torch.Tensor) -> torch.Tensor:
         return _OldStyleSwish.apply(x)
 
+    def wrong(x: torch.Tensor) -> torch.Tensor:
+        return _WrongSwish.apply(x)
+
     def grad(t: torch.Tensor) -> torch.Tensor:
         return t.clone().requires_grad_()
 
@@ -103,6 +123,7 @@ def make_functions(n: int) -> dict[str, tuple[Callable[..., torch.Tensor], torch
         f"attention ({seq}x{d} tokens)": (attention, grad(tokens)),
         "MLP n-64-16 (tanh)": (mlp, grad(x)),
         "old-style Function (swish)": (old_style, grad(x)),
+        "old-style Function, wrong backward (fails)": (wrong, grad(x)),
     }
 
 
@@ -115,6 +136,12 @@ def load_before(rev: str) -> ModuleType:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(where, filter="data")
     package = where / "gradcheck"
+    # Its own modules import each other as `gradcheck.<module>`, which would load this
+    # checkout's: point them at the old package instead.
+    for source in package.rglob("*.py"):
+        text = source.read_text()
+        text = re.sub(r"\b(from|import) gradcheck(?=[. ])", r"\1 gradcheck_before", text)
+        source.write_text(text)
     spec = importlib.util.spec_from_file_location(
         "gradcheck_before", package / "__init__.py", submodule_search_locations=[str(package)]
     )
@@ -140,14 +167,26 @@ def best_cpu(calls: dict[str, Callable[[], bool]], repeat: int) -> tuple[dict[st
     return seconds, passed
 
 
+CHECKERS = ("torch", "torch fast", "before", "after", "every element")
+
+
 def measure(name: str, fn: Callable[..., Any], x: torch.Tensor, before: ModuleType, repeat: int) -> Row:
+    modes: list[str] = []
+
+    def after() -> bool:
+        report = check(fn, x)
+        modes.append(report.mode)
+        return bool(report.passed)
+
     calls = {
         "torch": lambda: bool(torch.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=False)),
+        "torch fast": lambda: bool(torch.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=True)),
         "before": lambda: bool(before.check(fn, x).passed),
-        "after": lambda: bool(check(fn, x).passed),
+        "after": after,
+        "every element": lambda: bool(check(fn, x, screen=False).passed),
     }
     seconds, passed = best_cpu(calls, repeat)
-    return Row(name, x.numel(), seconds, passed)
+    return Row(name, x.numel(), seconds, passed, modes[-1])
 
 
 def machine() -> str:
@@ -169,24 +208,28 @@ def geomean(values: list[float]) -> float:
 
 
 def table(rows: list[Row], rev: str) -> str:
+    names = {"before": f"before ({rev})"}
     header = (
-        f"| function | n | torch ms | before ({rev}) ms | after ms | before speed-up | after speed-up "
-        "| verdicts (torch/before/after) |"
+        "| function | n | "
+        + " | ".join(f"{names.get(k, k)} ms" for k in CHECKERS)
+        + " | speed-up: "
+        + " | ".join(names.get(k, k) for k in CHECKERS[1:])
+        + " | after's mode | verdicts ("
+        + "/".join(CHECKERS)
+        + ") |"
     )
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
-        s = r.seconds
-        verdicts = "/".join("pass" if r.passed[k] else "FAIL" for k in ("torch", "before", "after"))
-        lines.append(
-            f"| {r.function} | {r.n} | {s['torch'] * 1e3:.1f} | {s['before'] * 1e3:.1f} | {s['after'] * 1e3:.1f} "
-            f"| {r.speedup('before'):.1f}x | {r.speedup('after'):.1f}x | {verdicts} |"
-        )
+        times = " | ".join(f"{r.seconds[k] * 1e3:.1f}" for k in CHECKERS)
+        speed = " | ".join(f"{r.speedup(k):.1f}x" for k in CHECKERS[1:])
+        verdicts = "/".join("pass" if r.passed[k] else "FAIL" for k in CHECKERS)
+        lines.append(f"| {r.function} | {r.n} | {times} | {speed} | {r.mode} | {verdicts} |")
     layer = [r for r in rows if not r.function.startswith("old-style")]
-    lines.append(
-        f"| geometric mean, layer-shaped (all but the old-style Function) | | | | "
-        f"| {geomean([r.speedup('before') for r in layer]):.1f}x "
-        f"| {geomean([r.speedup('after') for r in layer]):.1f}x | |"
-    )
+    if layer:
+        means = " | ".join(f"{geomean([r.speedup(k) for r in layer]):.1f}x" for k in CHECKERS[1:])
+        lines.append(
+            f"| geometric mean, layer-shaped (all but the old-style Functions) | |{' |' * len(CHECKERS)} {means} | | |"
+        )
     return "\n".join(lines)
 
 
@@ -203,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     warm_fn, warm_x = make_functions(8)["tanh(W @ x)"]
     for checker in (before.check, check):  # first calls pay one-off set-up costs
         checker(warm_fn, warm_x)
+    check(warm_fn, warm_x, screen=True)
     torch.autograd.gradcheck(warm_fn, (warm_x,))
+    torch.autograd.gradcheck(warm_fn, (warm_x,), fast_mode=True)
     print(f"machine: {machine()}")
     rows = []
     for name, (fn, x) in make_functions(args.n).items():
@@ -211,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows.append(measure(name, fn, x, before, args.repeat))
         print(f"  done: {name}", flush=True)
+    print(f"machine at the end: {machine()}")
     print(table(rows, args.before))
     return 0
 

@@ -14,7 +14,14 @@ from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
 from gradcheck._devices import is_out_of_memory
 from gradcheck._inputs import call_outputs, checked_outputs
 
-__all__ = ["AutogradResult", "autograd_jacobian", "first_line", "oldstyle_function"]
+__all__ = [
+    "AutogradResult",
+    "autograd_jacobian",
+    "vector_jacobian_products",
+    "no_grad_notes",
+    "first_line",
+    "oldstyle_function",
+]
 
 Pair = tuple[int, int]
 
@@ -82,13 +89,7 @@ def autograd_jacobian(
         outs = call_outputs(fn, leaves, found_complex=found_complex)
     checked = checked_outputs(outs)
     jac: dict[Pair, torch.Tensor] = {}
-    notes = [
-        f"output {o} does not require grad (it has no grad_fn): autograd sees no path from "
-        "the inputs to it, so its autograd Jacobian is zero. A .detach(), .item(), "
-        "torch.no_grad() or a non-differentiable op inside fn cuts the graph."
-        for o in checked
-        if not outs[o].requires_grad
-    ]
+    notes = no_grad_notes(outs, checked)
     live = [o for o in checked if outs[o].requires_grad]
     sizes = [outs[o].numel() for o in live]
     offsets = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
@@ -122,21 +123,77 @@ def autograd_jacobian(
     return AutogradResult(tuple(y.detach() for y in outs), checked, jac, method, stats, notes)
 
 
+def no_grad_notes(outs: Sequence[torch.Tensor], checked: Sequence[int]) -> list[str]:
+    """A note per checked output that autograd cannot reach (it has no grad_fn)."""
+    return [
+        f"output {o} does not require grad (it has no grad_fn): autograd sees no path from "
+        "the inputs to it, so its autograd Jacobian is zero. A .detach(), .item(), "
+        "torch.no_grad() or a non-differentiable op inside fn cuts the graph."
+        for o in checked
+        if not outs[o].requires_grad
+    ]
+
+
 def _work(rows: _Rows, start: int, stop: int) -> None:
-    """Fills rows [start, stop), dropping to the next slower method on any real failure."""
+    """Fills rows [start, stop) of the Jacobians with the one-hot rows' gradients."""
+    grads = _gradients(rows, _basis(rows, start, stop))
+    for i, g in zip(rows.diff, grads, strict=True):
+        _scatter(rows, i, start, stop, g)
+
+
+def _gradients(rows: _Rows, cotangents: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    """Per differentiated input, the (count, n_i) gradients of a batch of cotangents.
+
+    `cotangents` holds one (count, *shape) tensor per live output. The fastest way
+    that works is used, dropping to the next slower one on any real failure; None
+    stands for an input that no live output reaches.
+    """
+    count = cotangents[0].shape[0]
     for method, worker in ((FUNCTORCH, _functorch_rows), (BATCHED, _batched_rows)):
         if rows.method != method:
             continue
         try:
-            worker(rows, start, stop)
-            return
-        except Exception as e:  # noqa: BLE001 - the row loop at the end re-raises real bugs
+            return worker(rows, cotangents)
+        except Exception as e:  # noqa: BLE001 - the loop at the end re-raises real bugs
             if is_out_of_memory(e):
                 raise
             rows.reasons.append(f"{method}: {first_line(e)}")
             rows.method = BATCHED if method == FUNCTORCH else LOOP
-    for r in range(start, stop):
-        _single_row(rows, r)
+    singles = [_single_row(rows, [c[r] for c in cotangents]) for r in range(count)]
+    return [
+        None if all(g[k] is None for g in singles) else torch.cat([_row_or_zeros(rows, i, g[k]) for g in singles])
+        for k, i in enumerate(rows.diff)
+    ]
+
+
+def vector_jacobian_products(
+    fn: Callable[..., Any],
+    leaves: Sequence[Any],
+    diff: Sequence[int],
+    outs: Sequence[torch.Tensor],
+    cotangents: dict[int, torch.Tensor],
+) -> tuple[dict[int, torch.Tensor], str, list[str]]:
+    """The gradients of a batch of cotangents, by the fastest way fn allows.
+
+    Args:
+        outs: fn's outputs at `leaves`, recorded with grad enabled.
+        cotangents: per output that requires grad, a (count, *shape) batch of weights.
+
+    Returns:
+        Per differentiated input, the float64 (count, n_i) gradients (zeros where no
+        output reaches it); the method used; and why faster methods failed.
+    """
+    live = sorted(cotangents)
+    rows = _Rows(fn, leaves, list(outs), live, [], diff, {})
+    grads = _gradients(rows, [cotangents[o] for o in live])
+    count = cotangents[live[0]].shape[0]
+    result = {
+        i: torch.zeros(count, leaves[i].numel(), dtype=torch.float64, device=leaves[i].device)
+        if g is None
+        else g.detach().reshape(count, -1).to(torch.float64)
+        for i, g in zip(diff, grads, strict=True)
+    }
+    return result, rows.method, rows.reasons
 
 
 def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:
@@ -153,7 +210,7 @@ def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:
     ]
 
 
-def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
+def _functorch_rows(rows: _Rows, cotangents: list[torch.Tensor]) -> list[torch.Tensor | None]:
     if rows.vjp_fn is None:
         live, args = rows.live, list(rows.leaves)
 
@@ -166,41 +223,45 @@ def _functorch_rows(rows: _Rows, start: int, stop: int) -> None:
 
         primals = [args[i].detach() for i in rows.diff]
         rows.vjp_fn = vjp(pure, *primals)[1]
-    grads = vmap(rows.vjp_fn)(tuple(_basis(rows, start, stop)))
-    for i, g in zip(rows.diff, grads, strict=True):
-        _scatter(rows, i, start, stop, g.reshape(stop - start, -1))
+    count = cotangents[0].shape[0]
+    grads = vmap(rows.vjp_fn)(tuple(cotangents))
+    return [g.reshape(count, -1) for g in grads]
 
 
-def _batched_rows(rows: _Rows, start: int, stop: int) -> None:
+def _batched_rows(rows: _Rows, cotangents: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    count = cotangents[0].shape[0]
     with warnings.catch_warnings():
         # vmap's notice that an op has no batching rule is about speed, not correctness.
         warnings.filterwarnings("ignore", message=".*performance drop.*")
         grads = torch.autograd.grad(
             [rows.outs[o] for o in rows.live],
             [rows.leaves[i] for i in rows.diff],
-            grad_outputs=_basis(rows, start, stop),
+            grad_outputs=cotangents,
             retain_graph=True,
             allow_unused=True,
             is_grads_batched=True,
         )
-    for i, g in zip(rows.diff, grads, strict=True):
-        _scatter(rows, i, start, stop, None if g is None else g.reshape(stop - start, -1))
+    return [None if g is None else g.reshape(count, -1) for g in grads]
 
 
-def _single_row(rows: _Rows, r: int) -> None:
-    k = max(j for j in range(len(rows.live)) if rows.offsets[j] <= r)
-    out = rows.outs[rows.live[k]]
-    onehot = torch.zeros(out.numel(), dtype=out.dtype, device=out.device)
-    onehot[r - rows.offsets[k]] = 1
+def _single_row(rows: _Rows, weights: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    """One backward for one cotangent (a tensor per live output), skipping outputs weighted zero."""
+    used = [(rows.outs[o], w) for o, w in zip(rows.live, weights, strict=True) if bool(w.any())]
+    if not used:
+        return [None for _ in rows.diff]
     grads = torch.autograd.grad(
-        out,
+        [y for y, _ in used],
         [rows.leaves[i] for i in rows.diff],
-        grad_outputs=onehot.reshape(out.shape),
+        grad_outputs=[w for _, w in used],
         retain_graph=True,
         allow_unused=True,
     )
-    for i, g in zip(rows.diff, grads, strict=True):
-        _scatter(rows, i, r, r + 1, None if g is None else g.reshape(1, -1))
+    return [None if g is None else g.reshape(1, -1) for g in grads]
+
+
+def _row_or_zeros(rows: _Rows, i: int, g: torch.Tensor | None) -> torch.Tensor:
+    leaf = rows.leaves[i]
+    return torch.zeros(1, leaf.numel(), dtype=leaf.dtype, device=leaf.device) if g is None else g
 
 
 def _scatter(rows: _Rows, i: int, start: int, stop: int, block: torch.Tensor | None) -> None:

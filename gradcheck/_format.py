@@ -72,7 +72,9 @@ def _headline(report: Report) -> str:
 def _settings(report: Report) -> str:
     r = report
     expected = f"; expected in {r.expected_dtype}" if r.has_expected else ""
-    mode = ", fast mode (random projections)" if r.mode == "fast" else ""
+    mode = {"fast": ", fast mode (random projections)", "screened": ", screened (random ±1 probes v^T J u)"}.get(
+        r.mode, ""
+    )
     sides = (
         f"autograd in {r.autograd_dtype} ({r.autograd_method}); finite differences in "
         f"{r.numerical_dtype} ({r.numerical_method}, eps={r.eps:g}){expected}"
@@ -86,6 +88,11 @@ def _settings(report: Report) -> str:
     if wider:
         rule += f" (atol={wider[-1][0]:.2g}, rtol={wider[-1][1]:.2g} against {r.autograd_dtype} autograd)"
     kinks = f"; kinks={r.kinks!r}" if r.kinks != "fail" else ""
+    if r.mode == "screened":
+        return (
+            f"  on {r.device}{mode}; {sides}\n  a probe passes when |a - b| <= atol={r.atol:g}; had one not, "
+            f"every element would have been compared ({rule}){kinks}"
+        )
     return f"  on {r.device}{mode}; {sides}\n  an element passes when {rule}{kinks}"
 
 

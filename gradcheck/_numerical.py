@@ -15,7 +15,7 @@ from gradcheck._chunks import ChunkStats, plan_chunk, run_chunked
 from gradcheck._devices import is_out_of_memory
 from gradcheck._inputs import call_outputs
 
-__all__ = ["NumericalResult", "numerical_jacobian", "evaluate_steps", "rounding_floor"]
+__all__ = ["NumericalResult", "numerical_jacobian", "directional_differences", "evaluate_steps", "rounding_floor"]
 
 Pair = tuple[int, int]
 VMAP, LOOP = "vmap", "loop"
@@ -80,16 +80,19 @@ class _Slot:
                 batch[k * count : (k + 1) * count, first:last].diagonal().add_(s * self.eps)
             else:
                 batch[at + k * count, cols] += s * self.eps
-        batch = batch.reshape(rows, *x.shape)
-        if method == VMAP:
-            outs = [y.reshape(rows, -1) for y in vmap(self.call)(batch)]
-        else:
-            each = [self.call(b) for b in batch]
-            outs = [torch.stack([e[k].reshape(-1) for e in each]) for k in range(len(self.checked))]
+        outs = self.run(batch.reshape(rows, *x.shape), method)
         parts = [[y[k * count : (k + 1) * count] for y in outs] for k in range(len(steps))]
         if plain:
             parts.append([y[-1:] for y in outs])
         return parts
+
+    def run(self, batch: torch.Tensor, method: str) -> list[torch.Tensor]:
+        """fn at each row of `batch` (this slot's input replaced), per checked output one (rows, m_o) tensor."""
+        rows = batch.shape[0]
+        if method == VMAP:
+            return [y.reshape(rows, -1) for y in vmap(self.call)(batch)]
+        each = [self.call(b) for b in batch]
+        return [torch.stack([e[k].reshape(-1) for e in each]) for k in range(len(self.checked))]
 
 
 def numerical_jacobian(
@@ -135,6 +138,48 @@ def numerical_jacobian(
         slot = _Slot(fn, args, i, checked, eps, result, jac, base, atol)
         run_chunked(args[i].numel(), stats, functools.partial(_work, slot), device)
         result.jac.update({(o, i): t.div_(2 * eps) for o, t in jac.items()})
+    return result
+
+
+def directional_differences(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    index: int,
+    checked: Sequence[int],
+    base: Sequence[torch.Tensor],
+    directions: torch.Tensor,
+    *,
+    eps: float,
+    atol: float,
+) -> NumericalResult | None:
+    """Central differences of fn along whole directions of input `index`: all its elements at once.
+
+    Row b of `directions` (shaped (k, *input shape)) gives, per checked output o, row b
+    of the float64 (k, m_o) result `jac[(o, index)]`: (f(x + eps d_b) - f(x - eps d_b)) / 2 eps.
+    The 2k evaluations are batched through vmap with fn at x itself beside them,
+    or run in a loop when fn cannot be vmapped. None when vmap's value at x
+    differs from `base` (a wrong vmap rule): then these differences cannot be trusted.
+    """
+    count = directions.shape[0]
+    x = args[index]
+    step = directions.to(x.dtype) * eps
+    batch = torch.cat([x.unsqueeze(0) + step, x.unsqueeze(0) - step, x.unsqueeze(0)])
+    result = NumericalResult({}, VMAP, ChunkStats(2 * count + 1, 0), {})
+    slot = _Slot(fn, args, index, checked, eps, result, {}, base, atol)
+    try:
+        outs = slot.run(batch, VMAP)
+    except Exception as e:  # noqa: BLE001 - the loop below re-raises real bugs
+        if is_out_of_memory(e):
+            raise
+        result.method = LOOP
+        result.notes.append(_no_vmap_note(e))
+        outs = slot.run(batch[:-1], LOOP)  # fn at x itself is for checking vmap only
+    else:
+        if not _same_as_plain(slot, [y[-1:] for y in outs]):
+            return None
+    for o, y in zip(checked, outs, strict=True):
+        y64 = y.detach().to(torch.float64)
+        result.jac[(o, index)] = (y64[:count] - y64[count : 2 * count]).div_(2 * eps)
     return result
 
 

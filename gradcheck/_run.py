@@ -17,6 +17,7 @@ from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
 from gradcheck._lowprec import as_rounding, is_low_precision, suspect, tested_tolerance
 from gradcheck._numerical import NumericalResult, numerical_jacobian
 from gradcheck._pairs import Differences, judge
+from gradcheck._screen import run_screen
 from gradcheck._second import second_order_pairs
 from gradcheck._setup import hand_values, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
@@ -28,7 +29,14 @@ Pair = tuple[int, int]
 
 
 def run_full(state: RunState, expected: Any, expected_hessian: Any) -> CheckOutcome:
-    """Whole Jacobians by each asked-for mode and by finite differences, compared element by element."""
+    """Whole Jacobians by each asked-for mode and by finite differences, compared element by element.
+
+    Large reverse-mode Jacobians are screened first (`run_screen`): when every
+    probe agrees the check ends there, else it goes on here element by element.
+    """
+    screened = run_screen(state, expected)
+    if screened is not None:
+        return screened
     opts = state.opts
     leaves = autograd_copies(state.args, state.diff, state.device)
     ag = None

@@ -63,6 +63,7 @@ class CheckOptions:
     modes: tuple[str, ...] = ("rev",)
     order: int = 1
     kinks: str = "fail"
+    screen: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("eps", "atol", "rtol"):
@@ -107,6 +108,16 @@ class CheckOptions:
             raise InputError(
                 f"kinks must be one of {', '.join(map(repr, KINKS))} (what a verified kink with a valid "
                 f"one-sided gradient does to the verdict), but got {self.kinks!r}"
+            )
+        if self.screen not in (None, True, False):
+            raise InputError(
+                f"screen must be None (screen pairs too large to keep every element), True or False, "
+                f"but got {self.screen!r}"
+            )
+        if self.screen and (self.fast or self.modes != ("rev",) or self.order != 1):
+            raise InputError(
+                "screen=True probes the reverse-mode Jacobian at first order only; drop screen=True to "
+                "use fast=True, forward mode (modes=...) or second order (order=2)"
             )
         if self.fast and (self.modes != ("rev",) or self.order != 1):
             raise InputError(
@@ -195,9 +206,14 @@ def resolve_budget(budget: int | None, device: torch.device) -> int:
 
 
 def build_report(
-    state: RunState, pairs: list[PairReport], base: list[torch.Tensor], method: str, ag_method: str
+    state: RunState,
+    pairs: list[PairReport],
+    base: list[torch.Tensor],
+    method: str,
+    ag_method: str,
+    mode: str | None = None,
 ) -> Report:
-    """The Report of a finished run."""
+    """The Report of a finished run; `mode` is "fast" or "full" by the options unless given."""
     opts = state.opts
     num_dtype = state.num_args[state.diff[0]].dtype
     # NaN/Inf outputs fail on their own; the rounding floor is that of the finite values.
@@ -219,7 +235,7 @@ def build_report(
     stats = state.stats or ChunkStats(chunk_size=1, item_bytes=0)
     return Report(
         passed=all(p.passed for p in pairs),
-        mode="fast" if opts.fast else "full",
+        mode=mode or ("fast" if opts.fast else "full"),
         pairs=tuple(pairs),
         inputs=summarize(state.args, state.diff),
         outputs=summarize(state.outputs, state.checked),

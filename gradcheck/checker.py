@@ -51,6 +51,7 @@ def check(
     modes: tuple[str, ...] = ("rev",),
     order: int = 1,
     kinks: str = "fail",
+    screen: bool | None = None,
 ) -> Report:
     """Checks fn's autograd gradients (and a hand-derived one) against finite differences.
 
@@ -84,6 +85,11 @@ def check(
         kinks: "fail" (the default) fails an element where fn has a kink; "warn" and
             "pass" let a verified kink pass when every gradient given there is a valid
             one-sided or sub-gradient, with a note; "warn" also issues a GradcheckWarning.
+        screen: None (the default) screens a reverse-mode float64 check whose every pair has
+            more than `detail_limit` elements: 20 x 20 random ±1 probes v^T J u first (40
+            evaluations of fn, 20 backward passes per output), every element only when a probe
+            misses by more than atol. An element off by more than atol passes every probe with
+            probability under 2^-19. True screens any size; False compares every element.
 
     Returns:
         The Report; `report.passed` is the verdict, `str(report)` the readable table.
@@ -116,6 +122,7 @@ def check(
             modes=tuple(modes) if isinstance(modes, (list, tuple)) else modes,
             order=order,
             kinks=kinks,
+            screen=screen,
         )
         report = run_check(fn, inputs, expected, opts, expected_hessian=expected_hessian).report
     if report.kinks_accepted and kinks == "warn":

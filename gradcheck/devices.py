@@ -127,7 +127,7 @@ def _compare(
     resolved = [resolve_device(d, ()) for d in devices]
     base = CheckOptions(**options)
     outcomes = [
-        run_check(fn, inputs, expected, dataclasses.replace(base, device=device))
+        run_check(fn, inputs, expected, dataclasses.replace(base, device=device, screen=False))
         for device in resolved
     ]
     differences = tuple(

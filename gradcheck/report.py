@@ -105,6 +105,11 @@ class PairReport:
     at a verified kink and passed under `kinks="warn"` or `"pass"`. `atol`/`rtol`
     are the tolerances of comparisons with the side under test (wider than the
     check's for bfloat16/float16 autograd).
+
+    In a screened report (`Report.mode == "screened"`) no single element was
+    compared: `max_abs_error` is the largest gap between two sides' probes
+    v^T J u, `max_rel_error` that gap over the reference side's largest probe,
+    and `worst` the probe (index ()) where it lies.
     """
 
     output_index: int

@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
                        help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
                        "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
+    check.add_argument("--every-element", action="store_true",
+                       help="compare every Jacobian element even when all of the screen's random probes agree "
+                       "(by default a Jacobian too large to list is screened first)")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _time_options(check)
     _program_options(check)
@@ -419,7 +422,7 @@ def _check(args: argparse.Namespace) -> int:
             passed, text, report, warned = run_program_job(
                 CHECK_JOB, composed.source, wrt, args.expected, args.device, args.dtype,
                 (args.eps, args.atol, args.rtol), args.fast, ("rev", "fwd") if args.fwd else ("rev",), args.order,
-                args.kinks, seconds=deadline.left())
+                args.kinks, False if args.every_element else None, seconds=deadline.left())
     except ExprError as e:
         raise _Fail(e.message if "expected gradient" in e.message or e.message.startswith("in --expected")
                     else _located(composed, e, args)) from e

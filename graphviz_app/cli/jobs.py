@@ -50,13 +50,13 @@ def trace_job(source: str, device: str | None, dtype: str | None, show_saved: bo
 
 def check_job(source: str, wrt: tuple[str, ...], expected: str | None, device: str | None, dtype: str | None,
               tolerances: tuple[float, float, float], fast: bool, modes: tuple[str, ...] = ("rev",), order: int = 1,
-              kinks: str = "fail") -> tuple[bool, str, dict[str, Any], tuple[str, ...]]:
+              kinks: str = "fail", screen: bool | None = None) -> tuple[bool, str, dict[str, Any], tuple[str, ...]]:
     """Check the program's gradients: (passed, the report as text, as a dict, the checker's warnings).
 
     Args:
         wrt: the variables to differentiate; empty for those made with requires_grad=True.
         tolerances: eps, atol, rtol.
-        fast, modes, order, kinks: as for `gradcheck.check`.
+        fast, modes, order, kinks, screen: as for `gradcheck.check`.
 
     Raises:
         ExprError: the program or the expected gradient is refused or fails, or no variable requires grad.
@@ -82,7 +82,7 @@ def check_job(source: str, wrt: tuple[str, ...], expected: str | None, device: s
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always", GradcheckWarning)
         report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol, device=device, fast=fast,
-                       modes=modes, order=order, kinks=kinks)
+                       modes=modes, order=order, kinks=kinks, screen=screen)
     said = tuple(str(w.message) for w in warned if issubclass(w.category, GradcheckWarning))
     return report.passed, str(report), report.to_dict(), said
 

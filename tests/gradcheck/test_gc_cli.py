@@ -159,3 +159,11 @@ def test_fwd_through_a_custom_function_names_reverse_mode_as_wrong(capsys: pytes
     out = capsys.readouterr().out
     assert code == cli.EXIT_CHECK_FAILED
     assert "FAIL: autograd (backward) likely wrong" in out and "FAIL: reverse mode likely wrong" in out
+
+
+@pytest.mark.parametrize(("flags", "mode"), [([], "screened"), (["--every-element"], "full")])
+def test_every_element_turns_the_screen_off(flags: list[str], mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["check", "torch.sin(x)", "--var", "x=torch.linspace(-1, 1, 120, dtype=torch.float64, requires_grad=True)"]
+
+    assert cli.main([*args, "--json", *flags]) == cli.EXIT_OK
+    assert json.loads(capsys.readouterr().out)["mode"] == mode

@@ -251,11 +251,12 @@ def test_out_of_memory_on_the_autograd_side_is_retried_too(monkeypatch: pytest.M
     real = autograd._functorch_rows
     sizes: list[int] = []
 
-    def rows(state: Any, start: int, stop: int) -> None:
-        sizes.append(stop - start)
-        if stop - start > 3:
+    def rows(state: Any, cotangents: list[torch.Tensor]) -> Any:
+        count = cotangents[0].shape[0]
+        sizes.append(count)
+        if count > 3:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB.")
-        real(state, start, stop)
+        return real(state, cotangents)
 
     monkeypatch.setattr(autograd, "_functorch_rows", rows)
     report = check(torch.sin, torch.linspace(0, 1, 12, dtype=D, requires_grad=True))

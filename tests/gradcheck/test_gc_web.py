@@ -128,3 +128,14 @@ def test_forward_mode_through_a_custom_function_in_the_panel() -> None:
 
     assert isinstance(result, GradientCheck) and result.passed, result
     assert result.report["forward_method"] == "vmap(jvp)"
+
+
+def test_a_large_jacobian_passed_on_the_screen_says_so_in_the_panel() -> None:
+    """A 120 x 120 Jacobian is over the detail limit: the panel says the probes agreed, not every element."""
+    program = "x = torch.linspace(-1, 1, 120, dtype=torch.float64, requires_grad=True)\ntorch.sin(x)"
+    result = check_job(program, Options(), "x", "torch.diag(torch.cos(x))", TOL)
+
+    assert isinstance(result, GradientCheck) and result.passed, result
+    assert result.report["mode"] == "screened"
+    detail = present.verdict(result).detail
+    assert "in random probes v^T J u of the whole Jacobian" in detail and "at every element" not in detail

@@ -1,0 +1,263 @@
+"""The screen: large Jacobians probed with random ±1 vectors first, element by element only on a miss.
+
+A full check of an (m, n) Jacobian costs 2n evaluations of fn and m backward
+passes. The screen costs 2k evaluations and k backward passes per output: for
+k random ±1 vectors u_b over the input and v_a over the output it compares the
+k x k numbers v_a^T J u_b that autograd (and a hand derivation) give against
+central differences of fn along u_b (every input element moved by ±eps at once).
+
+Why a miss is unlikely: say element (r, c) of the error E = J_autograd - J is
+larger than atol. Fix every sign but v_r: flipping v_r moves w = v^T E[:, c] by
+2|E_rc| > 2 atol, so |w| <= atol for at most one of the two signs; with k
+independent v, all k miss with probability at most 2^-k. Given some |w| > atol,
+the same argument on u_c bounds the k u's missing by 2^-k. So an element that the
+element-by-element comparison would fail (its error exceeds atol + rtol |J| >= atol)
+passes every probe with probability at most 2^(1-k). Finite differences along
+u err by rounding and eps^2 terms, as element-wise ones do; a probe that misses
+by more than atol for any reason sends the check to the full comparison, which
+then decides and says which elements disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gradcheck._autograd import no_grad_notes, vector_jacobian_products
+from gradcheck._chunks import plan_chunk, run_chunked
+from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
+from gradcheck._numerical import NumericalResult, directional_differences
+from gradcheck._setup import hand_values, numerical_base
+from gradcheck._state import CheckOutcome, RunState, build_report
+from gradcheck.report import Blame, Check, Comparison, Element, PairReport
+
+__all__ = ["PROBES", "screen_note", "run_screen"]
+
+PROBES = 20  # k: an element off by more than atol passes every probe with probability <= 2^(1-k)
+
+Pair = tuple[int, int]
+
+
+def screen_note(k: int = PROBES) -> str:
+    """The sentence a screened report carries: what was compared and how sure a pass is."""
+    return (
+        f"screened: each pair compared the {k} x {k} numbers v^T J u for random ±1 vectors u over "
+        f"the input and v over the output, by autograd and by central differences along u (every input "
+        f"element moved by ±eps at once), to atol. An element off by more than atol would have failed "
+        f"one with probability at least 1 - 2^-{k - 1}; then every element is compared. Pass "
+        "screen=False to compare every element anyway."
+    )
+
+
+def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
+    """The screened check of `state`, or None when it does not apply or a probe misses.
+
+    Runs on a copy of `state`, so that the element-by-element check that follows a
+    None starts from where this one started.
+    """
+    s = dataclasses.replace(state, notes=list(state.notes), complex_outputs=list(state.complex_outputs))
+    if not _applies(s):
+        return None
+    leaves = autograd_copies(s.args, s.diff, s.device)
+    with s.clock("autograd"), torch.enable_grad():
+        outs = call_outputs(s.fn, leaves, found_complex=s.complex_outputs)
+    s.checked = checked_outputs(outs)
+    s.outputs = tuple(y.detach() for y in outs)
+    if s.complex_outputs or not _worth_it(s) or any(s.outputs[o].dtype != torch.float64 for o in s.checked):
+        return None
+    base = numerical_base(s)
+    if any(s.num_args[i].dtype != torch.float64 for i in s.diff) or any(y.dtype != torch.float64 for y in base):
+        return None
+    with s.clock("expected"):
+        shapes = {(o, i): (tuple(s.outputs[o].shape), tuple(s.args[i].shape)) for o in s.checked for i in s.diff}
+        wanted = hand_values(s, expected, outputs=s.checked, n_outputs=len(s.outputs), shapes=shapes)
+    gen = torch.Generator().manual_seed(s.opts.seed)
+    v = {o: _signs(gen, (PROBES, s.outputs[o].numel()), s.device) for o in s.checked}
+    u = {i: _signs(gen, (PROBES, s.args[i].numel()), s.device) for i in s.diff}
+    with s.clock("autograd"):
+        autograd, ag_method = _autograd_side(s, leaves, outs, v, u)
+    s.notes += no_grad_notes(outs, s.checked)
+    with s.clock("numerical"):
+        found = _numerical_side(s, base, v, u)
+    if found is None:
+        return None
+    numerical, fd_method = found
+    hand = {pair: v[pair[0]] @ j.reshape(v[pair[0]].shape[1], -1) @ u[pair[1]].T for pair, j in wanted.items()}
+    with s.clock("compare"):
+        pairs = [
+            _pair(s, o, i, autograd[(o, i)], numerical[(o, i)], hand.get((o, i))) for o in s.checked for i in s.diff
+        ]
+    if not all(p.passed for p in pairs):
+        return None
+    s.notes.append(screen_note())
+    report = build_report(s, pairs, base, f"{fd_method}, {PROBES} ±1 directions", ag_method, mode="screened")
+    return CheckOutcome(report, {}, {})
+
+
+def _applies(s: RunState) -> bool:
+    opts = s.opts
+    if opts.screen is False or opts.fast or opts.modes != ("rev",) or opts.order != 1 or s.complex_inputs:
+        return False
+    return all(s.args[i].dtype == torch.float64 for i in s.diff)
+
+
+def _worth_it(s: RunState) -> bool:
+    """screen=True always; by default only when every pair is too large to keep each element anyway."""
+    if s.opts.screen:
+        return True
+    sizes = [s.outputs[o].numel() * s.args[i].numel() for o in s.checked for i in s.diff]
+    return bool(sizes) and min(sizes) > s.opts.detail_limit
+
+
+def _signs(gen: torch.Generator, shape: tuple[int, int], device: torch.device) -> torch.Tensor:
+    """Random ±1 float64 values, from a seeded CPU generator so runs repeat exactly."""
+    bits = torch.randint(0, 2, shape, generator=gen, dtype=torch.float64)
+    return (bits * 2 - 1).to(device)
+
+
+def _autograd_side(
+    s: RunState,
+    leaves: Sequence[Any],
+    outs: Sequence[torch.Tensor],
+    v: dict[int, torch.Tensor],
+    u: dict[int, torch.Tensor],
+) -> tuple[dict[Pair, torch.Tensor], str]:
+    """v_a^T J u_b per pair by autograd: k backward passes per output, each weighting that output alone."""
+    live = [o for o in s.checked if outs[o].requires_grad]
+    result = {
+        (o, i): torch.zeros(PROBES, PROBES, dtype=torch.float64, device=s.device) for o in s.checked for i in s.diff
+    }
+    if not live:
+        return result, "backward"
+    rows = PROBES * len(live)
+    cotangents = {}
+    for p, o in enumerate(live):
+        weights = torch.zeros(rows, outs[o].numel(), dtype=torch.float64, device=s.device)
+        weights[p * PROBES : (p + 1) * PROBES] = v[o]
+        cotangents[o] = weights.to(outs[o].dtype).reshape(rows, *outs[o].shape)
+    grads, method, _ = vector_jacobian_products(s.fn, leaves, s.diff, outs, cotangents)
+    for p, o in enumerate(live):
+        for i in s.diff:
+            result[(o, i)] = grads[i][p * PROBES : (p + 1) * PROBES] @ u[i].T
+    return result, method
+
+
+def _numerical_side(
+    s: RunState, base: list[torch.Tensor], v: dict[int, torch.Tensor], u: dict[int, torch.Tensor]
+) -> tuple[dict[Pair, torch.Tensor], str] | None:
+    """v_a^T J u_b per pair by central differences along each u_b, and how fn was evaluated.
+
+    None when fn gives other values under vmap than when called plainly.
+    """
+    result: dict[Pair, torch.Tensor] = {}
+    methods: set[str] = set()
+    for i in s.diff:
+        found = _along(s, i, base, u[i])
+        if found is None:
+            return None
+        differences, method = found
+        methods.add(method)
+        for o in s.checked:
+            result[(o, i)] = v[o] @ differences[o].T
+    return result, " and ".join(sorted(methods))
+
+
+def _along(
+    s: RunState, i: int, base: list[torch.Tensor], directions: torch.Tensor
+) -> tuple[dict[int, torch.Tensor], str] | None:
+    """Per checked output, the (k, m_o) central differences along each direction of input i, in chunks."""
+    x = s.num_args[i]
+    stats = plan_chunk(
+        budget_bytes=s.budget,
+        item_elements=2 * (x.numel() + sum(y.numel() for y in base)),
+        itemsize=x.element_size(),
+        total=PROBES,
+    )
+    chunks: list[NumericalResult | None] = []
+
+    def work(start: int, stop: int) -> None:
+        if chunks and chunks[-1] is None:
+            return  # vmap was not trusted: the element-by-element check takes over
+        chunks.append(
+            directional_differences(
+                s.num_fn,
+                s.num_args,
+                i,
+                s.checked,
+                base,
+                directions[start:stop].to(x.dtype).reshape(stop - start, *x.shape),
+                eps=s.opts.eps,
+                atol=s.opts.atol,
+            )
+        )
+
+    run_chunked(PROBES, stats, work, s.device)
+    s.stats = stats
+    done = [c for c in chunks if c is not None]
+    if len(done) < len(chunks):
+        return None
+    s.notes += [n for c in done for n in c.notes]
+    differences = {o: torch.cat([c.jac[(o, i)] for c in done]) for o in s.checked}
+    return differences, done[-1].method
+
+
+def _pair(
+    s: RunState, o: int, i: int, autograd: torch.Tensor, numerical: torch.Tensor, hand: torch.Tensor | None
+) -> PairReport:
+    """The pair's report: passed when every probe of every side agrees to atol."""
+    sides = {"autograd": autograd, "numerical": numerical} | ({} if hand is None else {"expected": hand})
+    names = [("autograd", "numerical"), ("expected", "autograd"), ("expected", "numerical")]
+    comparisons = []
+    worst_abs, worst_at = -1.0, 0
+    for left, right in names:
+        if left not in sides:
+            continue
+        gap = (sides[left] - sides[right]).abs().reshape(-1)
+        finite = bool(torch.isfinite(gap).all())
+        biggest = float(gap.max()) if finite else float("inf")
+        scale = float(sides[right].abs().max())
+        rel = biggest / scale if scale else (0.0 if biggest == 0 else float("inf"))
+        ok = finite and biggest <= s.opts.atol
+        comparisons.append(Comparison(f"{left}~{right}", ok, biggest, rel, 0 if ok else 1))
+        if finite and biggest > worst_abs:
+            worst_abs, worst_at = biggest, int(gap.argmax())
+    passed = all(c.passed for c in comparisons)
+    worst = Element(
+        index=(),
+        autograd=float(autograd.reshape(-1)[worst_at]),
+        numerical=float(numerical.reshape(-1)[worst_at]),
+        expected=None if hand is None else float(hand.reshape(-1)[worst_at]),
+        abs_error=max(c.max_abs_error for c in comparisons),
+        rel_error=max(c.max_rel_error for c in comparisons),
+        failed=not passed,
+    )
+    out_shape, in_shape = tuple(s.outputs[o].shape), tuple(s.args[i].shape)
+    return PairReport(
+        output_index=o,
+        input_index=i,
+        output_shape=out_shape,
+        input_shape=in_shape,
+        shape=out_shape + in_shape,
+        numel=s.outputs[o].numel() * s.args[i].numel(),
+        passed=passed,
+        blame=Blame.NONE if passed else Blame.UNCLEAR,
+        max_abs_error=worst.abs_error,
+        max_rel_error=worst.rel_error,
+        failed_count=0,
+        worst=worst,
+        worst_elements=(),
+        comparisons=tuple(comparisons),
+        failed=(),
+        kink_count=0,
+        autograd=None,
+        numerical=None,
+        expected=None,
+        error=None,
+        failed_mask=None,
+        check=Check.REV,
+        atol=s.opts.atol,
+        rtol=s.opts.rtol,
+    )
