@@ -48,7 +48,7 @@ def screen_note(k: int = PROBES) -> str:
         f"the input and v over the output, by autograd and by central differences along u (every input "
         f"element moved by ±eps at once), to atol. An element off by more than atol would have failed "
         f"one with probability at least 1 - 2^-{k - 1}; then every element is compared. Pass "
-        "screen=False to compare every element anyway."
+        "screen=False (CLI: --every-element) to compare every element anyway."
     )
 
 
@@ -132,17 +132,35 @@ def _autograd_side(
     }
     if not live:
         return result, "backward"
-    rows = PROBES * len(live)
-    cotangents = {}
-    for p, o in enumerate(live):
-        weights = torch.zeros(rows, outs[o].numel(), dtype=torch.float64, device=s.device)
-        weights[p * PROBES : (p + 1) * PROBES] = v[o]
-        cotangents[o] = weights.to(outs[o].dtype).reshape(rows, *outs[o].shape)
-    grads, method, _ = vector_jacobian_products(s.fn, leaves, s.diff, outs, cotangents)
+    rows = PROBES * len(live)  # rows [p k, (p + 1) k) weight output live[p] by its v, the others by 0
+    grads = {i: torch.empty(rows, leaves[i].numel(), dtype=torch.float64, device=s.device) for i in s.diff}
+    methods: list[str] = []
+
+    def work(start: int, stop: int) -> None:
+        cotangents = {}
+        for p, o in enumerate(live):
+            weights = torch.zeros(stop - start, outs[o].numel(), dtype=torch.float64, device=s.device)
+            lo, hi = max(start, p * PROBES), min(stop, (p + 1) * PROBES)
+            if lo < hi:
+                weights[lo - start : hi - start] = v[o][lo - p * PROBES : hi - p * PROBES]
+            cotangents[o] = weights.to(outs[o].dtype).reshape(stop - start, *outs[o].shape)
+        found, method, _ = vector_jacobian_products(s.fn, leaves, s.diff, outs, cotangents)
+        methods.append(method)
+        for i in s.diff:
+            grads[i][start:stop] = found[i]
+
+    stats = plan_chunk(
+        budget_bytes=s.budget,
+        item_elements=sum(x.numel() for x in leaves if isinstance(x, torch.Tensor)) + sum(y.numel() for y in outs),
+        itemsize=max(leaves[i].element_size() for i in s.diff),
+        total=rows,
+        working_factor=2,
+    )
+    run_chunked(rows, stats, work, s.device)
     for p, o in enumerate(live):
         for i in s.diff:
             result[(o, i)] = grads[i][p * PROBES : (p + 1) * PROBES] @ u[i].T
-    return result, method
+    return result, methods[-1]
 
 
 def _numerical_side(
