@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from gradcheck import Blame, check
+from tests.gradcheck.test_gc_modes import _exp_function
 
 
 def _seed(x: torch.Tensor) -> torch.Tensor:
@@ -166,29 +167,7 @@ def test_forward_and_second_order_rounding_is_inconclusive_never_the_derivative(
     assert "the same function's double backward run in float64 agrees" in str(report)
 
 
-class _ExpWrongJvp(torch.autograd.Function):
-    """exp with a right backward and a jvp twice too large."""
-
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        return x.exp()
-
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-        ctx.save_for_backward(output)
-        ctx.save_for_forward(output)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (y,) = ctx.saved_tensors
-        return grad * y
-
-    @staticmethod
-    def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
-        (y,) = ctx.saved_tensors
-        return tangent * y * 2
+_ExpWrongJvp = _exp_function(backward_factor=1.0, jvp_factor=2.0)  # a right backward, a jvp twice too large
 
 
 class _TimesTwoX(torch.autograd.Function):
