@@ -59,17 +59,25 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
     None starts from where this one started.
     """
     s = dataclasses.replace(state, notes=list(state.notes), complex_outputs=list(state.complex_outputs))
-    if not _applies(s):
+    opts = s.opts
+    if opts.screen is False or opts.fast or opts.modes != ("rev",) or opts.order != 1:
+        return None
+    if s.complex_inputs or any(s.args[i].dtype != torch.float64 for i in s.diff):
+        _not_screened(state)
         return None
     leaves = autograd_copies(s.args, s.diff, s.device)
     with s.clock("autograd"), torch.enable_grad():
         outs = call_outputs(s.fn, leaves, found_complex=s.complex_outputs)
     s.checked = checked_outputs(outs)
     s.outputs = tuple(y.detach() for y in outs)
-    if s.complex_outputs or not _worth_it(s) or any(s.outputs[o].dtype != torch.float64 for o in s.checked):
+    if not _worth_it(s):
+        return None
+    if s.complex_outputs or any(s.outputs[o].dtype != torch.float64 for o in s.checked):
+        _not_screened(state)
         return None
     base = numerical_base(s)
     if any(s.num_args[i].dtype != torch.float64 for i in s.diff) or any(y.dtype != torch.float64 for y in base):
+        _not_screened(state)
         return None
     with s.clock("expected"):
         shapes = {(o, i): (tuple(s.outputs[o].shape), tuple(s.args[i].shape)) for o in s.checked for i in s.diff}
@@ -97,11 +105,15 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
     return CheckOutcome(report, {}, {})
 
 
-def _applies(s: RunState) -> bool:
-    opts = s.opts
-    if opts.screen is False or opts.fast or opts.modes != ("rev",) or opts.order != 1 or s.complex_inputs:
-        return False
-    return all(s.args[i].dtype == torch.float64 for i in s.diff)
+def _not_screened(state: RunState) -> None:
+    """No screen for this dtype; with screen=True, a note in the element-by-element report says why."""
+    if state.opts.screen:
+        state.notes.append(
+            "screen=True: not screened, as the screen compares real float64 values only (inputs, outputs "
+            "and finite differences); every element was compared instead."
+        )
+
+
 
 
 def _worth_it(s: RunState) -> bool:

@@ -166,6 +166,9 @@ def test_float32_and_complex_inputs_are_not_screened() -> None:
 
     assert check(torch.sin, x32).mode == "full"
     assert check(lambda z: (z * z).real, z).mode == "full"
+    asked = check(torch.sin, x32, screen=True)
+    assert asked.passed and asked.mode == "full"
+    assert any(n.startswith("screen=True: not screened, as the screen compares real float64") for n in asked.notes)
 
 
 def test_a_tiny_memory_budget_screens_in_chunks_of_directions() -> None:
