@@ -114,8 +114,6 @@ def _not_screened(state: RunState) -> None:
         )
 
 
-
-
 def _worth_it(s: RunState) -> bool:
     """screen=True always; by default only when every pair is too large to keep each element anyway."""
     if s.opts.screen:
