@@ -211,3 +211,13 @@ def test_compare_devices_compares_whole_jacobians() -> None:
 def test_screen_options_are_checked(options: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         check(torch.sin, _x(4), **options)
+
+
+def test_the_torch_agreement_corpus_gets_torchs_verdicts_when_screened() -> None:
+    """Every right function passes on the screen; every wrong one misses it and fails element by element."""
+    from tests.gradcheck.test_gc_torch_agreement import CORPUS
+
+    for name, fn, make, torch_verdict in CORPUS:
+        report = check(fn, make(), screen=True)
+        assert report.passed is torch_verdict, name
+        assert report.mode == ("screened" if torch_verdict else "full"), name
