@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gradcheck import Blame, check
-from tests.gradcheck.test_gc_modes import _exp_function
+from tests.gradcheck.test_gc_modes import _exp_function, _square_via, _TwiceWrongByX
 
 
 def _seed(x: torch.Tensor) -> torch.Tensor:
@@ -170,32 +170,8 @@ def test_forward_and_second_order_rounding_is_inconclusive_never_the_derivative(
 _ExpWrongJvp = _exp_function(backward_factor=1.0, jvp_factor=2.0)  # a right backward, a jvp twice too large
 
 
-class _TimesTwoX(torch.autograd.Function):
-    """2 g x, whose backward by x says 3 g: the double backward of _SquareWrongTwice."""
-
-    @staticmethod
-    def forward(ctx: Any, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(g, x)
-        return 2 * g * x
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        g, x = ctx.saved_tensors
-        return grad * 2 * x, grad * 3 * g
-
-
-class _SquareWrongTwice(torch.autograd.Function):
-    """x**2 with a right backward whose own derivative is 1.5 times too large."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x**2
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return _TimesTwoX.apply(grad, x)
+# x**2 with a right backward whose own derivative is 1.5 times too large (3 g where 2 g is right).
+_SquareWrongTwice = _square_via(_TwiceWrongByX)
 
 
 def test_a_wrong_low_precision_jvp_or_double_backward_is_still_blamed() -> None:
