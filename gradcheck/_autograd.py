@@ -172,7 +172,7 @@ def vector_jacobian_products(
     diff: Sequence[int],
     outs: Sequence[torch.Tensor],
     cotangents: dict[int, torch.Tensor],
-) -> tuple[dict[int, torch.Tensor], str, list[str]]:
+) -> tuple[dict[int, torch.Tensor], str]:
     """The gradients of a batch of cotangents, by the fastest way fn allows.
 
     Args:
@@ -181,7 +181,7 @@ def vector_jacobian_products(
 
     Returns:
         Per differentiated input, the float64 (count, n_i) gradients (zeros where no
-        output reaches it); the method used; and why faster methods failed.
+        output reaches it), and the method used.
     """
     live = sorted(cotangents)
     rows = _Rows(fn, leaves, list(outs), live, [], diff, {})
@@ -193,7 +193,7 @@ def vector_jacobian_products(
         else g.detach().reshape(count, -1).to(torch.float64)
         for i, g in zip(diff, grads, strict=True)
     }
-    return result, rows.method, rows.reasons
+    return result, rows.method
 
 
 def _basis(rows: _Rows, start: int, stop: int) -> list[torch.Tensor]:

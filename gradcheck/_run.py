@@ -19,7 +19,7 @@ from gradcheck._numerical import NumericalResult, numerical_jacobian
 from gradcheck._pairs import Differences, judge
 from gradcheck._screen import run_screen
 from gradcheck._second import second_order_pairs
-from gradcheck._setup import hand_values, numerical_base
+from gradcheck._setup import hand_jacobians, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
 from gradcheck.report import Check, PairReport
 
@@ -59,9 +59,7 @@ def run_full(state: RunState, expected: Any, expected_hessian: Any) -> CheckOutc
     base = numerical_base(state)
     opts = state.opts  # the step and tolerances may have been chosen for fn's own dtype
     with state.clock("expected"):
-        wanted = hand_values(
-            state, expected, outputs=state.checked, n_outputs=len(state.outputs), shapes=_shapes(state)
-        )
+        wanted = hand_jacobians(state, expected)
     with state.clock("numerical"):
         nm = numerical_jacobian(
             state.num_fn,
@@ -94,12 +92,6 @@ def run_full(state: RunState, expected: Any, expected_hessian: Any) -> CheckOutc
         {p: t.cpu() for p, t in ag.jac.items()} if ag is not None else {},
         {p: t.cpu() for p, t in nm.jac.items()},
     )
-
-
-def _shapes(state: RunState) -> dict[Pair, tuple[tuple[int, ...], tuple[int, ...]]]:
-    return {
-        (o, i): (tuple(state.outputs[o].shape), tuple(state.args[i].shape)) for o in state.checked for i in state.diff
-    }
 
 
 def _pair_data(
@@ -212,9 +204,7 @@ def run_fast(state: RunState, expected: Any) -> CheckOutcome:
     base = numerical_base(state)
     opts = state.opts
     with state.clock("expected"):
-        wanted = hand_values(
-            state, expected, outputs=state.checked, n_outputs=len(state.outputs), shapes=_shapes(state)
-        )
+        wanted = hand_jacobians(state, expected)
     proj = random_projections(
         {o: state.outputs[o].numel() for o in state.checked},
         {i: state.args[i].numel() for i in state.diff},

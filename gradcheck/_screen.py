@@ -30,7 +30,7 @@ from gradcheck._autograd import no_grad_notes, vector_jacobian_products
 from gradcheck._chunks import plan_chunk, run_chunked
 from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
 from gradcheck._numerical import NumericalResult, directional_differences
-from gradcheck._setup import hand_values, numerical_base
+from gradcheck._setup import hand_jacobians, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
 from gradcheck.report import Blame, Check, Comparison, Element, PairReport
 
@@ -80,8 +80,7 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
         _not_screened(state)
         return None
     with s.clock("expected"):
-        shapes = {(o, i): (tuple(s.outputs[o].shape), tuple(s.args[i].shape)) for o in s.checked for i in s.diff}
-        wanted = hand_values(s, expected, outputs=s.checked, n_outputs=len(s.outputs), shapes=shapes)
+        wanted = hand_jacobians(s, expected)
     gen = torch.Generator().manual_seed(s.opts.seed)
     v = {o: _signs(gen, (PROBES, s.outputs[o].numel()), s.device) for o in s.checked}
     u = {i: _signs(gen, (PROBES, s.args[i].numel()), s.device) for i in s.diff}
@@ -154,7 +153,7 @@ def _autograd_side(
             if lo < hi:
                 weights[lo - start : hi - start] = v[o][lo - p * PROBES : hi - p * PROBES]
             cotangents[o] = weights.to(outs[o].dtype).reshape(stop - start, *outs[o].shape)
-        found, method, _ = vector_jacobian_products(s.fn, leaves, s.diff, outs, cotangents)
+        found, method = vector_jacobian_products(s.fn, leaves, s.diff, outs, cotangents)
         methods.append(method)
         for i in s.diff:
             grads[i][start:stop] = found[i]

@@ -16,7 +16,7 @@ from gradcheck._notes import dtype_label
 from gradcheck._state import CheckOptions, RunState
 from gradcheck.errors import GradcheckError
 
-__all__ = ["numerical_base", "hand_values"]
+__all__ = ["numerical_base", "hand_values", "hand_jacobians"]
 
 Pair = tuple[int, int]
 
@@ -126,3 +126,11 @@ def hand_values(
         shapes=shapes,
         device=state.device,
     )
+
+
+def hand_jacobians(state: RunState, expected: Any) -> dict[Pair, torch.Tensor]:
+    """`expected` as one float64 Jacobian per (checked output, differentiated input) pair."""
+    shapes = {
+        (o, i): (tuple(state.outputs[o].shape), tuple(state.args[i].shape)) for o in state.checked for i in state.diff
+    }
+    return hand_values(state, expected, outputs=state.checked, n_outputs=len(state.outputs), shapes=shapes)
