@@ -61,6 +61,7 @@ class EngineReplay:
         self.owner: dict[str, str] = {}
         # value id -> [storage key, holders, logical bytes]
         self.values: dict[int, list[Any]] = {}
+        self.views: set[int] = set()  # values that are views of another value's storage
         self.buffers: dict[str, dict[int, int]] = {}
         self.live = 0
         self.order: list[str] = []
@@ -115,6 +116,7 @@ class EngineReplay:
         self.refs[key] += 1
         self._next += 1
         self.values[self._next] = [key, 1, logical]
+        self.views.add(self._next)
         return self._next
 
     def _drop(self, value: int) -> None:
@@ -122,12 +124,15 @@ class EngineReplay:
         v[1] -= 1
         if v[1] == 0:
             del self.values[value]
+            self.views.discard(value)
             self._release(v[0])
 
     def _exclusive(self, value: int) -> bool:
-        """Whether torch may reuse this gradient in place: one holder of the tensor and of its storage, not expanded."""
+        """Whether torch sums into this buffered gradient in place: one holder of the tensor and of its storage,
+        not expanded, and not a view (a gradient that came through `t()` or `view()` is summed into a new
+        tensor: measured on tied embeddings and on a weight used twice, torch 2.13)."""
         key, holders, logical = self.values[value]
-        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key]
+        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key] and value not in self.views
 
     def _check_peak(self, peak: int) -> int:
         live = self.live
@@ -189,11 +194,8 @@ class EngineReplay:
             if self.refs[key] == 1 and self.kind[key] == "gradients":
                 self._relabel(key, "gradients", target)
             return peak
-        if self._exclusive(old):
+        if self._exclusive(old):  # InputBuffer::accumulate: old.add_(var) in place, else old + var, a new tensor
             self._drop(value)
-        elif self._exclusive(value):
-            slot[output_nr] = value
-            self._drop(old)
         else:
             logical = self.values[old][2]
             slot[output_nr] = self._alloc(logical, target, logical)
