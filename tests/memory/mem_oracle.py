@@ -19,7 +19,7 @@ import torch
 from torch.distributed._tools.mem_tracker import MemTracker
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["StepSpec", "OracleRun", "memtracker_peak", "memtracker_fake_peak"]
+__all__ = ["StepSpec", "OracleRun", "ZooRow", "memtracker_peak", "memtracker_fake_peak", "compare"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,47 @@ def memtracker_fake_peak(spec: StepSpec, batch: int) -> OracleRun:
         args, kwargs = spec.inputs(batch)
         peak = _tracked_step(spec, model, args, kwargs)
     return OracleRun(peak, time.process_time() - start)
+
+
+@dataclass(frozen=True)
+class ZooRow:
+    """One step's figures side by side (bytes): PyTorch's (`memtracker`, `memtracker_fake`: None where
+    MemTracker under FakeTensorMode failed, `fake_error` says how) and ours (`measured`, `replay`,
+    `forecast` on meta), with the seconds the two forecasts took."""
+
+    memtracker: int
+    memtracker_fake: int | None
+    fake_error: str | None
+    measured: int
+    forward_peak: int
+    replay: int
+    forecast: int | None
+    forecast_error: str | None
+    fake_seconds: float
+    forecast_seconds: float
+
+
+def compare(spec: StepSpec, batch: int) -> ZooRow:
+    """MemTracker on the real step and under FakeTensorMode, and our measure, replay and meta forecast, at `batch`."""
+    from graphviz_app.errors import TraceError
+    from graphviz_app.memory import forecast, measure
+
+    real = memtracker_peak(spec, batch)
+    try:
+        fake: OracleRun | None = memtracker_fake_peak(spec, batch)
+        fake_error = None
+    except Exception as e:  # noqa: BLE001 - MemTracker+FakeTensorMode fails on some models: recorded, not raised
+        fake, fake_error = None, f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+    torch.manual_seed(0)
+    model = spec.prepare(spec.build())
+    args, kwargs = spec.inputs(batch)
+    m = measure(model, *args, loss=spec.loss, autocast=spec.autocast, **kwargs)
+    start = time.process_time()
+    try:
+        p = forecast(model, *args, loss=spec.loss, dtype=spec.autocast, policy="cpu", **kwargs)
+        predicted, forecast_error = p.peak_bytes, None
+    except TraceError as e:
+        predicted, forecast_error = None, str(e)
+    return ZooRow(real.peak_bytes, fake.peak_bytes if fake else None, fake_error, m.measured.peak_bytes,
+                  m.measured.forward_peak_bytes, m.predicted.peak_bytes, predicted, forecast_error,
+                  fake.seconds if fake else 0.0, time.process_time() - start)

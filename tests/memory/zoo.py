@@ -45,7 +45,6 @@ def _hf(config_name: str, model_name: str, **config: Any) -> Callable[[], nn.Mod
     def build() -> nn.Module:
         import transformers
         cfg = getattr(transformers, config_name)(**config)
-        cfg._attn_implementation = "sdpa" if "attn_implementation" not in config else config["attn_implementation"]
         return getattr(transformers, model_name)(cfg).train()
     return build
 
@@ -195,12 +194,6 @@ def _seq2seq(vocab: int, seq: int) -> Callable[[int], tuple[tuple[Any, ...], dic
     return inputs
 
 
-def _whisper(batch: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    g = torch.Generator().manual_seed(batch)
-    return (), {"input_features": torch.randn(batch, 16, 60, generator=g),
-                "labels": torch.randint(2, 300, (batch, 8), generator=g)}
-
-
 def _unet() -> nn.Module:
     from diffusers import UNet2DModel
     return UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
@@ -249,12 +242,6 @@ ZOO: tuple[ZooModel, ...] = (
                                   decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
                                   max_position_embeddings=64),
                               _seq2seq(500, 16), _hf_loss), (1, 4), frozenset({"tied", "encoder-decoder", "hf"})),
-    ZooModel("whisper", StepSpec(_hf("WhisperConfig", "WhisperForConditionalGeneration", vocab_size=300,
-                                     num_mel_bins=16, d_model=64, encoder_layers=1, decoder_layers=1,
-                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
-                                     decoder_ffn_dim=128, max_source_positions=30, max_target_positions=32,
-                                     decoder_start_token_id=1, pad_token_id=0),
-                                 _whisper, _hf_loss), (1, 4), frozenset({"tied", "encoder-decoder", "hf"})),
     ZooModel("vit", StepSpec(_hf("ViTConfig", "ViTForImageClassification", image_size=32, patch_size=8,
                                  hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                                  num_labels=3),

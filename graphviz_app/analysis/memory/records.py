@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from ...model import human_bytes
 
-__all__ = ["MemoryStep", "ModuleBytes", "MemoryTimeline", "MeasuredMemory", "HOLDER_KINDS"]
+__all__ = ["MemoryStep", "ModuleBytes", "MemoryTimeline", "MeasuredMemory", "HolderKind", "HOLDER_KINDS"]
 
-# What keeps a storage alive, in the order the records list them.
-HOLDER_KINDS = ("saved", "gradients", "grads", "outputs")
+
+class HolderKind(str, Enum):
+    """What keeps a storage alive during a step: the one list every layer uses (replay, records, JSON, viewer).
+
+    The values are the JSON keys (and `ModuleBytes` fields); `label` is the text a person reads.
+    `GRADIENTS` are gradients in flight (in an op's input buffer or being made by it) and
+    `GRADS` the `.grad` of leaves made during the step: two different things.
+    """
+
+    SAVED = "saved"
+    GRADIENTS = "gradients"
+    GRADS = "grads"
+    OUTPUTS = "outputs"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {HolderKind.SAVED: "saved tensors", HolderKind.GRADIENTS: "gradients in flight",
+           HolderKind.GRADS: ".grad", HolderKind.OUTPUTS: "outputs"}
+
+# The holder kinds' values, in the order the records list them.
+HOLDER_KINDS = tuple(k.value for k in HolderKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +122,7 @@ class MemoryTimeline:
             "held": dict(self.held),
             "held_at_peak": dict(self.held_at_peak),
             "at_peak": [
-                {"module": m.module, "saved": m.saved, "gradients": m.gradients, "grads": m.grads,
-                 "outputs": m.outputs}
+                {"module": m.module, **{k.value: getattr(m, k.value) for k in HolderKind}}
                 for m in self.at_peak
             ],
             "notes": list(self.notes),
@@ -111,7 +133,8 @@ class MemoryTimeline:
         lines = [f"peak {human_bytes(self.peak_bytes)} {where} (step {self.peak_step} of {len(self.steps) - 1}); "
                  f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
         for m in sorted(self.at_peak, key=lambda m: -m.total)[:8]:
-            parts = ", ".join(f"{kind} {human_bytes(getattr(m, kind))}" for kind in HOLDER_KINDS if getattr(m, kind))
+            parts = ", ".join(f"{kind.label} {human_bytes(getattr(m, kind.value))}" for kind in HolderKind
+                              if getattr(m, kind.value))
             lines.append(f"  {m.module if m.module is not None else '(no module)'}: {parts}")
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 

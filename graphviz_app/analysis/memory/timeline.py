@@ -17,7 +17,7 @@ from collections.abc import Collection
 
 from ...model import Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
-from .records import MemoryTimeline, ModuleBytes
+from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
 
 __all__ = ["memory_timeline"]
@@ -63,7 +63,7 @@ def memory_timeline(
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
     peak_bytes = steps[peak_step].peak
     owners = _last_savers(plan, replay.order)
-    snapshot = {key: (kind, owners.get(key, owner) if kind == "saved" else owner, size)
+    snapshot = {key: (kind, owners.get(key, owner) if kind == HolderKind.SAVED.value else owner, size)
                 for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
     for key, savers in plan.savers.items():
