@@ -29,7 +29,7 @@ from .analysis.memory import HolderKind, MeasuredMemory, MemoryTimeline, memory_
 from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from .analysis.memory.fit import fit, largest_batch
 from .model import Graph
-from .tracing.memory.checkpointing import verify_plan
+from .tracing.memory.checkpointing import runnable_modules, verify_plan
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
 from .tracing.memory.step import Step, run_step
 
@@ -117,5 +117,5 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
-    plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots)
+    plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model))
     return verify_plan(step, plan) if verify and plan.modules else plan

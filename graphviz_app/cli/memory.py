@@ -253,7 +253,10 @@ def _plan(step: Step, prediction: Prediction, args: argparse.Namespace, budget: 
     else:  # the budget less what exists anyway: the peak's share of it
         fixed = fit(0, prediction.static, optimizer=args.optimizer).total_bytes
         target = max(0, budget - fixed)
-    plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=args.retain_graph)
+    from ..tracing.memory.checkpointing import runnable_modules
+
+    plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=args.retain_graph,
+                            runnable=runnable_modules(step.model))
     if args.verify and plan.modules:
         from ..tracing.memory.checkpointing import verify_plan
 

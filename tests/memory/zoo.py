@@ -250,7 +250,7 @@ ZOO: tuple[ZooModel, ...] = (
                                        hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic", num_labels=3),
                                    _image(3, 32), _hf_loss), (1, 4), frozenset({"hf", "vision", "batchnorm"})),
     ZooModel("convnext", StepSpec(_hf("ConvNextConfig", "ConvNextForImageClassification", hidden_sizes=[16, 32],
-                                      depths=[1, 1], num_labels=3, image_size=32),
+                                      depths=[1, 1], num_labels=3, image_size=32, num_stages=2),
                                   _image(3, 32), _hf_loss), (1, 4), frozenset({"hf", "vision"})),
     ZooModel("unet2d", StepSpec(_unet, _unet_inputs, _sample), (1, 4), frozenset({"diffusers", "vision"})),
     _lm("gpt2-gc", "GPT2Config", "GPT2LMHeadModel", _GPT2, tags=("tied", "hf", "checkpoint"), prepare=_gc(False)),
