@@ -67,8 +67,9 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     run = run_step(step, retain_graph=retain_graph)
     if run.measured is None:  # run_step measures unless told not to
         raise RuntimeError("run_step returned no measurement")
-    return Measurement(run.graph, memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph),
-                       run.measured)
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph,
+                               forward_peak_bytes=run.measured.forward_peak_bytes)
+    return Measurement(run.graph, timeline, run.measured)
 
 
 def forecast(model: torch.nn.Module, *args: Any, batch: int | None = None, seq_len: int | None = None,

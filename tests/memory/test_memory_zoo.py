@@ -27,7 +27,6 @@ KNOWN: dict[tuple[str, int, str], str] = {
     ("llama-gc-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
     ("tiny-gpt-ckpt", 8, "replay"): "non-reentrant recompute is not in the graph",
     ("tiny-gpt-ckpt-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
-    ("gru-tagger", 8, "replay"): "the peak is in the forward, which the replay does not model",
     ("gpt2-bf16-autocast", 1, "replay"): "autocast casts' temporaries in backward are not modelled",
     ("qwen2-tied", 4, "forecast"): "8% over: on meta, attention saves more than on the CPU at batch > 1",
     ("llama", 4, "forecast"): "as qwen2-tied",

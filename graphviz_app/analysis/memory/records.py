@@ -84,7 +84,9 @@ class MemoryTimeline:
     under the node whose backward releases it); `held_at_peak` the bytes each
     node holds at the peak (saved tensors, gradients in its input buffer, a
     leaf's `.grad`); `at_peak` the same grouped by module. `notes` say what
-    the prediction could not see in this graph.
+    the prediction could not see in this graph. `forward_peak_bytes`, when the step was run (measured, or
+    forecast on meta), is the forward's own peak as counted then: the step's peak is the larger of it and
+    the backward replay's (`peak_in_forward` says which); None for a graph alone, whose forward is not replayed.
     """
 
     steps: tuple[MemoryStep, ...]
@@ -95,10 +97,20 @@ class MemoryTimeline:
     at_peak: tuple[ModuleBytes, ...] = ()
     retain_graph: bool = False
     notes: tuple[str, ...] = ()
+    forward_peak_bytes: int | None = None
+
+    @property
+    def peak_in_forward(self) -> bool:
+        """Whether the step's peak is the forward's own (`forward_peak_bytes`, counted as the step ran, on its
+        device or on meta), above everything the backward replay holds."""
+        return self.forward_peak_bytes is not None and self.forward_peak_bytes == self.peak_bytes and (
+            not self.steps or max(s.peak for s in self.steps) < self.peak_bytes)
 
     @property
     def peak_node(self) -> str | None:
-        """The backward node running at the peak (None: the peak is the end of the forward)."""
+        """The backward node running at the peak (None: the peak is the end of the forward, or in it)."""
+        if self.peak_in_forward:
+            return None
         return self.steps[self.peak_step].node if self.steps else None
 
     @property
@@ -117,6 +129,8 @@ class MemoryTimeline:
             "peak_step": self.peak_step,
             "peak_node": self.peak_node,
             "forward_bytes": self.forward_bytes,
+            "forward_peak_bytes": self.forward_peak_bytes,
+            "peak_in_forward": self.peak_in_forward,
             "retain_graph": self.retain_graph,
             "steps": [[s.node, s.before, s.peak, s.after] for s in self.steps],
             "held": dict(self.held),
@@ -129,7 +143,8 @@ class MemoryTimeline:
         }
 
     def __str__(self) -> str:
-        where = f"while {self.peak_node} runs" if self.peak_node else "at the end of the forward"
+        where = (f"while {self.peak_node} runs" if self.peak_node
+                 else "during the forward" if self.peak_in_forward else "at the end of the forward")
         lines = [f"peak {human_bytes(self.peak_bytes)} {where} (step {self.peak_step} of {len(self.steps) - 1}); "
                  f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
         for m in sorted(self.at_peak, key=lambda m: -m.total)[:8]:

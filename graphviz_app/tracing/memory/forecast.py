@@ -208,7 +208,8 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
             raise _failure(step, e2) from e2
         note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
     graph = with_lstm_workspaces(run.graph)
-    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph)
+    forward = run.measured.forward_peak_bytes if run.measured is not None else None
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
     on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
     fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
     rnns = sorted({type(m).__name__ for m in step.model.modules()
