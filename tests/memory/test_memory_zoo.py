@@ -18,7 +18,8 @@ CASES = [(m.name, b) for m in ZOO for b in m.batches]
 
 # (model, batch, check) -> why it is outside its tolerance today.
 KNOWN: dict[tuple[str, int, str], str] = {
-    ("t5", 4, "measure"): "1% under MemTracker: a storage MemTracker counts that the storage counter does not",
+    ("t5", 4, "measure"): "MemTracker's own module hooks make the step hold 1% more (our counter nested inside "
+                          "MemTracker counts MemTracker's figure; alone, the step holds what we measure)",
     ("bart", 4, "measure"): "0.8% under MemTracker, as t5",
     ("t5", 1, "replay"): "op-backward temporaries inside T5's attention and layer norm are not modelled",
     ("t5", 4, "replay"): "as at batch 1",
