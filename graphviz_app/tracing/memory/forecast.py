@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -17,7 +18,7 @@ from ..module_trace import given_tensors
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
-__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
+__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict", "fake_step",
            "with_lstm_workspaces"]
 
 
@@ -187,6 +188,46 @@ def _failure(step: Step, e: BaseException) -> TraceError:
     return TraceError(f"the step failed on {where}: {type(e).__name__}: {first}{hint}")
 
 
+def _tree(value: Any, leaf: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return leaf(value)
+    if isinstance(value, dict):
+        return {k: _tree(v, leaf) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_tree(v, leaf) for v in value)
+    return value
+
+
+def fake_step(step: Step, device: str = "cpu") -> Step:
+    """`step` (model and inputs on meta) with every tensor a FakeTensor of `device`: torch then picks the
+    kernels it picks on that device (attention, recurrent layers, autocast's casts) and libraries that skip
+    value checks for fake tensors (transformers) skip them; nothing is allocated. Tensors the forward or the
+    loss captures from outside stay as they are (constants to the fake mode).
+
+    >>> s = fake_step(step_variant(Step(torch.nn.Linear(2, 2), (torch.ones(1, 2),)), device="meta"))
+    >>> type(s.args[0]).__name__, s.args[0].device.type
+    ('FakeTensor', 'cpu')
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    target = torch.device(device)
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        meta = t if t.device.type == "meta" else t.detach().to("meta")
+        made = mode.fake_tensor_converter.from_meta_and_device(mode, meta.detach(), target)
+        return made.requires_grad_(t.requires_grad) if t.is_leaf and t.is_floating_point() else made
+
+    memo: dict[int, Any] = {}
+    for param in step.model.parameters():
+        memo[id(param)] = torch.nn.Parameter(fake(param.detach()), requires_grad=param.requires_grad)
+    for buffer in step.model.buffers():
+        memo[id(buffer)] = fake(buffer)
+    model = copy.deepcopy(step.model, memo)
+    return dataclasses.replace(step, model=model, args=_tree(step.args, fake), kwargs=_tree(dict(step.kwargs), fake),
+                               mode=mode)
+
+
 def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     """Run the whole step (forward and backward) counted as `measure` counts, trace it, and replay its timeline.
 
@@ -199,6 +240,24 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
             forward reading a tensor's value).
     """
     note = None
+    on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
+    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())  # its workspace is sized on meta only
+    if on_meta and step.autocast_policy == "cpu" and not lstm:
+        # Fake CPU tensors: CPU's own kernel choices, exact where MemTracker under FakeTensorMode is; where the
+        # step cannot run on them (a value read that meta tolerates), on meta as below.
+        try:
+            fake = fake_step(step)
+            run = run_step(fake, retain_graph=retain_graph)
+            graph = with_lstm_workspaces(run.graph)
+            forward = run.measured.forward_peak_bytes if run.measured is not None else None
+            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+            timeline = dataclasses.replace(timeline, notes=(*timeline.notes, "forecast on fake CPU tensors "
+                                                            "(FakeTensorMode): nothing allocated"))
+            return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
+        except Exception as e:  # noqa: BLE001 - any failure on fake tensors: the meta path below, with a note
+            note = f"fake CPU tensors failed ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}): " \
+                   "counted on meta"
+    backward_note = None
     try:
         run = run_step(step, retain_graph=retain_graph)
     except (NotImplementedError, RuntimeError, TypeError) as e:
@@ -206,15 +265,14 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
             run = run_step(step, measure=False)
         except (NotImplementedError, RuntimeError, TypeError) as e2:
             raise _failure(step, e2) from e2
-        note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
+        backward_note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
     graph = with_lstm_workspaces(run.graph)
     forward = run.measured.forward_peak_bytes if run.measured is not None else None
     timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
-    on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
     fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
     rnns = sorted({type(m).__name__ for m in step.model.modules()
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
-    notes: list[str] = [note] if note else []
+    notes: list[str] = [n for n in (note, backward_note) if n]
     measured = run.measured
     if on_meta and fused:
         measured = None  # the workspace has no size on meta: the replay, which sizes it, is the forecast

@@ -46,6 +46,7 @@ class Step:
     autocast: torch.dtype | None = None
     autocast_policy: str = "cuda"
     loss: Callable[[Any], Any] | None = None
+    mode: Any = None  # a FakeTensorMode the step's tensors belong to: entered on the thread that runs it
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,13 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
 
 
 def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
+    if step.mode is None:
+        return _run_here(step, measure, retain_graph, saved)
+    with step.mode:  # modes are per thread: the fake mode is entered on the big-stack thread
+        return _run_here(step, measure, retain_graph, saved)
+
+
+def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
         with record(step.model), _attention(step), _recurrent(step), _autocast(step), _default_device(step), \
