@@ -164,14 +164,6 @@ def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeyp
     assert all(n.grad is not None for n in graph.nodes if n.kind.value == "op")  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("old", "new"), sorted(importlib.import_module("graphviz_app._moved").MOVED.items()))
-def test_module_paths_of_earlier_versions_still_import(old: str, new: str) -> None:
-    moved = importlib.import_module(old)
-    assert moved is importlib.import_module(new)
-    assert moved.__spec__.name == new and moved.__name__ == new  # pickling and reload see the real path
-    assert moved.__all__ and all(hasattr(moved, name) for name in moved.__all__)
-
-
 def test_the_readme_documents_the_layers_a_newcomer_sees() -> None:
     section = _readme_section("development")
     for package in ("tracing", "model", "analysis", "drawing", "expr", "web", "web/worker", "cli"):
