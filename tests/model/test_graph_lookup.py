@@ -6,18 +6,9 @@ import dataclasses
 import pickle
 
 import pytest
+from model_counting import CountingNodes
 
 from graphviz_app.model import Edge, Graph, Node, NodeKind
-
-
-class CountingNodes(tuple):
-    """A node tuple that counts how often it is walked from the start."""
-
-    walks = 0
-
-    def __iter__(self):  # noqa: ANN204
-        type(self).walks += 1
-        return super().__iter__()
 
 
 def chain(n: int, nodes: type[tuple] = tuple) -> Graph:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
+from model_counting import CountingNodes
+
 from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo
 from graphviz_app.web.memory_view import memory_panel_of
-
-
-class CountingNodes(tuple):
-    """A node tuple that counts how often it is walked from the start."""
-
-    walks = 0
-
-    def __iter__(self):  # noqa: ANN204
-        type(self).walks += 1
-        return super().__iter__()
 
 
 def _saving_chain(nodes: int) -> Graph:
