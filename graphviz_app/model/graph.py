@@ -95,7 +95,9 @@ class Graph:
         """
         index = self._index
         if index is None:
-            index = {n.id: n for n in self.nodes}
+            index = {}
+            for n in self.nodes:
+                index.setdefault(n.id, n)  # a repeated id finds its first node, as a scan would
             object.__setattr__(self, "_index", index)  # a cache: frozen means the fields, which it does not change
         try:
             return index[node_id]

@@ -24,6 +24,11 @@ def test_every_lookup_after_the_first_walks_no_node() -> None:
     assert CountingNodes.walks == 1  # the index, built once; a scan per call would walk 39,999 times
 
 
+def test_a_repeated_id_finds_its_first_node() -> None:
+    graph = Graph(nodes=(Node("n0", NodeKind.OP, "First"), Node("n0", NodeKind.OP, "Second")), edges=())
+    assert graph.node("n0").name == "First"
+
+
 def test_a_missing_id_is_a_key_error_naming_it() -> None:
     with pytest.raises(KeyError, match="no node 'n9' in this graph"):
         chain(3).node("n9")
