@@ -163,3 +163,17 @@ def test_the_doors_up_are_lazy_imports_in_the_model_alone() -> None:
                 assert hasattr(importlib.import_module(home), attr), f"{module}:{node.lineno}: {name} is missing"
                 doors.append(name)
     assert "graphviz_app.analysis.summary.summarize" in doors  # the marker is found where it is used
+
+
+def test_the_model_never_imports_by_a_string() -> None:
+    """A module path in a string (`import_module("graphviz_app.analysis...")`) hides an arrow from the checks above."""
+    found = []
+    for module in modules():
+        if module != MODEL and not module.startswith(MODEL + "."):
+            continue
+        for node in ast.walk(ast.parse(_path(module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if called in ("import_module", "__import__", "find_spec"):
+                    found.append(f"{module}:{node.lineno}: {called}()")
+    assert not found, "the model imports by name at run time: " + ", ".join(found)
