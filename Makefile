@@ -28,6 +28,7 @@ test: setup chromium firefox lint
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # the manual (docs/, mkdocs.yml)
 
 bench: setup
 	$(PY) benchmarks/run_all.py
