@@ -41,11 +41,17 @@ def _run(block: Block, namespace: dict[str, object]) -> str:
     return printed.getvalue()
 
 
-PAGES_WITH_CODE = [page for page in PAGES if _python_blocks(page)]
+# Pages whose examples take more than a few seconds (torch.compile, a 6-layer encoder in the language).
+SLOW = {"docs/tracing.md", "docs/expressions.md"}
+PAGES_WITH_CODE = [
+    pytest.param(page, id=name, marks=[pytest.mark.slow] if name in SLOW else [])
+    for page in PAGES
+    if _python_blocks(page)
+    for name in [str(page.relative_to(ROOT))]
+]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=[str(p.relative_to(ROOT)) for p in PAGES_WITH_CODE])
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
 def test_every_python_block_runs_and_prints_what_the_page_shows(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
