@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from manual import PAGES, ROOT, Block, code_blocks
 
-PYTHON = {"python", "py", "pycon"}
+PYTHON = {"python", "py"}
 _CHECKER = doctest.OutputChecker()
 
 
