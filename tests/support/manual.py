@@ -11,7 +11,7 @@ __all__ = ["Block", "PAGES", "ROOT", "code_blocks", "manual_text", "section"]
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 
-_FENCE = re.compile(r"^(`{3,})(.*)$")
+_FENCE = re.compile(r"^( *)(`{3,})(.*)$")  # a fence may be indented (inside a list item)
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,11 @@ def code_blocks(page: Path) -> list[Block]:
         if opened is None:
             i += 1
             continue
-        fence, info = opened.group(1), opened.group(2).strip()
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == fence), None)
+        indent, fence, info = opened.group(1), opened.group(2), opened.group(3).strip()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == indent + fence), None)
         assert end is not None, f"{page.relative_to(ROOT)}:{i + 1}: a code block is never closed"
-        raw.append((i + 1, end + 1, info, "\n".join(lines[i + 1 : end]) + "\n"))
+        body = [line[len(indent) :] if line.startswith(indent) else line.lstrip() for line in lines[i + 1 : end]]
+        raw.append((i + 1, end + 1, info, "\n".join(body) + "\n"))
         i = end + 1
     blocks = []
     for k, (first, last, info, text) in enumerate(raw):
