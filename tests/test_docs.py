@@ -76,3 +76,18 @@ def test_readme_is_short_and_links_into_the_manual() -> None:
     assert len(text.splitlines()) <= 250
     linked = {part.split(")")[0] for part in text.split("](docs/")[1:]}
     assert linked and all((ROOT / "docs" / name.split("#")[0]).is_file() for name in linked), linked
+
+
+def test_output_is_compared_line_by_line_with_ellipsis(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        'Text.\n\n```python\nprint("peak 113.0 KiB while n8 runs")\n```\n\n'
+        '```text title="Output"\npeak ... while n8 runs\n```\n\n'
+        '```python\nprint(1 + 1)\n```\n\n```text title="Output"\n3\n```\n\n```bash\nmake test\n```\n',
+        encoding="utf-8",
+    )
+    blocks = _python_blocks(page)
+    assert [(b.line, b.output) for b in blocks] == [(3, "peak ... while n8 runs\n"), (11, "3\n")]
+    printed = [_run(block, {}) for block in blocks]
+    assert _CHECKER.check_output(_shown(blocks[0].output or ""), _shown(printed[0]), doctest.ELLIPSIS)
+    assert not _CHECKER.check_output(_shown(blocks[1].output or ""), _shown(printed[1]), doctest.ELLIPSIS)

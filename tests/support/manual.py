@@ -34,7 +34,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page
+        return f"{page}:{self.line}"
 
 
 def manual_text() -> str:
@@ -62,7 +63,7 @@ def code_blocks(page: Path) -> list[Block]:
             continue
         indent, fence, info = opened.group(1), opened.group(2), opened.group(3).strip()
         end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == indent + fence), None)
-        assert end is not None, f"{page.relative_to(ROOT)}:{i + 1}: a code block is never closed"
+        assert end is not None, f"{page}:{i + 1}: a code block is never closed"
         body = [line[len(indent) :] if line.startswith(indent) else line.lstrip() for line in lines[i + 1 : end]]
         raw.append((i + 1, end + 1, info, "\n".join(body) + "\n"))
         i = end + 1
