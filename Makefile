@@ -27,6 +27,7 @@ test: setup chromium firefox lint
 # Lint and types (rules in pyproject.toml), before the tests.
 lint: setup
 	$(VENV)/bin/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # the manual (docs/, mkdocs.yml)
 	$(VENV)/bin/mypy
 
 bench: setup

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from manual import manual_text
 from torch import nn
 from viewer_support import HOSTILE, module_graph, open_viewer, with_order
 
@@ -86,7 +87,7 @@ def test_a_measurement_goes_into_html_only(measurement: Measurement, tmp_path: P
 
 def test_the_readme_example_writes_the_measurement_into_the_html_file(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    text = manual_text()
     section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
     blocks = [part.split("```")[0] for part in section.split("```python\n")[1:]]
     example = next(b for b in blocks if "measured=" in b)
