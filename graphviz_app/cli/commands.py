@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import io
 import json
 import re
 import sys
@@ -187,6 +188,9 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a module name may hold a lone surrogate: print it, do not crash
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
         "memory": lambda a: run_memory(a, _run_script),
