@@ -110,7 +110,7 @@ def read_items(raw: Any, field: str, reader: Callable[[Any], _T], item: type | N
     if type(raw) is not list:
         raise SchemaError(f"{field} holds the wrong kind of value: expected a list, found {type(raw).__name__}")
     out = []
-    names = {dict: "an object", list: "a list", str: "text"}
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "text"}
     for i, value in enumerate(raw):
         if item is not None and type(value) is not item:
             raise SchemaError(f"{field}[{i}] holds the wrong kind of value: expected "
