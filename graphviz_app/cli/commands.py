@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import io
 import json
 import re
 import sys
@@ -187,6 +188,9 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a module name may hold a lone surrogate: print it, do not crash
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
         "memory": lambda a: run_memory(a, _run_script),
@@ -224,6 +228,7 @@ def _render(args: argparse.Namespace) -> int:
     color_by = args.color_by or ("gradient" if args.gradients else "device")
     args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
+    from ..analysis.regions import region_names, show_regions
     from ..drawing.renderer import save
 
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
@@ -252,7 +257,14 @@ def _render(args: argparse.Namespace) -> int:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
         print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
-    drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
+    shown = graph
+    if whole and graph.regions:  # the viewer opens compiled regions: say what that drew, and what it refused
+        shown = show_regions(graph, expanded=region_names(graph))
+        for note in shown.notes[len(graph.notes):]:
+            print(f"graphviz-app render: note: {note}", file=sys.stderr)
+    sizes = (len(shown.nodes), len(shown.edges))
+    drawn = (f"; drawn as {sizes[0]:,} nodes, {sizes[1]:,} edges"
+             if sizes != (len(traced.nodes), len(traced.edges)) else "")
     print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
     if args.gradients:
         _print_gradients(graph)

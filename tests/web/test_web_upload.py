@@ -87,7 +87,7 @@ HOSTILE_FILES = [
     ("broken.json", b'{"schema": 2, "nodes": [', "broken.json is not JSON (Expecting value: line 1 column 25"),
     ("other.json", b'{"schema": 7}', 'is not a graph this page reads: expected a graph with "schema": 1, 2 or 3'),
     ("list.json", b"[1, 2, 3]", "is not a graph this page reads: expected a graph"),
-    ("fields.json", b'{"schema": 2, "nodes": [1, 2], "edges": []}', "a field holds the wrong kind of value"),
+    ("fields.json", b'{"schema": 2, "nodes": [1, 2], "edges": []}', "nodes[0] holds the wrong kind of value"),
     ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nests its JSON deeper than the reader goes"),
     ("binary.json", b"\x89PNG\r\n\x1a\n\x00\x00", "binary.json is not UTF-8 text"),
     ("number.json", b'{"schema": ' + b"9" * 5000 + b"}", "holds a number of more than 4,300 digits"),
