@@ -56,7 +56,7 @@ export function skeleton(root, overlays) {
     scale,
     button("in", { title: "Zoom in (or Ctrl+wheel)", "aria-label": "Zoom in", text: "+" }),
     button("fit", { title: "Show the whole drawing", text: "Fit" }),
-    button("end", { title: "Go to the output", text: "Output" }),
+    button("end", { title: "Go to the output end of the graph", "data-testid": "viewer-output", text: "Output" }),
     button("collapse", { title: "Close every box", text: "Close all" }),
     overlays.length ? colour : null,
     search,

@@ -15,6 +15,7 @@ import { instance } from "@viz-js/viz";
 export const PAD = 10;       // inside an open box, around its contents
 export const TITLE_H = 24;   // an open box's title bar
 const PT_PER_IN = 72;
+const KEEP = 3;  // layouts kept per box: trying the opening view's levels, or closing a box again, reuses them
 
 /** @type {Promise<Viz> | null} */
 let vizPromise = null;
@@ -98,7 +99,7 @@ export class Layouts {
     this.viz = vizInstance;
     /** @type {Rankdir} */
     this.rankdir = rankdir || "TB";
-    /** @type {Map<number, {key: string, result: LayoutResult}>} */
+    /** @type {Map<number, Map<string, LayoutResult>>} group -> its last few layouts by what was inside */
     this.cache = new Map();
     this.runs = 0;           // how many boxes were laid out (tests and the benchmark read it)
   }
@@ -112,11 +113,14 @@ export class Layouts {
    */
   layout(group, items, sizes, edges) {
     const key = layoutKey(items, sizes, edges);
-    const cached = this.cache.get(group);
-    if (cached && cached.key === key) return cached.result;
+    let kept = this.cache.get(group);
+    if (!kept) this.cache.set(group, kept = new Map());
+    const cached = kept.get(key);
+    if (cached) return cached;
     const result = this._run(items, sizes, edges);
     this.runs += 1;
-    this.cache.set(group, { key, result });
+    if (kept.size >= KEEP) kept.delete(kept.keys().next().value);
+    kept.set(key, result);
     return result;
   }
   /** @param {ItemKey[]} items @param {Map<ItemKey, Size>} sizes @param {[ItemKey, ItemKey, number][]} edges @returns {LayoutResult} */

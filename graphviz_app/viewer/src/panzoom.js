@@ -1,10 +1,17 @@
 // @ts-check
 // Pan (drag, wheel), zoom (buttons, Ctrl+wheel), fit, and the overview in the corner.
 const MIN_K = 0.02, MAX_K = 6;
-export const READABLE_K = 0.92;  // labels (12 px, second lines 11 px) are at least 10 px on screen at this scale
+export const READABLE_K = 0.84;  // every label in the drawing is 12 px: at this scale at least 10 px on screen
 const DRAG_PX = 4;
 
 /** @typedef {import("./types.js").Box} Box */
+
+/**
+ * The scale at which a w x h drawing fits a W x H pane with a margin.
+ * @param {number} W @param {number} H @param {number} w @param {number} h
+ * @returns {number}
+ */
+export function fitScaleOf(W, H, w, h) { return Math.min(W / (w + 20), H / (h + 20)); }
 /** @typedef {{x: number, y: number, w: number, h: number}} Rect */
 
 export class PanZoom {
@@ -36,7 +43,7 @@ export class PanZoom {
     this._drawOverview();
   }
   /** @returns {number} */
-  fitScale() { const { W, H } = this.size(); return Math.min(W / (this.w + 20), H / (this.h + 20)); }
+  fitScale() { const { W, H } = this.size(); return fitScaleOf(W, H, this.w, this.h); }
   fit() {
     const { W, H } = this.size();
     this.k = Math.min(MAX_K, Math.min(1.5, this.fitScale()));

@@ -129,10 +129,11 @@
  * @property {"graphviz-app-viewer"} format
  * @property {1} version
  * @property {string} [title]
- * @property {{rankdir?: Rankdir}} [options]
+ * @property {{rankdir?: Rankdir, opening?: "auto" | "given"}} [options]  opening "given": open on `open`, else the
+ *   viewer picks the deepest module level that fits its pane
  * @property {CompactGraph} graph
  * @property {TreeData} tree
- * @property {number[]} [open]  the boxes open in the opening view
+ * @property {number[]} [open]  the boxes open in the opening view when `options.opening` is "given"
  * @property {Overlay[]} [overlays]
  * @property {Series[]} [series]
  * @property {string[]} [notes]

@@ -9,7 +9,8 @@ import { readFragment, writeFragment } from "./fragment.js";
 import { GraphData } from "./graph.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
-import { PanZoom } from "./panzoom.js";
+import { moduleLevels, pickOpen } from "./opening.js";
+import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
 import { Tree } from "./tree.js";
@@ -99,17 +100,21 @@ export class Viewer {
     const t = this.tree;
     const keys = this.overlays.map((o) => o.key);
     const frag = readFragment(this.options.fragment || "", t, this.graph, keys);
-    const open = frag.open || this.data.open || [0];
-    for (const g of open) if (g >= 0 && g < t.parent.length) t.open.add(g);
-    for (const [g, k] of frag.inst) t.selected.set(g, k);
-    for (const g of frag.expand) t.revealGroup(g);
+    const given = frag.open || (this.data.options && this.data.options.opening === "given" ? this.data.open : null);
+    const auto = !given && frag.sel === null && !frag.expand.length;
+    // The status line and the legend first: they take their height from the pane the opening view must fit.
     if (frag.color) this._colour(frag.color, false);
     const title = this.data.title ? `${this.data.title}: ` : "";
     this.ui.status.textContent = `${title}${this.graph.n.toLocaleString()} nodes, ${this.graph.m.toLocaleString()} edges` +
       [...(this.data.graph.notes || []), ...(this.data.notes || [])].map((n) => " · " + n).join("");
+    for (const [g, k] of frag.inst) t.selected.set(g, k);
+    const fits = auto && this._pickModuleLevel();
+    if (!auto) for (const g of given || this.data.open || [0]) if (g >= 0 && g < t.parent.length) t.open.add(g);
+    for (const g of frag.expand) t.revealGroup(g);
     this.refresh();
     if (frag.sel !== null) this.select(frag.sel, { reveal: true, center: true });
-    else this.openingView();
+    else if (fits) this.panzoom.fit();
+    else this.showOutput();
     if (frag.query) { this.ui.search.value = frag.query; this._find(frag.query); }
     this.root.dataset.state = "ready";
     this.root.dataset.firstViewMs = String(Math.round(performance.now()));
@@ -132,7 +137,20 @@ export class Viewer {
     this.root.dataset.lastRefreshMs = (performance.now() - t0).toFixed(1);
     this._saveView();
   }
-  openingView() {
+  // Open the deepest module level that fits the pane with labels at least 10 px (READABLE_K); whether one does.
+  _pickModuleLevel() {
+    const { W, H } = this.panzoom.size();
+    const picked = pickOpen(moduleLevels(this.tree), (open) => {
+      this.tree.open = new Set(open);
+      const scene = buildScene(this.graph, this.tree, this.layouts);
+      return fitScaleOf(W, H, scene.width, scene.height) >= READABLE_K;
+    });
+    this.tree.open = new Set(picked.open);
+    this.root.dataset.openingLevel = String(picked.open.length);
+    return picked.fits;
+  }
+  // The output end, readable (the whole drawing when it is readable so).
+  showOutput() {
     const outputs = this.graph.outputs();
     const target = outputs.length ? this.scene.boxes.get(this.tree.rep(outputs[0])) : null;
     this.panzoom.opening(target);
@@ -254,7 +272,7 @@ export class Viewer {
     buttons.in.onclick = () => pz.zoomBy(1.25);
     buttons.out.onclick = () => pz.zoomBy(1 / 1.25);
     buttons.fit.onclick = () => pz.fit();
-    buttons.end.onclick = () => this.openingView();
+    buttons.end.onclick = () => this.showOutput();
     buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
     const input = this.ui.search;
