@@ -26,6 +26,7 @@ export { h };
  * @property {HTMLElement} viewer
  * @property {HTMLElement} tools
  * @property {HTMLSelectElement} colour
+ * @property {HTMLSelectElement} exporter  the export menu: "view.svg", "drawing.svg", "view.png", "drawing.png"
  * @property {HTMLElement} pane
  * @property {HTMLElement} details
  * @property {HTMLCanvasElement} overview
@@ -47,6 +48,13 @@ export function skeleton(root, overlays) {
   const buttons = {};
   /** @param {string} name @param {Record<string, string>} attrs */
   const button = (name, attrs) => (buttons[name] = /** @type {HTMLButtonElement} */ (h("button", { class: "gv-" + name, ...attrs })));
+  const exporter = /** @type {HTMLSelectElement} */ (h("select", { class: "gv-export", "data-testid": "viewer-export",
+    "aria-label": "Export a picture", title: "Save a picture of the view or of the whole drawing" },
+    h("option", { value: "", text: "Export…" }),
+    h("option", { value: "view.svg", text: "SVG of the view" }),
+    h("option", { value: "drawing.svg", text: "SVG of the whole drawing" }),
+    h("option", { value: "view.png", text: "PNG of the view" }),
+    h("option", { value: "drawing.png", text: "PNG of the whole drawing" })));
   const search = /** @type {HTMLInputElement} */ (h("input", { class: "gv-search", type: "search", "data-testid": "viewer-search",
     "aria-label": "Find nodes", placeholder: "Find: op, tensor, module, shape" }));
   const scale = h("span", { class: "gv-scale", "data-testid": "viewer-scale", text: "100%" });
@@ -59,6 +67,7 @@ export function skeleton(root, overlays) {
     button("end", { title: "Go to the output end of the graph", "data-testid": "viewer-output", text: "Output" }),
     button("collapse", { title: "Close every box", text: "Close all" }),
     overlays.length ? colour : null,
+    exporter,
     search,
     button("prev", { title: "Previous match (Shift+Enter)", "aria-label": "Previous match", text: "◀" }),
     button("next", { title: "Next match (Enter)", "aria-label": "Next match", text: "▶" }),
@@ -73,7 +82,7 @@ export function skeleton(root, overlays) {
   const legend = h("div", { class: "gv-legend", "data-testid": "viewer-legend" });
   const viewer = h("div", { class: "gv-viewer", "data-testid": "graph-viewer" }, tools, body, legend, status);
   root.replaceChildren(viewer);
-  return { viewer, tools, colour, pane, details, overview, status, legend, body, search, count, scale, buttons };
+  return { viewer, tools, colour, exporter, pane, details, overview, status, legend, body, search, count, scale, buttons };
 }
 
 /** Show `rows` under `title` in the details panel. @param {HTMLElement} details @param {string} title @param {[string, string][]} rows */

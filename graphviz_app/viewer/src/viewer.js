@@ -10,6 +10,7 @@ import { GraphData } from "./graph.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
 import { moduleLevels, pickOpen } from "./opening.js";
+import { download, fileName, pngPicture, pngRatio, svgPicture } from "./picture.js";
 import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
@@ -262,6 +263,24 @@ export class Viewer {
     this._count();
     this.root.dataset.lastGotoMs = (performance.now() - t0).toFixed(1);
   }
+  /**
+   * Save a picture: "view.svg", "drawing.svg", "view.png" or "drawing.png" (what is on screen, or all of it).
+   * @param {string} what
+   * @returns {Promise<void>}
+   */
+  async exportPicture(what) {
+    const [part, kind] = what.split(".");
+    const pz = this.panzoom, { W, H } = pz.size();
+    const view = part === "view";
+    const region = view ? { x: -pz.tx / pz.k, y: -pz.ty / pz.k, w: W / pz.k, h: H / pz.k } :
+      { x: -10, y: -10, w: this.scene.width + 20, h: this.scene.height + 20 };
+    const scale = view ? pz.k : 1;
+    const text = svgPicture(this.svg, this.viewport, region, scale, this.data.title || "autograd graph");
+    const name = fileName(this.data.title || "graph", view ? `view.${kind}` : kind);
+    if (kind === "svg") return download(new Blob([text], { type: "image/svg+xml" }), name);
+    const w = region.w * scale, h = region.h * scale;
+    download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+  }
   _saveView() {
     const hash = writeFragment(this.tree, this.graph, this.state);
     this.root.dataset.view = hash;
@@ -275,6 +294,11 @@ export class Viewer {
     buttons.end.onclick = () => this.showOutput();
     buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
+    this.ui.exporter.onchange = () => {
+      const what = this.ui.exporter.value;
+      this.ui.exporter.value = "";
+      if (what) this.exportPicture(what).catch((e) => { this.ui.status.textContent = "Could not export: " + (e instanceof Error ? e.message : String(e)); });
+    };
     const input = this.ui.search;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer;
