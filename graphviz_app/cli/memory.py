@@ -193,7 +193,10 @@ def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | 
 
     prediction = predict(step, retain_graph=args.retain_graph)
     timeline = prediction.timeline
-    total = fit(timeline.peak_bytes, prediction.static, optimizer=args.optimizer, budget_bytes=budget, batch=batch)
+    run = run_step(step, retain_graph=args.retain_graph) if args.measure else None
+    # The total is of the measured peak when the step was measured, else of the forecast's.
+    peak = run.measured.peak_bytes if run is not None and run.measured is not None else prediction.peak_bytes
+    total = fit(peak, prediction.static, optimizer=args.optimizer, budget_bytes=budget, batch=batch)
     node = prediction.graph.node(timeline.peak_node) if timeline.peak_node else None
     entry: dict[str, Any] = {
         **total.to_dict(),
@@ -202,10 +205,10 @@ def _row(step: Step, batch: int | None, args: argparse.Namespace, budget: int | 
         "peak_step": timeline.peak_step, "steps": len(timeline.steps) - 1,
         "forward_bytes": timeline.forward_bytes,
         "at_peak": [{"module": m.module, "bytes": m.total} for m in timeline.at_peak[:5]],
-        "notes": list(timeline.notes),
+        "notes": list(timeline.notes), "replay_peak_bytes": timeline.peak_bytes,
+        "forecast_peak_bytes": prediction.peak_bytes,
     }
-    if args.measure:
-        run = run_step(step, retain_graph=args.retain_graph)
+    if run is not None:
         if run.measured is not None:
             entry["measured_peak_bytes"] = run.measured.peak_bytes
             entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
@@ -235,7 +238,7 @@ def _largest(meta_step: Callable[[int], Step], prediction: Prediction, args: arg
 
     def total(batch: int) -> int:
         p = predict(meta_step(batch), retain_graph=args.retain_graph)
-        return fit(p.timeline.peak_bytes, p.static, optimizer=args.optimizer).total_bytes
+        return fit(p.peak_bytes, p.static, optimizer=args.optimizer).total_bytes
 
     return largest_batch(total, budget, limit=1 << 20)
 
@@ -250,7 +253,10 @@ def _plan(step: Step, prediction: Prediction, args: argparse.Namespace, budget: 
     else:  # the budget less what exists anyway: the peak's share of it
         fixed = fit(0, prediction.static, optimizer=args.optimizer).total_bytes
         target = max(0, budget - fixed)
-    plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=args.retain_graph)
+    from ..tracing.memory.checkpointing import runnable_modules
+
+    plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=args.retain_graph,
+                            runnable=runnable_modules(step.model))
     if args.verify and plan.modules:
         from ..tracing.memory.checkpointing import verify_plan
 
