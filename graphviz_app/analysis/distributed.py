@@ -36,6 +36,8 @@ class RankMemory:
     step: the rank's local parameter shards, buffers, optimizer state, inputs and
     DDP's gradient buckets. `grads_bytes` is the local gradients after backward
     (inside the peak). `total_bytes` is what the rank needs at its peak.
+    `tracker_bytes` is the peak PyTorch's `tracker` (FSDPMemTracker, MemTracker)
+    saw on the same step, when it followed it.
     """
 
     rank: int
@@ -50,6 +52,8 @@ class RankMemory:
     buckets_bytes: int = 0
     collectives: tuple[CollectiveEvent, ...] = ()
     notes: tuple[str, ...] = ()
+    tracker: str | None = None
+    tracker_bytes: int | None = None
 
     @property
     def static_bytes(self) -> int:
@@ -71,6 +75,7 @@ class RankMemory:
             "buckets_bytes": self.buckets_bytes, "total_bytes": self.total_bytes,
             "collectives": [{"op": c.op, "bytes": c.bytes, "phase": c.phase} for c in self.collectives],
             "notes": list(self.notes),
+            **({"tracker": self.tracker, "tracker_bytes": self.tracker_bytes} if self.tracker else {}),
         }
 
 

@@ -103,3 +103,48 @@ def job(name: str) -> Callable[[], Any]:
 
     func.__name__ = name
     return func
+
+
+# The FUNCs as a script names them (SCRIPT.py:FUNC), for ranks started in processes of their own.
+def fsdp() -> Any:
+    return job("fsdp")()
+
+
+def fsdp_keep() -> Any:
+    return job("fsdp_keep")()
+
+
+def fsdp_mixed() -> Any:
+    return job("fsdp_mixed")()
+
+
+def fsdp_keep_mixed() -> Any:
+    return job("fsdp_keep_mixed")()
+
+
+def tp() -> Any:
+    return job("tp")()
+
+
+def fsdp_tp() -> Any:
+    return job("fsdp_tp")()
+
+
+def ddp() -> Any:
+    return job("ddp")()
+
+
+def ddp_view() -> Any:
+    return job("ddp_view")()
+
+
+def raises_on_rank_1() -> Any:
+    """Rank 1 raises while building; rank 0 goes on into the first collective and would wait there for ever."""
+    if dist.get_rank() == 1:
+        raise ValueError("rank 1 cannot build its model")
+    return job("fsdp")()
+
+
+def no_process_group_needed() -> Any:
+    """A FUNC that wraps nothing: a plain model, replicated (no collective at all)."""
+    return plain_model(1), torch.randn(BATCH, SEQ, D)

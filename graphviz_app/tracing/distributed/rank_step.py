@@ -177,20 +177,31 @@ def _inputs(step: RankStep) -> list[torch.Tensor]:
     return found
 
 
-def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | None = None) -> RankMemory:
+def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | None = None,
+                  with_torch_tracker: bool = False) -> RankMemory:
     """This rank's memory in the steady state: `warmup` steps (default 1; 2 for DDP, whose buckets are rebuilt
     after its first step), then one step counted by `RankStorages`.
 
     The warm-up makes what a step keeps (optimizer state, FSDP's lazily made
-    buffers), so the counted step is the one every later step repeats.
+    buffers), so the counted step is the one every later step repeats. With
+    `with_torch_tracker`, PyTorch's own tracker (`torch_tracker`) follows the
+    same counted step, and its peak is kept in `tracker_bytes`.
     """
     check_meshes(step.model, world_size)
     strategy = strategy_of(step.model)
     for _ in range(warmup if warmup is not None else (2 if strategy == "DDP" else 1)):
         train_step(step)
     counter = RankStorages()
-    with counter:
-        grads = train_step(step, counter)
+    tracker_name, tracker_bytes = None, None
+    if with_torch_tracker:
+        from .torch_trackers import torch_tracker
+
+        with torch_tracker(step) as peak, counter:
+            grads = train_step(step, counter)
+        tracker_name, tracker_bytes = peak.name, peak.total_bytes
+    else:
+        with counter:
+            grads = train_step(step, counter)
     model = step.model
     buckets = ddp_buckets(model)
     notes: list[str] = []
@@ -205,4 +216,5 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
         optimizer_bytes=local_storage_bytes(_state_tensors(step.optimizer)),
         buffers_bytes=local_storage_bytes(model.buffers()), inputs_bytes=local_storage_bytes(_inputs(step)),
         buckets_bytes=sum(buckets), collectives=tuple(counter.events), notes=tuple(notes),
+        tracker=tracker_name, tracker_bytes=tracker_bytes,
     )
