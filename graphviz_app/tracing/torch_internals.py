@@ -11,7 +11,8 @@ modes off (`torch._C.DisableTorchFunction`), a module's child table
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
 the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), and for a distributed
 step fake tensors (`torch._subclasses`), the fake process group's store, the functional
-collectives' `wait_tensor`, DDP's bucket sizes and a mesh slice's root mesh.
+collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, and PyTorch's memory trackers
+(`torch.distributed._tools`).
 When a torch upgrade renames one of them, this module is the only one to change
 (tests/test_architecture.py checks that no other module reads them).
 """
@@ -63,6 +64,7 @@ __all__ = [
     "wait_tensor_op",
     "ddp_bucket_sizes",
     "root_mesh",
+    "memory_trackers",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -563,3 +565,11 @@ def root_mesh(mesh: Any) -> Any:
     """The whole mesh a DeviceMesh slice (`mesh["tp"]`) was cut from; the mesh itself when it is whole."""
     get = getattr(mesh, "_get_root_mesh", None)
     return get() if get is not None else mesh
+
+
+def memory_trackers() -> tuple[Any, Any]:
+    """PyTorch's FSDPMemTracker and MemTracker (`torch.distributed._tools`): what a rank is checked against."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    return FSDPMemTracker, MemTracker

@@ -196,7 +196,7 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
     if with_torch_tracker:
         from .torch_trackers import torch_tracker
 
-        with torch_tracker(step) as peak, counter:
+        with torch_tracker(step.model, step.optimizer, _inputs(step)) as peak, counter:
             grads = train_step(step, counter)
         tracker_name, tracker_bytes = peak.name, peak.total_bytes
     else:

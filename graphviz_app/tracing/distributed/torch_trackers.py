@@ -13,8 +13,6 @@ from typing import Any
 
 import torch
 
-from .rank_step import RankStep, _inputs
-
 __all__ = ["torch_tracker", "TrackerPeak"]
 
 
@@ -26,21 +24,24 @@ class TrackerPeak:
 
 
 @contextlib.contextmanager
-def torch_tracker(step: RankStep) -> Iterator[TrackerPeak]:
-    """Inside the block, torch's tracker follows `step`'s model, optimizer and inputs; its peak comes out in the
-    yielded record at the end."""
-    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-    from torch.distributed._tools.mem_tracker import MemTracker
+def torch_tracker(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None,
+                  inputs: list[torch.Tensor]) -> Iterator[TrackerPeak]:
+    """Inside the block, torch's tracker follows a step of `model`, `optimizer` and `inputs`; its peak comes out
+    in the yielded record at the end."""
     from torch.distributed.fsdp import FSDPModule
+
+    from ..torch_internals import memory_trackers
+
+    FSDPMemTracker, MemTracker = memory_trackers()
 
     peak = TrackerPeak()
     tracker: Any
-    if isinstance(step.model, FSDPModule):
-        tracker, peak.name = FSDPMemTracker(step.model, step.optimizer), "FSDPMemTracker"
-        tracker.track_inputs(tuple(_inputs(step)))
+    if isinstance(model, FSDPModule):
+        tracker, peak.name = FSDPMemTracker(model, optimizer), "FSDPMemTracker"
+        tracker.track_inputs(tuple(inputs))
     else:
         tracker, peak.name = MemTracker(), "MemTracker"
-        tracker.track_external(step.model, *([step.optimizer] if step.optimizer is not None else []), *_inputs(step))
+        tracker.track_external(model, *([optimizer] if optimizer is not None else []), *inputs)
     with tracker:
         yield peak
     snapshot = tracker.get_tracker_snapshot("peak")
