@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "CollapseError",
     "GraphDiffError",
+    "DistributedError",
 ]
 
 
@@ -58,3 +59,7 @@ class GraphDiffError(GraphvizAppError, AssertionError):
     def __init__(self, message: str, diff: object = None) -> None:
         super().__init__(message)
         self.diff = diff
+
+
+class DistributedError(TraceError):
+    """A distributed step cannot be run, forecast or gathered: what the job needs is missing or wrong."""
