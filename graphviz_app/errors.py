@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "CollapseError",
     "GraphDiffError",
+    "ModelCheckError",
 ]
 
 
@@ -58,3 +59,7 @@ class GraphDiffError(GraphvizAppError, AssertionError):
     def __init__(self, message: str, diff: object = None) -> None:
         super().__init__(message)
         self.diff = diff
+
+
+class ModelCheckError(GraphvizAppError, ValueError):
+    """`check_model` cannot check this model: not a module, an option out of range, or its forward raised."""
