@@ -155,7 +155,8 @@ class ModelCheck:
             return culprits[0].headline()
         c = self.counts()
         if not c[Status.PASSED] and not c[Status.FAILED]:
-            return f"nothing was checked: {c[Status.NOT_CHECKABLE]} unit(s) not checkable, {c[Status.NOT_CHECKED]} not checked"
+            return (f"nothing was checked: {c[Status.NOT_CHECKABLE]} unit(s) not checkable, "
+                    f"{c[Status.NOT_CHECKED]} not checked")
         return (
             f"{self.model_type}: every checked backward agrees with finite differences "
             f"({c[Status.PASSED]} passed, {c[Status.NOT_CHECKABLE]} not checkable, {c[Status.NOT_CHECKED]} not checked)"

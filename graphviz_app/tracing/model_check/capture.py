@@ -20,7 +20,7 @@ import torch
 from ...analysis.model_check import UnitKind
 from ..recorder import _shown_path, _user_source
 
-__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site"]
+__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -167,7 +167,7 @@ class _Capture:
             if not inner and any(t.requires_grad for t in tensors_in((args, kwargs))):
                 path = capture.calls[capture.stack[-1]].path if capture.stack else ""
                 capture._new(UnitKind.FUNCTION, path, cls, f"{cls.__name__}.backward",
-                             source_of(cls.backward), args, kwargs, {}, 0)
+                             source_of(getattr(cls, "backward", None)), args, kwargs, {}, 0)
             capture.in_function += 1
             try:
                 return original.__func__(cls, *args, **kwargs)
@@ -184,6 +184,11 @@ class _Capture:
         if source is not None:
             source = source.split(" in ")[0]
         self.calls[self.stack[-1]].sites.append(Site(kind, name, source, where[0], where[1]))
+
+
+def set_attribute(owner: Any, name: str, value: Any) -> None:
+    """`owner.name = value`: how patches of torch's classes are set and undone (mypy refuses the assignment)."""
+    setattr(owner, name, value)
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:
@@ -205,17 +210,15 @@ def _patched(capture: _Capture) -> Iterator[None]:
         capture.site(UnitKind.DETACH, ".detach()")
         return detach_original(tensor)
 
-    torch.autograd.Function.apply = classmethod(capture.function_apply(apply_original))  # type: ignore[method-assign, assignment]
-    torch.Tensor.register_hook = register_hook  # type: ignore[method-assign]
-    torch.Tensor.detach = detach  # type: ignore[method-assign, assignment]
+    set_attribute(torch.autograd.Function, "apply", classmethod(capture.function_apply(apply_original)))
+    set_attribute(torch.Tensor, "register_hook", register_hook)
+    set_attribute(torch.Tensor, "detach", detach)
     try:
         yield
     finally:
-        torch.autograd.Function.apply = apply_original  # type: ignore[method-assign]
-        torch.Tensor.register_hook = hook_original  # type: ignore[method-assign]
-        torch.Tensor.detach = detach_original  # type: ignore[method-assign]
-
-
+        set_attribute(torch.autograd.Function, "apply", apply_original)
+        set_attribute(torch.Tensor, "register_hook", hook_original)
+        set_attribute(torch.Tensor, "detach", detach_original)
 def capture(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Step, Any]:
     """Run `model(*args, **kwargs)` once with grad enabled; the calls it made and its output.
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ...analysis.model_check import UnitKind
-from .capture import Call, Site, caller_site, map_tensors, tensors_in
+from .capture import Call, Site, caller_site, map_tensors, set_attribute, tensors_in
 
 __all__ = ["Budget", "BudgetSpent", "Unit", "suppressed"]
 
@@ -64,7 +64,7 @@ class Unit:
         self.inputs: list[DiffInput] = []
         self.positions: list[int] = []  # flat input position of each differentiated input, -1 for parameters
         ignored = []
-        for k, (t, wanted) in enumerate(zip(self.flat, call.grad_inputs)):
+        for k, (t, wanted) in enumerate(zip(self.flat, call.grad_inputs, strict=True)):
             if t.is_floating_point() and wanted:
                 self.inputs.append(DiffInput(f"{names[k]} input", t))
                 self.positions.append(k)
@@ -91,7 +91,7 @@ class Unit:
     def __call__(self, values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         self.budget.tick()
         flat = [t.clone() for t in self.flat]
-        for value, pos in zip(values, self.positions):
+        for value, pos in zip(values, self.positions, strict=True):
             if pos >= 0:
                 flat[pos] = value.clone()  # in-place ops in the forward act on a copy, never on the leaf
         it = iter(flat)
@@ -145,11 +145,11 @@ def suppressed(site: Site) -> Iterator[None]:
                 return None
             return original_hook(tensor, hook)
 
-        torch.Tensor.register_hook = register_hook  # type: ignore[method-assign]
+        set_attribute(torch.Tensor, "register_hook", register_hook)
         try:
             yield
         finally:
-            torch.Tensor.register_hook = original_hook  # type: ignore[method-assign]
+            set_attribute(torch.Tensor, "register_hook", original_hook)
         return
     original_detach = torch.Tensor.detach
 
@@ -158,8 +158,8 @@ def suppressed(site: Site) -> Iterator[None]:
             return tensor.view_as(tensor)  # keeps the gradient that .detach() cut
         return original_detach(tensor)
 
-    torch.Tensor.detach = detach  # type: ignore[method-assign, assignment]
+    set_attribute(torch.Tensor, "detach", detach)
     try:
         yield
     finally:
-        torch.Tensor.detach = original_detach  # type: ignore[method-assign]
+        set_attribute(torch.Tensor, "detach", original_detach)
