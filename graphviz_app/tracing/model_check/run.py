@@ -13,7 +13,7 @@ import torch
 
 from ...analysis.model_check import ModelCheck, Status, UnitKind, Verdict
 from ...errors import ModelCheckError
-from .capture import Call, Site, capture
+from .capture import Call, Site, Step, capture
 from .probes import NotCheckable, Options, Outcome, narrow, screen
 from .units import Budget, BudgetSpent, Unit, suppressed
 
@@ -96,24 +96,11 @@ def check_model(
     opts = _options(model, strategy, probes, eps, atol, rtol, kinks, tuple(modes), order, seed, max_evaluations)
     started = time.monotonic()
     budget = Budget(max_evaluations, seconds)
-    with torch.random.fork_rng(devices=[]):
-        saved = {k: b.detach().clone() for k, b in model.named_buffers()}
-        try:
-            step, output = capture(model, args, kwargs)
-        except Exception as e:
-            raise ModelCheckError(f"the model's forward raised {type(e).__name__}: {e}; "
-                                  "check_model runs model(*args, **kwargs) once: pass inputs it accepts") from e
-        finally:
-            with torch.no_grad():
-                for k, b in model.named_buffers():
-                    if k in saved:
-                        b.copy_(saved[k])
-    del output
-    if not step.calls:
-        raise ModelCheckError("the forward made no module call to check")
-    checker = _Checker(step.calls, opts, budget, include, skip, progress)
-    checker.traverse(strategy)
-    verdicts = checker.finish()
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is as it was, whatever ran
+        step = _capture(model, args, kwargs)
+        checker = _Checker(step.calls, opts, budget, include, skip, progress)
+        checker.traverse(strategy)
+        verdicts = checker.finish()
     notes = _model_notes(model)
     accepted = sum(1 for v in verdicts for n in v.notes if "crossed a kink" in n)
     if accepted and kinks == "warn":
@@ -125,6 +112,24 @@ def check_model(
         verdicts=verdicts, model_type=type(model).__name__, strategy=strategy, modes=opts.modes, order=order,
         kinks=kinks, probes=probes, evaluations=budget.used, seconds=time.monotonic() - started,
         budget_spent=budget.spent, notes=tuple(notes))
+
+
+def _capture(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Step:
+    """The step's calls; the model's buffers are restored after the forward that recorded them."""
+    saved = {k: b.detach().clone() for k, b in model.named_buffers()}
+    try:
+        step, _ = capture(model, args, kwargs)
+    except Exception as e:
+        raise ModelCheckError(f"the model's forward raised {type(e).__name__}: {e}; "
+                              "check_model runs model(*args, **kwargs) once: pass inputs it accepts") from e
+    finally:
+        with torch.no_grad():
+            for k, b in model.named_buffers():
+                if k in saved:
+                    b.copy_(saved[k])
+    if not step.calls:
+        raise ModelCheckError("the forward made no module call to check")
+    return step
 
 
 def _options(model: Any, strategy: str, probes: int, eps: float, atol: float, rtol: float, kinks: str,

@@ -16,7 +16,8 @@ from torch.nn import functional as F
 
 __all__ = [
     "bug_line", "def_line", "Block", "TinyTransformer", "ConvNet", "Tagger", "TiedLM",
-    "WrongFactor", "MissingTerm", "WrongTranspose", "IntegerOnly", "Unseeded",
+    "WrongFactor", "MissingTerm", "WrongTranspose", "IntegerOnly", "Unseeded", "ExpWrongJvp", "ExpFlatSecond",
+    "Through", "Twice",
 ]
 
 
@@ -226,3 +227,61 @@ class Unseeded(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin(x) + random.random()
+
+
+class ExpWrongJvp(torch.autograd.Function):
+    """exp with a right backward and a forward-mode derivative 1.5 x too large."""
+
+    @staticmethod
+    def forward(ctx, x):  # type: ignore[no-untyped-def]
+        y = x.exp()
+        ctx.save_for_backward(y)
+        ctx.save_for_forward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        (y,) = ctx.saved_tensors
+        return g * y
+
+    @staticmethod
+    def jvp(ctx, t):  # type: ignore[no-untyped-def]
+        (y,) = ctx.saved_tensors
+        return 1.5 * t * y
+
+
+class ExpFlatSecond(torch.autograd.Function):
+    """exp whose backward is right in value but constant to a second differentiation."""
+
+    @staticmethod
+    def forward(ctx, x):  # type: ignore[no-untyped-def]
+        ctx.save_for_backward(x)
+        return x.exp()
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        (x,) = ctx.saved_tensors
+        return g * x.detach().exp()
+
+
+class Through(nn.Module):
+    """A linear layer, then a planted Function."""
+
+    def __init__(self, d: int, fn: type[torch.autograd.Function]) -> None:
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn.apply(self.lin(x) * 0.3)
+
+
+class Twice(nn.Module):
+    """One linear layer called twice, so each call is checked at its own inputs."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(torch.tanh(self.lin(x)))
