@@ -113,6 +113,9 @@ class _Probed:
         gen = torch.Generator().manual_seed(self.opts.seed)
         self.v = [_signs(gen, k, y.numel()) for y in self.y0]
         self.u = [_signs(gen, k, x.numel()) for x in self.xs]
+        for u, d in zip(self.u, self.unit.inputs, strict=True):
+            if d.moved is not None:
+                u *= d.moved.reshape(-1).to(u)
         self.y0p = self.project(self.y0)
         self.floor = 4 * _EPS64 * sum(float(y.abs().sum()) for y in self.y0) / self.h
 

@@ -50,6 +50,7 @@ class DiffInput:
 
     name: str
     value: torch.Tensor
+    moved: torch.Tensor | None = None  # elements finite differences move (None: all); see `_by_design`
 
 
 class Unit:
@@ -73,12 +74,16 @@ class Unit:
         self.params: dict[str, torch.Tensor] = {}
         self.param_slots: dict[str, int] = {}
         if call.kind == UnitKind.MODULE:
+            fixed = _by_design(call.target)
             for name, p in call.target.named_parameters():
                 value = _to64(p.detach())
                 if p.requires_grad and value.is_floating_point():
                     self.param_slots[name] = len(self.inputs)
-                    self.inputs.append(DiffInput(f"parameter {name}", value))
+                    moved, why = fixed.get(name, (None, None))
+                    self.inputs.append(DiffInput(f"parameter {name}", value, moved))
                     self.positions.append(-1)
+                    if why is not None:
+                        self.notes.append(why)
                 self.params[name] = value
         self.buffers = {k: _to64(b) for k, b in call.buffers.items()}
         if ignored:
@@ -107,6 +112,22 @@ class Unit:
             else:
                 out = self.call.target.apply(*args, **kwargs)
         return [t for t in tensors_in(out) if t.is_floating_point()]
+
+
+def _by_design(module: torch.nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
+    """Parameter elements whose gradient is zero by design, by parameter name: what not to move.
+
+    `nn.Embedding(padding_idx=k)` gives row k no gradient although the forward reads it.
+    """
+    found = {}
+    for prefix, m in module.named_modules():
+        if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.padding_idx is not None:
+            moved = torch.ones(m.weight.shape, dtype=torch.bool)
+            moved[m.padding_idx] = False
+            name = f"{prefix}.weight" if prefix else "weight"
+            found[name] = (moved, f"row {m.padding_idx} of {name} is not moved: nn.Embedding's padding_idx gives it "
+                                  "no gradient by design")
+    return found
 
 
 def _to64(t: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 __all__ = [
     "bug_line", "def_line", "Block", "TinyTransformer", "ConvNet", "Tagger", "TiedLM",
     "WrongFactor", "MissingTerm", "WrongTranspose", "IntegerOnly", "Unseeded", "ExpWrongJvp", "ExpFlatSecond",
-    "Through", "Twice",
+    "Through", "Twice", "ScaledIdentity",
 ]
 
 
@@ -285,3 +285,15 @@ class Twice(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin(torch.tanh(self.lin(x)))
+
+
+class ScaledIdentity(torch.autograd.Function):
+    """The identity whose backward is 1.02 x the incoming gradient."""
+
+    @staticmethod
+    def forward(ctx, x):  # type: ignore[no-untyped-def]
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        return 1.02 * g
