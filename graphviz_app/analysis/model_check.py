@@ -97,7 +97,7 @@ class Verdict:
             return what
         target = f" for the {self.input}" if self.input else ""
         side = _SIDES.get(self.failed_check or "rev", "backward")
-        if self.reason is not None and self.abs_error is None:
+        if self.reason is not None:
             return f"{side} failed{target}: {self.reason}"
         if self.ratio is not None:
             return f"{side} is {self.ratio:.3g} x finite differences{target}"
