@@ -42,16 +42,28 @@ def node_verdicts(graph: Graph, check: ModelCheck) -> dict[str, Verdict]:
     """Node id -> the verdict of the unit that made the node.
 
     An op made by a custom Function (`FusedAttentionBackward`) takes that Function's verdict;
-    any other op and its saved tensors take their module's (`Node.module`). Nodes of no
-    module, and leaves and outputs, are left out.
+    any other op and its saved tensors take their module's (`Node.module`): the verdict of a
+    hook or `.detach()` found in the module's own code, else the worst of the module's calls.
+    Nodes of no module, and leaves and outputs, are left out.
     """
-    by_module = module_verdicts(check)
     functions = {(v.path, v.type_name + "Backward"): v for v in check.verdicts if v.kind == UnitKind.FUNCTION}
+    own: dict[str, Verdict] = {}
+    for v in check.verdicts:
+        if v.kind == UnitKind.FUNCTION:
+            continue
+        held = own.get(v.path)
+        if held is None or _rank(v) > _rank(held):
+            own[v.path] = v
     found: dict[str, Verdict] = {}
     for node in graph.nodes:
         if node.module is None or node.kind not in (NodeKind.OP, NodeKind.SAVED):
             continue
-        verdict = functions.get((node.module, node.name)) or by_module.get(node.module)
+        verdict = functions.get((node.module, node.name)) or own.get(node.module)
         if verdict is not None:
             found[node.id] = verdict
     return found
+
+
+def _rank(v: Verdict) -> tuple[bool, int]:
+    """A hook or .detach() found guilty speaks for its module first; then the worst call."""
+    return v.kind != UnitKind.MODULE and v.culprit, check_code(v)

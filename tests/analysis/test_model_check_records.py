@@ -84,5 +84,13 @@ def test_each_node_takes_the_verdict_of_the_function_or_module_that_made_it() ->
     check = _check(CULPRIT, MLP, ATTN, ROOT)
     found = node_verdicts(graph, check)
     assert {k: check_code(v) for k, v in found.items()} == {
-        "n1": CHECK_CODES["culprit"], "n2": CHECK_CODES["culprit"], "n3": CHECK_CODES["passed"]}
-    assert module_verdicts(check)["blocks.3.attn"] is CULPRIT
+        "n1": CHECK_CODES["culprit"], "n2": CHECK_CODES["explained"], "n3": CHECK_CODES["passed"]}
+    assert module_verdicts(check)["blocks.3.attn"] is CULPRIT  # the module's box is marked
+
+
+def test_a_hook_found_in_a_module_marks_that_module_s_own_nodes() -> None:
+    hook = Verdict("blocks.3.mlp", UnitKind.HOOK, "MLP", "hook scale", "model.py:63", Status.FAILED, culprit=True)
+    mlp = Verdict("blocks.3.mlp", UnitKind.MODULE, "MLP", "MLP.forward", "model.py:60", Status.FAILED,
+                  explained_by="blocks.3.mlp (hook scale)")
+    graph = Graph((Node("n0", NodeKind.OP, "AddBackward0", module="blocks.3.mlp"),), ())
+    assert node_verdicts(graph, _check(hook, mlp, ROOT))["n0"] is hook

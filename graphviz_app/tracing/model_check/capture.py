@@ -7,7 +7,9 @@ own code made, so that `units` can re-run exactly that call.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import linecache
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -98,12 +100,24 @@ def tensors_in(value: Any) -> list[torch.Tensor]:
 
 
 def source_of(fn: Any) -> str | None:
-    """`"model.py:41"`: where a function is defined, the path as the graph shows source lines."""
+    """`"model.py:41"`: the `def` line of a function, the path as the graph shows source lines."""
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    return f"{_shown_path(code.co_filename)}:{code.co_firstlineno}"
+    return None if code is None else _def_line(code)
+
+
+@functools.lru_cache(maxsize=4096)
+def _def_line(code: Any) -> str:
+    """The line of `def` itself: `co_firstlineno` is the first decorator's (`@staticmethod`)."""
+    line = code.co_firstlineno
+    for offset in range(50):
+        text = linecache.getline(code.co_filename, line + offset).lstrip()
+        if text.startswith(("def ", "async def ")):
+            line += offset
+            break
+        if not text.startswith("@") and offset:
+            break
+    return f"{_shown_path(code.co_filename)}:{line}"
 
 
 def caller_site(depth: int) -> tuple[str, int] | None:

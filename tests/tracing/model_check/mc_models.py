@@ -28,8 +28,9 @@ def bug_line(obj: object) -> int:
 
 
 def def_line(fn: Callable[..., object]) -> int:
-    """The line where a function is defined (what a Function's or module's verdict names)."""
-    return int(inspect.unwrap(fn).__code__.co_firstlineno)
+    """The line of a function's `def` (what a Function's or module's verdict names)."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if line.lstrip().startswith("def "))
 
 
 class WrongFactor(torch.autograd.Function):
