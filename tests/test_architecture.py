@@ -39,6 +39,10 @@ LAYERS: dict[str, frozenset[str]] = {
     # The torch side builds the model; the gradient replay states its findings through the
     # gradient report's records.
     "graphviz_app.tracing": frozenset({"graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors"}),
+    # Checking a model's backward module by module composes the tracer with the gradient checker.
+    "graphviz_app.tracing.model_check": frozenset({
+        "graphviz_app.tracing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors", "gradcheck",
+    }),
     "graphviz_app.expr": frozenset({"graphviz_app.tracing", "graphviz_app.model", "graphviz_app.errors"}),
     # The web server: no torch, no tracer, never the worker package.
     "graphviz_app.web": frozenset({
