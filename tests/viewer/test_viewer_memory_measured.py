@@ -18,8 +18,8 @@ from viewer_support import HOSTILE, module_graph, open_viewer, with_order
 from graphviz_app import memory_timeline, save
 from graphviz_app.analysis.memory import MeasuredMemory
 from graphviz_app.errors import UnsupportedFormatError
-from graphviz_app.model import Graph, human_bytes
 from graphviz_app.memory import Measurement, measure
+from graphviz_app.model import Graph, human_bytes
 from graphviz_app.viewer.payload import payload
 
 # What the hand-made measurement adds to the prediction at every backward step: a temporary the graph cannot see.
