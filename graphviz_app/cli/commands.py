@@ -14,18 +14,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from gradcheck.errors import GradcheckError
+
 from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from ..runner import RunnerError
 from .diff import add_diff_parser, run_diff
 from .files import FileProblem, check_script, named_path, read_program
 from .memory import add_memory_parser, run_memory
 from .progress import Deadline, Progress
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .script import script_graph
+from .worker import CHECK_JOB, run_job, trace_program
 
 if TYPE_CHECKING:
     from ..model import Graph
@@ -307,15 +311,17 @@ def _trace_target(args: argparse.Namespace, deadline: Deadline, progress: Progre
         raise _Fail(problem)
     composed = _compose(args)
     _validate(composed)  # fails fast, before any process starts
-    from .isolated import trace_program
-
     seconds = deadline.left()
     try:  # in a worker process the command can stop: a program never leaves it waiting
         with progress.step(f"running the program and tracing it in a worker process (the program stops at "
                            f"{Limits().max_seconds:g} s)"):
-            return trace_program(composed.source, device=args.device, dtype=args.dtype, seconds=seconds, **options)
-    except ExprError as e:
+            graph, notes = trace_program(composed.source, {"device": args.device, "dtype": args.dtype, **options},
+                                         seconds=seconds)
+    except (ExprError, RunnerError) as e:
         raise _Fail(_located(composed, e, args)) from e
+    for note in notes:  # gradients that could not be replayed
+        print(f"graphviz-app render: note: {note}", file=sys.stderr)
+    return graph
 
 
 def _validate(composed: Composed) -> None:
@@ -325,10 +331,13 @@ def _validate(composed: Composed) -> None:
         raise _Fail(composed.locate(e)) from e
 
 
-def _located(composed: Composed, e: ExprError, args: argparse.Namespace) -> str:
+def _located(composed: Composed, e: ExprError | RunnerError, args: argparse.Namespace) -> str:
     """The worker's error, positioned in the part the person typed; a time-out says which limit."""
-    text = composed.locate(e)
-    if e.kind == "time" and e.line is None:
+    if isinstance(e, RunnerError):
+        text = e.message
+    else:
+        text = composed.locate(e)
+    if e.kind == "time" and getattr(e, "line", None) is None:
         text += (f" (the program may run {Limits().max_seconds:g} s, Limits.max_seconds; the whole command "
                  f"--timeout {args.timeout or LAYOUT_SECONDS:g} s)")
     return text
@@ -411,21 +420,20 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError
-
-    from .isolated import CHECK_JOB, run_program_job
-
     wrt = tuple(n.strip() for n in args.wrt.split(",") if n.strip()) if args.wrt else ()
+    request = {"wrt": wrt, "expected": args.expected, "expected_label": "--expected", "device": args.device,
+               "dtype": args.dtype, "eps": args.eps, "atol": args.atol, "rtol": args.rtol, "fast": args.fast,
+               "modes": ("rev", "fwd") if args.fwd else ("rev",), "order": args.order, "kinks": args.kinks,
+               "screen": False if args.every_element else None}
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
     try:
         with progress.step("checking the gradients in a worker process"):
-            passed, text, report, warned = run_program_job(
-                CHECK_JOB, composed.source, wrt, args.expected, args.device, args.dtype,
-                (args.eps, args.atol, args.rtol), args.fast, ("rev", "fwd") if args.fwd else ("rev",), args.order,
-                args.kinks, False if args.every_element else None, seconds=deadline.left())
+            passed, text, report, warned = run_job(CHECK_JOB, composed.source, request, seconds=deadline.left())
     except ExprError as e:
-        raise _Fail(e.message if "expected gradient" in e.message or e.message.startswith("in --expected")
+        raise _Fail(e.message if e.message.startswith(("in the expected gradient", "in --expected"))
                     else _located(composed, e, args)) from e
+    except RunnerError as e:
+        raise _Fail(_located(composed, e, args)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
     for message in warned:
