@@ -8,7 +8,7 @@ for each size N, `graphviz_app.analysis.nearest` keeps the N nodes nearest the o
 and each program lays that part out to SVG, as the page does. The page's
 budget (graphviz_app/web/view.py DRAW_BUDGET) is the largest N that stays
 well inside the page's 15 s job. `--encoder N` also draws the hand-built
-N-layer TransformerEncoder graph of tests/model_view the way the page does
+N-layer TransformerEncoder graph of tests/support/mv_graphs.py the way the page does
 (`graphviz_app.web.worker.drawing.draw`: module view at the deepest readable level),
 beside its 1,500 nodes nearest the output. Not a test.
 """
@@ -73,7 +73,7 @@ def main() -> int:
 
 def encoder(layers: int, repeat: int) -> None:
     """The page's module view of a hand-built encoder graph, beside its nearest-1,500-nodes part."""
-    sys.path.insert(0, str(HERE.parent / "tests" / "model_view"))
+    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
     from mv_graphs import encoder_graph
 
     graph = encoder_graph(layers)

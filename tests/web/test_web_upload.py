@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from viewer_support import HOSTILE, chain_graph, module_graph  # noqa: E402
 from web_support import box_labels, new_app, page_text, shown, shown_names, shown_payload
 
 from graphviz_app.errors import SchemaError
@@ -14,9 +13,6 @@ from graphviz_app.model import to_compact
 from graphviz_app.web import service
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.upload import MAX_UPLOAD_BYTES, read_saved_graph
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
-from viewer_support import HOSTILE, chain_graph, module_graph  # noqa: E402
 
 OTHER = "y = torch.ones(2, requires_grad=True)\n(y * 5).sum()"
 

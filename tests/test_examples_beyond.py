@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # each runs a fresh Python that imports torch
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _run(name: str, out: Path) -> str:

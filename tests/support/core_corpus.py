@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from custom_functions import ScaleSaveBoth, ScaleSaveNone
 from torch import nn
 
-__all__ = ["Case", "CORPUS", "build", "CHAIN_LENGTH", "ScaleSaveNone", "ScaleSaveBoth"]
+__all__ = ["Case", "CORPUS", "build", "CHAIN_LENGTH"]
 
 CHAIN_LENGTH = 900
 
@@ -26,35 +27,6 @@ class Case:
     outputs: Any
     params: dict[str, torch.Tensor] | None = None
     keep: list[Any] = field(default_factory=list)  # modules etc. kept alive with the case
-
-
-class ScaleSaveBoth(torch.autograd.Function):
-    """x * w, saving both inputs with ctx.save_for_backward."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x, w)
-        return x * w
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x, w = ctx.saved_tensors
-        return grad * w, grad * x
-
-
-class ScaleSaveNone(torch.autograd.Function):
-    """x * w, saving x, a None and w (save_for_backward accepts None)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x, None, w)
-        return x * w
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x, nothing, w = ctx.saved_tensors
-        assert nothing is None
-        return grad * w, grad * x
 
 
 def seed_example() -> Case:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).parents[2]
 def test_collapse_summary_and_clusters_work_with_torch_blocked() -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "sys.path.insert(0, 'tests/model_view')\n"
+        "sys.path.insert(0, 'tests/support')\n"
         "from mv_graphs import encoder_graph\n"
         "from graphviz_app.drawing.renderer import render\n"
         "g = encoder_graph(3)\n"

@@ -8,15 +8,10 @@ bytes reported are what the copies hold, never more than the graph holds.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-from torch import nn
-
-sys.path.insert(0, str(Path(__file__).parent))
 from lm_shapes import LANGUAGE_MODELS, batch, loss_of  # noqa: E402
+from torch import nn
 
 from graphviz_app import record, trace  # noqa: E402
 from graphviz_app.analysis.repeats import SHOWN_PARAMS, find_repeats  # noqa: E402

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_model_explorer import check_model_explorer
+from mx_format import check_model_explorer
 from viewer_support import chain_graph, module_graph
 
 from graphviz_app import save

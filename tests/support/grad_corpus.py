@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
+from custom_functions import BadBackward, ScaleSaveBoth
 
 __all__ = ["Case", "CORPUS", "NONFINITE", "FINITE", "build"]
 
@@ -13,32 +14,6 @@ __all__ = ["Case", "CORPUS", "NONFINITE", "FINITE", "build"]
 class Case(NamedTuple):
     outputs: Any
     params: dict[str, torch.Tensor]
-
-
-class Scale(torch.autograd.Function):
-    """A custom Function saving both inputs, as users write them."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x, w)
-        return x * w
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x, w = ctx.saved_tensors
-        return grad * w, (grad * x).sum(0)
-
-
-class BadBackward(torch.autograd.Function):
-    """A custom Function whose backward divides by zero."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        return grad / torch.zeros_like(grad)
 
 
 def _seed() -> Case:
@@ -71,7 +46,7 @@ def _custom() -> Case:
     torch.manual_seed(2)
     x = torch.randn(3, 2, requires_grad=True)
     w = torch.randn(2, requires_grad=True)
-    return Case(Scale.apply(x.exp(), w).sum(), {"x": x, "w": w})
+    return Case(ScaleSaveBoth.apply(x.exp(), w).sum(), {"x": x, "w": w})
 
 
 def _double_backward() -> Case:

@@ -1,6 +1,6 @@
 """`graphviz-app render` as the command line runs it: --depth/--roll, the notes on stderr, what a script may return.
 
-The commands run in-process through `main(argv)`; tests/expr/test_cli_subprocess.py runs the real process.
+The commands run in-process through `main(argv)`; tests/cli/test_cli_subprocess.py runs the real process.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def runs(work: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     # In-process: each command as a process would load torch again (seconds apiece);
-    # tests/expr/test_cli_subprocess.py runs the real process.
+    # tests/cli/test_cli_subprocess.py runs the real process.
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
         return {name: _run(args) for name, args in COMMANDS.items()}

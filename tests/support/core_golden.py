@@ -18,7 +18,7 @@ def assert_golden(name: str, text: str) -> None:
     """Compare `text` with golden/<name>, or rewrite it when GRAPHVIZ_APP_UPDATE_GOLDEN=1.
 
     A rewrite that changes the file still fails the test, so an update is
-    never silent: review `git diff tests/core/golden`, then rerun without it.
+    never silent: review `git diff tests/support/golden`, then rerun without it.
     """
     path = GOLDEN_DIR / name
     if os.environ.get(UPDATE_ENV) == "1":
