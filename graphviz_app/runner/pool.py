@@ -55,7 +55,8 @@ class IsolatedRunner:
     """A small pool of warm worker processes; thread-safe.
 
     Args:
-        workers: Workers kept warm.
+        workers: Workers kept warm (0: started on demand, none started again after a kill;
+            a command's one job).
         max_workers: Most workers at once; more callers wait for a free one.
         time_limit: Default wall-time limit per job, in seconds.
         memory_limit: Default bytes a job may add to its worker's address
@@ -72,8 +73,9 @@ class IsolatedRunner:
         memory_limit: int | None = 2 * 1024**3, threads: int = 1, preload: Sequence[str] = (),
         max_jobs_per_worker: int = 200, name: str = "graphviz-app-worker",
     ) -> None:
-        if not 1 <= workers <= max_workers:
-            raise ValueError(f"need 1 <= workers <= max_workers, got workers={workers}, max_workers={max_workers}")
+        if not 0 <= workers <= max_workers or max_workers < 1:
+            raise ValueError(f"need 0 <= workers <= max_workers and max_workers >= 1, got workers={workers}, "
+                             f"max_workers={max_workers}")
         self.workers, self.max_workers = workers, max_workers
         self.time_limit, self.memory_limit = time_limit, memory_limit
         self.threads, self.max_jobs_per_worker = threads, max_jobs_per_worker

@@ -25,7 +25,17 @@ _ALLOC_FAILURES = ("can't allocate memory", "Cannot allocate memory", "out of me
 
 
 def worker_main(conn: Connection, threads: int) -> None:
-    """Serve jobs from `conn` until the parent closes it."""
+    """Serve jobs from `conn` until the parent closes it (or is gone: then quietly, with no traceback)."""
+    try:
+        _serve(conn, threads)
+    except (EOFError, OSError):
+        # The parent ended (a command stopped at its deadline, Ctrl-C) while this worker
+        # started or answered: nobody is left to tell, and a traceback would reach the
+        # person's terminal through the stderr both processes share.
+        os._exit(0)
+
+
+def _serve(conn: Connection, threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
     if hasattr(os, "setpgid"):
         # Its own process group, so that stopping the worker also stops what a

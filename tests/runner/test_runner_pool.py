@@ -190,5 +190,6 @@ def test_closed_runner_refuses_new_jobs() -> None:
 
 
 def test_worker_counts_must_make_sense() -> None:
-    with pytest.raises(ValueError, match=r"need 1 <= workers <= max_workers, got workers=3, max_workers=2"):
+    with pytest.raises(ValueError, match=r"need 0 <= workers <= max_workers and max_workers >= 1, got workers=3, "
+                                         r"max_workers=2"):
         IsolatedRunner(workers=3, max_workers=2)
