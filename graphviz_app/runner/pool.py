@@ -200,7 +200,7 @@ class IsolatedRunner:
         self._local.usage = clock.stop(children_running=not ready)
         if not ready:
             self._retire(worker)
-            raise JobTimeout(f"the job ran longer than its time limit of {limit:g} s and was stopped: "
+            raise JobTimeout(f"the job ran longer than its time limit of {round(limit, 1):g} s and was stopped: "
                              "use smaller tensors or fewer loop iterations")
         worker.jobs += 1
         status = message[0]
