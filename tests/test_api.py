@@ -167,5 +167,5 @@ def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeyp
 
 def test_the_readme_documents_the_layers_a_newcomer_sees() -> None:
     section = _readme_section("development")
-    for package in ("tracing", "model", "analysis", "drawing", "expr", "web", "web/worker", "cli"):
+    for package in ("tracing", "model", "analysis", "drawing", "runner", "expr", "web", "jobs", "cli"):
         assert f"`graphviz_app/{package}/`" in section, f"README's development section does not explain {package}/"

@@ -1,4 +1,4 @@
-"""The loop inside an isolated worker process: run jobs under a memory limit."""
+"""The loop inside a worker process: run jobs under a memory limit, answer with plain data."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .deadline import mark_worker_process
-from .errors import ExprError
+from .errors import JobNotPortable
 
 try:  # POSIX only; elsewhere jobs run without a memory limit
     import resource
@@ -25,14 +25,24 @@ _ALLOC_FAILURES = ("can't allocate memory", "Cannot allocate memory", "out of me
 
 
 def worker_main(conn: Connection, threads: int) -> None:
-    """Serve jobs from `conn` until the parent closes it."""
+    """Serve jobs from `conn` until the parent closes it (or is gone: then quietly, with no traceback)."""
+    try:
+        _serve(conn, threads)
+    except (EOFError, OSError):
+        # The parent ended (a command stopped at its deadline, Ctrl-C) while this worker
+        # started or answered: nobody is left to tell, and a traceback would reach the
+        # person's terminal through the stderr both processes share.
+        os._exit(0)
+
+
+def _serve(conn: Connection, threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
     if hasattr(os, "setpgid"):
         # Its own process group, so that stopping the worker also stops what a
         # job started (a `dot` layout) instead of leaving it running.
         os.setpgid(0, 0)
     _limit_threads(threads)
-    mark_worker_process()  # jobs may end this process at a hard deadline (expr.deadline)
+    mark_worker_process()  # jobs may end this process at a hard deadline (runner.deadline)
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -40,9 +50,9 @@ def worker_main(conn: Connection, threads: int) -> None:
         except (EOFError, OSError):
             return  # the parent is gone or closed the pipe
         except Exception as e:  # noqa: BLE001 - the job could not be unpickled here
-            _send(conn, ("error", ExprError(
+            _send(conn, ("error", JobNotPortable(
                 f"the job could not be loaded in the worker ({type(e).__name__}: {e}): "
-                "jobs must be top-level functions of an importable module", kind="input"), ""))
+                "jobs must be top-level functions of an importable module"), ""))
             continue
         job, args, memory_limit = message
         _send(conn, run_job(job, args, memory_limit))
@@ -76,26 +86,28 @@ def _send(conn: Connection, message: tuple[Any, ...]) -> None:
     try:
         conn.send(message)
     except Exception as e:  # noqa: BLE001 - the result could not be pickled
-        conn.send(("error", ExprError(
+        conn.send(("error", JobNotPortable(
             f"the job's result could not be sent back ({type(e).__name__}: {e}): "
-            "return plain data (numbers, strings, lists, dicts, detached tensors)", kind="input"), ""))
+            "return plain data (numbers, strings, lists, dicts, frozen records, detached tensors)"), ""))
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it survives pickling, else an ExprError with its text."""
+    """`exc` if it survives pickling, else a JobNotPortable with its text."""
     try:
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:  # noqa: BLE001
-        return ExprError(f"the job failed: {type(exc).__name__}: {exc}", kind="job")
+        return JobNotPortable(f"the job failed: {type(exc).__name__}: {exc}", kind="job")
 
 
 def _limit_threads(threads: int) -> None:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - jobs without torch
-        return
-    torch.set_num_threads(threads)
+    # The runner never imports torch itself: a torch the forkserver preloaded gets the
+    # count now, one a job imports later reads it from the environment.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
 
 
 def _vm_size() -> int | None:

@@ -1,11 +1,11 @@
-"""A hard time limit inside an isolated worker: the process ends at the deadline, even inside one long op.
+"""A hard time limit inside a worker: the process ends at the deadline, even inside one long op.
 
-The evaluator checks its clock between operations, and costs refuse the ops
-known to run long; an op that is neither (a slow kernel nobody costed) would
-still run to its end. In a worker process, `hard_deadline` arms the real-time
+A job may check its own clock (the expression language's evaluator does, between
+operations); an operation it cannot interrupt (a slow torch kernel) would still
+run to its end. In a worker process, `hard_deadline` arms the real-time
 timer with SIGALRM at its default action, so the kernel ends the process at
 the deadline whatever it is doing; the runner then reports a time-out
-(`ExprError(kind="time")`) and starts a fresh worker. Outside a worker it does
+(`JobTimeout`) and starts a fresh worker. Outside a worker it does
 nothing: ending the caller's own process is never an option.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 __all__ = ["hard_deadline", "mark_worker_process", "in_worker_process", "HARD_DEADLINE_SIGNAL", "HARD_GRACE_S"]
 
 HARD_DEADLINE_SIGNAL = getattr(signal, "SIGALRM", None)
-# The evaluator stops between operations at Limits.max_seconds; one op still running
-# this much later is stopped by ending the worker.
+# A job that stops itself at its own time limit gets this much longer before its worker is ended
+# (the expression language: Limits.max_seconds, then one op still running HARD_GRACE_S later).
 HARD_GRACE_S = 2.0
 _in_worker = False
 

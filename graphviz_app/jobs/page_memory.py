@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...analysis.memory import memory_timeline
-from ...errors import GraphvizAppError
-from ...model import Graph
-from ..memory_view import MemoryPanel, memory_panel_of
-from ..results import Failure
+from ..analysis.memory import memory_timeline
+from ..errors import GraphvizAppError
+from ..model import Graph
+from ..web.memory_view import MemoryPanel, memory_panel_of
+from ..web.results import Failure
 
 __all__ = ["memory_job"]
 

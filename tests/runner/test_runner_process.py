@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphviz_app.expr import ExprError, IsolatedRunner
+from graphviz_app.runner import IsolatedRunner, RunnerError
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
@@ -36,7 +36,7 @@ def _running(pattern: str) -> bool:
 def test_a_stopped_job_takes_its_child_processes_with_it() -> None:
     marker = "31.41592"  # a sleep no one else runs
     with IsolatedRunner(workers=1, max_workers=1, time_limit=60) as runner:
-        with pytest.raises(ExprError, match="time limit") as info:
+        with pytest.raises(RunnerError, match="time limit") as info:
             runner.run(subprocess.run, ["sleep", marker], time_limit=1)
         assert info.value.kind == "time"
         wait_until(lambda: not _running(f"sleep {marker}"), timeout=60, what="the job's child process ending")

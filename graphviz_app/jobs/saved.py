@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from ...errors import GraphvizAppError
-from ..results import Analysis, Failure
-from ..upload import file_notes, read_saved_graph
-from ..urlstate import Options
+from ..errors import GraphvizAppError
+from ..web.results import Analysis, Failure
+from ..web.upload import file_notes, read_saved_graph
+from ..web.urlstate import Options
 from .viewing import depth_note, module_rows, viewer_data
 
 __all__ = ["saved_graph_job"]

@@ -1,30 +1,25 @@
-"""The page's jobs, run inside the isolated worker: program in, plain results out.
+"""The page's jobs, run inside its worker processes: program in, plain results out.
 
 Each job is a top-level function (so it pickles by name), takes plain
 arguments and returns an `Analysis`/`GradientCheck`/bytes or a `Failure`;
 no tensor ever leaves the worker. The server names them with `JobRef`s
-(`graphviz_app.web.service`) and never imports this module, which loads torch.
+(`graphviz_app.web.service`) and never imports this package, which loads torch.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from gradcheck import GradcheckError, GradcheckWarning, ShapeMismatchError, check
+from gradcheck import GradcheckError
 
-from ...errors import GraphvizAppError
-from ...expr import ExprError, expected_function, to_function
-from ...expr.validator import parse
-from ..results import (
-    CHECKED_GRADIENT,
-    CHECKED_JACOBIAN,
-    CHECKED_SUM,
+from ..errors import GraphvizAppError
+from ..expr.errors import ExprError
+from ..expr.validator import parse
+from ..web.results import (
     Analysis,
     CheckModes,
     Failure,
@@ -32,11 +27,13 @@ from ..results import (
     TensorValue,
     Tolerances,
 )
-from ..urlstate import Options
-from . import gradients
+from ..web.urlstate import Options
+from .checking import CheckRequest, check_program
+from .page_gradients import origin_statement, page_notes
+from .programs import TraceOptions, trace_program
 from .viewing import depth_note, module_rows, viewer_data
 
-__all__ = ["analysis_job", "check_job", "devices_job", "values_text"]
+__all__ = ["analysis_job", "check_job", "devices_job", "trace_options", "values_text"]
 
 _SHOWN_ELEMENTS = 64  # tensors above this many elements are shown abridged
 
@@ -55,18 +52,17 @@ def analysis_job(program: str, options: Options) -> Analysis | Failure:
     """
     start = time.perf_counter()
     try:
-        ev = gradients.evaluate(program, options)
+        traced = trace_program(program, trace_options(options))
+        viewer = viewer_data(traced.graph, options, title="program")
     except ExprError as e:
         return _failure(e)
-    outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
-    try:
-        graph, grad_notes = gradients.trace_graph(ev, options)
-        viewer = viewer_data(graph, options, title="program")
     except GraphvizAppError as e:
         return Failure(str(e), kind="trace")
-    origin = gradients.origin_statement(graph, program)
-    notes = [n for n in graph.notes if "first appears in backward" not in n] + grad_notes
-    notes += gradients.page_notes(graph)
+    ev, graph = traced.evaluation, traced.graph
+    outputs = ev.output if isinstance(ev.output, tuple) else (ev.output,)
+    origin = origin_statement(graph, program)
+    notes = [n for n in graph.notes if "first appears in backward" not in n] + list(traced.notes)
+    notes += page_notes(graph)
     notes += depth_note(graph, options.module_depth)
     notes += _backward(outputs)
     leaves = {n: t for n, t in ev.variables.items() if t.is_leaf and t.requires_grad}
@@ -106,7 +102,7 @@ def _with_grads(leaves: dict[str, torch.Tensor], model: torch.nn.Module | None) 
 def check_job(
     program: str, options: Options, wrt: str, expected: str, tolerances: Tolerances, modes: CheckModes | None = None
 ) -> GradientCheck | Failure:
-    """Check the hand-derived gradient `expected` of the program's output by `wrt`.
+    """Check the hand-derived gradient `expected` of the program's output by `wrt` (`checking.check_program`).
 
     For a non-scalar output, `expected` may be the gradient of the output's sum (the
     shape of `wrt`: what the page's .grad table shows) or the full Jacobian (output
@@ -115,64 +111,29 @@ def check_job(
     start = time.perf_counter()
     eps, atol, rtol = tolerances
     modes = modes or CheckModes()
+    # float64 whatever the sidebar says: finite differences need the precision,
+    # and a program holding float32 weights could not be cast by the checker.
+    request = CheckRequest(wrt=(wrt,), expected=expected, device=options.device, dtype="float64", eps=eps, atol=atol,
+                           rtol=rtol, modes=("rev", "fwd") if modes.forward else ("rev",), order=modes.order,
+                           kinks=modes.kinks)
     try:
-        # float64 whatever the sidebar says: finite differences need the precision,
-        # and a program holding float32 weights could not be cast by the checker.
-        fn, inputs = to_function(program, [wrt], device=options.device, dtype="float64")
-        hand = expected_function(program, expected, [wrt], device=options.device, dtype="float64")
-        fn, checked = _what_to_check(fn, inputs, hand, wrt)
-        with warnings.catch_warnings(record=True) as warned:
-            warnings.simplefilter("always", GradcheckWarning)
-            report = check(fn, inputs, expected=hand, eps=eps, atol=atol, rtol=rtol,
-                           modes=("rev", "fwd") if modes.forward else ("rev",), order=modes.order, kinks=modes.kinks)
+        outcome = check_program(program, request)
     except ExprError as e:
         return _failure(e)
     except GradcheckError as e:
         return Failure(str(e), kind="check")
     return GradientCheck(
-        wrt=wrt, expected=expected, passed=report.passed, text=str(report),
-        report=report.to_dict(), seconds=time.perf_counter() - start, checked=checked,
-        warnings=tuple(str(w.message) for w in warned if issubclass(w.category, GradcheckWarning)),
+        wrt=wrt, expected=expected, passed=outcome.passed, text=outcome.text, report=outcome.report,
+        seconds=time.perf_counter() - start, checked=outcome.checked, warnings=outcome.warnings,
     )
 
 
-def _what_to_check(
-    fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], hand: Callable[..., Any], wrt: str
-) -> tuple[Callable[..., Any], str]:
-    """The function to check and what the hand gradient is read as, from its shape.
-
-    Raises:
-        GradcheckError: the hand gradient has neither the shape of `wrt` nor that of the Jacobian.
-    """
-    with torch.no_grad():
-        outs = fn(*inputs)
-    outs = tuple(y for y in (outs if isinstance(outs, tuple) else (outs,)) if y.is_floating_point())
-    if all(y.numel() == 1 for y in outs):
-        return fn, CHECKED_GRADIENT
-    x = inputs[0]
-    given = hand(*[t.detach().clone() for t in inputs])
-    shape = tuple(given.shape) if isinstance(given, torch.Tensor) else None
-    if shape == tuple(x.shape):
-
-        def summed(*xs: torch.Tensor) -> torch.Tensor:
-            ys = fn(*xs)
-            return sum((y.sum() for y in (ys if isinstance(ys, tuple) else (ys,)) if y.is_floating_point()),
-                       torch.zeros((), dtype=x.dtype, device=x.device))
-
-        return summed, CHECKED_SUM
-    if len(outs) == 1 and shape == tuple(outs[0].shape) + tuple(x.shape):
-        return fn, CHECKED_JACOBIAN
-    out_shape = " and ".join(_shape(y) for y in outs)
-    raise ShapeMismatchError(
-        f"your d(output)/d{wrt} has shape {'(?)' if shape is None else _shape_of(shape)}, but the output has shape "
-        f"{out_shape} and {wrt} has shape {_shape(x)}: give the gradient of the output's sum (shape {_shape(x)}, "
-        f"what the .grad table shows) or the full Jacobian (shape {_shape_of(tuple(outs[0].shape) + tuple(x.shape))}, "
-        "the output's shape then the input's)."
-    )
-
-
-def _shape_of(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+def trace_options(options: Options) -> TraceOptions:
+    """The sidebar's options as `trace_program` takes them (with gradients shown, each op's source is its line)."""
+    return TraceOptions(device=options.device, dtype=options.dtype, show_saved=options.show_saved,
+                        show_attrs=options.show_attrs, max_nodes=options.max_nodes,
+                        gradients=options.show_gradients, gradients_or_note=True,
+                        source_lines=options.show_gradients)
 
 
 def _inputs(program: str) -> frozenset[str]:

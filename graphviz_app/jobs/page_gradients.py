@@ -1,45 +1,18 @@
-"""The page's gradient view, worker side: trace with gradients, the NaN origin's program line, repeats.
+"""The page's gradient view, worker side: the NaN origin's program line, the gradient summary, repeats.
 
-Runs inside the isolated worker (called from `jobs.analysis_job`).
+Runs inside the page's worker (called from `page.analysis_job`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
-import torch
+from ..analysis.gradient_report import gradient_summary
+from ..analysis.repeats import find_repeats
+from ..drawing.gradient_style import default_coloring
+from ..model import EdgeKind, Graph
 
-from ...analysis.gradient_report import gradient_summary
-from ...analysis.repeats import find_repeats
-from ...drawing.gradient_style import default_coloring
-from ...errors import GradientError
-from ...expr import evaluate as run
-from ...model import EdgeKind, Graph
-from ...tracing.tracer import trace
-from ..urlstate import Options
-
-__all__ = ["evaluate", "trace_graph", "origin_statement", "page_notes"]
-
-
-def evaluate(program: str, options: Options) -> Any:
-    """The program evaluated; with gradients shown, each op's source is its program line."""
-    return run(program, device=options.device, dtype=getattr(torch, options.dtype),
-               source_lines=options.show_gradients, isolated=False)
-
-
-def trace_graph(ev: Any, options: Options) -> tuple[Graph, list[str]]:
-    """The traced graph, with gradients when asked and possible; notes say when not."""
-    def traced(gradients: bool) -> Graph:
-        return trace(ev.output, ev.params, names=ev.variables, show_saved=options.show_saved,
-                     show_attrs=options.show_attrs, max_nodes=options.max_nodes, gradients=gradients)
-
-    if not options.show_gradients:
-        return traced(False), []
-    try:
-        return traced(True), []
-    except GradientError as e:
-        return traced(False), [f"gradients are not shown: {e}"]
+__all__ = ["origin_statement", "page_notes"]
 
 
 def origin_statement(graph: Graph, program: str) -> str | None:

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from graphviz_app.expr import ExprError, IsolatedRunner, Limits
-from graphviz_app.expr.deadline import hard_deadline
-from graphviz_app.expr.jobs import HARD_GRACE_S, evaluate_job
+from graphviz_app.expr import Limits
+from graphviz_app.expr.jobs import evaluate_job
+from graphviz_app.expr.rehearsal import PRELOAD
+from graphviz_app.runner import HARD_GRACE_S, IsolatedRunner, RunnerError
+from graphviz_app.runner.deadline import hard_deadline
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
 
@@ -25,7 +27,7 @@ LIMITS = Limits(max_seconds=1.0, max_multiply_adds=10**12, max_tensor_elements=2
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[IsolatedRunner]:
-    with IsolatedRunner(workers=1, max_workers=1, time_limit=300.0, memory_limit=None) as r:
+    with IsolatedRunner(workers=1, max_workers=1, time_limit=300.0, memory_limit=None, preload=PRELOAD) as r:
         r.warm_up()
         yield r
 
@@ -33,7 +35,7 @@ def runner() -> Iterator[IsolatedRunner]:
 @pytest.mark.slow
 def test_a_single_long_op_ends_the_worker_at_the_hard_deadline(runner: IsolatedRunner) -> None:
     start = time.monotonic()
-    with pytest.raises(ExprError, match="stopped inside one operation") as info:
+    with pytest.raises(RunnerError, match="stopped inside one operation") as info:
         runner.run(evaluate_job, LONG_OP, LIMITS)
     elapsed = time.monotonic() - start
     assert info.value.kind == "time"

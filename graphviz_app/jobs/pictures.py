@@ -9,12 +9,12 @@ from __future__ import annotations
 import subprocess
 import time
 
-from ...drawing.order_style import picture_coloring
-from ...drawing.renderer import export
-from ...errors import GraphvizAppError, RenderError
-from ...model import Graph
-from ..pngplan import png_plan, png_refusal
-from ..results import Failure
+from ..drawing.order_style import picture_coloring
+from ..drawing.renderer import export
+from ..errors import GraphvizAppError, RenderError
+from ..model import Graph
+from ..web.pngplan import png_plan, png_refusal
+from ..web.results import Failure
 
 __all__ = ["svg_job", "png_job"]
 

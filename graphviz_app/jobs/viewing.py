@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ...analysis.module_tree import module_depth, node_modules
-from ...analysis.orders import has_orders
-from ...drawing.order_style import order_viewer_overlay
-from ...model import Graph, human_bytes
-from ...viewer.payload import encode, payload
-from ..urlstate import Options
+from ..analysis.module_tree import module_depth, node_modules
+from ..analysis.orders import has_orders
+from ..drawing.order_style import order_viewer_overlay
+from ..model import Graph, human_bytes
+from ..viewer.payload import encode, payload
+from ..web.urlstate import Options
 
 __all__ = ["viewer_data", "module_rows", "depth_note"]
 
