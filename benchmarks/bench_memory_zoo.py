@@ -31,10 +31,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "memory"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from mem_oracle import compare  # noqa: E402
-from zoo import ZOO, ZooModel  # noqa: E402
+from mem_zoo import ZOO, ZooModel  # noqa: E402
 
 from graphviz_app.errors import GraphvizAppError  # noqa: E402
 from graphviz_app.memory import advise_checkpoints, total_bytes  # noqa: E402

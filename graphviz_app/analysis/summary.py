@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import PACKED_BY_HOOK, STATE_ATTR, Graph, Summary, provide
+from ..model import PACKED_BY_HOOK, STATE_ATTR, Graph, Summary
 from .module_tree import held_bytes
 
 __all__ = ["summarize"]
@@ -67,5 +67,3 @@ def _by_device(storages: dict[str, tuple[str, int]]) -> tuple[tuple[str, int], .
         totals[device] += size
     return tuple(sorted(totals.items()))
 
-
-provide("summary", summarize)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from zoo import TinyGPT
+from mem_zoo import TinyGPT
 
 from graphviz_app import trace_model
 from graphviz_app.errors import TraceError

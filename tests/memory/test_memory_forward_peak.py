@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 from mem_oracle import memtracker_peak
-from zoo import GRUTagger, by_name
+from mem_zoo import GRUTagger, by_name
 
 from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.memory import forecast, measure

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from mem_oracle import StepSpec, memtracker_peak
-from zoo import LeafTwice, TiedPair
+from mem_zoo import LeafTwice, TiedPair
 
 from graphviz_app.memory import forecast, measure
 

@@ -10,7 +10,7 @@ from functools import cache
 
 import pytest
 from mem_oracle import ZooRow, compare
-from zoo import ZOO, by_name
+from mem_zoo import ZOO, by_name
 
 pytestmark = pytest.mark.slow
 

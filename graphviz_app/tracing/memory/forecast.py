@@ -15,6 +15,7 @@ from ...analysis.memory.fit import StaticBytes
 from ...errors import TraceError
 from ...model import EdgeKind, Graph, Node, NodeKind
 from ..module_trace import given_tensors
+from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
@@ -208,14 +209,12 @@ def fake_step(step: Step, device: str = "cpu") -> Step:
     >>> type(s.args[0]).__name__, s.args[0].device.type
     ('FakeTensor', 'cpu')
     """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode, convert = fake_mode_and_converter()
     target = torch.device(device)
 
     def fake(t: torch.Tensor) -> torch.Tensor:
         meta = t if t.device.type == "meta" else t.detach().to("meta")
-        made = mode.fake_tensor_converter.from_meta_and_device(mode, meta.detach(), target)
+        made = convert(mode, meta.detach(), target)
         return made.requires_grad_(t.requires_grad) if t.is_leaf and t.is_floating_point() else made
 
     memo: dict[int, Any] = {}
