@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import re
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -295,7 +296,9 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
         # step cannot run on them (a value read that meta tolerates), on meta as below.
         try:
             fake = fake_step(step)
-            run = run_step(fake, retain_graph=retain_graph)
+            with warnings.catch_warnings():  # the walker reads storages' addresses (0 on fake tensors): expected
+                warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+                run = run_step(fake, retain_graph=retain_graph)
             graph = with_lstm_workspaces(run.graph)
             forward = run.measured.forward_peak_bytes if run.measured is not None else None
             timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
