@@ -56,3 +56,11 @@ def test_a_module_list_cannot_be_checkpointed() -> None:
     with pytest.raises(TraceError, match="'blocks', a ModuleList whose forward never runs: name its members"):
         with checkpointed(TinyGPT(), ["blocks"]):
             pass
+
+
+def test_reentrant_blocks_stay_visible_as_their_modules() -> None:
+    graph = measure(TinyGPT(reentrant=True), _ids()).graph
+    blocks = [n for n in graph.nodes if n.name == "CheckpointFunctionBackward"]
+    assert sorted(n.module for n in blocks) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
+    assert all(dict(n.attrs)["checkpoint"].startswith("reentrant") for n in blocks)
+    assert {"blocks.0", "blocks.3"} <= {r.module for r in graph.module_summary()}
