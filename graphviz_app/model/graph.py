@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SchemaError
 from .compact import COMPACT_SCHEMA, compact_fields
@@ -27,9 +27,7 @@ from .schema import (
     node_from_dict,
     node_to_dict,
 )
-
-if TYPE_CHECKING:
-    from .summaries import ModuleSummary, Summary
+from .summaries import ModuleSummary, Summary
 
 __all__ = ["Graph"]
 
