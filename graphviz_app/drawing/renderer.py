@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import html
 import warnings
 from pathlib import Path
 from typing import Unpack
 
 import graphviz
-from graphviz.quoting import attr_list, quote, quote_edge
+from graphviz.quoting import attr_list
 
 from ..analysis.collapse import collapse
 from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
+from .dot_text import dot_id, escaped_string, html_text
 from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
 from .options import COLOR_BY, RANKDIRS, DrawKeywords, DrawOptions, check_choices
 from .overlays import Overlay, overlay_for
@@ -110,15 +110,15 @@ def _draw(
         text, extra = node_label(node, max_attr_chars=max_attr_chars), ""
         if grad is not None:
             text, extra = grad.node(node, text)
-        label = quote(graphviz.nohtml(text))
+        label = escaped_string(text)  # node_label and the overlays escape each line (dot_text)
         # An overlay's attributes come last: Graphviz keeps the last value of one given twice.
-        lines.append(f"\t{quote(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
-                     else f"\t{quote(node.id)} [label={label} {attrs}\n")
+        lines.append(f"\t{dot_id(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
+                     else f"\t{dot_id(node.id)} [label={label} {attrs}\n")
     dot.body.extend(clustered(graph, lines) if clusters else lines)
     edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
         text = (grad.edge_attrs(edge) if grad is not None else None) or edge_text[edge.kind]
-        dot.body.append(f"\t{quote_edge(edge.src)} -> {quote_edge(edge.dst)}{text}\n")
+        dot.body.append(f"\t{dot_id(edge.src)} -> {dot_id(edge.dst)}{text}\n")
     if legend and graph.nodes:
         _add_legend(dot, graph, bool(cross), grad.legend_rows() if grad is not None else [])
     if grad is not None:
@@ -132,7 +132,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: lis
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
     rows += [f"<TR><TD>{KIND_LOOK[k]}</TD><TD>{KIND_TITLE[k]}</TD></TR>" for k in kinds]
     rows += [
-        f'<TR><TD BGCOLOR="{device_color(d)}">fill</TD><TD>on {html.escape(d)}</TD></TR>'
+        f'<TR><TD BGCOLOR="{device_color(d)}">fill</TD><TD>on {html_text(d)}</TD></TR>'
         for d in devices
     ]
     if has_cross:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SchemaError
 from .compact import COMPACT_SCHEMA, compact_fields
@@ -24,10 +24,15 @@ from .schema import (
     edge_from_list,
     edge_to_list,
     json_items,
+    loads_strict,
     node_from_dict,
     node_to_dict,
+    read_items,
 )
-from .summaries import ModuleSummary, Summary
+from .validation import check_graph
+
+if TYPE_CHECKING:
+    from .summaries import ModuleSummary, Summary
 
 __all__ = ["Graph"]
 
@@ -173,31 +178,38 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3), checked field by field.
+
+        Raises:
+            SchemaError: it is not one; the message names the field (see `model.validation`).
+        """
         check_schema(data)
         if data["schema"] == COMPACT_SCHEMA:
-            return cls(**compact_fields(data))
-        try:
-            return cls(
-                nodes=tuple(node_from_dict(n) for n in data["nodes"]),
-                edges=tuple(edge_from_list(e) for e in data["edges"]),
-                notes=tuple(data.get("notes", ())),
-                truncated=bool(data.get("truncated", False)),
-                modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
+            graph = cls(**compact_fields(data))
+        else:
+            for field in ("nodes", "edges"):
+                if field not in data:
+                    raise SchemaError(f"the graph has no {field!r} field: a saved graph lists its nodes and edges")
+            graph = cls(
+                nodes=read_items(data["nodes"], "nodes", node_from_dict, dict),
+                edges=read_items(data["edges"], "edges", edge_from_list, list),
+                notes=read_items(data.get("notes", []), "notes", lambda n: n, str),
+                truncated=data.get("truncated", False),  # checked, not converted: "no" is not false
+                modules=read_items(data.get("modules", []), "modules", lambda m: ModuleInfo(*m), list),
                 nonfinite_origin=data.get("nonfinite_origin"),
-                regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
+                regions=read_items(data.get("regions", []), "regions", region_from_dict, dict),
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise SchemaError(f"malformed graph JSON: {e!r}") from e
+        check_graph(graph)
+        return graph
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
-        """Read a graph written by `to_json`. Raises SchemaError if it is not one."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"not JSON: {e}") from e
-        return cls.from_dict(data)
+        """Read a graph written by `to_json`: strict JSON (no NaN, no key twice), checked field by field.
+
+        Raises:
+            SchemaError: it is not one; the message says what and where.
+        """
+        return cls.from_dict(loads_strict(text))
 
     # Notebook display (IPython calls these): made by graphviz_app.drawing.notebook, imported on the first call.
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:

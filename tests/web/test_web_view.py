@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from web_support import decode_viewer, opened_modules
 
+from graphviz_app.jobs.viewing import viewer_data
 from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind
 from graphviz_app.web.urlstate import MAX_VIEW_CHARS, Options, PageState, from_query, to_query
-from graphviz_app.web.worker.viewing import viewer_data
 
 
 def chain(n: int, *, module: str | None = None) -> Graph:
