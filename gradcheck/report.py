@@ -39,6 +39,7 @@ class Blame:
     ROUNDING = "rounding"  # low-precision autograd off by rounding; in float64 it agrees (inconclusive)
     UNCLEAR = "unclear"  # all three sides disagree with each other
     NONFINITE = "nonfinite"  # a side gives NaN or Inf: nothing can be compared there
+    DETACHED = "detached"  # fn computes part of its result under no_grad: differences see it, autograd not
 
 
 class Check:
