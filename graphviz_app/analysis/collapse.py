@@ -353,7 +353,7 @@ def _span(unit: list[str]) -> tuple[str, str]:
     if len(unit) == 1:
         return unit[0], unit[0]
     lasts = [m.rpartition(".")[2] for m in unit]
-    if all(s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(
+    if all(s.isascii() and s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(
         range(int(lasts[0]), int(lasts[0]) + len(unit))
     ):
         text = f"{unit[0]}–{lasts[-1]}"
