@@ -44,6 +44,8 @@ _BLAME = {
     "rounding": "inconclusive: the difference is low-precision rounding; the same derivative in float64 agrees",
     "unclear": "all three sides disagree with each other",
     "nonfinite": "a side gives NaN or Inf, so nothing can be compared there",
+    "reverse": "reverse mode (the backward) is likely wrong: forward mode and finite differences agree with each "
+    "other",
     "detached": "part of the program runs under torch.no_grad() or torch.inference_mode(): finite differences "
     "re-run it and include that part, autograd does not, so they differ without either being wrong",
 }

@@ -71,3 +71,4 @@ def test_a_no_grad_block_that_does_not_feed_the_output_passes() -> None:
 def test_the_report_carries_the_blame_in_its_json() -> None:
     data = check(_scaled_by_no_grad_sum, _x()).to_dict()
     assert data["pairs"][0]["blame"] == "detached"
+
