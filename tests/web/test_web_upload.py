@@ -151,8 +151,8 @@ def test_a_file_that_takes_the_worker_past_a_limit_is_called_too_big_not_a_progr
 
 
 def test_the_worker_job_reads_a_saved_graph_into_what_the_page_shows() -> None:
+    from graphviz_app.jobs.saved import saved_graph_job
     from graphviz_app.web.urlstate import Options
-    from graphviz_app.web.worker.saved import saved_graph_job
 
     data = json.dumps(to_compact(module_graph(3))).encode()
     found = saved_graph_job(data, "model.json", Options(roll=False))
@@ -164,8 +164,8 @@ def test_the_worker_job_reads_a_saved_graph_into_what_the_page_shows() -> None:
 
 
 def test_a_saved_graph_opened_at_a_depth_that_closes_no_box_says_so() -> None:
+    from graphviz_app.jobs.saved import saved_graph_job
     from graphviz_app.web.urlstate import Options
-    from graphviz_app.web.worker.saved import saved_graph_job
 
     graph = module_graph(3)
     deepest = max((n.module or "").count(".") + 1 for n in graph.nodes if n.module)
