@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 from graphviz_app import trace
+from graphviz_app.jobs.page import analysis_job, values_text
 from graphviz_app.model import NodeKind
 from graphviz_app.web.urlstate import Options
-from graphviz_app.web.worker.jobs import analysis_job, values_text
 
 
 def test_trace_with_gradients_measures_a_sparse_embedding_gradient() -> None:
