@@ -18,6 +18,7 @@ def test_trace_with_gradients_measures_a_sparse_embedding_gradient() -> None:
     graph = trace(y, dict(emb.named_parameters()), gradients=True)
     (leaf,) = [n for n in graph.nodes if n.kind is NodeKind.LEAF]
     y.backward()
+    assert emb.weight.grad is not None
     dense = emb.weight.grad.to_dense()  # torch's own gradient, the reference
     assert leaf.grad is not None and leaf.grad.numel == 40
     assert abs(leaf.grad.norm - float(dense.norm())) < 1e-6
@@ -33,5 +34,5 @@ def test_the_page_shows_a_sparse_gradient_as_its_values() -> None:
 
 
 def test_values_text_reads_a_sparse_tensor() -> None:
-    sparse = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (4,))
+    sparse = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.tensor([1.0, 2.0]), (4,))
     assert values_text(sparse) == "[1.0000, 0.0000, 2.0000, 0.0000]"
