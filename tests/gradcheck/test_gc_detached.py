@@ -72,3 +72,15 @@ def test_the_report_carries_the_blame_in_its_json() -> None:
     data = check(_scaled_by_no_grad_sum, _x()).to_dict()
     assert data["pairs"][0]["blame"] == "detached"
 
+
+
+def test_the_page_says_neither_side_is_wrong() -> None:
+    from graphviz_app.jobs.page import check_job
+    from graphviz_app.web.present import verdict
+    from graphviz_app.web.urlstate import Options
+
+    program = "x = torch.randn(4, requires_grad=True)\nwith torch.no_grad():\n    s = x.sum()\n(x * s).sum()"
+    found = check_job(program, Options(), "x", "x.sum() + 0 * x", (1e-6, 1e-5, 1e-3))
+    shown = verdict(found)  # type: ignore[arg-type]
+    assert not shown.passed and "neither side is wrong" in shown.headline
+    assert "backward is wrong" not in shown.headline + shown.detail
