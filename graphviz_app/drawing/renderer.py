@@ -14,7 +14,7 @@ from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
-from .dot_text import dot_id, escaped_string, html_text
+from .dot_text import dot_id, escaped_string, free_id, html_text
 from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
 from .options import COLOR_BY, RANKDIRS, DrawKeywords, DrawOptions, check_choices
 from .overlays import Overlay, overlay_for
@@ -142,7 +142,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: lis
         )
     rows += extra
     table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows)
-    dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
+    dot.node(free_id("legend", {n.id for n in graph.nodes}), f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
 
 
 def export(graph: Graph, fmt: str, *, options: DrawOptions | None = None, **keywords: Unpack[DrawKeywords]) -> bytes:

@@ -159,7 +159,7 @@ def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
         return _read(data)
     except SchemaError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise SchemaError(f"malformed compact graph JSON (schema 3): {type(e).__name__}: {e}; "
                           "write it again with graphviz_app's to_compact()") from e
 
