@@ -40,7 +40,7 @@ html, body {{ margin: 0; height: 100%; }}
 <script>{js}</script>
 <script>
 GraphvizAppViewer.mount(document.getElementById("gv-root"), document.getElementById("gv-payload").textContent,
-  {{fragment: location.hash, onView: function (hash) {{
+  {{fragment: location.hash, focus: window.top === window, onView: function (hash) {{
     try {{ history.replaceState(null, "", hash); }} catch (e) {{ /* a sandboxed frame keeps no history */ }}
   }}}});
 </script>

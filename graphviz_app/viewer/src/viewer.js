@@ -7,6 +7,7 @@ import { showRows, skeleton } from "./dom.js";
 import { drawScene, el } from "./draw.js";
 import { readFragment, writeFragment } from "./fragment.js";
 import { GraphData } from "./graph.js";
+import { onKey } from "./keys.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
 import { moduleLevels, pickOpen } from "./opening.js";
@@ -26,6 +27,7 @@ import { Tree } from "./tree.js";
  * @typedef {object} ViewerOptions
  * @property {string} [fragment]  the view to open on (a URL fragment, see fragment.js)
  * @property {(hash: string) => void} [onView]  told the view's fragment after every change
+ * @property {boolean} [focus]  take the keyboard at once (a page that is only the viewer)
  */
 
 let viewers = 0;
@@ -59,6 +61,8 @@ export class Viewer {
     this.scene = null;
     /** @type {string | null} */
     this._query = null;
+    /** @type {[string, string][]} the drawn edges between items */
+    this.pairs = [];
     this.markerId = `gv-arrow-${++viewers}`;
     this._svg();
     this._chart();
@@ -128,7 +132,7 @@ export class Viewer {
     const t0 = performance.now();
     this.scene = buildScene(this.graph, this.tree, this.layouts);
     const paint = this.state.color === "kind" ? null : this.paint;
-    drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
+    this.pairs = drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
       markerId: this.markerId, rankdir: this.rankdir });
     drawMarks(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint });
     this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
@@ -281,6 +285,52 @@ export class Viewer {
     const w = region.w * scale, h = region.h * scale;
     download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
   }
+  /** The selected item's key ("n3", "g7"), or null. @returns {string | null} */
+  selectedItem() {
+    if (this.state.sel !== null) return this.tree.rep(this.state.sel);
+    return this.state.selGroup !== null ? "g" + this.state.selGroup : null;
+  }
+  /** Where the keys start with nothing selected: the output, else the first item drawn. @returns {string | null} */
+  firstItem() {
+    const outputs = this.graph.outputs();
+    if (outputs.length) return this.tree.rep(outputs[0]);
+    for (const key of this.scene.boxes.keys()) if (key !== "g0") return key;
+    return null;
+  }
+  /** Select an item by key, and bring it into view when it is not. @param {string} key */
+  selectItem(key) {
+    const id = +key.slice(1);
+    if (key[0] === "n") this.select(id);
+    else this.selectGroup(id);
+    const b = this.scene.boxes.get(key);
+    if (b && !this.panzoom.shows(b)) this.panzoom.centerOn(b);
+  }
+  /** Enter: open or close the selected box; a node closes the box around it. Whether anything was selected. */
+  enter() {
+    let g = this.state.selGroup;
+    if (g === null && this.state.sel !== null) {
+      const key = this.tree.rep(this.state.sel);
+      g = key[0] === "g" ? +key.slice(1) : this.tree.nodeGroup[this.state.sel];
+    }
+    if (g === null || g === 0) return false;
+    this.toggle(g);
+    return true;
+  }
+  /** Escape: no selection, no search, no details, no list of keys. */
+  clear() {
+    this.state.sel = null;
+    this.state.selGroup = null;
+    this.ui.search.value = "";
+    this.state.matches = [];
+    this.state.at = -1;
+    this._query = null;
+    this._count();
+    this.ui.details.hidden = true;
+    this.ui.help.hidden = true;
+    if (this.chart) this.chart.highlight(-1);
+    this._outline();
+    this._saveView();
+  }
   _saveView() {
     const hash = writeFragment(this.tree, this.graph, this.state);
     this.root.dataset.view = hash;
@@ -292,6 +342,12 @@ export class Viewer {
     buttons.out.onclick = () => pz.zoomBy(1 / 1.25);
     buttons.fit.onclick = () => pz.fit();
     buttons.end.onclick = () => this.showOutput();
+    buttons.theme.onclick = () => {
+      const dark = this.root.dataset.theme ? this.root.dataset.theme === "dark" :
+        !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+      this.root.dataset.theme = dark ? "light" : "dark";
+    };
+    buttons.keys.onclick = () => { this.ui.help.hidden = !this.ui.help.hidden; };
     buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
     this.ui.exporter.onchange = () => {
@@ -314,6 +370,9 @@ export class Viewer {
     buttons.prev.onclick = () => this.next(-1);
     buttons.close.onclick = () => { this.ui.details.hidden = true; };
     pz.onClick = (target) => this._click(target);
+    this.ui.pane.addEventListener("pointerdown", () => this.ui.pane.focus({ preventScroll: true }));
+    this.root.addEventListener("keydown", (ev) => { if (onKey(this, ev)) ev.preventDefault(); });
+    if (this.options.focus) this.ui.pane.focus({ preventScroll: true });
   }
   /** @param {Element} target */
   _click(target) {
