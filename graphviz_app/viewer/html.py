@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.memory import MeasuredMemory
 from ..model import Graph
 from .bundle import bundle_css, bundle_js
-from .payload import encode, payload
+from .payload import UserOverlays, encode, payload
 
 __all__ = ["CONTENT_SECURITY_POLICY", "viewer_html", "page_html", "notebook_html"]
 
@@ -60,16 +60,18 @@ def page_html(data: Mapping[str, Any]) -> str:
 
 
 def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB",
-                measured: MeasuredMemory | None = None) -> str:
+                measured: MeasuredMemory | None = None, overlays: UserOverlays | None = None) -> str:
     """`graph` in the interactive viewer, as the text of one self-contained HTML file.
 
     `measured`: a measurement of the step `graph` was traced from, charted beside the prediction.
+    `overlays`: your own numbers, ``{name: {node id or module name: value}}``, one colouring each
+    (`payload.user_overlays`).
 
     Raises:
         RenderError: the viewer's bundle is not built.
-        ValueError: `measured` measured another graph.
+        ValueError: `measured` measured another graph, or `overlays` is malformed (the message says where).
     """
-    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured))
+    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured, user=overlays))
 
 
 def notebook_html(graph: Graph, *, height: int = 640) -> str:
