@@ -36,10 +36,11 @@ export { h };
  * @property {HTMLElement} legend
  * @property {HTMLElement} body
  * @property {HTMLElement} help  the list of keys
+ * @property {HTMLElement} tablePanel  the module table's panel (hidden until asked for)
  * @property {HTMLInputElement} search
  * @property {HTMLElement} count
  * @property {HTMLElement} scale
- * @property {Record<string, HTMLButtonElement>} buttons  by name: in, out, fit, end, collapse, theme, keys, prev, next, close
+ * @property {Record<string, HTMLButtonElement>} buttons  by name: in, out, fit, end, collapse, modules, theme, keys, prev, next, close
  */
 
 /** @param {HTMLElement} root @param {Overlay[]} overlays @returns {Skeleton} */
@@ -69,6 +70,7 @@ export function skeleton(root, overlays) {
     button("fit", { title: "Show the whole drawing", text: "Fit" }),
     button("end", { title: "Go to the output end of the graph", "data-testid": "viewer-output", text: "Output" }),
     button("collapse", { title: "Close every box", text: "Close all" }),
+    button("modules", { title: "A table of the modules", "aria-pressed": "false", "data-testid": "viewer-table-button", text: "Modules" }),
     overlays.length ? colour : null,
     exporter,
     search,
@@ -84,12 +86,13 @@ export function skeleton(root, overlays) {
     h("h3", { class: "gv-details-title" }), h("table", { class: "gv-details-rows" }));
   const overview = /** @type {HTMLCanvasElement} */ (h("canvas", { class: "gv-overview", "data-testid": "viewer-overview", width: "180", height: "130" }));
   const help = helpPanel();
-  const body = h("div", { class: "gv-body" }, pane, details, overview, help);
+  const tablePanel = h("aside", { class: "gv-tablepanel", "data-testid": "viewer-table-panel", hidden: "" });
+  const body = h("div", { class: "gv-body" }, tablePanel, pane, details, overview, help);
   const status = h("div", { class: "gv-status", "data-testid": "viewer-status" });
   const legend = h("div", { class: "gv-legend", "data-testid": "viewer-legend" });
   const viewer = h("div", { class: "gv-viewer", "data-testid": "graph-viewer" }, tools, body, legend, status);
   root.replaceChildren(viewer);
-  return { viewer, tools, colour, exporter, help, pane, details, overview, status, legend, body, search, count, scale, buttons };
+  return { viewer, tools, colour, exporter, help, tablePanel, pane, details, overview, status, legend, body, search, count, scale, buttons };
 }
 
 /** Show `rows` under `title` in the details panel. @param {HTMLElement} details @param {string} title @param {[string, string][]} rows */

@@ -35,7 +35,7 @@ export function viz() {
  */
 export function dotText(items, sizes, edges, rankdir) {
   const index = new Map(items.map((k, i) => [k, i]));
-  const lines = [`digraph{graph[rankdir=${rankdir},nodesep=0.22,ranksep=0.32];node[shape=box,fixedsize=true,label=""];`];
+  const lines = [`digraph{graph[rankdir=${rankdir},nodesep=0.22,ranksep=0.28];node[shape=box,fixedsize=true,label=""];`];
   items.forEach((k, i) => {
     const s = sizes.get(k);
     lines.push(`v${i}[width=${(s.w / PT_PER_IN).toFixed(3)},height=${(s.h / PT_PER_IN).toFixed(3)}];`);

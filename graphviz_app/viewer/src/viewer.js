@@ -15,6 +15,7 @@ import { download, fileName, pngPicture, pngRatio, svgPicture } from "./picture.
 import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
+import { ModuleTable } from "./table.js";
 import { Tree } from "./tree.js";
 
 /** @typedef {import("./types.js").Payload} Payload */
@@ -61,6 +62,8 @@ export class Viewer {
     this.scene = null;
     /** @type {string | null} */
     this._query = null;
+    /** @type {ModuleTable | null} built when first shown */
+    this.table = null;
     /** @type {[string, string][]} the drawn edges between items */
     this.pairs = [];
     this.markerId = `gv-arrow-${++viewers}`;
@@ -211,6 +214,7 @@ export class Viewer {
     this.state.sel = null;
     this.state.selGroup = g;
     showRows(this.ui.details, this.tree.title(g), groupRows(this.graph, this.tree, g, this.overlays));
+    if (this.table) this.table.mark(g);
     this._outline();
   }
   /** Open or close box g, keeping it where it is on screen. @param {number} g */
@@ -285,6 +289,23 @@ export class Viewer {
     const w = region.w * scale, h = region.h * scale;
     download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
   }
+  /** Show or hide the module table. @param {boolean} show */
+  showTable(show) {
+    if (show && !this.table) {
+      this.table = new ModuleTable(this.ui.tablePanel, this.graph, this.tree, this.overlays, (g) => this.pickModule(g));
+    }
+    this.ui.tablePanel.hidden = !show;
+    this.ui.buttons.modules.setAttribute("aria-pressed", String(show));
+  }
+  /** Select box g (a module's) in the drawing: the boxes around it opened, in view. @param {number} g */
+  pickModule(g) {
+    const p = this.tree.parent[g];
+    if (p > 0) this.tree.revealGroup(p);
+    this.refresh();
+    this.selectGroup(g);
+    const b = this.scene.boxes.get("g" + g);
+    if (b && !this.panzoom.shows(b)) this.panzoom.centerOn(b);
+  }
   /** The selected item's key ("n3", "g7"), or null. @returns {string | null} */
   selectedItem() {
     if (this.state.sel !== null) return this.tree.rep(this.state.sel);
@@ -347,6 +368,7 @@ export class Viewer {
         !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
       this.root.dataset.theme = dark ? "light" : "dark";
     };
+    buttons.modules.onclick = () => this.showTable(this.ui.tablePanel.hidden);
     buttons.keys.onclick = () => { this.ui.help.hidden = !this.ui.help.hidden; };
     buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
