@@ -13,6 +13,8 @@ __all__ = [
     "SchemaError",
     "CollapseError",
     "GraphDiffError",
+    "DistributedError",
+    "ModelCheckError",
 ]
 
 
@@ -58,3 +60,11 @@ class GraphDiffError(GraphvizAppError, AssertionError):
     def __init__(self, message: str, diff: object = None) -> None:
         super().__init__(message)
         self.diff = diff
+
+
+class DistributedError(TraceError):
+    """A distributed step cannot be run, forecast or gathered: what the job needs is missing or wrong."""
+
+
+class ModelCheckError(GraphvizAppError, ValueError):
+    """`check_model` cannot check this model: not a module, an option out of range, or its forward raised."""

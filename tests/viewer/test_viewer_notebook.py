@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CELL = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-sys.path.insert(0, {str(ROOT / "tests" / "viewer")!r})
+sys.path.insert(0, {str(ROOT / "tests" / "support")!r})
 from viewer_support import module_graph
 module_graph(3, hostile=True)
 """
