@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import math
+import re
 from pathlib import Path
 
 import pytest
 from viewer_support import HOSTILE, module_graph, open_viewer
 
+from graphviz_app import save
+from graphviz_app.errors import UnsupportedFormatError
 from graphviz_app.viewer import viewer_html
 from graphviz_app.viewer.payload import payload, user_overlays
 from graphviz_app.viewer.tree import build_tree
@@ -51,6 +57,18 @@ def test_values_spanning_more_than_a_hundredfold_get_a_log_scale() -> None:
 def test_a_malformed_overlay_says_what_and_where(user: dict, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         payload(module_graph(2), user=user)
+
+
+def test_save_passes_overlays_into_the_html_file_and_refuses_them_for_a_picture(tmp_path: Path) -> None:
+    path = save(module_graph(2), tmp_path / "x.html", overlays={"latency_ms": {"n1": 4.0}})
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(gzip.decompress(base64.b64decode(re.search(r'id="gv-payload">([^<]*)<', text).group(1))))
+    [o] = [o for o in data["overlays"] if o["key"] == "user:latency_ms"]
+    assert o["node"][1] == 4.0
+    with pytest.raises(UnsupportedFormatError, match="overlays are colourings of the HTML viewer only, not of 'dot'"):
+        save(module_graph(2), tmp_path / "x.dot", overlays={"latency_ms": {"n1": 4.0}})
+    with pytest.raises(ValueError, match="'n77' is neither a node id"):
+        save(module_graph(2), tmp_path / "y.html", overlays={"latency_ms": {"n77": 4.0}})
 
 
 @pytest.mark.browser
