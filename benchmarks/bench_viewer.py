@@ -1,6 +1,8 @@
-"""The interactive viewer in a real Chromium: open-to-first-view, opening a box, search; file sizes.
+"""The interactive viewer in a real Chromium: open-to-first-view, opening a box, search, export; file sizes.
 
-Run: `python benchmarks/bench_viewer.py [--quick]`. Figures go into benchmarks/README.md (section viewer)
+The first view is the opening view: the deepest level of modules that fits the pane legibly (the
+module boxes on screen and the scale are reported beside its time). Run: `python
+benchmarks/bench_viewer.py [--quick] [--no-svg]`. Figures go into benchmarks/README.md (section viewer)
 by hand. Graphs: a 12-layer GPT-2-shaped model with gradients (nn modules shaped like GPT-2 blocks),
 a 100-layer nn.TransformerEncoder, a 100,000-op flat chain and a 1,000,000-op chain (records built
 directly: tracing them is measured in the trace section). Beside them, the same graph as Graphviz SVG
@@ -88,12 +90,29 @@ def graphs(quick: bool) -> list[tuple[str, Graph]]:
     return found
 
 
+# The module boxes wholly inside the pane, and the smallest label on screen in px.
+_OPENING = """() => {
+  const pane = document.querySelector('[data-testid=viewer-pane]').getBoundingClientRect();
+  const inside = (r) => r.left >= pane.left && r.top >= pane.top && r.right <= pane.right && r.bottom <= pane.bottom;
+  const boxes = [...document.querySelectorAll('.gv-viewport [data-module], .gv-viewport [data-roll]')];
+  const px = [...document.querySelectorAll('.gv-viewport text')]
+    .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  return {modules: boxes.filter((b) => inside(b.getBoundingClientRect())).length, smallest: Math.min(...px)};
+}"""
+
+
 def measure(page, path: Path, runs: int) -> dict[str, float]:  # noqa: ANN001
     first = []
     for _ in range(runs):
         page.goto(path.as_uri())
         page.wait_for_selector("[data-testid=graph-viewer][data-state=ready]", timeout=600_000)
         first.append(float(page.get_attribute("[data-testid=graph-viewer]", "data-first-view-ms")))
+    opening = page.evaluate(_OPENING)
+    exports = []
+    for what in ("view.svg", "drawing.svg", "view.png"):
+        with page.expect_download():
+            page.get_by_test_id("viewer-export").select_option(what)
+        exports.append(float(page.get_attribute("[data-testid=graph-viewer]", "data-last-export-ms")))
     viewer = page.locator("[data-testid=graph-viewer]")
     opens = []
     for _ in range(3):
@@ -112,7 +131,8 @@ def measure(page, path: Path, runs: int) -> dict[str, float]:  # noqa: ANN001
         finds.append(float(viewer.get_attribute("data-last-search-ms")))
         gotos.append(float(viewer.get_attribute("data-last-goto-ms") or "nan"))
     return {"first": statistics.median(first), "open": statistics.median(opens), "search": statistics.median(finds),
-            "goto": statistics.median(gotos)}
+            "goto": statistics.median(gotos), "modules": opening["modules"], "smallest": opening["smallest"],
+            "exports": exports}
 
 
 def svg_size(graph: Graph) -> str:
@@ -135,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="leave out the 1,000,000-op chain")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-svg", action="store_true", help="leave out the Graphviz SVG beside each graph")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -151,17 +172,21 @@ def main() -> None:
             start_data = text.index('id="gv-payload">')
             data = text.index("</script>", start_data) - start_data
             got = measure(page, path, args.runs)
-            rows.append((name, len(graph.nodes), build, len(text), data, got, svg_size(graph)))
+            rows.append((name, len(graph.nodes), build, len(text), data, got,
+                         "not run" if args.no_svg else svg_size(graph)))
             print(rows[-1], flush=True)
         browser.close()
     load = subprocess.run(["cat", "/proc/loadavg"], capture_output=True, text=True).stdout.split()[:3]
     print(f"\nload average during the run: {' '.join(load)} (2 cores)\n")
-    print("| graph | nodes | Python build s | HTML file | of which data | first view ms | open a box ms "
-          "| search ms | go to match ms | Graphviz SVG |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| graph | nodes | Python build s | HTML file | of which data | first view ms | module boxes, "
+          "smallest label | open a box ms | search ms | go to match ms | export view.svg / drawing.svg / view.png ms "
+          "| Graphviz SVG |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|")
     for name, n, build, size, data, got, svg in rows:
+        ex = " / ".join(f"{v:.0f}" for v in got["exports"])
         print(f"| {name} | {n:,} | {build:.1f} | {size / 1e6:.2f} MB | {data / 1e6:.2f} MB | {got['first']:.0f} "
-              f"| {got['open']:.0f} | {got['search']:.0f} | {got['goto']:.0f} | {svg} |")
+              f"| {got['modules']}, {got['smallest']:.1f} px | {got['open']:.0f} | {got['search']:.0f} "
+              f"| {got['goto']:.0f} | {ex} | {svg} |")
 
 
 if __name__ == "__main__":

@@ -277,6 +277,7 @@ export class Viewer {
    * @returns {Promise<void>}
    */
   async exportPicture(what) {
+    const t0 = performance.now();
     const [part, kind] = what.split(".");
     const pz = this.panzoom, { W, H } = pz.size();
     const view = part === "view";
@@ -285,9 +286,12 @@ export class Viewer {
     const scale = view ? pz.k : 1;
     const text = svgPicture(this.svg, this.viewport, region, scale, this.data.title || "autograd graph");
     const name = fileName(this.data.title || "graph", view ? `view.${kind}` : kind);
-    if (kind === "svg") return download(new Blob([text], { type: "image/svg+xml" }), name);
-    const w = region.w * scale, h = region.h * scale;
-    download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+    if (kind === "svg") download(new Blob([text], { type: "image/svg+xml" }), name);
+    else {
+      const w = region.w * scale, h = region.h * scale;
+      download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+    }
+    this.root.dataset.lastExportMs = (performance.now() - t0).toFixed(1);
   }
   /** Show or hide the module table. @param {boolean} show */
   showTable(show) {
