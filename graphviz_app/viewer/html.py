@@ -14,10 +14,11 @@ from .payload import UserOverlays, encode, payload
 __all__ = ["CONTENT_SECURITY_POLICY", "viewer_html", "page_html", "notebook_html"]
 
 # Nothing may be fetched: no default source at all; inline script and styles, WebAssembly compiled
-# from the inline bundle (Graphviz's layout), pictures only from data: URLs.
+# from the inline bundle (Graphviz's layout), pictures only from data: and blob: URLs (an exported PNG
+# is drawn from a blob), the layout worker only from a blob: URL (the bundle's own text).
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
-    "img-src data: blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+    "img-src data: blob:; worker-src blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
 
 _PAGE = """<!DOCTYPE html>

@@ -78,10 +78,10 @@ function drawNode(parent, i, b, { graph, scene, paint }) {
 }
 
 /** @param {Element} parent @param {number} gi @param {Box} b @param {DrawContext} ctx */
-function drawGroup(parent, gi, b, { tree, paint }) {
+function drawGroup(parent, gi, b, { tree, paint, scene }) {
   const kind = tree.kind[gi];
   /** @type {Record<string, string>} */
-  const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}`, "data-group": "g" + gi,
+  const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}${b.open && scene.waiting.has(gi) ? " gv-waiting" : ""}`, "data-group": "g" + gi,
                   transform: `translate(${b.x},${b.y})` };
   const name = tree.module[gi];
   if (name !== null && name !== undefined && kind === "module") attrs["data-module"] = name;
@@ -92,7 +92,7 @@ function drawGroup(parent, gi, b, { tree, paint }) {
     el("rect", { class: "gv-frame", width: b.w, height: b.h, rx: 6 }, g);
     const bar = el("rect", { class: "gv-bar", width: b.w, height: TITLE_H, rx: 6 }, g);
     if (fill) fillWith(g, bar, fill);
-    text(g, 10, 16, "▾ " + clip(tree.title(gi)), "gv-frame-title");
+    text(g, 10, 16, "▾ " + clip(tree.title(gi)) + (scene.waiting.has(gi) ? " · laying out…" : ""), "gv-frame-title");
     if (tree.isRepeat(gi)) {
       const x = b.w - 10, count = tree.count[gi], shown = tree.shown(gi) + 1;
       const t = text(g, x - 18, 16, `${shown.toLocaleString()} of ${count.toLocaleString()}`, "gv-instance");

@@ -29,6 +29,8 @@ import { Tree } from "./tree.js";
  * @property {string} [fragment]  the view to open on (a URL fragment, see fragment.js)
  * @property {(hash: string) => void} [onView]  told the view's fragment after every change
  * @property {boolean} [focus]  take the keyboard at once (a page that is only the viewer)
+ * @property {() => import("./worker.js").LayoutWorker | null} [worker]  starts (once) where big boxes are laid out
+ *   (none: on the page)
  */
 
 let viewers = 0;
@@ -49,6 +51,13 @@ export class Viewer {
     this.overlays = (data.overlays || []).filter((o) => o && typeof o.key === "string" && Array.isArray(o.node));
     this.rankdir = (data.options && data.options.rankdir) || "TB";
     this.layouts = new Layouts(vizInstance, this.rankdir);
+    this.layouts.startWorker = this.options.worker || (() => null);
+    let again = false;  // one refresh for any number of layouts made meanwhile
+    this.layouts.onReady = () => {
+      if (again) return;
+      again = true;
+      requestAnimationFrame(() => { again = false; this.refresh(); });
+    };
     this.search = new Search(this.graph);
     this.ui = skeleton(root, this.overlays);
     this.root = this.ui.viewer;
@@ -141,6 +150,9 @@ export class Viewer {
     this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
     this._outline();
     this.root.dataset.layouts = String(this.layouts.runs);
+    this.root.dataset.waiting = String(this.scene.waiting.size);
+    this.root.dataset.placeholders = String(this.layouts.placeholders);
+    this.root.dataset.workerLayouts = String(this.layouts.inWorker);
     this.root.dataset.drawnNodes = String(this.viewport.querySelectorAll("[data-node]").length);
     this.root.dataset.lastRefreshMs = (performance.now() - t0).toFixed(1);
     this._saveView();
@@ -148,11 +160,13 @@ export class Viewer {
   // Open the deepest module level that fits the pane with labels at least 10 px (READABLE_K); whether one does.
   _pickModuleLevel() {
     const { W, H } = this.panzoom.size();
+    this.layouts.sync = true;  // the sizes must be the real ones to judge what fits
     const picked = pickOpen(moduleLevels(this.tree), (open) => {
       this.tree.open = new Set(open);
       const scene = buildScene(this.graph, this.tree, this.layouts);
       return fitScaleOf(W, H, scene.width, scene.height) >= READABLE_K;
     });
+    this.layouts.sync = false;
     this.tree.open = new Set(picked.open);
     this.root.dataset.openingLevel = String(picked.open.length);
     return picked.fits;
