@@ -35,7 +35,8 @@ def test_a_big_box_is_laid_out_in_the_worker_after_a_placeholder(page, tmp_path:
     assert int(viewer.get_attribute("data-placeholders")) >= 1  # drawn at once, before its layout came back
     box = page.locator("[data-module='wide'].gv-open")
     assert "laying out" not in box.locator(".gv-frame-title").text_content()
-    ys = page.eval_on_selector_all(".gv-viewport [data-node]", "els => els.filter(e => /^MulBackward/.test(e.textContent))"
+    ys = page.eval_on_selector_all(".gv-viewport [data-node]",
+                                   "els => els.filter(e => /^MulBackward/.test(e.textContent))"
                                    ".map(e => e.transform.baseVal.consolidate().matrix.f)")
     assert len(ys) == WIDE
     assert len(set(round(y) for y in ys)) == 1  # Graphviz's layout (one rank), not the placeholder's rows
