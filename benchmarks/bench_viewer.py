@@ -27,7 +27,7 @@ from torch import nn  # noqa: E402
 
 from graphviz_app import trace_model  # noqa: E402
 from graphviz_app.drawing.renderer import export  # noqa: E402
-from graphviz_app.model import Edge, Graph, Node, NodeKind, TensorInfo  # noqa: E402
+from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind, TensorInfo  # noqa: E402
 from graphviz_app.viewer import viewer_html  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -135,6 +135,42 @@ def measure(page, path: Path, runs: int) -> dict[str, float]:  # noqa: ANN001
             "exports": exports}
 
 
+def wide(ops: int = 140) -> Graph:
+    """One module box of `ops` ops joined in a lattice (each feeds the next and the seventh after it)."""
+    nodes = [Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "SumBackward0")]
+    edges = [Edge("n1", "n0"), Edge(f"n{ops + 1}", "n1")]
+    for k in range(ops):
+        nodes.append(Node(f"n{k + 2}", NodeKind.OP, f"MulBackward{k % 10}", module="wide"))
+        for step in (1, 7):
+            if k + step < ops:
+                edges.append(Edge(f"n{k + 2}", f"n{k + 2 + step}", slot=step))
+    return Graph(tuple(nodes), tuple(edges), modules=(ModuleInfo("", "Net", 0, 0), ModuleInfo("wide", "Wide", 0, 0)))
+
+
+# The longest the page went without running a 5 ms timer while the box opened and was laid out.
+_GAPS = """() => { window.__gap = 0; let last = performance.now();
+  window.__timer = setInterval(() => { const now = performance.now(); window.__gap = Math.max(window.__gap, now - last);
+                                       last = now; }, 5); }"""
+
+
+def input_latency(browser, path: Path, worker: bool) -> tuple[float, float]:  # noqa: ANN001
+    """(longest main-thread gap ms, ms until laid out) opening the wide box, with or without the layout worker."""
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    if not worker:
+        page.add_init_script("window.Worker = undefined")  # the viewer then lays out on the page
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-testid=graph-viewer][data-state=ready]", timeout=600_000)
+    page.evaluate(_GAPS)
+    start = time.perf_counter()
+    page.locator("[data-module='wide'].gv-closed").click()
+    page.wait_for_selector("[data-testid=graph-viewer][data-waiting='0'] [data-module='wide'].gv-open")
+    done = (time.perf_counter() - start) * 1000
+    page.wait_for_timeout(50)
+    gap = page.evaluate("() => { clearInterval(window.__timer); return window.__gap; }")
+    page.close()
+    return gap, done
+
+
 def svg_size(graph: Graph) -> str:
     """What `save(graph, "g.svg")` writes for the same graph: its size, time, and what the 60 s deadline cut."""
     start = time.perf_counter()
@@ -175,6 +211,9 @@ def main() -> None:
             rows.append((name, len(graph.nodes), build, len(text), data, got,
                          "not run" if args.no_svg else svg_size(graph)))
             print(rows[-1], flush=True)
+        path = Path(tmp) / "wide.html"
+        path.write_text(viewer_html(wide()), encoding="utf-8")
+        latency = {w: [input_latency(browser, path, w) for _ in range(args.runs)] for w in (True, False)}
         browser.close()
     load = subprocess.run(["cat", "/proc/loadavg"], capture_output=True, text=True).stdout.split()[:3]
     print(f"\nload average during the run: {' '.join(load)} (2 cores)\n")
@@ -187,6 +226,12 @@ def main() -> None:
         print(f"| {name} | {n:,} | {build:.1f} | {size / 1e6:.2f} MB | {data / 1e6:.2f} MB | {got['first']:.0f} "
               f"| {got['modules']}, {got['smallest']:.1f} px | {got['open']:.0f} | {got['search']:.0f} "
               f"| {got['goto']:.0f} | {ex} | {svg} |")
+    print("\nOpening a box of 140 ops (a lattice): the longest the page went without running a 5 ms timer, "
+          "and the time until it was laid out (medians):")
+    for w, runs in latency.items():
+        gap, done = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+        print(f"- {'in the Web Worker' if w else 'on the page (no worker)'}: longest gap {gap:.0f} ms, "
+              f"laid out after {done:.0f} ms")
 
 
 if __name__ == "__main__":
