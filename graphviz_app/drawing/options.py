@@ -57,6 +57,8 @@ class DrawOptions:
             seconds while one runs (the CLI prints them on stderr).
         measured: html only: a measurement of the step the graph was traced from
             (`graphviz_app.tracing.memory.measure(...).measured`), charted beside the prediction.
+        overlays: html only: your own numbers, ``{name: {node id or module name: value}}``, each a
+            colouring of the viewer (`graphviz_app.viewer.payload.user_overlays`).
 
     Raises:
         RenderError: `rankdir` or `color_by` is not one the renderer knows.
@@ -77,6 +79,7 @@ class DrawOptions:
     timeout: float | None = DEFAULT_TIMEOUT
     progress: Callable[[str], None] | None = None
     measured: MeasuredMemory | None = None
+    overlays: Mapping[str, Mapping[str, float | None]] | None = None
 
     def __post_init__(self) -> None:
         check_choices(self.rankdir, self.color_by)
@@ -119,3 +122,4 @@ class DrawKeywords(TypedDict, total=False):
     timeout: float | None
     progress: Callable[[str], None] | None
     measured: MeasuredMemory | None
+    overlays: Mapping[str, Mapping[str, float | None]] | None

@@ -180,6 +180,9 @@ def _export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
     if o.measured is not None and fmt != "html":
         raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
                                      "write a .html file, or leave out measured=")
+    if o.overlays and fmt != "html":
+        raise UnsupportedFormatError(f"overlays are colourings of the HTML viewer only, not of {fmt!r}: "
+                                     "write a .html file, or leave out overlays=")
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
         return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, o)
@@ -241,9 +244,9 @@ def _viewer_export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
         from .order_style import order_viewer_overlay
 
         return page_html(payload(graph, rankdir=o.rankdir, extra_overlays=[order_viewer_overlay(graph)],
-                                 measured=o.measured)).encode()
+                                 measured=o.measured, user=o.overlays)).encode()
     if fmt == "html":
-        return viewer_html(graph, rankdir=o.rankdir, measured=o.measured).encode()
+        return viewer_html(graph, rankdir=o.rankdir, measured=o.measured, overlays=o.overlays).encode()
     return model_explorer_json(graph).encode()
 
 
@@ -259,9 +262,11 @@ def save(
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
         options: the drawing options as one record (`DrawOptions`); the defaults when None.
         **keywords: any field of `DrawOptions` (rankdir, legend, max_attr_chars, depth, roll,
-            expanded, clusters, color_by, engine, timeout, progress, measured), replacing that
-            field of `options`; a layout gets 60 s by default, then a smaller view is drawn, with
-            a note. `measured` (a .html file only): a measurement of the step `graph` was traced
+            expanded, clusters, color_by, engine, timeout, progress, measured, overlays), replacing
+            that field of `options`; a layout gets 60 s by default, then a smaller view is drawn,
+            with a note. `overlays` (a .html file only): your own numbers, ``{"latency_ms": {node id
+            or module name: value}}``, each a colouring with a legend, in the details and the module
+            table. `measured` (a .html file only): a measurement of the step `graph` was traced
             from, its live bytes charted beside the predicted ones (`m = measure(model, x)`;
             `save(m.graph, "step.html", measured=m.measured)`).
 
