@@ -169,7 +169,7 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
 def _peak_lines(entry: dict[str, Any]) -> list[str]:
     batch = "" if entry["batch"] is None else f" at batch {entry['batch']}"
     if entry["peak_node"] is None:
-        where = "at the end of the forward"
+        where = "during the forward" if entry.get("peak_in_forward") else "at the end of the forward"
     else:
         module = entry["peak_module"] if entry["peak_module"] is not None else "no module"
         source = f", {entry['peak_source']}" if entry["peak_source"] else ""

@@ -11,7 +11,7 @@ import torch
 
 from ..analysis.gradient_report import GradFlow, Produced, attach, first_origin
 from ..errors import GradientError
-from ..model import EdgeKind, GradInfo, Graph, NodeKind
+from ..model import PACKED_BY_HOOK, STATE_ATTR, EdgeKind, GradInfo, Graph, NodeKind
 from .torch_internals import saved_values, version_counter
 
 __all__ = ["replay", "match_grad_outputs"]
@@ -281,7 +281,9 @@ def _check_replayable(graph: Graph, fns: dict[str, Any]) -> None:
         )
     # The walker marked saved tensors backward() freed; without saved nodes
     # (show_saved=False) torch's own error is translated in `_translate`.
-    freed = {n.id for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed}
+    # A saved tensor packed by a hook (non-reentrant checkpointing) is recomputed by backward, not freed.
+    freed = {n.id for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed
+             and (STATE_ATTR, PACKED_BY_HOOK) not in n.attrs}
     freed_ops = [e.dst for e in graph.edges if e.kind is EdgeKind.SAVED and e.src in freed]
     if freed_ops:
         op = graph.node(freed_ops[0])
