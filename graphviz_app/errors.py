@@ -14,6 +14,7 @@ __all__ = [
     "CollapseError",
     "GraphDiffError",
     "DistributedError",
+    "ModelCheckError",
 ]
 
 
@@ -63,3 +64,7 @@ class GraphDiffError(GraphvizAppError, AssertionError):
 
 class DistributedError(TraceError):
     """A distributed step cannot be run, forecast or gathered: what the job needs is missing or wrong."""
+
+
+class ModelCheckError(GraphvizAppError, ValueError):
+    """`check_model` cannot check this model: not a module, an option out of range, or its forward raised."""

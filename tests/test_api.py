@@ -14,6 +14,7 @@ import graphviz
 import pytest
 from core_corpus import build
 from core_golden import GOLDEN_DIR
+from manual import manual_text
 
 import graphviz_app
 from graphviz_app import make_dot, render, trace
@@ -108,7 +109,7 @@ def test_model_and_renderer_work_with_torch_blocked(tmp_path: Path) -> None:
 
 
 def _readme_section(name: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = manual_text()
     found = re.search(rf"<!-- section: {name} \(owner: core\) -->(.*?)<!-- end: {name} -->", text, re.S)
     assert found is not None, f"README.md lost its {name} section markers"
     return found.group(1)
@@ -164,15 +165,7 @@ def test_readme_quickstart_real_model_draws_what_it_says(tmp_path: Path, monkeyp
     assert all(n.grad is not None for n in graph.nodes if n.kind.value == "op")  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("old", "new"), sorted(importlib.import_module("graphviz_app._moved").MOVED.items()))
-def test_module_paths_of_earlier_versions_still_import(old: str, new: str) -> None:
-    moved = importlib.import_module(old)
-    assert moved is importlib.import_module(new)
-    assert moved.__spec__.name == new and moved.__name__ == new  # pickling and reload see the real path
-    assert moved.__all__ and all(hasattr(moved, name) for name in moved.__all__)
-
-
 def test_the_readme_documents_the_layers_a_newcomer_sees() -> None:
     section = _readme_section("development")
-    for package in ("tracing", "model", "analysis", "drawing", "expr", "web", "web/worker", "cli"):
+    for package in ("tracing", "model", "analysis", "drawing", "runner", "expr", "web", "jobs", "cli"):
         assert f"`graphviz_app/{package}/`" in section, f"README's development section does not explain {package}/"

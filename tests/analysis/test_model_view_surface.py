@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from manual import manual_text
 
 ROOT = Path(__file__).parents[2]
 
@@ -26,7 +27,7 @@ def test_collapse_summary_and_clusters_work_with_torch_blocked() -> None:
 
 
 def test_readme_documents_the_model_view() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = manual_text()
     section = text.split("<!-- section: modview (owner: modview) -->")[1].split("<!-- end: modview -->")[0]
     for name in ("collapse(", "depth=", "roll=", "expanded=", "module_summary()", "--depth", "--roll"):
         assert name in section, f"README's model view section does not mention {name}"
@@ -34,7 +35,7 @@ def test_readme_documents_the_model_view() -> None:
 
 def test_readme_example_draws_the_rolled_box_it_promises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = manual_text()
     section = text.split("<!-- section: modview (owner: modview) -->")[1].split("<!-- end: modview -->")[0]
     example = section.split("```python\n")[1].split("```")[0]
     monkeypatch.chdir(tmp_path)
@@ -42,5 +43,5 @@ def test_readme_example_draws_the_rolled_box_it_promises(tmp_path: Path, monkeyp
     svg = (tmp_path / "model.svg").read_text(encoding="utf-8")
     assert "layers.0–5: TransformerEncoderLayer ×6" in svg
     printed = capsys.readouterr().out.splitlines()
-    shown = section.split("```text\n")[1].split("```")[0].splitlines()
+    shown = section.split('```text title="Output"\n')[1].split("```")[0].splitlines()
     assert printed[: len(shown) - 1] == shown[:-1]  # the README cuts the table with "..."

@@ -235,17 +235,26 @@ def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path
     assert re.search(message, err), err
 
 
-def test_a_cuda_device_this_machine_lacks_is_named(script: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cuda_device_this_machine_lacks_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The device is checked where the step runs, in the command's worker: its check, as torch answers there.
     import torch
 
+    from graphviz_app.errors import TraceError
+    from graphviz_app.jobs.memory import check_device
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda"], capsys)
-    assert code == 2 and "--device cuda: this machine has no CUDA GPU" in err and "--device meta" in err
+    with pytest.raises(TraceError, match=r"--device cuda: this machine has no CUDA GPU.*--device meta"):
+        check_device("cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda:2"], capsys)
-    assert code == 2 and "--device cuda:2: this machine has 2 CUDA GPU(s), cuda:0 to cuda:1" in err
+    with pytest.raises(TraceError, match=r"--device cuda:2: this machine has 2 CUDA GPU\(s\), cuda:0 to cuda:1"):
+        check_device("cuda:2")
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_the_command_names_a_cuda_device_this_machine_lacks(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda"], capsys)
+    assert code == 2 and "--device cuda: this machine has no CUDA GPU" in err and "--device meta" in err
 
 
 def test_a_function_not_returning_a_model(script: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -64,7 +64,7 @@ def test_a_schema_1_file_still_renders(tmp_path: Path, monkeypatch: pytest.Monke
     (None, "no saved graph at bad.json: give the path of a .json file written by save(graph, 'g.json')"),
     ("{not json", "bad.json: not JSON"),
     ('{"schema": 9, "nodes": [], "edges": []}', 'expected a graph with "schema": 1, 2 or 3'),
-    ("[" * 100_000 + "]" * 100_000, "bad.json is nested too deeply to be a saved graph"),
+    ("[" * 100_000 + "]" * 100_000, "bad.json: the JSON is nested too deeply to be a saved graph"),
 ])
 def test_a_bad_saved_graph_gets_a_clear_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str], content: str | None,

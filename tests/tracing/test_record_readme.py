@@ -5,15 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from pathlib import Path
 
-README = Path(__file__).parents[2] / "README.md"
+from manual import manual_text
 
 
 def _recording_examples() -> list[str]:
-    text = README.read_text(encoding="utf-8")
+    text = manual_text()
     found = re.search(r"<!-- section: recording \(owner: recorder\) -->(.*?)<!-- end: recording -->", text, re.S)
-    assert found is not None, "README.md lost its recording section markers"
+    assert found is not None, "the manual lost its recording section markers"
     return re.findall(r"```python\n(.*?)```", found.group(1), re.S)
 
 

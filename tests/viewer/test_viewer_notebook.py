@@ -38,7 +38,8 @@ def cell_html() -> str:
 
 @pytest.mark.slow
 def test_the_cell_output_holds_the_viewer_in_a_sandboxed_frame(cell_html: str) -> None:
-    pattern = r'<iframe class="graphviz-app-viewer" [^>]*sandbox="allow-scripts"[^>]* srcdoc="([^"]*)"></iframe>'
+    pattern = (r'<iframe class="graphviz-app-viewer" [^>]*sandbox="allow-scripts allow-downloads"[^>]* '
+               r'srcdoc="([^"]*)"></iframe>')
     frame = re.fullmatch(pattern, cell_html)
     assert frame is not None, cell_html[:300]
     page = html.unescape(frame.group(1))

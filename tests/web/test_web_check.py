@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from graphviz_app.jobs.page import check_job
 from graphviz_app.web import present
 from graphviz_app.web.results import CHECKED_JACOBIAN, CHECKED_SUM, CheckModes, Failure, GradientCheck
 from graphviz_app.web.urlstate import Options
-from graphviz_app.web.worker.jobs import check_job
 
 TOL = (1e-6, 1e-5, 1e-3)
 SQUARES = "x = torch.arange(1., 4., requires_grad=True)\nx**2"  # a vector output; .grad shows 2*x

@@ -6,11 +6,11 @@ import base64
 import gzip
 import json
 
+from graphviz_app.jobs.page import analysis_job, check_job
 from graphviz_app.model import Graph, NodeKind
 from graphviz_app.web.gallery import example
 from graphviz_app.web.results import Analysis, GradientCheck
 from graphviz_app.web.urlstate import Options
-from graphviz_app.web.worker.jobs import analysis_job, check_job
 
 TOL = (1e-6, 1e-5, 1e-3)
 
@@ -40,8 +40,8 @@ def test_the_hint_is_the_third_derivative() -> None:
 
 def test_the_pages_downloads_colour_the_penalty_by_order() -> None:
     from graphviz_app.drawing.order_style import ORDER_FILLS
+    from graphviz_app.jobs.pictures import svg_job
     from graphviz_app.web.service import dot
-    from graphviz_app.web.worker.pictures import svg_job
 
     result = analysis_job(example("penalty").program, Options())
     assert isinstance(result, Analysis), result

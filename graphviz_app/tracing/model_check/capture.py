@@ -1,0 +1,264 @@
+"""Run a model's forward once and keep, per module call and custom Function call, what it received.
+
+Each call keeps detached copies of its inputs, its buffers and torch's random state as they
+were when it began, its place in the call tree, and the tensor hooks and `.detach()` calls its
+own code made, so that `units` can re-run exactly that call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ...analysis.model_check import UnitKind
+from ..recorder import _shown_path, _user_source
+
+__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute"]
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """A tensor hook or `.detach()` a module's own code made: where, and what."""
+
+    kind: str
+    name: str
+    source: str | None
+    file: str
+    line: int
+
+
+@dataclass(eq=False)
+class Call:
+    """One call of a module's forward or a custom Function, as the step made it."""
+
+    index: int
+    kind: str
+    path: str
+    type_name: str
+    name: str
+    source: str | None
+    target: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_inputs: tuple[bool, ...]
+    rng: torch.Tensor
+    buffers: dict[str, torch.Tensor]
+    parent: int | None
+    depth: int
+    size: int
+    children: list[int] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    call: int = 0
+    calls: int = 1
+
+
+@dataclass
+class Step:
+    """Every call the step made, in the order they began (parents before children)."""
+
+    calls: list[Call]
+    notes: list[str]
+
+
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -> Any:
+    """`value` with every tensor in nested tuples, lists and dicts replaced by `fn(tensor)`, in order."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if depth > 20:
+        return value
+    if isinstance(value, dict):
+        return type(value)((k, map_tensors(v, fn, depth + 1)) for k, v in value.items())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return type(value)(*(map_tensors(v, fn, depth + 1) for v in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(map_tensors(v, fn, depth + 1) for v in value)
+    return value
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors in nested tuples, lists and dicts, in `map_tensors` order."""
+    found: list[torch.Tensor] = []
+
+    def keep(t: torch.Tensor) -> torch.Tensor:
+        found.append(t)
+        return t
+
+    map_tensors(value, keep)
+    return found
+
+
+def source_of(fn: Any) -> str | None:
+    """`"model.py:41"`: the `def` line of a function, the path as the graph shows source lines."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    return None if code is None else _def_line(code)
+
+
+@functools.lru_cache(maxsize=4096)
+def _def_line(code: Any) -> str:
+    """The line of `def` itself: `co_firstlineno` is the first decorator's (`@staticmethod`)."""
+    line = code.co_firstlineno
+    for offset in range(50):
+        text = linecache.getline(code.co_filename, line + offset).lstrip()
+        if text.startswith(("def ", "async def ")):
+            line += offset
+            break
+        if not text.startswith("@") and offset:
+            break
+    return f"{_shown_path(code.co_filename)}:{line}"
+
+
+def caller_site(depth: int) -> tuple[str, int] | None:
+    """(file, line) of the frame `depth` levels up, when it is user code (not torch's or ours)."""
+    frame = sys._getframe(depth + 1)
+    name = frame.f_code.co_filename
+    if name.startswith((_TORCH_DIR, _OUR_DIR)) or name.startswith("<frozen"):
+        return None
+    return name, frame.f_lineno
+
+
+class _Capture:
+    """The hooks and patches of one capture run; `calls` grows as the forward runs."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.calls: list[Call] = []
+        self.stack: list[int] = []
+        self.in_function = 0
+        self.notes: list[str] = []
+
+    def _new(self, kind: str, path: str, target: Any, name: str, source: str | None,
+             args: tuple[Any, ...], kwargs: dict[str, Any], buffers: dict[str, torch.Tensor], size: int) -> Call:
+        flat = tensors_in((args, kwargs))
+        parent = self.stack[-1] if self.stack else None
+        call = Call(
+            index=len(self.calls), kind=kind, path=path, type_name=name.split(".")[0], name=name, source=source,
+            target=target, args=map_tensors(args, _copy), kwargs=map_tensors(kwargs, _copy),
+            grad_inputs=tuple(t.requires_grad for t in flat), rng=torch.get_rng_state(), buffers=buffers,
+            parent=parent, depth=0 if parent is None else self.calls[parent].depth + 1, size=size,
+        )
+        self.calls.append(call)
+        if parent is not None:
+            self.calls[parent].children.append(call.index)
+        return call
+
+    def pre(self, path: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            if self.in_function:
+                return
+            buffers = {k: b.detach().clone() for k, b in module.named_buffers()}
+            size = sum(p.numel() for p in module.parameters())
+            forward = type(module).forward
+            call = self._new(UnitKind.MODULE, path, module, f"{type(module).__name__}.forward",
+                             source_of(forward), args, kwargs, buffers, size)
+            self.stack.append(call.index)
+
+        return hook
+
+    def post(self, module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        if self.in_function or not self.stack:
+            return
+        if self.calls[self.stack[-1]].target is module:
+            self.stack.pop()
+
+    def function_apply(self, original: Any) -> Callable[..., Any]:
+        capture = self
+
+        def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+            inner = capture.in_function or cls.__module__.startswith("torch.")
+            if not inner and any(t.requires_grad for t in tensors_in((args, kwargs))):
+                path = capture.calls[capture.stack[-1]].path if capture.stack else ""
+                capture._new(UnitKind.FUNCTION, path, cls, f"{cls.__name__}.backward",
+                             source_of(getattr(cls, "backward", None)), args, kwargs, {}, 0)
+            capture.in_function += 1
+            try:
+                return original.__func__(cls, *args, **kwargs)
+            finally:
+                capture.in_function -= 1
+
+        return apply
+
+    def site(self, kind: str, name: str) -> None:
+        where = caller_site(2)
+        if where is None or not self.stack or self.in_function:
+            return
+        source = _user_source()
+        if source is not None:
+            source = source.split(" in ")[0]
+        self.calls[self.stack[-1]].sites.append(Site(kind, name, source, where[0], where[1]))
+
+
+def set_attribute(owner: Any, name: str, value: Any) -> None:
+    """`owner.name = value`: how patches of torch's classes are set and undone (mypy refuses the assignment)."""
+    setattr(owner, name, value)
+
+
+def _copy(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().clone()
+
+
+@contextmanager
+def _patched(capture: _Capture) -> Iterator[None]:
+    """Function.apply, Tensor.register_hook and Tensor.detach report to `capture` while the forward runs."""
+    apply_original = torch.autograd.Function.__dict__["apply"]
+    hook_original = torch.Tensor.register_hook
+    detach_original = torch.Tensor.detach
+
+    def register_hook(tensor: torch.Tensor, hook: Any) -> Any:
+        capture.site(UnitKind.HOOK, f"hook {getattr(hook, '__qualname__', type(hook).__name__)}")
+        return hook_original(tensor, hook)
+
+    def detach(tensor: torch.Tensor) -> torch.Tensor:
+        capture.site(UnitKind.DETACH, ".detach()")
+        return detach_original(tensor)
+
+    set_attribute(torch.autograd.Function, "apply", classmethod(capture.function_apply(apply_original)))
+    set_attribute(torch.Tensor, "register_hook", register_hook)
+    set_attribute(torch.Tensor, "detach", detach)
+    try:
+        yield
+    finally:
+        set_attribute(torch.autograd.Function, "apply", apply_original)
+        set_attribute(torch.Tensor, "register_hook", hook_original)
+        set_attribute(torch.Tensor, "detach", detach_original)
+def capture(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Step, Any]:
+    """Run `model(*args, **kwargs)` once with grad enabled; the calls it made and its output.
+
+    The patches and hooks are process-wide while the forward runs (a check is not
+    meant to share its process's forward with another thread).
+    """
+    run = _Capture(model)
+    handles = []
+    for path, module in model.named_modules():
+        handles.append(module.register_forward_pre_hook(run.pre(path), with_kwargs=True))
+        handles.append(module.register_forward_hook(run.post, with_kwargs=True, always_call=True))
+    try:
+        with _patched(run), torch.enable_grad():
+            output = model(*args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    _count_calls(run.calls)
+    return Step(run.calls, run.notes), output
+
+
+def _count_calls(calls: list[Call]) -> None:
+    """Number the calls of the same module (or the same Function in the same module)."""
+    seen: dict[tuple[str, str, str], list[Call]] = {}
+    for c in calls:
+        seen.setdefault((c.kind, c.path, c.name), []).append(c)
+    for group in seen.values():
+        for k, c in enumerate(group):
+            c.call, c.calls = k, len(group)

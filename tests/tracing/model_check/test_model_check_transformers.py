@@ -1,0 +1,49 @@
+"""Models nobody here wrote: GPT-2 and BERT from transformers configs, random weights, dropout on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from mc_models import ScaledIdentity, def_line
+
+from graphviz_app.analysis.model_check import Status
+from graphviz_app.tracing.model_check import check_model
+
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.slow
+
+
+def _gpt2() -> Any:
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=50, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(config).train()
+
+
+def _bert() -> Any:
+    config = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                     intermediate_size=64, vocab_size=50, max_position_embeddings=16)
+    return transformers.BertForMaskedLM(config).train()
+
+
+@pytest.mark.parametrize("make", [_gpt2, _bert], ids=["gpt2", "bert"])
+def test_gpt2_and_bert_pass_in_training_mode(make: Any) -> None:
+    torch.manual_seed(0)
+    model = make()
+    result = check_model(model, torch.randint(0, 50, (2, 8)))
+    assert result.passed, str(result)
+    assert result.counts()[Status.PASSED] == len(result.verdicts) > 20
+
+
+def test_a_wrong_function_planted_in_gpt2_by_a_forward_hook_is_named() -> None:
+    torch.manual_seed(0)
+    model = _gpt2()
+    model.transformer.h[1].mlp.act.register_forward_hook(lambda module, args, out: ScaledIdentity.apply(out))
+    result = check_model(model, torch.randint(0, 50, (2, 8)))
+    (culprit,) = result.culprits
+    assert (culprit.path, culprit.name) == ("transformer.h.1.mlp.act", "ScaledIdentity.backward")
+    assert culprit.source == f"mc_models.py:{def_line(ScaledIdentity.backward)}"
+    assert culprit.ratio == pytest.approx(1.02, rel=1e-6)
+    assert all(v.culprit or v.explained_by for v in result.verdicts if v.status == Status.FAILED)
