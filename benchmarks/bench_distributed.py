@@ -1,5 +1,9 @@
 """A 1B-parameter GPT-shaped model, FSDP2 per block, forecast per rank at world sizes 8, 64 and 512 on a fake cluster;
-side by side with PyTorch's FSDPMemTracker under the same FakeTensorMode and fake process group (CPU seconds)."""
+side by side with PyTorch's FSDPMemTracker under the same FakeTensorMode and fake process group (CPU seconds).
+
+`--overhead`: on 2 real gloo ranks, a plain FSDP2 step of examples/distributed_fsdp.py:fsdp against the same step
+counted (`RankStorages`) and followed by FSDPMemTracker (best of 5, CPU seconds of rank 0).
+"""
 
 from __future__ import annotations
 
@@ -80,11 +84,66 @@ def tracker_total(world_size: int) -> int:
         return int(per_device["Total"])
 
 
+def _overhead_rank(rank: int, port: int) -> None:
+    import os
+    import runpy
+    from pathlib import Path
+
+    from graphviz_app.tracing.distributed.counting import RankStorages
+    from graphviz_app.tracing.distributed.rank_step import rank_step, train_step
+    from graphviz_app.tracing.distributed.torch_trackers import torch_tracker
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    example = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "distributed_fsdp.py"))
+    step = rank_step(example["fsdp"]())
+    train_step(step)
+
+    def best(run: Any) -> float:
+        times = []
+        for _ in range(5):
+            dist.barrier()
+            t = time.process_time()
+            run()
+            times.append(time.process_time() - t)
+        return min(times)
+
+    def counted() -> None:
+        with RankStorages() as c:
+            train_step(step, c)
+
+    def tracked() -> None:
+        with torch_tracker(step.model, step.optimizer, list(step.args)):
+            train_step(step)
+
+    plain, ours, theirs = best(lambda: train_step(step)), best(counted), best(tracked)
+    if rank == 0:
+        print("| plain FSDP2 step | counted (RankStorages) | FSDPMemTracker |")
+        print("|---|---|---|")
+        print(f"| {plain:.3f} s | {ours:.3f} s ({ours / plain:.2f}x) | {theirs:.3f} s ({theirs / plain:.2f}x) |")
+    dist.destroy_process_group()
+
+
+def overhead() -> None:
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_overhead_rank, args=(port,), nprocs=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--world-sizes", default="8,64,512")
     parser.add_argument("--no-tracker", action="store_true", help="skip FSDPMemTracker")
+    parser.add_argument("--overhead", action="store_true", help="time a counted step on 2 real gloo ranks instead")
     args = parser.parse_args()
+    if args.overhead:
+        overhead()
+        return
     with torch.device("meta"):
         params = sum(p.numel() for p in GPT().parameters())
     print(f"GPT: {LAYERS} layers, d={D}, vocab {VOCAB}: {params / 1e9:.3f} B parameters; batch {BATCH} x {SEQ}")
