@@ -59,6 +59,7 @@ _FIELDS: dict[type, tuple[tuple[str, tuple[str, _Check]], ...]] = {
         ("name", _OPT_TEXT), ("shape", ("a list of whole numbers >= 0", _tuple_of(_is_int))), ("dtype", _TEXT),
         ("device", _TEXT), ("numel", _COUNT), ("bytes", _COUNT), ("requires_grad", _BOOL), ("values", _VALUES),
         ("storage", _OPT_TEXT), ("freed", _BOOL), ("storage_bytes", _OPT_COUNT), ("given", _BOOL),
+        ("sharding", _OPT_TEXT),
     ),
     GradInfo: (
         ("numel", _COUNT), ("norm", _STAT), ("max_abs", _STAT), ("mean_abs", _STAT), ("nan", _COUNT),
