@@ -31,7 +31,7 @@ import torch
 import transformers
 
 from graphviz_app.tracing.model_check import check_model
-from graphviz_app.tracing.model_check.capture import capture, tensors_in
+from graphviz_app.tracing.model_check.capture import capture
 from graphviz_app.tracing.model_check.units import Budget, Unit
 
 
@@ -104,7 +104,7 @@ def main() -> None:
     model = gpt2(args.layers, args.d, args.tokens)
     ids = torch.randint(0, 1000, (args.batch, args.tokens))
     params = sum(p.numel() for p in model.parameters())
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     print(f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
           f"load average {os.getloadavg()[0]:.1f}, 1 thread")
     print(f"GPT-2-shaped: {args.layers} layers, d={args.d}, {params / 1e6:.1f} M parameters, "
