@@ -22,12 +22,15 @@ examples: setup
 	@mkdir -p out; for f in examples/*.py; do $(PY) $$f --out out || exit 1; done; echo "Rendered the examples into out/"
 
 test: setup chromium firefox lint
+	cd $(VIEWER) && npm test --silent
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# Lint and types (rules in pyproject.toml), before the tests.
+# Lint and types (rules in pyproject.toml; the viewer's JavaScript: ESLint and tsc, in its package.json), before the tests.
 lint: setup
 	$(VENV)/bin/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # the manual (docs/, mkdocs.yml)
 	$(VENV)/bin/mypy
+	cd $(VIEWER) && npm run --silent lint && npm run --silent typecheck
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -26,8 +26,10 @@ from collections.abc import Callable
 
 import torch
 
-from graphviz_app.expr import IsolatedRunner, evaluate, validate
+from graphviz_app.expr import evaluate, validate
 from graphviz_app.expr.jobs import evaluate_job
+from graphviz_app.expr.rehearsal import PRELOAD
+from graphviz_app.runner import IsolatedRunner
 
 SEED = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+3).mean()"
 LOOP = (
@@ -75,7 +77,7 @@ def main() -> None:
         ("evaluate(1000-iteration loop)", _median_ms(lambda: evaluate(LOOP), max(5, args.repeat // 30)), "loop"),
         ("loop written in Python (peer)", _median_ms(_direct_loop, max(5, args.repeat // 30)), None),
     ]
-    with IsolatedRunner(workers=1, max_workers=1) as runner:
+    with IsolatedRunner(workers=1, max_workers=1, preload=PRELOAD) as runner:
         runner.warm_up()
         rows.append(("worker round trip: evaluate_job(seed)",
                      _median_ms(lambda: runner.run(evaluate_job, SEED), args.trips), "trip"))

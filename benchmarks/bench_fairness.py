@@ -1,7 +1,7 @@
 """Web fairness under load: how long valid programs wait while 8 sessions send runaway programs and memory bombs.
 
 Runs the page's jobs (`service.analyze`) in one worker pool set up like the
-page's (`service.make_runner`: 2 warm workers, at most 4), first as main did
+page's (`service.SETTINGS`: 2 warm workers, at most 4), first as main did
 (every session calls the pool directly: the peer), then through `FairRunner`
 (ours), under the same load: 8 sessions each resubmitting, as soon as its last
 one ends, a runaway program whose text changes every time (a new comment and
@@ -29,6 +29,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
@@ -140,7 +141,7 @@ def main() -> None:
     results = {}
     arms = ("main: pool called directly", "ours: FairRunner") if args.arms == "both" else ("ours: FairRunner",)
     for name in arms:
-        with service.make_runner(time_limit=args.time_limit) as pool:
+        with replace(service.SETTINGS, time_limit=args.time_limit).start() as pool:
             pool.warm_up()
             if name.startswith("main"):
                 results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds, args.impatient))

@@ -38,7 +38,7 @@ from graphviz_app import render, trace
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests" / "core"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 from bench_trace import network  # noqa: E402
 

@@ -134,13 +134,36 @@ def bench_forecast(repeat: int) -> None:
 
     def forecast_all() -> list[int]:
         step = Step(model, (idx,))
-        return [predict(step_variant(step, batch=b, device="meta", dtype=torch.bfloat16)).timeline.peak_bytes
+        return [predict(step_variant(step, batch=b, device="meta", dtype=torch.bfloat16)).peak_bytes
                 for b in batches]
 
     seconds, peaks = _best(forecast_all, repeat)
     shown = ", ".join(f"batch {b}: {p / 2**30:.2f} GiB" for b, p in zip(batches, peaks, strict=True))
     print(f"forecast: GPT-2 124M, context 1024, bfloat16 autocast (CUDA lists), 4 batch sizes: {seconds:.2f} s "
           f"(best of {repeat}); {shown}")
+    bench_forecast_against_fake(model, idx, batches)
+
+
+def bench_forecast_against_fake(meta_model: nn.Module, idx: torch.Tensor, batches: tuple[int, ...]) -> None:
+    """The same GPT in float32 (CPU's kernels): our meta forecast against MemTracker under FakeTensorMode."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    start = time.process_time()
+    ours = [predict(step_variant(Step(meta_model, (idx,)), batch=b, device="meta", policy="cpu")).peak_bytes
+            for b in batches]
+    ours_s = time.process_time() - start
+    fake, fake_s = [], 0.0
+    for b in batches:
+        with FakeTensorMode():
+            torch.manual_seed(0)
+            model = GPT(12, 768, 12, 50257, 1024)
+            seconds, peak = _memtracker(Step(model, (torch.zeros(b, 1024, dtype=torch.long),)))
+        fake.append(peak)
+        fake_s += seconds
+    rows = ", ".join(f"batch {b}: {o / 2**30:.3f} / {f / 2**30:.3f} GiB" for b, o, f in zip(batches, ours, fake,
+                                                                                           strict=True))
+    print(f"forecast float32 (CPU kernels), ours / MemTracker+FakeTensorMode: {ours_s:.2f} s / {fake_s:.2f} s; "
+          f"{rows}")
 
 
 def _memtracker(step: Step) -> tuple[float, int]:
@@ -176,7 +199,7 @@ def bench_error(quick: bool) -> None:
         measure_s = time.process_time() - start
         assert measured is not None
         tracker_s, tracker_peak = _memtracker(step)
-        on_meta = predict(step_variant(step, device="meta", policy="cpu")).timeline.peak_bytes
+        on_meta = predict(step_variant(step, device="meta", policy="cpu")).peak_bytes
         error = (predicted - measured.peak_bytes) / measured.peak_bytes
         meta_error = (on_meta - measured.peak_bytes) / measured.peak_bytes
         print(f"{name:<46} {predicted / 2**20:>9.2f}Mi {measured.peak_bytes / 2**20:>9.2f}Mi {error:>+7.1%} "

@@ -4,11 +4,11 @@ Run: .venv/bin/python benchmarks/bench_view.py [--sizes 500 1000 1500 2000 3000]
 
 A residual stack (bench_trace.py's network, saved tensors and attributes
 drawn, as the page draws them) of about 10,000 autograd ops is traced once;
-for each size N, `graphviz_app.analysis.nearest` keeps the N nodes nearest the output
-and each program lays that part out to SVG, as the page does. The page's
+for each size N, the first N nodes in walk order (nearest the output first, the part the
+renderer's deadline cut draws) are kept and each program lays that part out to SVG, as the page does. The page's
 budget (graphviz_app/web/view.py DRAW_BUDGET) is the largest N that stays
 well inside the page's 15 s job. `--encoder N` also draws the hand-built
-N-layer TransformerEncoder graph of tests/model_view the way the page does
+N-layer TransformerEncoder graph of tests/support/mv_graphs.py the way the page does
 (`graphviz_app.web.worker.drawing.draw`: module view at the deepest readable level),
 beside its 1,500 nodes nearest the output. Not a test.
 """
@@ -16,6 +16,7 @@ beside its 1,500 nodes nearest the output. Not a test.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -27,11 +28,18 @@ sys.path.insert(0, str(HERE))
 from bench_trace import network  # noqa: E402
 
 from graphviz_app import trace  # noqa: E402
-from graphviz_app.analysis.nearest import nearest  # noqa: E402
 from graphviz_app.drawing.layout import find_engine  # noqa: E402
 from graphviz_app.drawing.renderer import export  # noqa: E402
 from graphviz_app.errors import RenderError  # noqa: E402
+from graphviz_app.model import Graph  # noqa: E402
 from graphviz_app.web.worker.drawing import draw  # noqa: E402
+
+
+def first_nodes(graph: Graph, size: int) -> Graph:
+    """The first `size` nodes in walk order (nearest the output first) and the edges among them."""
+    kept = graph.nodes[:size]
+    ids = {n.id for n in kept}
+    return dataclasses.replace(graph, nodes=kept, edges=tuple(e for e in graph.edges if e.src in ids and e.dst in ids))
 
 
 def timed(graph, engine: str, timeout: float, repeat: int) -> float | None:  # noqa: ANN001
@@ -63,7 +71,7 @@ def main() -> int:
     print(f"residual stack: {len(graph.nodes):,} traced nodes; median of {args.repeat} layouts to SVG (wall s)")
     print(f"{'nodes drawn':>12} " + " ".join(f"{e:>14}" for e in engines) + "   dot / pure")
     for size in args.sizes:
-        part = nearest(graph, limit=size).graph
+        part = first_nodes(graph, size)
         found = [timed(part, e, args.timeout, args.repeat) for e in engines]
         cells = " ".join(f"{f'> {args.timeout:g}s' if t is None else f'{t:.2f}':>14}" for t in found)
         ratio = (f"{found[0] / found[1]:.2f}x" if len(found) == 2 and None not in found else "-")
@@ -73,7 +81,7 @@ def main() -> int:
 
 def encoder(layers: int, repeat: int) -> None:
     """The page's module view of a hand-built encoder graph, beside its nearest-1,500-nodes part."""
-    sys.path.insert(0, str(HERE.parent / "tests" / "model_view"))
+    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
     from mv_graphs import encoder_graph
 
     graph = encoder_graph(layers)
@@ -82,7 +90,7 @@ def encoder(layers: int, repeat: int) -> None:
         start = time.perf_counter()
         drawn = draw(graph, timeout=60)
         times.append(time.perf_counter() - start)
-    part = nearest(graph, limit=1500).graph
+    part = first_nodes(graph, 1500)
     flat = timed(part, "auto", 60, repeat)
     print(f"{layers}-layer encoder (hand-built): {len(graph.nodes):,} nodes")
     print(f"  page view ({drawn.mode}, level {drawn.depth}, {drawn.drawn_nodes:,} nodes): "

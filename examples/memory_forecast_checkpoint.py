@@ -12,8 +12,8 @@ import argparse
 import torch
 from torch import nn
 
+from graphviz_app.memory import advise_checkpoints, forecast, largest_batch_for
 from graphviz_app.model import human_bytes
-from graphviz_app.tracing.memory.api import advise_checkpoints, forecast, largest_batch_for
 
 
 class Block(nn.Module):

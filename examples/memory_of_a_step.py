@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from graphviz_app import memory_timeline, save, trace
-from graphviz_app.tracing.memory.api import measure
+from graphviz_app.memory import measure
 from graphviz_app.tracing.memory.counting import LiveStorages
 
 

@@ -90,8 +90,9 @@ def _settings(report: Report) -> str:
     kinks = f"; kinks={r.kinks!r}" if r.kinks != "fail" else ""
     if r.mode == "screened":
         return (
-            f"  on {r.device}{mode}; {sides}\n  a probe passes when |a - b| <= atol={r.atol:g}; had one not, "
-            f"every element would have been compared ({rule}){kinks}"
+            f"  on {r.device}{mode}; {sides}\n  a probe passes when |a - b| <= atol={r.atol:g} + the rounding of "
+            f"its finite difference; had one not (at a second step too), every element would have been compared "
+            f"where affordable ({rule}){kinks}"
         )
     return f"  on {r.device}{mode}; {sides}\n  an element passes when {rule}{kinks}"
 

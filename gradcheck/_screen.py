@@ -10,12 +10,20 @@ Why a miss is unlikely: say element (r, c) of the error E = J_autograd - J is
 larger than atol. Fix every sign but v_r: flipping v_r moves w = v^T E[:, c] by
 2|E_rc| > 2 atol, so |w| <= atol for at most one of the two signs; with k
 independent v, all k miss with probability at most 2^-k. Given some |w| > atol,
-the same argument on u_c bounds the k u's missing by 2^-k. So an element that the
-element-by-element comparison would fail (its error exceeds atol + rtol |J| >= atol)
-passes every probe with probability at most 2^(1-k). Finite differences along
-u err by rounding and eps^2 terms, as element-wise ones do; a probe that misses
-by more than atol for any reason sends the check to the full comparison, which
-then decides and says which elements disagree.
+the same argument on u_c bounds the k u's missing by 2^-k. So an element whose
+error exceeds the probes' tolerance passes every probe with probability at most 2^(1-k).
+
+The tolerance is atol plus the rounding a probe's finite difference carries,
+`ROUNDING` x unit roundoff x sum|f(x)| / eps (the ±1-weighted sum over the output
+adds each output element's rounding): it grows with the output's size and
+magnitude, so an absolute atol alone rejected correct gradients of 200,000 inputs,
+while a wrong element larger than it is still found.
+A pair that misses is settled by a second step (`SECOND_STEP` times eps): agreement
+there passes it (the first step's rounding); finite differences agreeing at both
+steps while autograd does not blame autograd; steps disagreeing with each other
+blame the differences. Then every element is compared, which says which elements
+disagree, unless that comparison is larger than `FULL_WORK_LIMIT`: then the screened
+report stands, with a note saying so (screen=False compares every element anyway).
 """
 
 from __future__ import annotations
@@ -34,9 +42,16 @@ from gradcheck._setup import hand_jacobians, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
 from gradcheck.report import Blame, Check, Comparison, Element, PairReport
 
-__all__ = ["PROBES", "screen_note", "run_screen"]
+__all__ = ["PROBES", "SECOND_STEP", "ROUNDING", "FULL_WORK_LIMIT", "screen_note", "run_screen", "full_work"]
 
-PROBES = 20  # k: an element off by more than atol passes every probe with probability <= 2^(1-k)
+PROBES = 20  # k: an element off by more than the tolerance passes every probe with probability <= 2^(1-k)
+SECOND_STEP = 10.0  # a missed pair is differenced again with this many times eps (rounding shrinks 10x)
+ROUNDING = 8.0  # unit roundoffs per output value a probe's difference may carry (fn's own arithmetic, summing)
+_UNIT = float(torch.finfo(torch.float64).eps) / 2
+# Above this many input-element evaluations (2 n evaluations of fn, each touching its n inputs and
+# m outputs: 2 n (n + m)), a missed screen does not fall back to every element: 200,000 inputs
+# would take minutes, past any job's limit. About 10 s of float64 arithmetic on one core.
+FULL_WORK_LIMIT = 4_000_000_000
 
 Pair = tuple[int, int]
 
@@ -46,10 +61,18 @@ def screen_note(k: int = PROBES) -> str:
     return (
         f"screened: each pair compared the {k} x {k} numbers v^T J u for random ±1 vectors u over "
         f"the input and v over the output, by autograd and by central differences along u (every input "
-        f"element moved by ±eps at once), to atol. An element off by more than atol would have failed "
-        f"one with probability at least 1 - 2^-{k - 1}; then every element is compared. Pass "
+        f"element moved by ±eps at once), to atol plus the rounding such a difference carries "
+        f"({ROUNDING:g} x unit roundoff x sum|f(x)| / eps). An element off by more than that would have "
+        f"failed one with probability at least 1 - 2^-{k - 1}; then every element is compared where affordable. Pass "
         "screen=False (CLI: --every-element) to compare every element anyway."
     )
+
+
+def full_work(s: RunState) -> int:
+    """Input-element evaluations comparing every element takes: 2 n evaluations of fn, each n + m values."""
+    n = sum(s.args[i].numel() for i in s.diff)
+    m = sum(s.outputs[o].numel() for o in s.checked)
+    return 2 * n * (n + m)
 
 
 def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
@@ -88,20 +111,100 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
         autograd, ag_method = _autograd_side(s, leaves, outs, v, u)
     s.notes += no_grad_notes(outs, s.checked)
     with s.clock("numerical"):
-        found = _numerical_side(s, base, v, u)
+        found = _numerical_side(s, base, v, u, s.opts.eps)
     if found is None:
         return None
     numerical, fd_method = found
     hand = {pair: v[pair[0]] @ j.reshape(v[pair[0]].shape[1], -1) @ u[pair[1]].T for pair, j in wanted.items()}
+    sizes = {o: float(base[o].abs().nan_to_num(0.0, 0.0, 0.0).sum()) for o in s.checked}  # sum|f(x)|
     with s.clock("compare"):
         pairs = [
-            _pair(s, o, i, autograd[(o, i)], numerical[(o, i)], hand.get((o, i))) for o in s.checked for i in s.diff
+            _pair(s, o, i, autograd[(o, i)], numerical[(o, i)], hand.get((o, i)), _floor(sizes[o], s.opts.eps))
+            for o in s.checked for i in s.diff
         ]
     if not all(p.passed for p in pairs):
-        return None
+        settled = _second_step(s, base, v, u, (autograd, numerical, hand), pairs, sizes)
+        if settled is None:
+            return None
+        pairs = settled
     s.notes.append(screen_note())
     report = build_report(s, pairs, base, f"{fd_method}, {PROBES} ±1 directions", ag_method, mode="screened")
     return CheckOutcome(report, {}, {})
+
+
+def _second_step(
+    s: RunState,
+    base: list[torch.Tensor],
+    v: dict[int, torch.Tensor],
+    u: dict[int, torch.Tensor],
+    sides: tuple[dict[Pair, torch.Tensor], dict[Pair, torch.Tensor], dict[Pair, torch.Tensor]],
+    pairs: list[PairReport],
+    sizes: dict[int, float],
+) -> list[PairReport] | None:
+    """The missed pairs differenced again with SECOND_STEP * eps: the pairs settled, or None to compare every element.
+
+    A pair agreeing at the second step passes (note added); one that does not is blamed from the
+    two steps. Every element is compared next (None) unless that is larger than FULL_WORK_LIMIT;
+    then the screened pairs stand, with a note saying why no element was located.
+    """
+    autograd, first, hand = sides
+    step = s.opts.eps * SECOND_STEP
+    with s.clock("numerical"):
+        found = _numerical_side(s, base, v, u, step)
+    if found is None:
+        return None
+    second = found[0]
+    settled = []
+    for p in pairs:
+        key = (p.output_index, p.input_index)
+        if p.passed:
+            settled.append(p)
+            continue
+        again = _pair(s, *key, autograd[key], second[key], hand.get(key), _floor(sizes[key[0]], step))
+        if again.passed:
+            s.notes.append(
+                f"screen: output {key[0]}, input {key[1]} missed at eps={s.opts.eps:g} (by {p.max_abs_error:.3g}) "
+                f"and agreed at a second step of {step:g}: the first step's rounding, not the gradient"
+            )
+            settled.append(again)
+            continue
+        both = _floor(sizes[key[0]], s.opts.eps) + _floor(sizes[key[0]], step)
+        settled.append(dataclasses.replace(again, blame=_blame(again, _within(s, first[key], second[key], both))))
+    if all(p.passed for p in settled):
+        return settled
+    work = full_work(s)
+    if s.opts.screen is False or work <= FULL_WORK_LIMIT:
+        return None
+    s.notes.append(
+        f"screen: the probes disagree at eps={s.opts.eps:g} and at a second step of {step:g}; comparing every "
+        f"element would take {work:,} input-element evaluations (2 evaluations of fn per input element), above "
+        f"the {FULL_WORK_LIMIT:,} this check allows, so no element is located. Check a smaller input (the same "
+        "code computes its gradient), or pass screen=False (CLI: --every-element) to compare every element anyway"
+    )
+    return settled
+
+
+def _blame(pair: PairReport, steps_agree: bool) -> str:
+    """Which side a pair that missed at both steps points at (see `Blame`)."""
+    ok = {c.name: c.passed for c in pair.comparisons}
+    if not steps_agree:
+        return Blame.NUMERICAL  # the differences move with the step: they cannot settle it
+    if ok.get("autograd~numerical"):
+        return Blame.EXPECTED
+    if ok.get("expected~numerical"):
+        return Blame.AUTOGRAD
+    return Blame.SHARED if ok.get("expected~autograd") else Blame.AUTOGRAD
+
+
+def _within(s: RunState, a: torch.Tensor, b: torch.Tensor, floor: float) -> bool:
+    """Whether two k x k probe matrices agree to atol + `floor`."""
+    gap = (a - b).abs()
+    return bool(torch.isfinite(gap).all()) and float(gap.max()) <= s.opts.atol + floor
+
+
+def _floor(size: float, step: float) -> float:
+    """The rounding a probe's central difference with `step` may carry: ROUNDING units of sum|f(x)| / step."""
+    return ROUNDING * _UNIT * size / step
 
 
 def _not_screened(state: RunState) -> None:
@@ -173,7 +276,7 @@ def _autograd_side(
 
 
 def _numerical_side(
-    s: RunState, base: list[torch.Tensor], v: dict[int, torch.Tensor], u: dict[int, torch.Tensor]
+    s: RunState, base: list[torch.Tensor], v: dict[int, torch.Tensor], u: dict[int, torch.Tensor], eps: float
 ) -> tuple[dict[Pair, torch.Tensor], str] | None:
     """v_a^T J u_b per pair by central differences along each u_b, and how fn was evaluated.
 
@@ -182,7 +285,7 @@ def _numerical_side(
     result: dict[Pair, torch.Tensor] = {}
     methods: set[str] = set()
     for i in s.diff:
-        found = _along(s, i, base, u[i])
+        found = _along(s, i, base, u[i], eps)
         if found is None:
             return None
         differences, method = found
@@ -193,7 +296,7 @@ def _numerical_side(
 
 
 def _along(
-    s: RunState, i: int, base: list[torch.Tensor], directions: torch.Tensor
+    s: RunState, i: int, base: list[torch.Tensor], directions: torch.Tensor, eps: float
 ) -> tuple[dict[int, torch.Tensor], str] | None:
     """Per checked output, the (k, m_o) central differences along each direction of input i, in chunks."""
     x = s.num_args[i]
@@ -216,7 +319,7 @@ def _along(
                 s.checked,
                 base,
                 directions[start:stop].to(x.dtype).reshape(stop - start, *x.shape),
-                eps=s.opts.eps,
+                eps=eps,
                 atol=s.opts.atol,
             )
         )
@@ -232,9 +335,10 @@ def _along(
 
 
 def _pair(
-    s: RunState, o: int, i: int, autograd: torch.Tensor, numerical: torch.Tensor, hand: torch.Tensor | None
+    s: RunState, o: int, i: int, autograd: torch.Tensor, numerical: torch.Tensor, hand: torch.Tensor | None,
+    floor: float,
 ) -> PairReport:
-    """The pair's report: passed when every probe of every side agrees to atol."""
+    """The pair's report: passed when every probe of every side agrees to atol + `floor` (`_floor`)."""
     sides = {"autograd": autograd, "numerical": numerical} | ({} if hand is None else {"expected": hand})
     names = [("autograd", "numerical"), ("expected", "autograd"), ("expected", "numerical")]
     comparisons = []
@@ -247,7 +351,7 @@ def _pair(
         biggest = float(gap.max()) if finite else float("inf")
         scale = float(sides[right].abs().max())
         rel = biggest / scale if scale else (0.0 if biggest == 0 else float("inf"))
-        ok = finite and biggest <= s.opts.atol
+        ok = finite and biggest <= s.opts.atol + floor
         comparisons.append(Comparison(f"{left}~{right}", ok, biggest, rel, 0 if ok else 1))
         if finite and biggest > worst_abs:
             worst_abs, worst_at = biggest, int(gap.argmax())

@@ -1,40 +1,43 @@
-"""Trace, draw and check PyTorch autograd graphs."""
+"""Trace, draw and check PyTorch autograd graphs.
+
+The package's names load on first use (PEP 562 `__getattr__`): `import graphviz_app` loads no
+layer, `import graphviz_app.model` loads the model alone, and torch, graphviz or the analyses load
+when a name that needs them is first read.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from . import _moved
-from .analysis import module_summary as _module_summary  # noqa: F401 - provides Graph.module_summary()
-from .analysis import summary as _summary  # noqa: F401 - provides Graph.summary()
-from .analysis.diff import assert_same_graph, diff
-from .analysis.memory import memory_timeline
-from .drawing import notebook as _notebook  # noqa: F401 - provides the notebook display
-from .drawing.renderer import render, save
-from .model import Graph
-
-_moved.install()
-
 __all__ = [
     "trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
     "assert_same_graph", "memory_timeline",
 ]
 
-# torch is imported on first use only, so the model, the analyses and the drawing
-# work (and are tested) without it. No module or subpackage is named like a
-# function exported here (trace, render): importing it would replace that
-# function on the package.
-_LAZY = {
+# Where each name lives; the imports under TYPE_CHECKING below are the same arrows, written
+# as imports for type checkers and the architecture tests. No module or subpackage is named
+# like a function exported here (trace, render): importing it would replace that function on the package.
+_HOMES = {
     "trace": "graphviz_app.tracing.tracer",
+    "render": "graphviz_app.drawing.renderer",
+    "save": "graphviz_app.drawing.renderer",
     "make_dot": "graphviz_app.compat",
+    "Graph": "graphviz_app.model",
     "record": "graphviz_app.tracing.recorder",
     "trace_model": "graphviz_app.tracing.module_trace",
     "record_orders": "graphviz_app.tracing.orders",
+    "diff": "graphviz_app.analysis.diff",
+    "assert_same_graph": "graphviz_app.analysis.diff",
+    "memory_timeline": "graphviz_app.analysis.memory",
 }
 
 if TYPE_CHECKING:
+    from .analysis.diff import assert_same_graph, diff
+    from .analysis.memory import memory_timeline
     from .compat import make_dot
+    from .drawing.renderer import render, save
+    from .model import Graph
     from .tracing.module_trace import trace_model
     from .tracing.orders import record_orders
     from .tracing.recorder import record
@@ -42,9 +45,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    """Load a public name from its module on first use, and keep it on the package."""
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module 'graphviz_app' has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
+    value = getattr(import_module(home), name)
     globals()[name] = value
     return value
 

@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "CollapseError",
     "GraphDiffError",
+    "DistributedError",
     "ModelCheckError",
 ]
 
@@ -59,6 +60,10 @@ class GraphDiffError(GraphvizAppError, AssertionError):
     def __init__(self, message: str, diff: object = None) -> None:
         super().__init__(message)
         self.diff = diff
+
+
+class DistributedError(TraceError):
+    """A distributed step cannot be run, forecast or gathered: what the job needs is missing or wrong."""
 
 
 class ModelCheckError(GraphvizAppError, ValueError):

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # A module belongs to the longest prefix that matches its name.
 LAYERS: dict[str, frozenset[str]] = {
     "graphviz_app.errors": frozenset(),
+    # The process pool: generic, no torch, no expression language; its own errors below the package's.
+    "graphviz_app.runner": frozenset({"graphviz_app.errors"}),
     "graphviz_app.model": frozenset({"graphviz_app.errors"}),
     "graphviz_app.analysis": frozenset({"graphviz_app.model", "graphviz_app.errors"}),
     # The interactive viewer's payload and page: plain data for the browser, beside the drawing.
@@ -43,19 +45,25 @@ LAYERS: dict[str, frozenset[str]] = {
     "graphviz_app.tracing.model_check": frozenset({
         "graphviz_app.tracing", "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors", "gradcheck",
     }),
-    "graphviz_app.expr": frozenset({"graphviz_app.tracing", "graphviz_app.model", "graphviz_app.errors"}),
-    # The web server: no torch, no tracer, never the worker package.
+    "graphviz_app.expr": frozenset({
+        "graphviz_app.runner", "graphviz_app.tracing", "graphviz_app.model", "graphviz_app.errors",
+    }),
+    # The web server: no torch, no tracer, never the worker side (it names jobs by reference).
     "graphviz_app.web": frozenset({
-        "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.expr",
+        "graphviz_app.runner", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
+        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr",
     }),
-    "graphviz_app.web.worker": frozenset({
-        "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
-        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
-    }),
+    # The CLI parses and prints; what needs torch runs in a worker (the jobs, named by reference).
     "graphviz_app.cli": frozenset({
-        "graphviz_app", "graphviz_app.web", "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis",
-        "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "graphviz_app.tracing", "gradcheck",
+        "graphviz_app.web", "graphviz_app.runner", "graphviz_app.viewer", "graphviz_app.drawing",
+        "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr", "gradcheck",
+    }),
+    # What runs in the worker processes for the page and the CLI: the top; nothing imports it
+    # (the page and the CLI name its jobs by reference).
+    "graphviz_app.jobs": frozenset({
+        "graphviz_app.web", "graphviz_app.runner", "graphviz_app.viewer", "graphviz_app.drawing",
+        "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr",
+        "graphviz_app.tracing", "gradcheck",
     }),
     # The package itself and its top-level glue (make_dot, old module paths) compose the layers.
     "graphviz_app": frozenset({
@@ -65,15 +73,17 @@ LAYERS: dict[str, frozenset[str]] = {
     "gradcheck": frozenset(),
 }
 # Layers that never load torch: imported in a process where `import torch` fails.
-TORCH_FREE = ("graphviz_app.errors", "graphviz_app.model", "graphviz_app.analysis", "graphviz_app.viewer",
-              "graphviz_app.drawing",
+TORCH_FREE = ("graphviz_app.errors", "graphviz_app.runner", "graphviz_app.model", "graphviz_app.analysis",
+              "graphviz_app.viewer", "graphviz_app.drawing",
               "graphviz_app.web", "graphviz_app.cli")
 # Modules above the layers that must load without torch too (the package, the CLI's parser, the language's
 # validator, what the page calls on every keystroke).
-TORCH_FREE_MODULES = ("graphviz_app", "graphviz_app._moved", "graphviz_app.compat", "graphviz_app.expr",
-                      "graphviz_app.expr.validator", "graphviz_app.expr.jobref", "gradcheck", "gradcheck.errors",
+TORCH_FREE_MODULES = ("graphviz_app", "graphviz_app.compat", "graphviz_app.expr",
+                      "graphviz_app.expr.validator", "graphviz_app.expr.rehearsal", "gradcheck", "gradcheck.errors",
                       "gradcheck.pytest_plugin")
-WORKER = "graphviz_app.web.worker"
+WORKER = "graphviz_app.jobs"
+# Marks a lazy import in a convenience method of the model (`Graph.summary()`): not an arrow of the layers.
+DOOR = "# door up"
 
 
 @cache
@@ -122,11 +132,15 @@ def _edges() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     known = set(modules())
     edges: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
     for module in modules():
-        tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+        source = _path(module).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        lines = source.splitlines()
         here = module if _is_package(module) else module.rpartition(".")[0]
         runtime: set[str] = set()
         typing_only: set[str] = set()
         for node, only_typing in _import_statements(tree):
+            if DOOR in lines[node.lineno - 1]:
+                continue  # one of the model's doors up; tests/test_architecture_imports.py checks where they are
             targets = typing_only if only_typing else runtime
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
@@ -156,7 +170,8 @@ def layer(module: str) -> str:
 def test_discovery_finds_the_layers() -> None:
     found = {layer(m) for m in modules()}
     assert found == set(LAYERS), f"layers without modules: {set(LAYERS) - found}"
-    assert "graphviz_app.tracing.walker" in modules() and f"{WORKER}.jobs" in modules()
+    assert "graphviz_app.tracing.walker" in modules() and f"{WORKER}.programs" in modules()
+    assert "graphviz_app.runner.pool" in modules()
 
 
 def test_the_import_graph_has_no_cycle() -> None:
@@ -190,23 +205,49 @@ def test_imports_go_down_the_layers(module: str) -> None:
     assert not wrong, f"{module} (layer {own}) imports {wrong}; {own} may import only {sorted(allowed)}"
 
 
-def test_the_server_side_never_reaches_the_worker_or_the_tracer() -> None:
-    graph = import_graph(typing_only=False)  # what runs: `if TYPE_CHECKING:` imports never do
-    server = [m for m in modules() if layer(m) == "graphviz_app.web"]
-    seen, todo = set(server), list(server)
+def _reached(start: list[str]) -> set[str]:
+    """Every module `start` loads when it runs (`if TYPE_CHECKING:` imports never do)."""
+    graph = import_graph(typing_only=False)
+    seen, todo = set(start), list(start)
     while todo:
         for target in graph[todo.pop()]:
             if target not in seen:
                 seen.add(target)
                 todo.append(target)
-    reached = sorted(m for m in seen if m.startswith((WORKER, "graphviz_app.tracing", "gradcheck")))
+    return seen
+
+
+# The worker side: the jobs, the tracer, the checker (the checker's torch-free errors excepted).
+def _worker_side(module: str) -> bool:
+    return module.startswith((WORKER, "graphviz_app.tracing", "gradcheck")) and module != "gradcheck.errors"
+
+
+def test_the_server_side_never_reaches_the_worker_or_the_tracer() -> None:
+    server = [m for m in modules() if layer(m) == "graphviz_app.web"]
+    reached = sorted(m for m in _reached(server) if _worker_side(m))
     assert not reached, f"the web server's modules reach {reached}"
 
 
-def test_every_job_the_server_names_is_a_worker_function() -> None:
+def test_the_cli_s_parsing_and_printing_never_reach_the_worker_side() -> None:
+    # The CLI parses, names its jobs (`cli.worker`) and prints: the person's script and program run in a worker.
+    front = [m for m in modules() if layer(m) == "graphviz_app.cli"]
+    assert "graphviz_app.cli.commands" in front and "graphviz_app.cli.memory" in front
+    reached = sorted(m for m in _reached(front) if _worker_side(m))
+    assert not reached, f"the CLI's parsing and printing modules reach {reached}"
+
+
+def test_nothing_imports_the_jobs_but_the_jobs() -> None:
+    graph = import_graph()
+    found = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                   if layer(t) == WORKER and layer(m) != WORKER)
+    assert not found, f"the jobs are named by reference (runner.JobRef), never imported: {found}"
+
+
+def test_every_job_the_page_and_the_cli_name_is_a_worker_function() -> None:
+    from graphviz_app.cli import worker
     from graphviz_app.web import service
 
-    for job in service.JOBS:
+    for job in (*service.JOBS, worker.TRACE_JOB, worker.CHECK_JOB, worker.SCRIPT_JOB, worker.MEMORY_JOB):
         assert job.module.startswith(WORKER + "."), job
         assert callable(job.resolve()), job
 

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import CollapseError
 from ..model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
 from .gradient_report import combine_grads
-from .module_tree import (
-    ancestors,
-    leaf_storages,
-    module_depth,
-    module_names,
-    module_types,
-    node_modules,
-    saved_bytes,
-)
+from .module_tree import ancestors, module_depth, node_modules, saved_bytes
+from .rolls import ModuleTree, run_title
 
 __all__ = ["collapse", "folds_nothing", "NO_MODULES_NOTE"]
 
@@ -77,7 +69,7 @@ def collapse(
         if NO_MODULES_NOTE in graph.notes:
             return graph
         return dataclasses.replace(graph, notes=graph.notes + (NO_MODULES_NOTE,))
-    tree = _Tree(graph, modules_of)
+    tree = ModuleTree(graph, modules_of)
     units = _choose_units(tree, depth=depth, roll=roll, expanded=expanded, folded=folded)
     shown = _build(graph, tree, units)
     note = folds_nothing(graph, depth) if depth is not None else None
@@ -125,98 +117,16 @@ def _check_options(depth: object, expanded: object, *, name: str = "expanded") -
     return names
 
 
-class _Tree:
-    """The module tree of a graph: children in `named_modules()` order, member nodes, edges."""
-
-    def __init__(self, graph: Graph, modules_of: dict[str, str | None]) -> None:
-        self.graph = graph
-        self.modules_of = modules_of
-        self.types = module_types(graph)
-        self.params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
-        self.children: dict[str, list[str]] = {}
-        for name in module_names(graph, modules_of):
-            if name:
-                self.children.setdefault(name.rpartition(".")[0] if "." in name else "", []).append(name)
-        self.direct: dict[str, list[Node]] = {}
-        for n in graph.nodes:
-            own = modules_of.get(n.id)
-            if own is not None:
-                self.direct.setdefault(own, []).append(n)
-        self.base: dict[str, int] | None = None
-        # Traced with show_saved=False: no saved tensor anywhere, so "0 B" would be untrue.
-        self.saved_traced = any(n.kind is NodeKind.SAVED for n in graph.nodes)
-        self.weights = leaf_storages(graph)  # saved weights are no activation memory
-        self.out_edges: dict[str, list[Edge]] = {}
-        for e in graph.edges:
-            self.out_edges.setdefault(e.src, []).append(e)
-
-    def members(self, name: str) -> list[Node]:
-        """The nodes of a module and of all its submodules."""
-        found: list[Node] = []
-        stack = [name]
-        while stack:
-            m = stack.pop()
-            found.extend(self.direct.get(m, ()))
-            stack.extend(self.children.get(m, ()))
-        return found
-
-    def feeds(self) -> set[tuple[str, str]]:
-        """(a, b) for sibling modules a, b where a data edge goes from inside a to inside b."""
-        pairs: set[tuple[str, str]] = set()
-        done: set[tuple[str, str]] = set()  # a network repeats few (module, module) pairs many times
-        for e in self.graph.edges:
-            a, b = self.modules_of.get(e.src), self.modules_of.get(e.dst)
-            if e.kind is not EdgeKind.DATA or a is None or b is None or a == b or (a, b) in done:
-                continue
-            done.add((a, b))
-            pa, pb = ancestors(a), ancestors(b)
-            i = 0
-            while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
-                i += 1
-            if i < len(pa) and i < len(pb):
-                pairs.add((pa[i], pb[i]))
-        return pairs
-
-    def _base_labels(self) -> dict[str, int]:
-        """Node id -> a small number naming what the node is, wherever it sits."""
-        if self.base is None:
-            numbers: dict[tuple[object, ...], int] = {}
-            self.base = {}
-            for n in self.graph.nodes:
-                own = self.modules_of.get(n.id)
-                # Leaves are named by parameter ("layers.3.linear.weight"): keep the part
-                # after the module, which the module's relative name then completes.
-                in_own = n.kind is NodeKind.LEAF and own and n.name.startswith(own + ".")
-                name = n.name.rpartition(".")[2] if in_own else n.name
-                t = n.tensor
-                key = (n.kind, name, n.attrs, None if t is None else (t.shape, t.dtype))
-                self.base[n.id] = numbers.setdefault(key, len(numbers))
-        return self.base
-
-    def signature(self, name: str) -> tuple[object, ...]:
-        """What must match for two modules to roll: type, params, and the inside's nodes and edges."""
-        base = self._base_labels()
-        prefix = len(name)
-        labels = {n.id: ((self.modules_of[n.id] or "")[prefix:], base[n.id]) for n in self.members(name)}
-        edges = Counter(
-            (label, labels[e.dst], e.kind, e.output_nr, e.slot)
-            for node_id, label in labels.items() for e in self.out_edges.get(node_id, ()) if e.dst in labels
-        )
-        # Plain dicts: their == runs in C, Counter's in Python (a third of the time here).
-        return (self.types.get(name, ""), self.params.get(name), dict(Counter(labels.values())), dict(edges))
-
-
 def _choose_units(
-    tree: _Tree, *, depth: int | None, roll: bool, expanded: frozenset[str], folded: frozenset[str] = frozenset(),
+    tree: ModuleTree, *, depth: int | None, roll: bool, expanded: frozenset[str], folded: frozenset[str] = frozenset(),
 ) -> list[list[str]]:
     """The boxes to draw, each a list of modules: one module, or a rolled run of siblings."""
     units: list[list[str]] = []
-    feeds = tree.feeds() if roll else set()
     stack = [""]
     while stack:
         parent = stack.pop()
         kids = tree.children.get(parent, [])
-        for run in _runs(tree, kids, feeds, expanded) if roll else [[k] for k in kids]:
+        for run in tree.runs(parent, expanded) if roll else [[k] for k in kids]:
             if len(run) > 1 or run[0] in folded:
                 units.append(run)
             elif depth is None or module_depth(run[0]) <= depth or run[0] in expanded:
@@ -226,28 +136,7 @@ def _choose_units(
     return units
 
 
-def _runs(tree: _Tree, kids: list[str], feeds: set[tuple[str, str]], expanded: frozenset[str]) -> list[list[str]]:
-    """Split siblings into runs that roll: same signature, each feeding the next, none expanded."""
-    runs: list[list[str]] = []
-    previous_signature: tuple[object, ...] | None = None
-    for kid in kids:
-        run = runs[-1] if runs else None
-        if kid in expanded or run is None or run[-1] in expanded or (run[-1], kid) not in feeds:
-            runs.append([kid])
-            previous_signature = None
-            continue
-        if previous_signature is None:
-            previous_signature = tree.signature(run[-1])
-        signature = tree.signature(kid)
-        if signature == previous_signature:
-            run.append(kid)
-        else:
-            runs.append([kid])
-            previous_signature = signature
-    return runs
-
-
-def _build(graph: Graph, tree: _Tree, units: list[list[str]]) -> Graph:
+def _build(graph: Graph, tree: ModuleTree, units: list[list[str]]) -> Graph:
     unit_of = {m: i for i, unit in enumerate(units) for m in unit}
     taken = {n.id for n in graph.nodes}
     box_ids: list[str] = []
@@ -322,9 +211,9 @@ def _box_grads(nodes: tuple[Node, ...], edges: tuple[Edge, ...], boxes: set[str]
     return tuple(dataclasses.replace(n, grad=combine_grads(leaving[n.id])) if n.id in leaving else n for n in nodes)
 
 
-def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node:
+def _box(tree: ModuleTree, unit: list[str], members: list[Node], box_id: str) -> Node:
     type_name = tree.types.get(unit[0], "")
-    span, stands_for = _span(unit)
+    span, stands_for = run_title(unit)
     title = f"{span}: {type_name}" if type_name else span
     attrs: list[tuple[str, str]] = []
     if len(unit) > 1:
@@ -340,22 +229,3 @@ def _box(tree: _Tree, unit: list[str], members: list[Node], box_id: str) -> Node
         ("params", f"{params:,} ({human_bytes(param_bytes)})"),
     ]
     return Node(box_id, NodeKind.MODULE, title, attrs=tuple(attrs), module=unit[0])
-
-
-def _span(unit: list[str]) -> tuple[str, str]:
-    """A run's short title and the exact modules it stands for.
-
-    >>> _span(["layers.0", "layers.1", "layers.2"])
-    ('layers.0–2', 'layers.0–2')
-    >>> _span(["a", "b", "c", "d"])
-    ('a … d', 'a, b, c, d')
-    """
-    if len(unit) == 1:
-        return unit[0], unit[0]
-    lasts = [m.rpartition(".")[2] for m in unit]
-    if all(s.isdigit() for s in lasts) and [int(s) for s in lasts] == list(
-        range(int(lasts[0]), int(lasts[0]) + len(unit))
-    ):
-        text = f"{unit[0]}–{lasts[-1]}"
-        return text, text
-    return (", ".join(unit) if len(unit) <= 3 else f"{unit[0]} … {unit[-1]}"), ", ".join(unit)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import Graph, ModuleRow, ModuleSummary, Node, NodeKind, provide
+from ..model import Graph, ModuleRow, ModuleSummary, Node, NodeKind
 from .memory.timeline import memory_timeline
 from .module_tree import ancestors, leaf_storages, module_names, module_types, node_modules, saved_bytes
 
@@ -58,5 +58,3 @@ def _held_at_peak(graph: Graph) -> dict[str, int]:
                 held[a] = held.get(a, 0) + m.total
     return held
 
-
-provide("module_summary", module_summary)

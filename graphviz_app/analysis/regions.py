@@ -8,7 +8,13 @@ from collections.abc import Iterable
 from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
 from .module_tree import leaf_storages, saved_bytes
 
-__all__ = ["show_regions", "region_names"]
+__all__ = ["show_regions", "region_names", "MAX_REGION_EDGES", "border_edge_count"]
+
+# The edges open regions may add together (their own and those their borders fan out into).
+# An edge into a region joins every op computing that input's gradient to every op receiving
+# the output's: a saved graph listing 3,000 ops on each side of one edge would draw 9,000,000
+# edges (1.5 GB). Past this, the regions adding most stay boxes, and a note says why.
+MAX_REGION_EDGES = 1_000_000
 
 
 def region_names(graph: Graph) -> tuple[str, ...]:
@@ -42,6 +48,9 @@ def show_regions(graph: Graph, *, expanded: Iterable[str] = frozenset()) -> Grap
     wanted = frozenset(expanded)
     present = {n.id for n in graph.nodes}
     opening = {r.node: r for r in graph.regions if r.node in present and r.name in wanted and r.opened}
+    too_big = _too_big(graph.edges, opening)
+    for node in too_big:
+        del opening[node]
     closing = {r.node: r for r in graph.regions if r.node in present and r.node not in opening}
     # A closed region holds its saved tensors, as a module box does.
     inside = {e.src for e in graph.edges if e.kind is EdgeKind.SAVED and e.dst in closing}
@@ -50,23 +59,70 @@ def show_regions(graph: Graph, *, expanded: Iterable[str] = frozenset()) -> Grap
         if n.id in opening:
             nodes.extend(opening[n.id].nodes)
         elif n.id in closing:
-            nodes.append(_box(graph, n, closing[n.id]))
+            nodes.append(_box(graph, n, closing[n.id], too_big.get(n.id)))
         elif n.id not in inside:
             nodes.append(n)
     edges = _edges(graph.edges, opening) if opening else graph.edges
     if inside:
         edges = tuple(e for e in edges if e.src not in inside)
     modules = graph.modules + tuple(m for r in opening.values() for m in r.modules)
-    return dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, modules=modules, regions=())
+    notes = graph.notes + tuple(
+        f"{closing[node].name} is drawn closed: opening it would add {count:,} edges, and open compiled "
+        f"regions may add {MAX_REGION_EDGES:,} together (its border lists many ops on the two sides of an edge)"
+        for node, count in too_big.items()
+    )
+    return dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, modules=modules, regions=(), notes=notes)
 
 
-def _box(graph: Graph, node: Node, region: CompiledRegion) -> Node:
+def border_edge_count(edges: tuple[Edge, ...], opening: dict[str, CompiledRegion]) -> dict[str, int]:
+    """Region node -> the edges opening it adds: its own, and what each border edge fans out into.
+
+    An edge between two open regions counts for both. Counted, not built: a product of two
+    long lists is a multiplication here.
+    """
+    counts = {node: len(r.edges) for node, r in opening.items()}
+    if not opening:
+        return counts
+    inputs = {node: _group(r.inputs) for node, r in opening.items()}
+    outputs = {node: _group(r.outputs) for node, r in opening.items()}
+    for e in edges:
+        if e.kind is not EdgeKind.DATA or (e.src not in opening and e.dst not in opening):
+            continue
+        srcs = len(outputs[e.src].get(e.output_nr, ())) if e.src in opening else 1
+        dsts = len(inputs[e.dst].get(e.slot, ())) if e.dst in opening else 1
+        for end in {e.src, e.dst} & opening.keys():
+            counts[end] += srcs * dsts
+    return counts
+
+
+def _too_big(edges: tuple[Edge, ...], opening: dict[str, CompiledRegion]) -> dict[str, int]:
+    """Regions of `opening` to keep closed so that the open ones add at most MAX_REGION_EDGES edges.
+
+    The region adding most is closed first and the rest counted again: closing one shrinks
+    the fan-out of an edge it shares with another.
+    """
+    left = dict(opening)
+    closed: dict[str, int] = {}
+    while left:
+        counts = border_edge_count(edges, left)
+        if sum(counts.values()) <= MAX_REGION_EDGES:
+            break
+        node, count = max(counts.items(), key=lambda item: item[1])
+        closed[node] = count
+        del left[node]
+    return closed
+
+
+def _box(graph: Graph, node: Node, region: CompiledRegion, refused: int | None = None) -> Node:
     """The closed region: one box standing where its node stands, with the region's facts."""
     title = region.name.rpartition(".")[2].strip("[]")
     held = [n for n in graph.nodes if n.kind is NodeKind.SAVED and n.id in _saved_of(graph, node.id)]
     attrs: list[tuple[str, str]] = [("type", REGION_TYPE)]
     if region.opened:
         attrs.append(("ops", f"{len(region.nodes):,}"))
+        if refused is not None:
+            attrs.append(("not opened", f"it would add {refused:,} edges; open regions may add "
+                                        f"{MAX_REGION_EDGES:,}"))
     else:
         attrs.append(("not opened", region.notes[0] if region.notes else "the backward graph was not found"))
     if held:

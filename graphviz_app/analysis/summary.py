@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import Graph, Summary, provide
+from ..model import Graph, Summary
 from .module_tree import held_bytes
 
 __all__ = ["summarize"]
@@ -66,5 +66,3 @@ def _by_device(storages: dict[str, tuple[str, int]]) -> tuple[tuple[str, int], .
         totals[device] += size
     return tuple(sorted(totals.items()))
 
-
-provide("summary", summarize)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.util
+import io
 import json
 import re
 import sys
-import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+from gradcheck.errors import GradcheckError
 
 from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
@@ -20,16 +20,16 @@ from ..expr.errors import ExprError
 from ..expr.help import LANGUAGE_HELP
 from ..expr.limits import Limits
 from ..expr.validator import parse, validate
+from ..runner import RunnerError
 from .diff import add_diff_parser, run_diff
-from .files import FileProblem, check_script, named_path, read_program
+from .files import FileProblem, check_output, check_script, named_path, read_program
 from .memory import add_memory_parser, run_memory
 from .progress import Deadline, Progress
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
-from .script import script_graph
+from .worker import CHECK_JOB, run_job, script_stopped, trace_program, trace_script
 
 if TYPE_CHECKING:
     from ..model import Graph
-    from .deferred import DeferredNames
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT"]
 
@@ -187,9 +187,12 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (never raises, except with --traceback)."""
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a module name may hold a lone surrogate: print it, do not crash
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": _render, "check": _check, "serve": _serve, "diff": run_diff,
-        "memory": lambda a: run_memory(a, _run_script),
+        "memory": run_memory,
     }
     try:
         return commands[args.command](args)
@@ -221,9 +224,14 @@ def _describe(e: Exception) -> tuple[str, int]:
 def _render(args: argparse.Namespace) -> int:
     if not args.format:
         _check_suffix(args.output)
+    try:
+        check_output(Path(args.output))  # a FIFO would block the writer, a device is no picture
+    except FileProblem as e:
+        raise _Fail(str(e)) from e
     color_by = args.color_by or ("gradient" if args.gradients else "device")
     args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
+    from ..analysis.regions import region_names, show_regions
     from ..drawing.renderer import save
 
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
@@ -252,7 +260,14 @@ def _render(args: argparse.Namespace) -> int:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
     for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
         print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
-    drawn = f"; drawn as {len(graph.nodes)} nodes" if graph is not traced and graph.nodes != traced.nodes else ""
+    shown = graph
+    if whole and graph.regions:  # the viewer opens compiled regions: say what that drew, and what it refused
+        shown = show_regions(graph, expanded=region_names(graph))
+        for note in shown.notes[len(graph.notes):]:
+            print(f"graphviz-app render: note: {note}", file=sys.stderr)
+    sizes = (len(shown.nodes), len(shown.edges))
+    drawn = (f"; drawn as {sizes[0]:,} nodes, {sizes[1]:,} edges"
+             if sizes != (len(traced.nodes), len(traced.edges)) else "")
     print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
     if args.gradients:
         _print_gradients(graph)
@@ -286,36 +301,30 @@ def _trace_target(args: argparse.Namespace, deadline: Deadline, progress: Progre
     script = _SCRIPT.match(args.target or "")
     options = {"show_saved": not args.no_saved, "max_nodes": args.max_nodes, "gradients": args.gradients}
     if script and not (args.var or args.program):
-        # The person's own code, in this process. Its tensors are made, traced and freed
-        # on a big-stack thread: freeing a graph of 100k+ walked ops recurses deeply in torch.
-        from ..tracing.big_stack import call_with_large_stack
-
-        def run() -> Graph:
-            from ..tracing.orders import record_orders
-            from .deferred import DeferredNames
-
-            names = DeferredNames()  # the modules its forward runs, named once it returns (output, model)
-            with progress.step(f"running {script['func']}() of {script['path']}"), \
-                    (record_orders() if args.color_by == "order" else contextlib.nullcontext()):
-                result = _run_script(Path(script["path"]), script["func"], args.target, names=names)
-            with progress.step("tracing"):
-                return script_graph(result, args.target, names=names, **options)
-
-        return call_with_large_stack(run)
+        _check_script(Path(script["path"]))
+        # The person's own code, in a worker the command can stop at its --timeout.
+        with progress.step(f"running {script['func']}() of {script['path']} and tracing it in a worker process"):
+            try:
+                return trace_script(script["path"], script["func"], args.target, options,
+                                    orders=args.color_by == "order", seconds=deadline.left())
+            except RunnerError as e:
+                raise _Fail(script_stopped(args.target, e, args.timeout or LAYOUT_SECONDS)) from e
     problem = named_path(args.target) if args.target and not (args.var or args.program) else None
     if problem is not None:  # a directory or a file given where SCRIPT.py:FUNCTION was meant
         raise _Fail(problem)
     composed = _compose(args)
     _validate(composed)  # fails fast, before any process starts
-    from .isolated import trace_program
-
     seconds = deadline.left()
     try:  # in a worker process the command can stop: a program never leaves it waiting
         with progress.step(f"running the program and tracing it in a worker process (the program stops at "
                            f"{Limits().max_seconds:g} s)"):
-            return trace_program(composed.source, device=args.device, dtype=args.dtype, seconds=seconds, **options)
-    except ExprError as e:
+            graph, notes = trace_program(composed.source, {"device": args.device, "dtype": args.dtype, **options},
+                                         seconds=seconds)
+    except (ExprError, RunnerError) as e:
         raise _Fail(_located(composed, e, args)) from e
+    for note in notes:  # gradients that could not be replayed
+        print(f"graphviz-app render: note: {note}", file=sys.stderr)
+    return graph
 
 
 def _validate(composed: Composed) -> None:
@@ -325,10 +334,13 @@ def _validate(composed: Composed) -> None:
         raise _Fail(composed.locate(e)) from e
 
 
-def _located(composed: Composed, e: ExprError, args: argparse.Namespace) -> str:
+def _located(composed: Composed, e: ExprError | RunnerError, args: argparse.Namespace) -> str:
     """The worker's error, positioned in the part the person typed; a time-out says which limit."""
-    text = composed.locate(e)
-    if e.kind == "time" and e.line is None:
+    if isinstance(e, RunnerError):
+        text = e.message
+    else:
+        text = composed.locate(e)
+    if e.kind == "time" and getattr(e, "line", None) is None:
         text += (f" (the program may run {Limits().max_seconds:g} s, Limits.max_seconds; the whole command "
                  f"--timeout {args.timeout or LAYOUT_SECONDS:g} s)")
     return text
@@ -356,48 +368,11 @@ def _compose(args: argparse.Namespace) -> Composed:
         raise _Fail(e.message) from e
 
 
-def _run_script(path: Path, name: str, target: str, *, names: DeferredNames | None = None) -> Any:
-    """Import the person's own script and call `name()` (like pytest imports test files)."""
+def _check_script(path: Path) -> None:
     try:
         check_script(path)  # a directory, a FIFO or a device is refused, never opened
     except FileProblem as e:
         raise _Fail(str(e)) from e
-    spec = importlib.util.spec_from_file_location(f"graphviz_app_script_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise _Fail(f"cannot import {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))  # so the script's own imports work
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as e:  # noqa: BLE001 - SystemExit and SyntaxError included
-        raise _Fail(f"importing {path} failed: {_exception_line(e, path)}") from e
-    finally:
-        sys.path.remove(str(path.resolve().parent))
-    func = getattr(module, name, None)
-    if func is None:
-        found = sorted(
-            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
-        )
-        raise _Fail(f"{path} has no function {name!r} (it defines: {', '.join(found) or 'none'})")
-    if not callable(func):
-        raise _Fail(f"{target}: {name} is a {type(func).__name__}, not a function")
-    try:
-        with names if names is not None else contextlib.nullcontext():
-            return func()
-    except BaseException as e:  # noqa: BLE001
-        raise _Fail(f"{target} raised {_exception_line(e, path)}") from e
-
-
-def _exception_line(e: BaseException, path: Path) -> str:
-    where = ""
-    if isinstance(e, SyntaxError):
-        where = f" (line {e.lineno})"
-    else:
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
-        if frames:
-            where = f" (line {frames[-1].lineno} of {path.name})"
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}{': ' + text if text else ''}{where}"
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -411,21 +386,20 @@ def _check(args: argparse.Namespace) -> int:
             parse(args.expected, known=program.defined)
         except ExprError as e:
             raise _Fail(f"in the expected gradient: {e}") from e
-    from gradcheck import GradcheckError
-
-    from .isolated import CHECK_JOB, run_program_job
-
     wrt = tuple(n.strip() for n in args.wrt.split(",") if n.strip()) if args.wrt else ()
+    request = {"wrt": wrt, "expected": args.expected, "expected_label": "--expected", "device": args.device,
+               "dtype": args.dtype, "eps": args.eps, "atol": args.atol, "rtol": args.rtol, "fast": args.fast,
+               "modes": ("rev", "fwd") if args.fwd else ("rev",), "order": args.order, "kinks": args.kinks,
+               "screen": False if args.every_element else None}
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
     try:
         with progress.step("checking the gradients in a worker process"):
-            passed, text, report, warned = run_program_job(
-                CHECK_JOB, composed.source, wrt, args.expected, args.device, args.dtype,
-                (args.eps, args.atol, args.rtol), args.fast, ("rev", "fwd") if args.fwd else ("rev",), args.order,
-                args.kinks, False if args.every_element else None, seconds=deadline.left())
+            passed, text, report, warned = run_job(CHECK_JOB, composed.source, request, seconds=deadline.left())
     except ExprError as e:
-        raise _Fail(e.message if "expected gradient" in e.message or e.message.startswith("in --expected")
+        raise _Fail(e.message if e.message.startswith(("in the expected gradient", "in --expected"))
                     else _located(composed, e, args)) from e
+    except RunnerError as e:
+        raise _Fail(_located(composed, e, args)) from e
     except GradcheckError as e:
         raise _Fail(str(e)) from e
     for message in warned:

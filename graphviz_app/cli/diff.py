@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import GraphvizAppError, SchemaError
-from ..model import Graph
+from ..errors import GraphvizAppError
+from .files import FileProblem, check_output
+from .saved import load_saved_graph
 
 __all__ = ["add_diff_parser", "run_diff", "EXIT_SAME", "EXIT_DIFFERENT"]
 
@@ -41,27 +42,20 @@ def add_diff_parser(sub: Any) -> None:
     parser.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction")
 
 
-def _read(path: str) -> Graph:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SchemaError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
-    try:
-        return Graph.from_json(text)
-    except SchemaError as e:
-        raise SchemaError(f"{path}: {e}") from e
-
-
 def run_diff(args: argparse.Namespace) -> int:
     """Print the diff of the two files (and draw it with -o); the exit code says whether they differ."""
     from ..analysis.diff import diff
 
-    before, after = _read(args.before), _read(args.after)
+    before, after = load_saved_graph(args.before), load_saved_graph(args.after)
     found = diff(before, after)
     print(found)
     if args.output:
         from ..drawing.diff_style import save_diff
 
+        try:
+            check_output(Path(args.output))
+        except FileProblem as e:
+            raise GraphvizAppError(str(e)) from e
         try:
             path = save_diff(before, after, args.output, found, rankdir=args.rankdir, timeout=300.0)
         except OSError as e:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import GraphvizAppError
 
-__all__ = ["FileProblem", "file_kind", "check_script", "read_program", "named_path"]
+__all__ = ["FileProblem", "file_kind", "check_script", "check_output", "read_input", "read_program", "named_path"]
 
 
 class FileProblem(GraphvizAppError, ValueError):
@@ -51,32 +51,77 @@ def check_script(path: Path) -> None:
         raise FileProblem(f"{path} is {kind}, not a regular file: save the script as a .py file and name it")
 
 
+def read_input(path: Path, *, limit: int, what: str, fix: str = "give a regular file",
+               too_large: str | None = None) -> str:
+    """The text of a file the person named, refused at once when it is not a regular file, read bounded.
+
+    Every file the CLI reads goes through here: a device (/dev/zero) or a FIFO is
+    refused from its `stat` without being opened (a FIFO with no writer would block,
+    /dev/zero never ends), the file is opened without blocking and checked again
+    once open, and at most `limit` + 1 bytes are read.
+
+    Args:
+        path: the file.
+        limit: the most bytes it may have.
+        what: what the file is, for messages ("the saved graph", "--program").
+        fix: what to do instead of a special file.
+        too_large: the message for a file over `limit` (default: its size and the limit).
+
+    Raises:
+        FileProblem: missing, a directory or a special file, over `limit` bytes, or not UTF-8 text.
+    """
+    kind = file_kind(path)
+    if kind is None:
+        raise FileProblem(f"cannot read {what} {path}: No such file or directory")
+    if kind != "a regular file":
+        raise FileProblem(f"cannot read {what} {path}: it is {kind}, not a regular file; {fix}")
+    try:
+        # O_NONBLOCK: if the path became a FIFO since the check, opening it does not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise FileProblem(f"cannot read {what} {path}: it stopped being a regular file; {fix}")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise FileProblem(f"cannot read {what} {path}: {e.strerror or e}") from e
+    if len(data) > limit:
+        raise FileProblem(too_large or f"{what} {path} is larger than {limit:,} bytes, the most it may have")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileProblem(f"cannot read {what} {path}: it is not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
+def check_output(path: Path) -> None:
+    """Refuse an output path where writing would block or write into something that is not a file.
+
+    A FIFO with no reader blocks its writer forever, and a device (/dev/sda) is not
+    a picture: both are refused from their `stat`, never opened. A missing file is fine.
+
+    >>> check_output(Path("/tmp/graphviz-app-no-such-file.svg"))
+    >>> check_output(Path("/dev/null"))
+    Traceback (most recent call last):
+    ...
+    graphviz_app.cli.files.FileProblem: cannot write /dev/null: it is a character device, ...
+    """
+    kind = file_kind(path)
+    if kind is not None and kind != "a regular file":
+        raise FileProblem(f"cannot write {path}: it is {kind}, not a regular file; name a new or regular file")
+
+
 def read_program(path: Path, *, limit: int, option: str = "--program") -> str:
-    """The text of a program file, reading at most `limit` + 1 characters.
+    """The text of a program file, at most `limit` characters (`read_input` with 4 bytes a character).
 
     Raises:
         FileProblem: missing, a directory or a special file (never opened), longer
             than `limit` characters, or not UTF-8 text.
     """
-    kind = file_kind(path)
-    if kind is None:
-        raise FileProblem(f"cannot read {option} {path}: No such file or directory")
-    if kind != "a regular file":
-        raise FileProblem(f"cannot read {option} {path}: it is {kind}, not a regular file; save the program "
-                          "in a text file and name that")
-    try:
-        # O_NONBLOCK: if the path became a FIFO since the check, opening it does not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, encoding="utf-8", newline="") as f:
-            text = f.read(limit + 1)
-    except UnicodeDecodeError as e:
-        raise FileProblem(f"cannot read {option} {path}: it is not UTF-8 text ({e.reason} at byte {e.start})") from e
-    except OSError as e:
-        raise FileProblem(f"cannot read {option} {path}: {e.strerror or e}") from e
+    too_long = (f"{option} {path} is longer than {limit:,} characters, the most a program may have "
+                "(Limits.max_source_chars): make it shorter, or write a Python script and render SCRIPT.py:FUNCTION")
+    text = read_input(path, limit=4 * limit, what=option, fix="save the program in a text file and name that",
+                      too_large=too_long)  # UTF-8: at most 4 bytes a character
     if len(text) > limit:
-        raise FileProblem(f"{option} {path} is longer than {limit:,} characters, the most a program may have "
-                          "(Limits.max_source_chars): make it shorter, or write a Python script and render "
-                          "SCRIPT.py:FUNCTION")
+        raise FileProblem(too_long)
     return text
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import SchemaError
 from ..model import Graph
+from .files import FileProblem, file_kind, read_input
 
 __all__ = ["MAX_SAVED_BYTES", "WHOLE_GRAPH_FORMATS", "is_saved_graph", "load_saved_graph", "output_format"]
 
@@ -28,18 +29,23 @@ def load_saved_graph(path: str | Path) -> Graph:
     """Read a graph written by `save(graph, "g.json")` (schema 1, 2 or 3).
 
     Raises:
-        SchemaError: the file is missing, too big, not JSON, or not a graph (the message says which).
+        SchemaError: the file is missing, a special file (a FIFO, a device), too big, not JSON, or not a
+            graph (the message says which).
     """
     path = Path(path)
-    if not path.is_file():
-        raise SchemaError(f"no saved graph at {path}: give the path of a .json file written by save(graph, 'g.json')")
-    size = path.stat().st_size
-    if size > MAX_SAVED_BYTES:
-        raise SchemaError(f"{path} is {size:,} bytes, more than the {MAX_SAVED_BYTES:,} a saved graph may have")
+    kind = file_kind(path)
+    if kind is None:
+        raise SchemaError(f"no saved graph at {path}: give the path of a .json file written by save(graph, 'g.json') "
+                          f"(cannot read {path}: no such file)")
+    if kind == "a regular file" and path.stat().st_size > MAX_SAVED_BYTES:
+        size = path.stat().st_size
+        raise SchemaError(f"cannot read {path}: {path} is {size:,} bytes, more than the {MAX_SAVED_BYTES:,} a saved "
+                          "graph may have")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SchemaError(f"cannot read {path}: {e}") from e
+        text = read_input(path, limit=MAX_SAVED_BYTES, what="the saved graph",
+                          fix="give the path of a .json file written by save(graph, 'g.json')")
+    except FileProblem as e:
+        raise SchemaError(str(e)) from e
     try:
         return Graph.from_json(text)
     except RecursionError as e:

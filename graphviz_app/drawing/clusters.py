@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from graphviz.quoting import attr_list, quote
+from graphviz.quoting import attr_list
 
 from ..analysis.module_tree import ancestors, module_types, node_modules
 from ..model import Graph, Node, NodeKind
+from .dot_text import dot_id
 
 __all__ = ["CLUSTER_STYLE", "cluster_module", "clustered"]
 
@@ -64,8 +65,8 @@ def _emit(items: dict[str | None, list[str | _Cluster]], types: dict[str, str]) 
             name, indent = item.name, "\t" * (level + 1)
             kind = types.get(name, "")
             label = f"{name}: {kind}" if name and kind else (name or kind or "(root)")
-            out.append(f"{indent}subgraph {quote('cluster_' + name)} {{\n")
-            out.append(f"{indent}\tgraph [label={quote(label)} {style}]\n")
+            out.append(f"{indent}subgraph {dot_id('cluster_' + name)} {{\n")
+            out.append(f"{indent}\tgraph [label={dot_id(label)} {style}]\n")
             stack.append((iter(items[name]), level + 1))
         else:
             out.append("\t" * level + item)

@@ -13,6 +13,7 @@ from ..analysis.diff_view import DiffView, diff_view
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Edge, Graph, Node
 from .cost import measure
+from .dot_text import escape_text, graphviz_attr
 from .fallback import DEFAULT_TIMEOUT
 from .layout import lay_out
 from .renderer import RANKDIRS, _draw
@@ -45,7 +46,7 @@ class DiffOverlay:
         style = {"fillcolor": fill, "color": border, "penwidth": "2"}
         if status == "removed":
             style["style"] = KIND_STYLE[node.kind]["style"] + ",dashed"
-        lines = [label] + [f"{what}: {before} -> {after}".replace("\\", "\\\\")
+        lines = [label] + [escape_text(f"{what}: {before} -> {after}")
                            for what, before, after in self.view.changes.get(node.id, ())]
         return "\\n".join(lines), attr_list(kwargs=style)[2:-1] + " "
 
@@ -65,7 +66,7 @@ class DiffOverlay:
 
     def graph_attrs(self) -> dict[str, str]:
         first = str(self.view.diff).splitlines()[0]
-        return {"label": first, "labelloc": "t", "labeljust": "l"}
+        return {"label": graphviz_attr(first), "labelloc": "t", "labeljust": "l"}
 
 
 def render_diff(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None, *, rankdir: str = "TB",

@@ -18,12 +18,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graphviz.quoting import quote
-
 from ..analysis.collapse import collapse, folds_nothing
 from ..analysis.module_tree import ancestors, module_depth, module_types, node_modules
 from ..model import Graph, NodeKind
 from .cost import LayoutCost, load_factor, measure
+from .dot_text import dot_lines
 from .layout import LayoutTimeout, choose_engine, lay_out
 
 __all__ = ["DEFAULT_TIMEOUT", "Drawing", "View", "lay_out_within"]
@@ -280,8 +279,7 @@ def _with_notes(source: str, notes: list[str]) -> str:
     if not notes:
         return source
     lines = [line for note in notes for line in textwrap.wrap(note, 100)]
-    text = "\\l".join(line.replace("\\", "\\\\") for line in lines) + "\\l"
-    line = (f'\t"layout-note" [label={quote(text)} shape=note style=filled fillcolor="#fff3bf" '
+    line = (f'\t"layout-note" [label={dot_lines(lines, justify="left")} shape=note style=filled fillcolor="#fff3bf" '
             'fontname=Helvetica fontsize=10]\n')
     cut = source.rstrip().rfind("}")
     return source[:cut] + line + source[cut:]

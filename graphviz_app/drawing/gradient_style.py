@@ -9,6 +9,7 @@ from graphviz.quoting import attr_list
 from ..analysis.gradient_report import gradient_summary
 from ..errors import RenderError
 from ..model import Edge, EdgeKind, GradInfo, Graph, Node
+from .dot_text import escape_text, graphviz_attr
 from .style import format_values
 
 __all__ = ["GradientOverlay", "PALETTE", "NONFINITE_COLOR", "grad_text", "default_coloring"]
@@ -77,7 +78,7 @@ class GradientOverlay:
             t = min(max(self._step(g.norm), 0.0), 1.0)
             color = PALETTE[min(int(t * len(PALETTE)), len(PALETTE) - 1)]
             style = {"color": color, "penwidth": f"{1 + t * (_MAX_WIDTH - 1):.2g}"}
-        style["tooltip"] = grad_text(g)
+        style["tooltip"] = graphviz_attr(grad_text(g))
         return attr_list(kwargs=style)
 
     def node(self, node: Node, label: str) -> tuple[str, str]:
@@ -85,7 +86,7 @@ class GradientOverlay:
         g = node.grad
         if g is None:
             return label, ""
-        lines = [label, grad_text(g).replace("\\", "\\\\")]
+        lines = [label, escape_text(grad_text(g))]
         extra: dict[str, str] = {}
         if not g.finite:
             extra = {"fillcolor": NONFINITE_FILL, "color": NONFINITE_COLOR}
@@ -109,4 +110,4 @@ class GradientOverlay:
 
     def graph_attrs(self) -> dict[str, str]:
         """The summary line, drawn under the graph."""
-        return {"label": str(self.summary), "labelloc": "b", "labeljust": "l"}
+        return {"label": graphviz_attr(str(self.summary)), "labelloc": "b", "labeljust": "l"}

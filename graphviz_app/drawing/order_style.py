@@ -9,6 +9,7 @@ from graphviz.quoting import attr_list
 from ..analysis.orders import has_orders, node_orders, order_counts
 from ..errors import RenderError
 from ..model import Edge, Graph, Node, NodeKind
+from .dot_text import escape_text
 from .gradient_style import default_coloring
 
 __all__ = ["OrderOverlay", "ORDER_FILLS", "order_fill", "order_viewer_overlay", "picture_coloring"]
@@ -65,7 +66,7 @@ class OrderOverlay:
             line += f" of {self.names.get(node.differentiates, node.differentiates)} ({node.differentiates})"
         elif (outside := dict(node.attrs).get("differentiates")) is not None:  # a node this graph does not reach
             line += f" of {outside.split(' (', 1)[0]} (not drawn)"
-        text = label + "\\n" + line.replace("\\", "\\\\") if node.kind is NodeKind.OP else label
+        text = label + "\\n" + escape_text(line) if node.kind is NodeKind.OP else label
         return text, attr_list(kwargs={"fillcolor": fill, "color": border})[2:-1] + " "
 
     def edge_attrs(self, edge: Edge) -> str | None:

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import html
-import threading
 import warnings
-from collections.abc import Callable
 from pathlib import Path
+from typing import Unpack
 
 import graphviz
-from graphviz.quoting import attr_list, quote, quote_edge
+from graphviz.quoting import attr_list
 
 from ..analysis.collapse import collapse
-from ..analysis.memory import MeasuredMemory
 from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
+from .dot_text import dot_id, escaped_string, html_text
 from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
+from .options import COLOR_BY, RANKDIRS, DrawKeywords, DrawOptions, check_choices
 from .overlays import Overlay, overlay_for
 from .style import (
     CROSS_DEVICE_STYLE,
@@ -30,14 +29,12 @@ from .style import (
 )
 
 __all__ = [
-    "FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT",
+    "FORMATS", "EXPORT_FORMATS", "RANKDIRS", "COLOR_BY", "DEFAULT_TIMEOUT", "DrawOptions",
     "render", "export", "export_drawing", "save",
 ]
 
 FORMATS = ("svg", "png", "pdf", "dot", "json", "html")  # by suffix
 EXPORT_FORMATS = (*FORMATS, "model-explorer")  # html and model-explorer: the whole graph, no layout here
-RANKDIRS = ("TB", "BT", "LR", "RL")
-COLOR_BY = ("device", "gradient", "order")
 
 def render(
     graph: Graph,
@@ -77,17 +74,10 @@ def render(
             "gradient" and the graph has no gradients, or "order" and it has no orders.
         CollapseError: `depth` or `expanded` is malformed.
     """
-    _check_options(rankdir, color_by)
+    check_choices(rankdir, color_by)
     shown = show_regions(collapse(graph, depth=depth, roll=roll, expanded=expanded), expanded=expanded)
     return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
                  color_by=color_by)
-
-
-def _check_options(rankdir: str, color_by: str) -> None:
-    if rankdir not in RANKDIRS:
-        raise RenderError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
-    if color_by not in COLOR_BY:
-        raise RenderError(f"color_by must be one of {', '.join(COLOR_BY)}, got {color_by!r}")
 
 
 def _draw(
@@ -119,15 +109,15 @@ def _draw(
         text, extra = node_label(node, max_attr_chars=max_attr_chars), ""
         if grad is not None:
             text, extra = grad.node(node, text)
-        label = quote(graphviz.nohtml(text))
+        label = escaped_string(text)  # node_label and the overlays escape each line (dot_text)
         # An overlay's attributes come last: Graphviz keeps the last value of one given twice.
-        lines.append(f"\t{quote(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
-                     else f"\t{quote(node.id)} [label={label} {attrs}\n")
+        lines.append(f"\t{dot_id(node.id)} [label={label} {attrs[:-1]} {extra.rstrip()}]\n" if extra
+                     else f"\t{dot_id(node.id)} [label={label} {attrs}\n")
     dot.body.extend(clustered(graph, lines) if clusters else lines)
     edge_text = {kind: attr_list(kwargs=style) for kind, style in EDGE_STYLE.items()}
     for edge in graph.edges:
         text = (grad.edge_attrs(edge) if grad is not None else None) or edge_text[edge.kind]
-        dot.body.append(f"\t{quote_edge(edge.src)} -> {quote_edge(edge.dst)}{text}\n")
+        dot.body.append(f"\t{dot_id(edge.src)} -> {dot_id(edge.dst)}{text}\n")
     if legend and graph.nodes:
         _add_legend(dot, graph, bool(cross), grad.legend_rows() if grad is not None else [])
     if grad is not None:
@@ -141,7 +131,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: lis
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
     rows += [f"<TR><TD>{KIND_LOOK[k]}</TD><TD>{KIND_TITLE[k]}</TD></TR>" for k in kinds]
     rows += [
-        f'<TR><TD BGCOLOR="{device_color(d)}">fill</TD><TD>on {html.escape(d)}</TD></TR>'
+        f'<TR><TD BGCOLOR="{device_color(d)}">fill</TD><TD>on {html_text(d)}</TD></TR>'
         for d in devices
     ]
     if has_cross:
@@ -154,23 +144,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: lis
     dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
 
 
-def export(
-    graph: Graph,
-    fmt: str,
-    *,
-    rankdir: str = "TB",
-    legend: bool = True,
-    max_attr_chars: int = 50,
-    depth: int | None = None,
-    roll: bool = False,
-    expanded: frozenset[str] = frozenset(),
-    clusters: bool = True,
-    color_by: str = "device",
-    engine: str = "auto",
-    timeout: float | None = DEFAULT_TIMEOUT,
-    progress: Callable[[str], None] | None = None,
-    measured: MeasuredMemory | None = None,
-) -> bytes:
+def export(graph: Graph, fmt: str, *, options: DrawOptions | None = None, **keywords: Unpack[DrawKeywords]) -> bytes:
     """The graph as bytes in `fmt` (svg, png, pdf, dot, json, html or model-explorer).
 
     "html" is the interactive viewer as one self-contained file, "model-explorer" the graph
@@ -179,85 +153,54 @@ def export(
     Args:
         graph: the traced graph.
         fmt: the format.
-        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by:
-            as for `render`; `depth`, `roll` and `expanded` also shape JSON.
-        engine: layout program: "auto" (chosen by the layout's measured cost: dot, or
-            graphviz-pure for SVG/PNG when it is predicted faster or dot is missing),
-            "dot" or "graphviz-pure".
-        timeout: seconds the layout may take (60 by default). A view predicted or found
-            to take longer is drawn folded (its largest modules as boxes) or cut to the
-            nodes nearest the output, with a note in the picture and a warning; None waits
-            for the full view however long it takes.
-        progress: called with a line of text at each step of a layout and every few
-            seconds while one runs (the CLI prints them on stderr).
-        measured: html only: a measurement of the step `graph` was traced from
-            (`graphviz_app.tracing.memory.measure(...).measured`), charted beside the prediction.
+        options: the drawing options as one record (`DrawOptions`); the defaults when None.
+        **keywords: any field of `DrawOptions` (rankdir, legend, max_attr_chars, depth, roll,
+            expanded, clusters, color_by, engine, timeout, progress, measured), replacing that
+            field of `options`.
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those, or `measured` is given for a format other than html.
         DotNotFoundError: the layout program is needed and missing.
         LayoutTimeout: not even the smallest view could be laid out in time (a RenderError).
-        RenderError: the layout failed, or an option is not one `render` takes.
+        RenderError: the layout failed, the viewer's bundle is missing (html), or an option is not
+            one `render` takes.
         CollapseError: `depth` or `expanded` is malformed.
+        TypeError: a keyword names no option.
     """
+    return _export(graph, fmt, DrawOptions.of(options, keywords, caller="export"))
+
+
+def _export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
     fmt = fmt.lower().lstrip(".")
     if fmt not in EXPORT_FORMATS:
         raise UnsupportedFormatError(
             f"cannot write format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}"
         )
-    _check_options(rankdir, color_by)
-    if measured is not None and fmt != "html":
+    if o.measured is not None and fmt != "html":
         raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
                                      "write a .html file, or leave out measured=")
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
-        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, rankdir=rankdir,
-                              measured=measured)
+        return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, o)
     if fmt in ("json", "dot"):
-        shown = collapse(graph, depth=depth, roll=roll, expanded=expanded)  # once per drawing
+        shown = collapse(graph, depth=o.depth, roll=o.roll, expanded=o.expanded)  # once per drawing
         if fmt == "json":
             return shown.to_json(indent=1).encode()
-        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
-        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
-                     color_by=color_by).source.encode()
-    drawn = export_drawing(
-        graph, fmt, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
-        expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout, progress=progress,
-    )
-    _warn(drawn.notes)
+        return _dot_source(shown, o).encode()
+    drawn = _export_drawing(graph, fmt, o)
+    for note in drawn.notes:
+        # At the line that called export() or save(): _export <- export or save <- that line.
+        warnings.warn(note, stacklevel=3)
     return drawn.data
 
 
-def _warn(notes: tuple[str, ...]) -> None:
-    """Each note as a warning at the line that called export() or save()."""
-    for note in notes:
-        warnings.warn(note, stacklevel=3 + _WARN_DEPTH.depth)
-
-
-class _WarnDepth(threading.local):
-    depth = 0  # 1 while save() calls export(): the warning belongs to save()'s caller
-
-
-_WARN_DEPTH = _WarnDepth()
-
-
 def export_drawing(
-    graph: Graph,
-    fmt: str,
-    *,
-    rankdir: str = "TB",
-    legend: bool = True,
-    max_attr_chars: int = 50,
-    depth: int | None = None,
-    roll: bool = False,
-    expanded: frozenset[str] = frozenset(),
-    clusters: bool = True,
-    color_by: str = "device",
-    engine: str = "auto",
-    timeout: float | None = DEFAULT_TIMEOUT,
-    progress: Callable[[str], None] | None = None,
+    graph: Graph, fmt: str, *, options: DrawOptions | None = None, **keywords: Unpack[DrawKeywords],
 ) -> Drawing:
     """Lay out `graph` into `fmt` (svg, png or pdf) as `export` does, and say what was drawn.
+
+    Args:
+        graph, fmt, options, **keywords: as for `export`.
 
     Returns:
         A `fallback.Drawing`: the bytes, the graph drawn (folded or cut if the deadline
@@ -267,49 +210,43 @@ def export_drawing(
     Raises:
         As for `export`.
     """
-    fmt = fmt.lower().lstrip(".")
-    _check_options(rankdir, color_by)
-
-    def to_dot(shown: Graph) -> str:
-        shown = show_regions(shown, expanded=expanded)  # compiled regions: boxes, or open where expanded
-        return _draw(shown, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, clusters=clusters,
-                     color_by=color_by).source
-
-    return lay_out_within(graph, fmt, view=View(depth, roll, expanded), to_dot=to_dot, engine=engine,
-                          timeout=timeout, clusters=clusters, legend=legend, progress=progress)
+    o = DrawOptions.of(options, keywords, caller="export_drawing")
+    if o.measured is not None:
+        raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
+                                     "leave out measured=")
+    return _export_drawing(graph, fmt, o)
 
 
-def _viewer_export(graph: Graph, fmt: str, *, rankdir: str, measured: MeasuredMemory | None) -> bytes:
+def _export_drawing(graph: Graph, fmt: str, o: DrawOptions) -> Drawing:
+    return lay_out_within(graph, fmt.lower().lstrip("."), view=View(o.depth, o.roll, o.expanded),
+                          to_dot=lambda shown: _dot_source(shown, o), engine=o.engine, timeout=o.timeout,
+                          clusters=o.clusters, legend=o.legend, progress=o.progress)
+
+
+def _dot_source(shown: Graph, o: DrawOptions) -> str:
+    """The DOT text of a graph already collapsed: compiled regions as boxes, or open where expanded."""
+    shown = show_regions(shown, expanded=o.expanded)
+    return _draw(shown, rankdir=o.rankdir, legend=o.legend, max_attr_chars=o.max_attr_chars, clusters=o.clusters,
+                 color_by=o.color_by).source
+
+
+def _viewer_export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
     from ..viewer import page_html, payload, viewer_html
     from ..viewer.model_explorer import model_explorer_json
 
     if fmt == "html" and any(n.order for n in graph.nodes):  # gradients of gradients: an "order" colouring
         from .order_style import order_viewer_overlay
 
-        return page_html(payload(graph, rankdir=rankdir, extra_overlays=[order_viewer_overlay(graph)],
-                                 measured=measured)).encode()
+        return page_html(payload(graph, rankdir=o.rankdir, extra_overlays=[order_viewer_overlay(graph)],
+                                 measured=o.measured)).encode()
     if fmt == "html":
-        return viewer_html(graph, rankdir=rankdir, measured=measured).encode()
+        return viewer_html(graph, rankdir=o.rankdir, measured=o.measured).encode()
     return model_explorer_json(graph).encode()
 
 
 def save(
-    graph: Graph,
-    path: str | Path,
-    *,
-    format: str | None = None,
-    rankdir: str = "TB",
-    legend: bool = True,
-    max_attr_chars: int = 50,
-    depth: int | None = None,
-    roll: bool = False,
-    expanded: frozenset[str] = frozenset(),
-    clusters: bool = True,
-    color_by: str = "device",
-    engine: str = "auto",
-    timeout: float | None = DEFAULT_TIMEOUT,
-    progress: Callable[[str], None] | None = None,
-    measured: MeasuredMemory | None = None,
+    graph: Graph, path: str | Path, *, format: str | None = None, options: DrawOptions | None = None,
+    **keywords: Unpack[DrawKeywords],
 ) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
@@ -317,10 +254,11 @@ def save(
         graph: the traced graph.
         path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
-        rankdir, legend, max_attr_chars, depth, roll, expanded, clusters, color_by, engine, timeout, progress:
-            as for `export` (a layout gets 60 s by default, then a smaller view is drawn, with a note).
-        measured: a .html file only: a measurement of the step `graph` was traced from, its live
-            bytes charted beside the predicted ones (`m = measure(model, x)`; `save(m.graph,
+        options, **keywords: the drawing options (`DrawOptions`: rankdir, legend, max_attr_chars,
+            depth, roll, expanded, clusters, color_by, engine, timeout, progress, measured), as for
+            `export`; a layout gets 60 s by default, then a smaller view is drawn, with a note.
+            `measured` (a .html file only): a measurement of the step `graph` was traced from, its
+            live bytes charted beside the predicted ones (`m = measure(model, x)`; `save(m.graph,
             "step.html", measured=m.measured)`).
 
     Returns:
@@ -328,8 +266,11 @@ def save(
 
     Raises:
         UnsupportedFormatError: the suffix names no format this writes.
-        RenderError: the file cannot be written, or as for `export`.
+        RenderError: the file cannot be written, the viewer's bundle is missing (.html; the
+            message says how to get it), or as for `export`.
+        TypeError: a keyword names no option.
     """
+    o = DrawOptions.of(options, keywords, caller="save")
     path = Path(path)
     suffix = path.suffix.lower().lstrip(".") if format is None else format
     if suffix not in (FORMATS if format is None else EXPORT_FORMATS):
@@ -337,15 +278,7 @@ def save(
             f"cannot tell the format of {str(path)!r} from its suffix {path.suffix!r}: "
             f"end the name in one of {', '.join('.' + f for f in FORMATS)}"
         )
-    _WARN_DEPTH.depth += 1
-    try:
-        data = export(
-            graph, suffix, rankdir=rankdir, legend=legend, max_attr_chars=max_attr_chars, depth=depth, roll=roll,
-            expanded=expanded, clusters=clusters, color_by=color_by, engine=engine, timeout=timeout,
-            progress=progress, measured=measured,
-        )
-    finally:
-        _WARN_DEPTH.depth -= 1
+    data = _export(graph, suffix, o)
     try:
         path.write_bytes(data)
     except OSError as e:

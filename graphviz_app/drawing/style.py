@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import STATE_ATTR, EdgeKind, Node, NodeKind, TensorInfo, human_bytes
+from .dot_text import escape_text
 
 __all__ = [
     "KIND_STYLE",
@@ -86,12 +87,6 @@ def _value_text(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _escape(text: str) -> str:
-    # Graphviz reads backslash escapes (\n, \N, \G) and HTML entities (&lt;)
-    # inside labels; user text must show as typed.
-    return text.replace("\\", "\\\\").replace("&", "&amp;")
-
-
 def _describe(t: TensorInfo) -> str:
     return f"{t.shape_text} {t.dtype} {t.device}"
 
@@ -101,7 +96,7 @@ def _truncate(text: str, max_chars: int) -> str:
 
 
 def node_label(node: Node, *, max_attr_chars: int = 50) -> str:
-    """The label's lines, already escaped and joined with Graphviz's `\\n`."""
+    """The label's lines, already escaped (`dot_text.escape_text`) and joined with Graphviz's `\\n`."""
     t = node.tensor
     lines: list[str]
     if node.kind is NodeKind.OP:
@@ -126,4 +121,4 @@ def node_label(node: Node, *, max_attr_chars: int = 50) -> str:
             lines.append(human_bytes(t.bytes))
         elif t.values is not None and node.kind is not NodeKind.VIEW_BASE:
             lines.append("= " + (format_values(t.values) if t.shape else _value_text(t.values[0])))
-    return "\\n".join(_escape(line) for line in lines)
+    return "\\n".join(escape_text(line) for line in lines)

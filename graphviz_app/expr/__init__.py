@@ -1,6 +1,6 @@
 """A safe expression language for tensor programs, shared by the CLI and the web page.
 
-`validate`, `ExprError`, `Limits` and `JobRef` need no torch; the rest loads it on first use.
+`validate`, `ExprError` and `Limits` need no torch; the rest loads it on first use.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import ExprError
-from .jobref import JobRef
 from .limits import Limits
 from .validator import validate
 
@@ -21,9 +20,6 @@ __all__ = [
     "Evaluation",
     "to_function",
     "expected_function",
-    "run_isolated",
-    "IsolatedRunner",
-    "JobRef",
     "LANGUAGE_HELP",
 ]
 
@@ -32,8 +28,6 @@ _LAZY = {
     "to_function": "graphviz_app.expr.api",
     "expected_function": "graphviz_app.expr.api",
     "Evaluation": "graphviz_app.expr.evaluator",
-    "run_isolated": "graphviz_app.expr.isolation",
-    "IsolatedRunner": "graphviz_app.expr.isolation",
     "LANGUAGE_HELP": "graphviz_app.expr.help",
 }
 
@@ -41,7 +35,6 @@ if TYPE_CHECKING:
     from .api import evaluate, expected_function, to_function
     from .evaluator import Evaluation
     from .help import LANGUAGE_HELP
-    from .isolation import IsolatedRunner, run_isolated
 
 
 def __getattr__(name: str) -> Any:

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
+from ..runner import in_worker_process
 from .autograd_grad import differentiating, tracked_inputs
-from .deadline import in_worker_process
 from .errors import ExprError
 from .evaluator import Evaluation, Interpreter
 from .guards import Refused, check_device

@@ -18,9 +18,10 @@ class ExprError(GraphvizAppError, ValueError):
         col: 1-based column (in characters) on that line, or None.
         kind: A short tag for front ends: ``"syntax"``, ``"refused"``,
             ``"name"``, ``"limit"``, ``"torch"``, ``"device"``, ``"shape"``,
-            ``"dtype"``, ``"memory"``, ``"time"``, ``"input"``; from the
-            isolated worker also ``"crash"``, ``"busy"`` and ``"job"``;
-            ``"internal"`` for a bug in the evaluator itself.
+            ``"dtype"``, ``"memory"``, ``"time"``, ``"input"``; from `evaluate`'s
+            first run in a worker (`rehearsal`) also ``"crash"`` and ``"busy"``;
+            ``"internal"`` for a bug in the evaluator itself. The worker pool's
+            own errors are `graphviz_app.runner.RunnerError`s.
         source_line: The text of the offending line, when known.
 
     ``str(error)`` is one line: ``"line 2, col 5: <message>"``.
@@ -64,7 +65,7 @@ class ExprError(GraphvizAppError, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only arguments need explicit pickling (errors cross from
-        # the isolated worker process to the server).
+        # a worker process to its caller).
         return (
             _rebuild,
             (self.message, self.line, self.col, self.kind, self.source_line),

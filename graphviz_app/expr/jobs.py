@@ -1,4 +1,4 @@
-"""Ready-made jobs for the isolated runner (top-level, so workers can import them)."""
+"""The language's job for a worker process: evaluate a program there, describe its tensors as plain data."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import torch
 
+from ..runner import HARD_GRACE_S, hard_deadline
 from .api import evaluate
-from .deadline import HARD_GRACE_S, hard_deadline
 from .limits import Limits
 
-__all__ = ["evaluate_job", "describe_tensor", "HARD_GRACE_S"]
+__all__ = ["evaluate_job", "describe_tensor"]
 
 _MAX_VALUES = 16
 

@@ -1,6 +1,6 @@
 """Importing this module warms the lazily loaded parts of torch the evaluator uses.
 
-The isolated runner's forkserver imports it once, so every worker forked from
+A runner's forkserver imports it once (`rehearsal.PRELOAD`), so every worker forked from
 it starts warm: the first shape check on torch's ``meta`` device alone imports
 hundreds of torch modules (seconds), which would otherwise land on the first
 job of every fresh worker and count against its time limit.

@@ -2,13 +2,14 @@
 
 Everything else reads or builds these records: the tracer (`graphviz_app.tracing`) makes them from
 live torch objects, the analyses (`graphviz_app.analysis`) and the drawing (`graphviz_app.drawing`)
-read them. The model imports nothing above it.
+read them. Loading the model loads nothing above it (`graphviz_app.errors` alone): the methods of
+`Graph` that are computed higher up import their implementation when called (see `graph`).
 """
 
 from __future__ import annotations
 
 from .compact import COMPACT_SCHEMA, compact_fields, to_compact
-from .graph import Graph, provide
+from .graph import Graph
 from .records import (
     MODIFIED_IN_PLACE,
     PACKED_BY_HOOK,
@@ -48,7 +49,6 @@ __all__ = [
     "ModuleSummary",
     "Scalar",
     "human_bytes",
-    "provide",
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
     "PACKED_BY_HOOK",

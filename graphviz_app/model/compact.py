@@ -26,19 +26,18 @@ Layout (all columns of one table have the same length)::
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
 from .regions import region_from_dict, region_to_dict
+from .schema import json_number, number_from_json
 
 __all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
 
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
 _GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values")
-_NONFINITE = ("nan", "inf", "-inf")
 _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
                   "storage", "freed", "storage_bytes")
 
@@ -58,32 +57,12 @@ class _Strings:
         return found
 
 
-def _number(x: float) -> float | str:
-    """A float strict JSON can hold: NaN and infinities as text, as tensor values are.
-
-    >>> _number(0.5), _number(float("nan")), _number(float("-inf"))
-    (0.5, 'nan', '-inf')
-    """
-    if math.isfinite(x):
-        return x
-    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-
-
-def _float(raw: Any) -> float:
-    """`_number` read back."""
-    if isinstance(raw, str) and raw in _NONFINITE:
-        return float(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise ValueError(f"a gradient statistic must be a number, found {raw!r}")
-    return raw
-
-
 def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
     return {
-        "numel": [g.numel for g in grads], "norm": [_number(g.norm) for g in grads],
-        "max_abs": [_number(g.max_abs) for g in grads], "mean_abs": [_number(g.mean_abs) for g in grads],
+        "numel": [g.numel for g in grads], "norm": [json_number(g.norm) for g in grads],
+        "max_abs": [json_number(g.max_abs) for g in grads], "mean_abs": [json_number(g.mean_abs) for g in grads],
         "nan": [g.nan for g in grads], "inf": [g.inf for g in grads],
-        "zero_fraction": [_number(g.zero_fraction) for g in grads],
+        "zero_fraction": [json_number(g.zero_fraction) for g in grads],
         "values": [None if g.values is None else list(g.values) for g in grads],
     }
 
@@ -184,6 +163,13 @@ def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
                           "write it again with graphviz_app's to_compact()") from e
 
 
+def _flag(raw: Any, field: str) -> bool:
+    """A 0 or 1 column entry as a bool; anything else ("no", 2, 0.5) is refused."""
+    if type(raw) is not int or raw not in (0, 1):
+        raise ValueError(f"tensors.{field} holds {raw!r}; it must be 0 or 1")
+    return bool(raw)
+
+
 def _text(strings: list[Any], index: int) -> str | None:
     if index == -1:
         return None
@@ -212,19 +198,20 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
     tc = data["tensors"]
     tensors = [
         TensorInfo(
-            name=text(tc["name"][i]), shape=tuple(int(d) for d in tc["shape"][i]),
+            name=text(tc["name"][i]), shape=tuple(tc["shape"][i]),
             dtype=required(tc["dtype"][i], "a tensor's dtype"), device=required(tc["device"][i], "a tensor's device"),
-            numel=int(tc["numel"][i]), bytes=int(tc["bytes"][i]), requires_grad=bool(tc["requires_grad"][i]),
-            values=_values(tc["values"][i]), storage=text(tc["storage"][i]), freed=bool(tc["freed"][i]),
+            numel=tc["numel"][i], bytes=tc["bytes"][i], requires_grad=_flag(tc["requires_grad"][i], "requires_grad"),
+            values=_values(tc["values"][i]), storage=text(tc["storage"][i]), freed=_flag(tc["freed"][i], "freed"),
             storage_bytes=tc["storage_bytes"][i],
         )
         for i in range(len(tc["dtype"]))
     ]
     gc = data["grads"]
     grads = [
-        GradInfo(numel=gc["numel"][i], norm=_float(gc["norm"][i]), max_abs=_float(gc["max_abs"][i]),
-                 mean_abs=_float(gc["mean_abs"][i]), nan=gc["nan"][i], inf=gc["inf"][i],
-                 zero_fraction=_float(gc["zero_fraction"][i]), values=_values(gc["values"][i]))
+        GradInfo(numel=gc["numel"][i], norm=number_from_json(gc["norm"][i]),
+                 max_abs=number_from_json(gc["max_abs"][i]), mean_abs=number_from_json(gc["mean_abs"][i]),
+                 nan=gc["nan"][i], inf=gc["inf"][i],
+                 zero_fraction=number_from_json(gc["zero_fraction"][i]), values=_values(gc["values"][i]))
         for i in range(len(gc["numel"]))
     ]
     nc = data["nodes"]
@@ -250,12 +237,12 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
         src, dst, kind, grad = ec["src"][i], ec["dst"][i], ec["kind"][i], ec["grad"][i]
         if type(src) is not int or type(dst) is not int or min(src, dst) < 0 or type(kind) is not int or kind < 0:
             raise ValueError(f"edge {i} names node {src!r} -> {dst!r} of kind {kind!r}")
-        edges.append(Edge(ids[src], ids[dst], _EDGE_KINDS[kind], int(ec["output_nr"][i]), int(ec["slot"][i]),
+        edges.append(Edge(ids[src], ids[dst], _EDGE_KINDS[kind], ec["output_nr"][i], ec["slot"][i],
                           None if grad == -1 else grads[grad]))
     origin = data.get("nonfinite_origin")
     return dict(
-        nodes=tuple(nodes), edges=tuple(edges), notes=tuple(str(n) for n in data.get("notes", ())),
-        truncated=bool(data.get("truncated", False)),
+        nodes=tuple(nodes), edges=tuple(edges), notes=tuple(data.get("notes", ())),
+        truncated=data.get("truncated", False),  # types checked once the records are built (validation)
         modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
         nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
         regions=tuple(region_from_dict(r) for r in data.get("regions", ())),

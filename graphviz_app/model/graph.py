@@ -1,14 +1,20 @@
-"""The graph record: nodes in walk order, the edges between them, and what tracing noted."""
+"""The graph record: nodes in walk order, the edges between them, and what tracing noted.
+
+The model imports nothing above it when it loads. Three conveniences of `Graph` are computed
+higher up: `summary()` (`graphviz_app.analysis.summary`), `module_summary()`
+(`graphviz_app.analysis.module_summary`) and the notebook display (`graphviz_app.drawing.notebook`).
+Each imports its implementation inside the method, on first call: the model's doors up, one per
+method, each marked `# door up` (the architecture tests allow an upward import there and nowhere else).
+"""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..errors import GraphvizAppError, SchemaError
+from ..errors import SchemaError
 from .compact import COMPACT_SCHEMA, compact_fields
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
@@ -18,12 +24,17 @@ from .schema import (
     edge_from_list,
     edge_to_list,
     json_items,
+    loads_strict,
     node_from_dict,
     node_to_dict,
+    read_items,
 )
-from .summaries import ModuleSummary, Summary
+from .validation import check_graph
 
-__all__ = ["Graph", "provide"]
+if TYPE_CHECKING:
+    from .summaries import ModuleSummary, Summary
+
+__all__ = ["Graph"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,13 @@ class Graph:
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
     regions: tuple[CompiledRegion, ...] = ()
+    # id -> node, built on the first `node()` call: not a field a person sets, compares, hashes or pickles.
+    _index: dict[str, Node] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __reduce__(self) -> tuple[type[Graph], tuple[Any, ...]]:
+        """Pickle the fields alone: the lookup index is rebuilt on demand."""
+        return (type(self), (self.nodes, self.edges, self.notes, self.truncated, self.modules,
+                             self.nonfinite_origin, self.regions))
 
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
@@ -65,24 +83,41 @@ class Graph:
         )
 
     def node(self, node_id: str) -> Node:
-        """The node with this id. Raises KeyError naming the id if absent."""
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        raise KeyError(f"no node {node_id!r} in this graph")
+        """The node with this id, found in constant time. Raises KeyError naming the id if absent.
+
+        The first call builds an id -> node index (one pass over `nodes`), kept with the graph;
+        later calls are one dict lookup, so a loop over a timeline's steps stays linear.
+
+        >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")), ())
+        >>> g.node("n1").name
+        'MulBackward0'
+        >>> g.node("n7")
+        Traceback (most recent call last):
+        ...
+        KeyError: "no node 'n7' in this graph"
+        """
+        index = self._index
+        if index is None:
+            index = {}
+            for n in self.nodes:
+                index.setdefault(n.id, n)  # a repeated id finds its first node, as a scan would
+            object.__setattr__(self, "_index", index)  # a cache: frozen means the fields, which it does not change
+        try:
+            return index[node_id]
+        except KeyError:
+            raise KeyError(f"no node {node_id!r} in this graph") from None
 
     def of_kind(self, kind: NodeKind) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.kind is kind)
 
     def cross_device_ops(self) -> frozenset[str]:
         """Ids of op nodes whose inputs live on another device than their output."""
-        by_id = {n.id: n for n in self.nodes}
         found: set[str] = set()
         for e in self.edges:
             if e.kind is not EdgeKind.DATA:
                 continue
-            dst = by_id[e.dst]
-            src_dev, dst_dev = by_id[e.src].device, dst.device
+            dst = self.node(e.dst)
+            src_dev, dst_dev = self.node(e.src).device, dst.device
             if dst.kind is NodeKind.OP and src_dev and dst_dev and src_dev != dst_dev:
                 found.add(dst.id)
         return frozenset(found)
@@ -92,17 +127,19 @@ class Graph:
 
         Pass `saved_traced=False` for a graph traced with `show_saved=False`
         so its activation memory reads "not traced", not "0 B" (see `Summary`).
-        Computed by `graphviz_app.analysis.summary.summarize`.
+        Computed by `graphviz_app.analysis.summary.summarize`, imported on the first call.
         """
-        summarize: Callable[..., Summary] = _provided("summary")
+        from ..analysis.summary import summarize  # door up: an analysis of the model
+
         return summarize(self, saved_traced=saved_traced)
 
     def module_summary(self) -> ModuleSummary:
         """One row per module (ops, saved bytes, params), in `named_modules()` order; prints as a table.
 
-        Computed by `graphviz_app.analysis.module_summary.module_summary`.
+        Computed by `graphviz_app.analysis.module_summary.module_summary`, imported on the first call.
         """
-        module_summary: Callable[[Graph], ModuleSummary] = _provided("module_summary")
+        from ..analysis.module_summary import module_summary  # door up: an analysis of the model
+
         return module_summary(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,74 +178,49 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Graph:
-        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3). Raises SchemaError if it is not one."""
+        """Read a graph from `to_dict`'s form (schema 1, 2, or the compact 3), checked field by field.
+
+        Raises:
+            SchemaError: it is not one; the message names the field (see `model.validation`).
+        """
         check_schema(data)
         if data["schema"] == COMPACT_SCHEMA:
-            return cls(**compact_fields(data))
-        try:
-            return cls(
-                nodes=tuple(node_from_dict(n) for n in data["nodes"]),
-                edges=tuple(edge_from_list(e) for e in data["edges"]),
-                notes=tuple(data.get("notes", ())),
-                truncated=bool(data.get("truncated", False)),
-                modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
+            graph = cls(**compact_fields(data))
+        else:
+            for field in ("nodes", "edges"):
+                if field not in data:
+                    raise SchemaError(f"the graph has no {field!r} field: a saved graph lists its nodes and edges")
+            graph = cls(
+                nodes=read_items(data["nodes"], "nodes", node_from_dict, dict),
+                edges=read_items(data["edges"], "edges", edge_from_list, list),
+                notes=read_items(data.get("notes", []), "notes", lambda n: n, str),
+                truncated=data.get("truncated", False),  # checked, not converted: "no" is not false
+                modules=read_items(data.get("modules", []), "modules", lambda m: ModuleInfo(*m), list),
                 nonfinite_origin=data.get("nonfinite_origin"),
-                regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
+                regions=read_items(data.get("regions", []), "regions", region_from_dict, dict),
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise SchemaError(f"malformed graph JSON: {e!r}") from e
+        check_graph(graph)
+        return graph
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
-        """Read a graph written by `to_json`. Raises SchemaError if it is not one."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"not JSON: {e}") from e
-        return cls.from_dict(data)
+        """Read a graph written by `to_json`: strict JSON (no NaN, no key twice), checked field by field.
 
-    # Notebook display (IPython calls these): provided by graphviz_app.drawing.notebook,
-    # so the model never depends on the renderer.
+        Raises:
+            SchemaError: it is not one; the message says what and where.
+        """
+        return cls.from_dict(loads_strict(text))
+
+    # Notebook display (IPython calls these): made by graphviz_app.drawing.notebook, imported on the first call.
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        display: Callable[[Graph], dict[str, str]] = _provided("display")
-        return display(self)
+        from ..drawing.notebook import mimebundle  # door up: the drawing of the model
+
+        return mimebundle(self)
 
     def _repr_html_(self) -> str:
+        """The interactive viewer, or without its bundle the static picture with a note saying why."""
         return self._repr_mimebundle_()["text/html"]
 
-    def _repr_svg_(self) -> str:
-        return self._repr_mimebundle_()["image/svg+xml"]
-
-
-# Graph methods whose work is done in a layer above the model, and the module that
-# provides each: the layers register themselves (`provide`) when graphviz_app is
-# imported, so the model imports nothing above it.
-_PROVIDERS = {
-    "summary": "graphviz_app.analysis.summary",
-    "module_summary": "graphviz_app.analysis.module_summary",
-    "display": "graphviz_app.drawing.notebook",
-}
-_PROVIDED: dict[str, Callable[..., Any]] = {}
-
-
-def provide(method: str, implementation: Callable[..., Any]) -> None:
-    """Give `Graph.<method>` its implementation; called once by the providing module.
-
-    >>> provide("colour", print)
-    Traceback (most recent call last):
-    ...
-    ValueError: Graph has no provided method 'colour'; expected one of summary, module_summary, display
-    """
-    if method not in _PROVIDERS:
-        raise ValueError(f"Graph has no provided method {method!r}; expected one of {', '.join(_PROVIDERS)}")
-    _PROVIDED[method] = implementation
-
-
-def _provided(method: str) -> Callable[..., Any]:
-    try:
-        return _PROVIDED[method]
-    except KeyError:
-        raise GraphvizAppError(
-            f"Graph.{method} needs {_PROVIDERS[method]}, which is not loaded: import graphviz_app "
-            "(the package loads it) before using Graph"
-        ) from None
+    def _repr_svg_(self) -> str | None:
+        """The static picture; None (IPython shows another form) when none could be drawn."""
+        return self._repr_mimebundle_().get("image/svg+xml")

@@ -72,8 +72,8 @@ def region_from_dict(d: dict[str, Any]) -> CompiledRegion:
         name=d["name"],
         nodes=tuple(node_from_dict(n) for n in d.get("nodes", ())),
         edges=tuple(edge_from_list(e) for e in d.get("edges", ())),
-        inputs=tuple((int(i), str(n)) for i, n in d.get("inputs", ())),
-        outputs=tuple((int(i), str(n)) for i, n in d.get("outputs", ())),
+        inputs=tuple((i, n) for i, n in d.get("inputs", ())),  # types checked by model.validation
+        outputs=tuple((i, n) for i, n in d.get("outputs", ())),
         modules=tuple(ModuleInfo(name, kind) for name, kind in d.get("modules", ())),
         notes=tuple(d.get("notes", ())),
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, Node, NodeKind, TensorInfo
@@ -17,7 +19,14 @@ __all__ = [
     "node_from_dict",
     "edge_to_list",
     "edge_from_list",
+    "json_number",
+    "number_from_json",
+    "loads_strict",
+    "read_items",
+    "STRICT_JSON",
 ]
+
+_T = TypeVar("_T")
 
 SCHEMA_VERSION = 2
 # Versions `Graph.from_dict` reads: 1 lacks modules, sources and gradients; 3 is the
@@ -38,6 +47,110 @@ def check_schema(data: Any) -> None:
 
 
 _JSON_CHUNK = 4096
+_NONFINITE = ("nan", "inf", "-inf")
+
+
+def json_number(x: float) -> float | str:
+    """A float strict JSON can hold: NaN and infinities as text, as tensor values are.
+
+    >>> json_number(0.5), json_number(float("nan")), json_number(float("-inf"))
+    (0.5, 'nan', '-inf')
+    """
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def number_from_json(raw: Any) -> float:
+    """`json_number` read back.
+
+    Raises:
+        ValueError: `raw` is neither a number nor "nan", "inf" or "-inf".
+    """
+    if isinstance(raw, str) and raw in _NONFINITE:
+        return float(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ValueError(f"a gradient statistic must be a number, found {raw!r}")
+    return raw
+
+
+def _no_constant(name: str) -> Any:  # noqa: ANN401 - json's hook type
+    raise SchemaError(f"{name} is not JSON (a number must be finite); a saved graph writes NaN and "
+                      'infinities as the text "nan", "inf", "-inf"')
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise SchemaError(f"the number {text[:40]} is too large for a float; no saved graph holds one")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for twice, _ in pairs:
+            if twice in seen:
+                break
+            seen.add(twice)
+        raise SchemaError(f"the key {twice!r} appears twice in one object; JSON read by different readers "
+                          "would keep different values, so a saved graph never repeats a key")
+    return data
+
+
+# json.loads keywords that make it read strict JSON (`loads_strict`; the page's reader passes them too).
+STRICT_JSON: dict[str, Any] = {"parse_constant": _no_constant, "parse_float": _finite_float,
+                               "object_pairs_hook": _unique_keys}
+
+
+def read_items(raw: Any, field: str, reader: Callable[[Any], _T], item: type | None = None) -> tuple[_T, ...]:
+    """`reader` applied to each item of the list `raw` (each of type `item` when given, e.g. dict);
+    a failure is a SchemaError naming `field[i]`."""
+    if type(raw) is not list:
+        raise SchemaError(f"{field} holds the wrong kind of value: expected a list, found {type(raw).__name__}")
+    out = []
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "text"}
+    for i, value in enumerate(raw):
+        if item is not None and type(value) is not item:
+            raise SchemaError(f"{field}[{i}] holds the wrong kind of value: expected "
+                              f"{names.get(item, item.__name__)}, found {type(value).__name__}")
+        try:
+            out.append(reader(value))
+        except SchemaError:
+            raise
+        except KeyError as e:
+            raise SchemaError(f"{field}[{i}] has no {e.args[0]!r} field, which every item needs") from e
+        except (TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as e:
+            raise SchemaError(f"{field}[{i}] holds the wrong kind of value ({type(e).__name__}: {e})") from e
+    return tuple(out)
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse strict JSON: no NaN or Infinity, no number too large for a float, no key twice in an object.
+
+    Raises:
+        SchemaError: the text is not such JSON, nests too deeply, or holds a number of more than
+            4,300 digits (the message says which and where).
+
+    >>> loads_strict('{"a": NaN}')
+    Traceback (most recent call last):
+    ...
+    graphviz_app.errors.SchemaError: NaN is not JSON (a number must be finite); ...
+    """
+    try:
+        return json.loads(text, **STRICT_JSON)
+    except SchemaError:  # from the hooks: NaN, a key twice
+        raise
+    except RecursionError as e:  # Python's JSON reader recurses once per level of nesting
+        raise SchemaError("the JSON is nested too deeply to be a saved graph (more than the reader's "
+                          "1,000 or so levels; a saved graph nests 6)") from e
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"not JSON: {e}") from e
+    except UnicodeDecodeError as e:
+        raise SchemaError(f"not UTF-8 text (byte {e.start:,} is not)") from e
+    except ValueError as e:  # integers of over 4,300 digits
+        raise SchemaError(f"a number in the JSON is too long to read ({e}); no saved graph holds one") from e
 
 
 def json_items(records: tuple[Any, ...], to_json_ready: Any) -> list[str]:
@@ -82,19 +195,19 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
         storage=d.get("storage"),
         freed=d.get("freed", False),
         storage_bytes=d.get("storage_bytes"),
-        given=bool(d.get("given", False)),
+        given=d.get("given", False),  # types checked once the records are built (model.validation)
     )
 
 
 def _grad_to_dict(g: GradInfo) -> dict[str, Any]:
     return {
         "numel": g.numel,
-        "norm": g.norm,
-        "max_abs": g.max_abs,
-        "mean_abs": g.mean_abs,
+        "norm": json_number(g.norm),
+        "max_abs": json_number(g.max_abs),
+        "mean_abs": json_number(g.mean_abs),
         "nan": g.nan,
         "inf": g.inf,
-        "zero_fraction": g.zero_fraction,
+        "zero_fraction": json_number(g.zero_fraction),
         "values": None if g.values is None else list(g.values),
     }
 
@@ -105,12 +218,12 @@ def _grad_from_dict(d: dict[str, Any] | None) -> GradInfo | None:
     values = d.get("values")
     return GradInfo(
         numel=d["numel"],
-        norm=d["norm"],
-        max_abs=d["max_abs"],
-        mean_abs=d["mean_abs"],
+        norm=number_from_json(d["norm"]),
+        max_abs=number_from_json(d["max_abs"]),
+        mean_abs=number_from_json(d["mean_abs"]),
         nan=d.get("nan", 0),
         inf=d.get("inf", 0),
-        zero_fraction=d.get("zero_fraction", 0.0),
+        zero_fraction=number_from_json(d.get("zero_fraction", 0.0)),
         values=None if values is None else tuple(values),
     )
 

@@ -179,7 +179,7 @@ def _leave_module(module: torch.nn.Module, args: Any, output: Any) -> None:
         if output is not None:
             with torch_function_disabled():
                 for t in _tensors(output):
-                    fn = t.grad_fn
+                    fn = _grad_fn(t)
                     if fn is not None:
                         tag_untagged(fn, state.first, _Tags(state.calls))
     finally:
@@ -201,27 +201,47 @@ def _tensors(value: Any, limit: int = 10_000) -> Iterable[torch.Tensor]:
             todo.extend(item.values())
 
 
+def _grad_fn(t: torch.Tensor) -> Any:
+    """`t.grad_fn`, or None where reading it raises.
+
+    Reading it is not free of rules: a view made under no_grad whose base was then changed
+    in place raises "A view was created in no_grad mode ..." (torch's own initialisers do
+    this: `nn.Embedding(padding_idx=...)`, `nn.init.orthogonal_`). Such a tensor has no
+    node to tag; the user's code, not the recorder, should meet torch's error if it matters.
+    """
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return None
+
+
 class _TagMode(TorchFunctionMode):
-    """Tags the nodes behind every torch call's result; the mode is off inside the handler."""
+    """Tags the nodes behind every torch call's result; the mode is off inside the handler.
+
+    Under no_grad or inference_mode (a model's construction, its initialisers) no node is
+    made, so results are not looked at: the recorder records the forward, not the set-up.
+    """
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         result = func(*args, **(kwargs or {}))
+        if not torch.is_grad_enabled():
+            return result
         if isinstance(result, torch.Tensor):
-            fn = result.grad_fn
+            fn = _grad_fn(result)
             if fn is not None:
                 tag_untagged(fn, _state.first, _Tags(_state.calls))
         elif isinstance(result, (tuple, list)):  # torch.return_types.max and co. too
             tags = _Tags(_state.calls)
             for item in result:
                 if isinstance(item, torch.Tensor):
-                    fn = item.grad_fn
+                    fn = _grad_fn(item)
                     if fn is not None:
                         tag_untagged(fn, _state.first, tags)
         elif result is None and args and isinstance(args[0], torch.Tensor):
             # x[i] = v returns nothing but gives x a new node (CopySlices).
-            fn = args[0].grad_fn
+            fn = _grad_fn(args[0])
             if fn is not None:
                 tag_untagged(fn, _state.first, _Tags(_state.calls))
         return result

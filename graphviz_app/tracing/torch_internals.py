@@ -9,7 +9,10 @@ through `_input_metadata`, and a few other facts only privately: a view's base
 modes off (`torch._C.DisableTorchFunction`), a module's child table
 (`_modules`), torch.compile's backward graph (`_forward_cls._lazy_backward_info`)
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
-and the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`).
+the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), and for a distributed
+step fake tensors (`torch._subclasses`), the fake process group's store, the functional
+collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, and PyTorch's memory trackers
+(`torch.distributed._tools`).
 When a torch upgrade renames one of them, this module is the only one to change
 (tests/test_architecture.py checks that no other module reads them).
 """
@@ -56,6 +59,12 @@ __all__ = [
     "wrap_run_backward",
     "is_leaf_node",
     "fused_attention_ops",
+    "fake_tensor_api",
+    "fake_store",
+    "wait_tensor_op",
+    "ddp_bucket_sizes",
+    "root_mesh",
+    "memory_trackers",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -523,3 +532,44 @@ def fused_attention_ops() -> tuple[Any, Any, Any]:
     return (torch.ops.aten._scaled_dot_product_flash_attention_for_cpu,
             torch.ops.aten._scaled_dot_product_flash_attention,
             torch.ops.aten._scaled_dot_product_efficient_attention)
+
+
+def fake_tensor_api() -> tuple[Any, Any, Any, Callable[[], Any]]:
+    """FakeTensor, FakeTensorMode, `unset_fake_temporarily` (a block where fake mode is off) and
+    `active_fake_mode()` (the fake mode in force, or None): the tensors a fake-cluster forecast runs on."""
+    from torch._guards import active_fake_mode
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+
+    return FakeTensor, FakeTensorMode, unset_fake_temporarily, active_fake_mode
+
+
+def fake_store() -> Any:
+    """The store of torch's fake process group (`init_process_group("fake", store=fake_store())`)."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    return FakeStore()
+
+
+def wait_tensor_op() -> Any:
+    """`torch.ops._c10d_functional.wait_tensor.default`: a functional collective's wait."""
+    return torch.ops._c10d_functional.wait_tensor.default
+
+
+def ddp_bucket_sizes(ddp: Any) -> str:
+    """DDP's gradient bucket sizes in bytes, as its logging data writes them ("1024, 2048"): DDP has no public
+    API for its buckets."""
+    return str(ddp._get_ddp_logging_data().get("bucket_sizes", ""))
+
+
+def root_mesh(mesh: Any) -> Any:
+    """The whole mesh a DeviceMesh slice (`mesh["tp"]`) was cut from; the mesh itself when it is whole."""
+    get = getattr(mesh, "_get_root_mesh", None)
+    return get() if get is not None else mesh
+
+
+def memory_trackers() -> tuple[Any, Any]:
+    """PyTorch's FSDPMemTracker and MemTracker (`torch.distributed._tools`): what a rank is checked against."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    return FSDPMemTracker, MemTracker

@@ -6,11 +6,13 @@ into a page (`html.viewer_html`), a notebook cell (`html.notebook_html`) or the 
 
 The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
 
-    {"format": "graphviz-app-viewer", "version": 1, "title": str, "options": {"rankdir": "TB"},
+    {"format": "graphviz-app-viewer", "version": 1, "title": str,
+     "options": {"rankdir": "TB", "opening": "auto" | "given"},
      "graph": <the graph in compact schema 3, graphviz_app.model.compact>,
      "tree": {"parent", "kind", "label", "module", "instance", "count": one entry per box (box 0: the graph),
               "node_group", "node_instance": one entry per node},
-     "open": [box, ...],                       # the opening view
+     "open": [box, ...],                       # the opening view when "opening" is "given" (else the
+                                               # viewer opens the deepest module level that fits its pane)
      "overlays": [overlay, ...],               # colourings offered beside "kind"
      "series": [series, ...],                  # optional, per-step data (the first drawable one is charted)
      "notes": [str, ...]}                      # optional, shown in the status line (why a block is missing)

@@ -1,3 +1,4 @@
+// @ts-check
 // Bundles src/ into dist/viewer.js (one IIFE defining `GraphvizAppViewer`) and dist/viewer.css.
 // Run by `npm run build` (the Makefile's setup); nothing is fetched at run time.
 import { build } from "esbuild";

@@ -2,40 +2,55 @@
 
 from __future__ import annotations
 
-from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from ..errors import RenderError
 
-__all__ = ["bundle_js", "bundle_css"]
+__all__ = ["DIST", "bundle_js", "bundle_css"]
+
+# Where the bundle is read from: dist/ beside this module, package data in a built wheel.
+DIST: Traversable | Path = resources.files("graphviz_app.viewer") / "dist"
 
 _MISSING = (
-    "the viewer's browser bundle ({name}) is not built: run `make setup` in the project (it runs "
-    "`npm ci && npm run build` in graphviz_app/viewer), or install a built graphviz-app package"
+    "the interactive viewer's browser bundle ({name}) is missing from {folder}: this copy of graphviz-app was "
+    "installed without it (built from a checkout where npm had not run). To get it: reinstall graphviz-app from "
+    "a wheel that carries it (`pip install --force-reinstall <wheel file or URL>`), or in a source checkout run "
+    "`npm ci && npm run build` in graphviz_app/viewer (Node.js 18 or later on PATH; `make setup` does both), "
+    "then reinstall. The static formats (.svg, .png, .pdf, .dot, .json) need no bundle"
 )
 
 
-@cache
-def _read(name: str) -> str:
-    path = resources.files("graphviz_app.viewer") / "dist" / name
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError) as e:
-        raise RenderError(_MISSING.format(name=f"graphviz_app/viewer/dist/{name}")) from e
+_READ: dict[tuple[str, str], str] = {}  # (folder, name) -> text: each file is read once per process
+
+
+def _read(folder: Traversable | Path, name: str) -> str:
+    key = (str(folder), name)
+    if key not in _READ:
+        try:
+            _READ[key] = (folder / name).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError) as e:
+            raise RenderError(_MISSING.format(name=name, folder=folder)) from e
+    return _READ[key]
 
 
 def bundle_js() -> str:
     """The viewer's script: defines the global `GraphvizAppViewer` with `mount(element, payload, options)`.
 
     Raises:
-        RenderError: the bundle was not built (the message says how to build it).
+        RenderError: the bundle is missing (the message says how to get it).
     """
-    text = _read("viewer.js")
+    text = _read(DIST, "viewer.js")
     if "</script" in text.lower() or "<!--" in text:  # build.mjs escapes both; a hand-made bundle might not
         raise RenderError("the viewer's bundle holds '</script' or '<!--': rebuild it with `npm run build`")
     return text
 
 
 def bundle_css() -> str:
-    """The viewer's styles."""
-    return _read("viewer.css")
+    """The viewer's styles.
+
+    Raises:
+        RenderError: the bundle is missing (the message says how to get it).
+    """
+    return _read(DIST, "viewer.css")

@@ -73,11 +73,11 @@ def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "
 
 
 def notebook_html(graph: Graph, *, height: int = 640) -> str:
-    """The viewer for a notebook cell: the whole page in a sandboxed frame (scripts run, nothing else).
+    """The viewer for a notebook cell: the whole page in a sandboxed frame (scripts run, pictures download).
 
     Jupyter front ends differ in whether they run a cell's scripts; a frame's own page always does.
     """
     page = viewer_html(graph)
-    return (f'<iframe class="graphviz-app-viewer" title="autograd graph" sandbox="allow-scripts" '
+    return (f'<iframe class="graphviz-app-viewer" title="autograd graph" sandbox="allow-scripts allow-downloads" '
             f'style="width: 100%; height: {int(height)}px; border: 0" srcdoc="{html.escape(page, quote=True)}">'
             "</iframe>")

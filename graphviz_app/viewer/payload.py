@@ -43,7 +43,8 @@ def payload(
         series: per-step series (for example live bytes over backward steps).
         roll: roll consecutive identical modules into one box (`layers.0–11 ×12`).
         depth: open on the module boxes down to this depth (`tree.open_to_depth`); None
-            (or 0) picks the deepest level that stays readable (`tree.initial_open`).
+            (or 0): the viewer opens the deepest module level whose drawing fits its pane with
+            labels at least 10 px high (`"open"` then holds `tree.initial_open`, for older viewers).
         measured: a measurement of the step `graph` was traced from (`tracing.memory.measure(...)
             .measured`): its live bytes per backward step are charted beside the predicted ones.
 
@@ -65,7 +66,7 @@ def payload(
         "format": PAYLOAD_FORMAT,
         "version": PAYLOAD_VERSION,
         "title": title,
-        "options": {"rankdir": rankdir},
+        "options": {"rankdir": rankdir, "opening": "given" if depth else "auto"},
         "graph": to_compact(graph),
         "tree": tree.to_dict(),
         "open": open_to_depth(tree, depth) if depth else initial_open(tree),

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..analysis.collapse import _runs, _span, _Tree
 from ..analysis.module_tree import module_depth, module_names, module_types, node_modules
+from ..analysis.rolls import ModuleTree, run_title
 from ..model import Graph, NodeKind
 
 __all__ = ["CROWDED", "PART_ITEMS", "Tree", "build_tree", "initial_open", "open_to_depth"]
@@ -102,13 +102,12 @@ def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], 
             group_of[name] = tree.add(parent, "module", label, name)
     if not roll:
         return
-    helper = _Tree(graph, modules_of)
-    feeds = helper.feeds()
+    modules = ModuleTree(graph, modules_of)
     for owner in names:
-        for run in _runs(helper, helper.children.get(owner, []), feeds, frozenset()):
+        for run in modules.runs(owner):
             if len(run) < 2:
                 continue
-            span, _ = _span(run)
+            span, _ = run_title(run)
             kind = types.get(run[0], "")
             box = tree.add(group_of[owner], "roll", f"{span}: {kind} ×{len(run)}" if kind else f"{span} ×{len(run)}",
                            run[0])

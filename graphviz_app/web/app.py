@@ -44,7 +44,7 @@ T = TypeVar("T")
 @st.cache_resource(show_spinner="Starting the worker processes…")
 def runner() -> FairRunner:
     """The worker processes every program runs in, shared fairly by all sessions."""
-    return FairRunner(service.make_runner())
+    return FairRunner(service.page_runner())
 
 
 @st.cache_resource(show_spinner=False)

@@ -49,8 +49,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import ExprError, IsolatedRunner, JobRef
-from ..expr.usage import JobUsage
+from ..runner import IsolatedRunner, JobCancelled, JobRef, JobTimeout, JobUsage, RunnerBusy, RunnerError
 from .cache import layout_stopped_by_load
 from .program_cost import Verdict, judge
 from .results import Failure
@@ -149,9 +148,11 @@ class FairRunner:
         """Run ``job(*args)`` for `session` when its turn comes; see `IsolatedRunner.run`.
 
         Raises:
-            ExprError: ``kind="busy"`` (no worker within the wait), ``"cancelled"`` (a
-                newer job of the session replaced it), ``"overtime"``/``"time"`` (time
-                limit, alone or beside others), or whatever the runner raises.
+            RunnerBusy: no worker within the wait.
+            JobCancelled: a newer job of the session replaced it.
+            JobTimeout: the time limit, ``kind`` ``"overtime"`` (it had a CPU to itself)
+                or ``"time"`` (beside others).
+            Exception: whatever else the runner or the job raises.
         """
         return self._run(session, job, args, _digest(job, args))
 
@@ -163,18 +164,18 @@ class FairRunner:
         started = self._clock()
         try:
             result = self.runner.run(job, *args, cancel=ticket.stop)
-        except ExprError as e:
+        except RunnerError as e:
             if e.kind == "cancelled":
-                raise ExprError("a newer run from the same page replaced this one while it ran, "
-                                "so it was stopped", kind="cancelled") from e
+                raise JobCancelled("a newer run from the same page replaced this one while it ran, "
+                                   "so it was stopped") from e
             if e.kind != "time":
                 raise
             self._mark_suspect(session, key)
-            raise _relabel_time_out(e, ticket.peak, self._usage()) from e
+            raise _relabel_time_out(e.message, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
                 self._mark_suspect(session, key)
-                found = _relabel_time_out(ExprError(result.message, kind="time"), ticket.peak, self._usage())
+                found = _relabel_time_out(result.message, ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
                                excerpt=result.excerpt)
             if isinstance(result, Failure) and result.kind == "render":
@@ -216,15 +217,14 @@ class FairRunner:
             while True:
                 if ticket.cancelled:
                     self._waiting.remove(ticket)
-                    raise ExprError("a newer run from the same page replaced this one before it started",
-                                    kind="cancelled")
+                    raise JobCancelled("a newer run from the same page replaced this one before it started")
                 if self._next() is ticket:
                     break
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     self._waiting.remove(ticket)
                     self._cond.notify_all()
-                    raise ExprError(self._busy_message(ticket), kind="busy")
+                    raise RunnerBusy(self._busy_message(ticket))
                 self._cond.wait(min(remaining, 0.5))
             self._waiting.remove(ticket)
             self._running.append(ticket)
@@ -341,24 +341,24 @@ def _job_key(job: Job, args: tuple[Any, ...]) -> Hashable:
     return None if first is None else ("job", _kind(job), hash(first))
 
 
-def _relabel_time_out(e: ExprError, peak: int, usage: JobUsage | None) -> ExprError:
+def _relabel_time_out(message: str, peak: int, usage: JobUsage | None) -> JobTimeout:
     """`time` when other programs took the CPU the job needed (measured), `overtime` when it had one to itself."""
     share = None if usage is None else usage.share
     if usage is not None and share is not None:
         if not usage.busy:
-            return ExprError(
-                f"{e.message}. It had a CPU to itself ({share:.0%} of one, measured over its {usage.wall_s:.1f} s), "
+            return JobTimeout(
+                f"{message}. It had a CPU to itself ({share:.0%} of one, measured over its {usage.wall_s:.1f} s), "
                 "so it would stop at the same point again: a retry will not help", kind="overtime")
-        return ExprError(
-            f"{e.message}. The machine was busy: it got {share:.0%} of a CPU over its {usage.wall_s:.1f} s "
+        return JobTimeout(
+            f"{message}. The machine was busy: it got {share:.0%} of a CPU over its {usage.wall_s:.1f} s "
             "(measured), so it may pass at a quieter moment", kind="time")
     # Not measured (no /proc): judged from the page's own jobs only, and said so.
     if peak <= 1:
-        return ExprError(
-            f"{e.message}. No other program of this page ran beside it (the CPU it got was not measured here), "
+        return JobTimeout(
+            f"{message}. No other program of this page ran beside it (the CPU it got was not measured here), "
             "so it would likely stop at the same point again: a retry will not help", kind="overtime")
-    return ExprError(
-        f"{e.message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
+    return JobTimeout(
+        f"{message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
         "may pass at a quieter moment", kind="time")
 
 

@@ -1,4 +1,4 @@
-"""What the page calls: each job run in the isolated worker, every error turned into a Failure."""
+"""What the page calls: each job run in a worker of the page's shared runner, every error turned into a Failure."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any, Protocol
 
 from ..drawing.order_style import picture_coloring
 from ..drawing.renderer import export
-from ..expr import ExprError, IsolatedRunner, JobRef, validate
+from ..expr import ExprError, validate
+from ..expr.rehearsal import PRELOAD as LANGUAGE_PRELOAD
 from ..model import Graph
+from ..runner import IsolatedRunner, JobRef, RunnerError, RunnerSettings, shared_runner
 from .memory_view import MemoryPanel
 from .results import Analysis, CheckModes, Failure, GradientCheck, Tolerances
 from .upload import too_big
@@ -19,7 +21,8 @@ __all__ = [
     "JobRunner",
     "TIME_LIMIT_S",
     "MEMORY_LIMIT_BYTES",
-    "make_runner",
+    "SETTINGS",
+    "page_runner",
     "devices",
     "analyze",
     "check_gradient",
@@ -36,18 +39,16 @@ __all__ = [
 # stopped and the person told so. Override with GRAPHVIZ_APP_TIME_LIMIT (s).
 TIME_LIMIT_S = float(os.environ.get("GRAPHVIZ_APP_TIME_LIMIT", "15"))
 MEMORY_LIMIT_BYTES = 2 * 1024**3
-_WORKER = "graphviz_app.web.worker"
-_PRELOAD = ("torch", "graphviz_app.expr.api", "graphviz_app.tracing.tracer", "graphviz_app.drawing.renderer",
-            "gradcheck.checker", f"{_WORKER}.jobs", f"{_WORKER}.pictures", f"{_WORKER}.saved")
+_JOBS = "graphviz_app.jobs"
 
 # The jobs, named: this process never imports the worker side (it imports torch).
-DEVICES_JOB = JobRef(f"{_WORKER}.jobs", "devices_job")
-ANALYSIS_JOB = JobRef(f"{_WORKER}.jobs", "analysis_job")
-CHECK_JOB = JobRef(f"{_WORKER}.jobs", "check_job")
-PNG_JOB = JobRef(f"{_WORKER}.pictures", "png_job")
-SVG_JOB = JobRef(f"{_WORKER}.pictures", "svg_job")
-SAVED_JOB = JobRef(f"{_WORKER}.saved", "saved_graph_job")
-MEMORY_JOB = JobRef(f"{_WORKER}.memory", "memory_job")
+DEVICES_JOB = JobRef(f"{_JOBS}.page", "devices_job")
+ANALYSIS_JOB = JobRef(f"{_JOBS}.page", "analysis_job")
+CHECK_JOB = JobRef(f"{_JOBS}.page", "check_job")
+PNG_JOB = JobRef(f"{_JOBS}.pictures", "png_job")
+SVG_JOB = JobRef(f"{_JOBS}.pictures", "svg_job")
+SAVED_JOB = JobRef(f"{_JOBS}.saved", "saved_graph_job")
+MEMORY_JOB = JobRef(f"{_JOBS}.page_memory", "memory_job")
 JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB)
 
 
@@ -60,18 +61,19 @@ class JobRunner(Protocol):
     def run(self, job: Callable[..., Any] | JobRef, *args: Any) -> Any: ...
 
 
-def make_runner(*, workers: int = 2, max_workers: int = 4, time_limit: float = TIME_LIMIT_S) -> IsolatedRunner:
-    """The pool of warm worker processes the page's jobs run in.
+# The page's pool: two workers kept warm (a hostile program ties up one until its time
+# limit), at most four at once (further requests wait for a free one).
+SETTINGS = RunnerSettings(
+    workers=2, max_workers=4, time_limit=TIME_LIMIT_S, memory_limit=MEMORY_LIMIT_BYTES,
+    preload=(*LANGUAGE_PRELOAD, "graphviz_app.tracing.tracer", "graphviz_app.drawing.renderer", "gradcheck.checker",
+             DEVICES_JOB.module, PNG_JOB.module, SAVED_JOB.module),
+    name="graphviz-app-page",
+)
 
-    Args:
-        workers: kept warm; a hostile program ties up one until its time limit.
-        max_workers: most at once; further requests wait for a free one.
-        time_limit: seconds a job may run before its worker is killed.
-    """
-    return IsolatedRunner(
-        workers=workers, max_workers=max_workers, time_limit=time_limit,
-        memory_limit=MEMORY_LIMIT_BYTES, preload=_PRELOAD,
-    )
+
+def page_runner() -> IsolatedRunner:
+    """The process's pool of warm workers the page's jobs run in (`SETTINGS`), started on first use."""
+    return shared_runner("web.page", SETTINGS)
 
 
 def devices(runner: JobRunner) -> tuple[str, ...]:
@@ -176,6 +178,8 @@ def _call(runner: JobRunner, job: JobRef, *args: Any) -> Any:
         return runner.run(job, *args)
     except ExprError as e:
         return Failure(e.message, kind=e.kind, line=e.line, col=e.col, excerpt=e.excerpt)
+    except RunnerError as e:
+        return Failure(e.message, kind=e.kind)
     except Exception as e:  # noqa: BLE001 - the page must show a message, never a traceback
         return Failure(
             f"{type(e).__name__}: {e}. This is a bug in graphviz-app; "

@@ -6,6 +6,7 @@ import json
 
 from ..errors import GraphvizAppError, SchemaError
 from ..model import Graph
+from ..model.schema import STRICT_JSON
 
 __all__ = ["MAX_UPLOAD_MB", "MAX_UPLOAD_BYTES", "MAX_NOTES", "read_saved_graph", "file_notes", "too_big"]
 
@@ -57,7 +58,9 @@ def read_saved_graph(data: bytes, name: str) -> Graph:
         raise SchemaError(f"{name} is not UTF-8 text (byte {e.start:,} is not): save the graph again with "
                           'save(graph, "g.json")') from e
     try:
-        parsed = json.loads(text)
+        parsed = json.loads(text, **STRICT_JSON)  # no NaN/Infinity, no key twice
+    except SchemaError as e:
+        raise SchemaError(f"{name} is not a graph this page reads: {e}") from e
     except RecursionError as e:  # Python's JSON reader recurses once per level of nesting
         raise SchemaError(f"{name} nests its JSON deeper than the reader goes (about 1,000 levels; a saved "
                           "graph nests 6): it is not a saved graph") from e

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from graphviz_app.expr import ExprError, IsolatedRunner, evaluate
+from graphviz_app.expr import ExprError, evaluate
 from graphviz_app.expr.jobs import evaluate_job
+from graphviz_app.expr.rehearsal import PRELOAD
+from graphviz_app.runner import IsolatedRunner, RunnerError
 from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
 
 INT64_MIN = "(torch.tensor([-9223372036854775807]) - 1)"
@@ -100,7 +102,7 @@ def test_cli_render_refuses_the_trapping_division(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[IsolatedRunner]:
-    with IsolatedRunner(workers=1, max_workers=2, time_limit=60, memory_limit=1024**3) as r:
+    with IsolatedRunner(workers=1, max_workers=2, time_limit=60, memory_limit=1024**3, preload=PRELOAD) as r:
         yield r
 
 
@@ -112,7 +114,7 @@ def test_worker_refuses_the_division_and_survives_a_raw_sigfpe(runner: IsolatedR
     assert info.value.kind == "limit"
     # The same division called on torch directly kills the worker: a message, then a fresh worker.
     raw = functools.partial(torch.div, rounding_mode="trunc")
-    with pytest.raises(ExprError, match=r"killed by SIGFPE .*crashed inside the job.*fresh worker") as info:
+    with pytest.raises(RunnerError, match=r"killed by SIGFPE .*crashed inside the job.*fresh worker") as info:
         runner.run(raw, torch.tensor([-(2**31)], dtype=torch.int32), -1)
     assert info.value.kind == "crash"
     assert runner.run(evaluate_job, SEED_PROGRAM)["output"][0]["values"] == pytest.approx([SEED_VALUE])
@@ -146,7 +148,8 @@ def test_programs_that_reached_internal_errors_get_their_own_message(
 def test_one_jobs_manual_seed_does_not_fix_the_next_jobs_random_numbers() -> None:
     torch.manual_seed(0)
     first, second = torch.rand(3).tolist(), torch.rand(3).tolist()
-    with IsolatedRunner(workers=1, max_workers=1, time_limit=60) as one:  # one worker: the same process
+    # One worker: the same process.
+    with IsolatedRunner(workers=1, max_workers=1, time_limit=60, preload=PRELOAD) as one:
         seeded = one.run(evaluate_job, "torch.manual_seed(0)\ntorch.rand(3)")["output"][0]["values"]
         after = one.run(evaluate_job, "torch.rand(3)")["output"][0]["values"]
         again = one.run(evaluate_job, "torch.rand(3)")["output"][0]["values"]

@@ -14,7 +14,7 @@ import torch
 
 from graphviz_app import trace
 from graphviz_app.expr import ExprError, Limits, evaluate, rehearsal
-from graphviz_app.expr.deadline import HARD_GRACE_S
+from graphviz_app.runner import HARD_GRACE_S, RunnerError, running_shared
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
@@ -26,7 +26,7 @@ LIMITS = Limits(max_seconds=1.0, max_multiply_adds=10**12, max_tensor_elements=2
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ("import os\nfrom graphviz_app.expr import evaluate, rehearsal\n"
           "ev = evaluate('x = torch.arange(3., requires_grad=True)\\n((x+2)**2+3).mean()')\n"
-          "print(rehearsal.shared_runner().run(os.getpid), round(ev.output.item(), 4))\n")
+          "print(rehearsal.runner().run(os.getpid), round(ev.output.item(), 4))\n")
 PROGRAM = ("torch.manual_seed(0)\nlin = nn.Linear(3, 2)\nx = torch.randn(4, 3, requires_grad=True)\n"
            "h = lin(x).relu()\n(h * x[:, :2]).sum()")
 
@@ -41,7 +41,7 @@ def warm() -> Iterator[None]:
 
 def _evaluates_without_a_runner() -> bool:
     """A job: evaluate() inside a worker, then whether that worker started a runner of its own."""
-    return evaluate("torch.ones(2).sum()").output.item() == 2.0 and rehearsal._runner is None  # noqa: SLF001
+    return evaluate("torch.ones(2).sum()").output.item() == 2.0 and not running_shared()
 
 
 def _alive(pid: int) -> bool:
@@ -103,20 +103,20 @@ def test_a_program_past_its_limit_between_ops_is_stopped_in_the_worker_with_its_
 
 def test_inside_a_worker_evaluate_runs_in_place(warm: None) -> None:
     # The worker's jobs have their own hard deadline: evaluate() there never starts a worker of its own.
-    ran_in_place = rehearsal.shared_runner().run(_evaluates_without_a_runner, time_limit=60)
+    ran_in_place = rehearsal.runner().run(_evaluates_without_a_runner, time_limit=60)
     assert ran_in_place
 
 
 def test_no_worker_is_left_behind_once_closed() -> None:
     assert evaluate("torch.ones(3).sum()").output.item() == 3.0
-    runner = rehearsal.shared_runner()
+    runner = rehearsal.runner()
     pid = runner.run(os.getpid)
     assert pid != os.getpid() and _alive(pid)
     rehearsal.close()
     wait_until(lambda: not _alive(pid), timeout=30, what="the evaluate() worker ending")
-    with pytest.raises(ExprError, match="closed"):
+    with pytest.raises(RunnerError, match="closed"):
         runner.run(os.getpid)
-    assert rehearsal.shared_runner() is not runner  # a later call starts afresh
+    assert rehearsal.runner() is not runner  # a later call starts afresh
     rehearsal.close()
 
 

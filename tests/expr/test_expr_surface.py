@@ -7,6 +7,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+from manual import manual_text
 
 import graphviz_app.expr as expr
 from graphviz_app.cli.commands import build_parser
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = manual_text()
     start = text.index("<!-- section: expressions (owner: expr) -->")
     return text[start : text.index("<!-- end: expressions -->")]
 
@@ -30,7 +31,7 @@ def test_all_is_what_the_readme_lists() -> None:
 
 
 def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    code = re.search(r"### From Python.*?```python\n(.*?)```", _section(), re.S)
+    code = re.search(r"## From Python.*?```python\n(.*?)```", _section(), re.S)
     assert code is not None
     script = tmp_path / "example.py"
     script.write_text(code.group(1))

@@ -9,6 +9,7 @@ import pathlib
 import pkgutil
 
 import pytest
+from manual import manual_text
 
 import gradcheck
 from gradcheck import check
@@ -18,7 +19,7 @@ README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _readme_section() -> str:
-    text = README.read_text()
+    text = manual_text()
     start = text.index("<!-- section: gradcheck (owner: gradcheck) -->")
     return text[start : text.index("<!-- end: gradcheck -->", start)]
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import SinRightVmap, SinWrongVmap
 
 from gradcheck import Blame, check
 from gradcheck._inputs import same_layout_copy
@@ -105,36 +106,9 @@ def test_the_users_tensor_and_its_grad_are_untouched() -> None:
     assert torch.equal(x.detach(), before) and x.grad is None
 
 
-class _SinWrongVmap(torch.autograd.Function):
-    """sin with a right backward and a custom vmap rule that doubles the values."""
-
-    @staticmethod
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        return x.sin()
-
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-        ctx.save_for_backward(inputs[0])
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * x.cos()
-
-    @staticmethod
-    def vmap(info: Any, in_dims: tuple[Any, ...], x: torch.Tensor) -> tuple[torch.Tensor, Any]:
-        return x.sin() * 2, in_dims[0]
-
-
-class _SinRightVmap(_SinWrongVmap):
-    @staticmethod
-    def vmap(info: Any, in_dims: tuple[Any, ...], x: torch.Tensor) -> tuple[torch.Tensor, Any]:
-        return x.sin(), in_dims[0]
-
-
 def test_a_wrong_vmap_rule_falls_back_to_the_loop_with_a_note() -> None:
     """Before: the batched differences trusted vmap, and the right backward was reported as a kink."""
-    report = check(_SinWrongVmap.apply, torch.tensor([0.3, 0.7, 1.1], dtype=D, requires_grad=True))
+    report = check(SinWrongVmap.apply, torch.tensor([0.3, 0.7, 1.1], dtype=D, requires_grad=True))
 
     assert report.passed, str(report)
     assert report.numerical_method == "loop"
@@ -143,7 +117,7 @@ def test_a_wrong_vmap_rule_falls_back_to_the_loop_with_a_note() -> None:
 
 
 def test_a_right_vmap_rule_is_trusted() -> None:
-    report = check(_SinRightVmap.apply, torch.tensor([0.3, 0.7, 1.1], dtype=D, requires_grad=True))
+    report = check(SinRightVmap.apply, torch.tensor([0.3, 0.7, 1.1], dtype=D, requires_grad=True))
 
     assert report.passed and report.numerical_method == "vmap"
     assert not any("under vmap" in n for n in report.notes)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import OldSquare
 
 from gradcheck import InputError, check
 
@@ -124,21 +125,9 @@ def test_a_jacobian_index_says_which_part_is_output_and_which_input() -> None:
     assert row[-1] == "FAIL"
 
 
-class _OldSquare(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x**2
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * 2 * x
-
-
 def test_an_old_style_function_gets_one_short_note_about_vmap() -> None:
     """Before: a 4-line note in every report."""
-    report = check(_OldSquare.apply, torch.tensor([0.5, 1.0, 2.0], dtype=D, requires_grad=True))
+    report = check(OldSquare.apply, torch.tensor([0.5, 1.0, 2.0], dtype=D, requires_grad=True))
 
     about_vmap = [n for n in report.notes if "vmap" in n]
     assert report.passed and len(about_vmap) == 1

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import OldSquare, Twice, TwiceWrongByGrad, TwiceWrongByX, exp_function, square_via
 
 from gradcheck import Blame, Check, InputError, check
 
@@ -15,34 +16,6 @@ D = torch.float64
 
 def _x(*values: float) -> torch.Tensor:
     return torch.tensor(values, dtype=D, requires_grad=True)
-
-
-def _exp_function(backward_factor: float, jvp_factor: float) -> type[torch.autograd.Function]:
-    """exp as a new-style Function whose backward and jvp are scaled by the given factors."""
-
-    class Exp(torch.autograd.Function):
-        generate_vmap_rule = True
-
-        @staticmethod
-        def forward(x: torch.Tensor) -> torch.Tensor:
-            return x.exp()
-
-        @staticmethod
-        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-            ctx.save_for_backward(output)
-            ctx.save_for_forward(output)
-
-        @staticmethod
-        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-            (y,) = ctx.saved_tensors
-            return grad * y * backward_factor
-
-        @staticmethod
-        def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
-            (y,) = ctx.saved_tensors
-            return tangent * y * jvp_factor
-
-    return Exp
 
 
 FORWARD = [
@@ -59,7 +32,7 @@ FORWARD = [
 def test_forward_mode_is_checked_against_finite_differences_and_reverse_mode(
     bwd: float, jvp: float, rev_blame: str, fwd_blame: str
 ) -> None:
-    report = check(_exp_function(bwd, jvp).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
+    report = check(exp_function(bwd, jvp).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
 
     assert report.modes == ("rev", "fwd") and report.forward_method == "vmap(jvp)"
     assert report.pair(0, 0, "rev").blame == rev_blame
@@ -73,7 +46,7 @@ def test_forward_mode_is_checked_against_finite_differences_and_reverse_mode(
 
 
 def test_a_jvp_and_backward_derived_the_same_wrong_way_are_called_a_shared_mistake() -> None:
-    report = check(_exp_function(2.0, 2.0).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
+    report = check(exp_function(2.0, 2.0).apply, _x(0.1, 0.5, 1.0), modes=("rev", "fwd"))
 
     assert report.pair(0, 0, "rev").blame == Blame.AUTOGRAD and report.pair(0, 0, "fwd").blame == Blame.SHARED
     text = str(report)
@@ -102,26 +75,13 @@ def test_forward_mode_agrees_with_torchs_check_forward_ad(fn: Callable[..., Any]
     assert {p.check for p in report.pairs} == {Check.REV, Check.FWD}
 
 
-class _OldSquare(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        ctx.x = x
-        return x**2
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * 2 * x
-
-
-class _OldSquareWithJvp(_OldSquare):
+class _OldSquareWithJvp(OldSquare):
     @staticmethod
     def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
         return tangent * 2 * ctx.x
 
 
-class _OldSquareWithWrongJvp(_OldSquare):
+class _OldSquareWithWrongJvp(OldSquare):
     @staticmethod
     def jvp(ctx: Any, tangent: torch.Tensor) -> torch.Tensor:
         return tangent * ctx.x  # forgets the 2
@@ -145,7 +105,7 @@ def test_an_old_style_function_with_a_jvp_is_checked_with_dual_numbers(fn_class:
 
 def test_forward_mode_without_any_jvp_is_refused_with_what_to_do() -> None:
     with pytest.raises(InputError, match=r"fn has no forward-mode derivative .* Give its autograd.Function a jvp"):
-        check(_OldSquare.apply, _x(0.5, -1.0), modes=("rev", "fwd"))
+        check(OldSquare.apply, _x(0.5, -1.0), modes=("rev", "fwd"))
 
 
 def test_forward_mode_alone_takes_the_hand_gradient_as_its_third_opinion() -> None:
@@ -160,61 +120,14 @@ def test_forward_mode_alone_takes_the_hand_gradient_as_its_third_opinion() -> No
 # Second order ------------------------------------------------------------------------------------
 
 
-class _Twice(torch.autograd.Function):
-    """2 g with a custom backward: right values, but its own derivative is the `factor` given."""
-
-    factor = 2.0
-
-    @staticmethod
-    def forward(ctx: Any, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(g, x)
-        return 2 * g * x
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        g, x = ctx.saved_tensors
-        return grad * _Twice.factor * x, grad * 2 * g
-
-
-class _TwiceWrongByGrad(_Twice):
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        g, x = ctx.saved_tensors
-        return grad * 3 * x, grad * 2 * g  # d/dg of 2 g x is 2x, not 3x
-
-
-class _TwiceWrongByX(_Twice):
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        g, x = ctx.saved_tensors
-        return grad * 2 * x, grad * 3 * g  # d/dx of 2 g x is 2g, not 3g
-
-
-def _square_via(inner: type[torch.autograd.Function]) -> type[torch.autograd.Function]:
-    """x**2 whose backward (2 x g) goes through `inner`, so `inner`'s backward is its double backward."""
-
-    class Square(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-            ctx.save_for_backward(x)
-            return x**2
-
-        @staticmethod
-        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-            (x,) = ctx.saved_tensors
-            return inner.apply(grad, x)
-
-    return Square
-
-
 SECOND = [
     # id, fn, torch's gradgradcheck verdict, the second-order check that fails (or None)
     ("polynomial", lambda x: (x**3).sum(), True, None),
-    ("custom, right double backward", lambda x: _square_via(_Twice).apply(x).sum(), True, None),
-    ("custom, double backward wrong by x", lambda x: _square_via(_TwiceWrongByX).apply(x).sum(), False, Check.REV2),
+    ("custom, right double backward", lambda x: square_via(Twice).apply(x).sum(), True, None),
+    ("custom, double backward wrong by x", lambda x: square_via(TwiceWrongByX).apply(x).sum(), False, Check.REV2),
     (
         "custom, double backward wrong by grad",
-        lambda x: _square_via(_TwiceWrongByGrad).apply(x).sum(),
+        lambda x: square_via(TwiceWrongByGrad).apply(x).sum(),
         False,
         Check.REV2_U,
     ),
@@ -278,7 +191,7 @@ HAND_HESSIAN = [
 def test_a_hand_hessian_tells_a_wrong_double_backward_from_a_shared_mistake(factor: float, blame: str) -> None:
     """Before: a hand Hessian repeating the double backward's mistake blamed the H v differences."""
     report = check(
-        lambda x: _square_via(_TwiceWrongByX).apply(x).sum(),
+        lambda x: square_via(TwiceWrongByX).apply(x).sum(),
         _x(0.5, -1.0, 2.0),
         order=2,
         expected_hessian=lambda x: factor * torch.eye(3, dtype=D),
@@ -314,7 +227,7 @@ def test_second_order_with_two_inputs_checks_every_block() -> None:
 
 
 def test_an_old_style_function_gets_second_order_through_the_recorded_graph() -> None:
-    report = check(lambda x: _OldSquare.apply(x).sum(), _x(0.5, -1.0, 2.0), order=2)
+    report = check(lambda x: OldSquare.apply(x).sum(), _x(0.5, -1.0, 2.0), order=2)
 
     assert report.passed, str(report)
     assert report.hvp_method == "double backward"

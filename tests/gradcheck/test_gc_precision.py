@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import TwiceWrongByX, exp_function, square_via
 
 from gradcheck import Blame, check
-from tests.gradcheck.test_gc_modes import _exp_function, _square_via, _TwiceWrongByX
 
 
 def _seed(x: torch.Tensor) -> torch.Tensor:
@@ -167,11 +167,11 @@ def test_forward_and_second_order_rounding_is_inconclusive_never_the_derivative(
     assert "the same function's double backward run in float64 agrees" in str(report)
 
 
-_ExpWrongJvp = _exp_function(backward_factor=1.0, jvp_factor=2.0)  # a right backward, a jvp twice too large
+_ExpWrongJvp = exp_function(backward_factor=1.0, jvp_factor=2.0)  # a right backward, a jvp twice too large
 
 
 # x**2 with a right backward whose own derivative is 1.5 times too large (3 g where 2 g is right).
-_SquareWrongTwice = _square_via(_TwiceWrongByX)
+_SquareWrongTwice = square_via(TwiceWrongByX)
 
 
 def test_a_wrong_low_precision_jvp_or_double_backward_is_still_blamed() -> None:

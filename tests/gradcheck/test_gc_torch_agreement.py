@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from custom_functions import Cube, CubeForgotAPower
 
 from gradcheck import check
 
@@ -17,25 +18,6 @@ D = torch.float64
 def _t(*shape: int, seed: int = 0, low: float = -1.0, high: float = 1.0) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     return (torch.rand(*shape, generator=gen, dtype=D) * (high - low) + low).requires_grad_()
-
-
-class _Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x**3
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * 3 * x**2
-
-
-class _CubeWrong(_Cube):
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * 3 * x  # forgot a power
 
 
 class _ExpNew(torch.autograd.Function):
@@ -117,8 +99,8 @@ CORPUS: list[tuple[str, Callable[..., Any], Callable[[], tuple[torch.Tensor, ...
     ),
     ("non-contiguous", lambda x: (x * x.sum(0)).tanh(), lambda: (_noncontiguous_t(),), True),
     ("strided-slice", lambda x: x[::2].exp(), lambda: (_t(7),), True),
-    ("custom-old-right", _Cube.apply, lambda: (_t(4),), True),
-    ("custom-old-wrong", _CubeWrong.apply, lambda: (_t(4),), False),
+    ("custom-old-right", Cube.apply, lambda: (_t(4),), True),
+    ("custom-old-wrong", CubeForgotAPower.apply, lambda: (_t(4),), False),
     ("custom-new-right", _ExpNew.apply, lambda: (_t(4),), True),
     ("custom-new-wrong", _ExpNewWrong.apply, lambda: (_t(4, low=0.0, high=1.0),), False),
     (

@@ -7,24 +7,11 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import CubeForgotAPower
 
 from gradcheck import Blame, GradcheckWarning, check
 
 D = torch.float64
-
-
-class _CubeForgotAPower(torch.autograd.Function):
-    """x**3 whose backward says 3x instead of 3x**2."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x**3
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * 3 * x
 
 
 def _x(*values: float) -> torch.Tensor:
@@ -33,7 +20,7 @@ def _x(*values: float) -> torch.Tensor:
 
 def test_a_derivation_repeating_the_backwards_mistake_is_called_a_shared_mistake() -> None:
     """Before: finite differences were blamed ("may not be smooth here, or eps ...")."""
-    report = check(lambda x: _CubeForgotAPower.apply(x).sum(), _x(0.5, 1.5, 2.0), expected=lambda x: 3 * x)
+    report = check(lambda x: CubeForgotAPower.apply(x).sum(), _x(0.5, 1.5, 2.0), expected=lambda x: 3 * x)
 
     pair = report.pair(0, 0)
     assert not report.passed and pair.blame == Blame.SHARED
@@ -60,7 +47,7 @@ def test_finite_differences_that_change_with_the_step_are_blamed_not_shared() ->
 
 
 def test_a_wrong_backward_with_a_right_derivation_is_still_the_backwards() -> None:
-    report = check(lambda x: _CubeForgotAPower.apply(x).sum(), _x(0.5, 1.5, 2.0), expected=lambda x: 3 * x**2)
+    report = check(lambda x: CubeForgotAPower.apply(x).sum(), _x(0.5, 1.5, 2.0), expected=lambda x: 3 * x**2)
 
     assert report.pair(0, 0).blame == Blame.AUTOGRAD
 

@@ -31,7 +31,9 @@ def test_meta_forecast_within_10_percent_of_a_real_run(name: str, dtype: torch.d
     real = run_step(step_variant(step, batch=16, dtype=dtype))
     assert real.measured is not None
     assert abs(forecast.timeline.peak_bytes - real.measured.peak_bytes) <= 0.10 * real.measured.peak_bytes
-    assert {n.tensor.device for n in forecast.graph.nodes if n.tensor is not None} == {"meta"}
+    assert abs(forecast.peak_bytes - real.measured.peak_bytes) <= 0.01 * real.measured.peak_bytes
+    # nothing allocated: the step ran on fake CPU tensors
+    assert any("fake CPU tensors (FakeTensorMode)" in note for note in forecast.notes)
 
 
 @pytest.mark.parametrize("name", NOT_RNN)
@@ -120,7 +122,7 @@ def test_a_forward_reading_values_cannot_run_on_meta() -> None:
         return x.exp().sum() if x.sum().item() > 0 else x.sum()
 
     step = Step(Fn(branchy), (torch.ones(3, requires_grad=True),))
-    with pytest.raises(TraceError, match="cannot run on meta: forecast on the real device"):
+    with pytest.raises(TraceError, match=r"failed on meta: .*item.*reads a tensor's value.*real device"):
         predict(step_variant(step, device="meta"))
 
 

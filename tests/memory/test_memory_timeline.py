@@ -227,11 +227,11 @@ def test_an_uneven_split_sends_each_output_a_gradient_of_its_own_size() -> None:
 
 
 def test_the_readme_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
-    from pathlib import Path
+    from manual import manual_text
 
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    text = manual_text()
     section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
     example = section.split("```python\n")[1].split("```")[0]
     exec(compile(example, "README.md memory", "exec"), {})  # noqa: S102
-    shown = section.split("```text\n")[1].split("```")[0]
+    shown = section.split('```text title="Output"\n')[1].split("```")[0]
     assert capsys.readouterr().out == shown

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from viewer_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from viewer_support import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

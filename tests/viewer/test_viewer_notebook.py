@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CELL = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-sys.path.insert(0, {str(ROOT / "tests" / "viewer")!r})
+sys.path.insert(0, {str(ROOT / "tests" / "support")!r})
 from viewer_support import module_graph
 module_graph(3, hostile=True)
 """
@@ -38,7 +38,8 @@ def cell_html() -> str:
 
 @pytest.mark.slow
 def test_the_cell_output_holds_the_viewer_in_a_sandboxed_frame(cell_html: str) -> None:
-    pattern = r'<iframe class="graphviz-app-viewer" [^>]*sandbox="allow-scripts"[^>]* srcdoc="([^"]*)"></iframe>'
+    pattern = (r'<iframe class="graphviz-app-viewer" [^>]*sandbox="allow-scripts allow-downloads"[^>]* '
+               r'srcdoc="([^"]*)"></iframe>')
     frame = re.fullmatch(pattern, cell_html)
     assert frame is not None, cell_html[:300]
     page = html.unescape(frame.group(1))

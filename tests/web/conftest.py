@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-# --import-mode=importlib puts no test folder on sys.path; the helpers have a
-# web_-prefixed name so they cannot clash with another suite's.
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from web_support import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
+from web_support import CHROMIUM, CHROMIUM_ARGS, Server
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from graphviz_app.expr import ExprError
-from graphviz_app.expr.usage import JobUsage
+from graphviz_app.runner import JobCancelled, JobTimeout, JobUsage, RunnerError
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.results import Failure
@@ -41,14 +40,14 @@ class StoppablePool(FakePool):
         while worker.is_alive():
             worker.join(0.02)
             if cancel is not None and cancel.is_set():
-                raise ExprError("the job was stopped before it finished, as asked", kind="cancelled")
+                raise JobCancelled("the job was stopped before it finished, as asked")
         return out[0]
 
 
 def runaway(release: threading.Event) -> str:
     """A program that runs until its time limit (here: until the test releases it)."""
     release.wait(10)
-    raise ExprError("the job ran longer than its time limit of 15 s and was stopped", kind="time")
+    raise JobTimeout("the job ran longer than its time limit of 15 s and was stopped")
 
 
 def quick() -> str:
@@ -66,7 +65,7 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
     def target() -> None:
         try:
             out.append(fn())
-        except ExprError as e:
+        except RunnerError as e:
             out.append(e)
 
     t = threading.Thread(target=target, daemon=True)
@@ -84,7 +83,7 @@ def test_a_session_runs_one_job_at_a_time_and_others_are_not_held_up() -> None:
     release = threading.Event()
     first, _ = in_thread(lambda: fair.run("alice", blocked_until, release))
     wait_running(fair, 1)
-    with pytest.raises(ExprError, match="workers are busy") as caught:
+    with pytest.raises(RunnerError, match="workers are busy") as caught:
         fair.run("alice", quick)  # her second job waits for her first, then gives up
     assert caught.value.kind == "busy"
     assert fair.run("bob", quick) == "<svg/>"  # bob is not held up by alice
@@ -101,7 +100,7 @@ def test_a_newer_job_from_the_same_session_replaces_its_waiting_older_one() -> N
     wait_until(lambda: fair._waiting, timeout=60, what="the older job waiting")  # noqa: SLF001 - test probe
     newer, newer_out = in_thread(lambda: fair.run("alice", quick))
     older.join(5)
-    assert isinstance(older_out[0], ExprError) and older_out[0].kind == "cancelled"
+    assert isinstance(older_out[0], RunnerError) and older_out[0].kind == "cancelled"
     assert "newer run from the same page replaced" in older_out[0].message
     release.set()
     newer.join(5)
@@ -114,7 +113,7 @@ def test_after_a_time_out_a_sessions_jobs_hold_at_most_half_the_workers() -> Non
     release = threading.Event()
     release.set()
     for who in ("r1", "r2", "r3", "r4"):  # four runaway sessions: each times out once
-        with pytest.raises(ExprError, match="time limit"):
+        with pytest.raises(RunnerError, match="time limit"):
             fair.run(who, runaway, release)
     hold = threading.Event()
     threads = [in_thread(lambda who=who: fair.run(who, runaway, hold))[0] for who in ("r1", "r2", "r3", "r4")]
@@ -132,12 +131,12 @@ def test_a_suspects_busy_message_says_why_it_waits_behind_others() -> None:
     fair = FairRunner(FakePool(max_workers=2), suspect_wait_s=0.2, max_wait_s=0.2)
     release = threading.Event()
     release.set()
-    with pytest.raises(ExprError):
+    with pytest.raises(RunnerError):
         fair.run("r1", runaway, release)
     hold = threading.Event()
     others = [in_thread(lambda who=who: fair.run(who, blocked_until, hold))[0] for who in ("a", "b")]
     wait_running(fair, 2)
-    with pytest.raises(ExprError, match="your last one, ran past the time limit in the last 60 s.*make it smaller"):
+    with pytest.raises(RunnerError, match="your last one, ran past the time limit in the last 60 s.*make it smaller"):
         fair.run("r1", quick)
     hold.set()
     for t in others:
@@ -207,7 +206,7 @@ def test_a_program_that_timed_out_is_a_suspect_for_every_session_that_sends_it()
     release = threading.Event()
     release.set()
     program = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()"
-    with pytest.raises(ExprError, match="time limit"):
+    with pytest.raises(RunnerError, match="time limit"):
         fair.run("first visitor", runaway_program, program, release)
     same, other = _job_key(runaway_program, (program,)), _job_key(runaway_program, ("x = 1",))
     assert fair._admit("new tab", same).suspect  # noqa: SLF001 - a new tab, the same runaway link
@@ -222,7 +221,7 @@ def test_a_sessions_runaway_with_new_text_each_time_is_still_a_suspect() -> None
     release = threading.Event()
     release.set()
     runaway_text = "a = torch.randn(3000, 3000)\ntorch.cdist(a, a, p=1).sum()  # try {}"
-    with pytest.raises(ExprError, match="time limit"):
+    with pytest.raises(RunnerError, match="time limit"):
         fair.run("red team", runaway_program, runaway_text.format(1), release)
     changed = _job_key(runaway_program, (runaway_text.format(2),))  # a new comment: a text never seen
     assert fair._admit("red team", changed).suspect  # noqa: SLF001 - the session, not the text, timed out
@@ -246,7 +245,7 @@ def test_a_newer_job_of_the_same_kind_stops_the_sessions_running_one() -> None:
     # be told "busy" after max_wait_s (5 s).
     assert fair.run("alice", slow_program, release, "new") == "new"
     older.join(5)
-    assert isinstance(older_out[0], ExprError) and older_out[0].kind == "cancelled"
+    assert isinstance(older_out[0], RunnerError) and older_out[0].kind == "cancelled"
     assert "replaced this one while it ran" in older_out[0].message
 
 
@@ -257,7 +256,7 @@ def test_a_job_of_another_kind_or_session_leaves_the_running_one_alone() -> None
     older, older_out = in_thread(lambda: fair.run("alice", slow_program, release, "old"))
     wait_running(fair, 1)
     assert fair.run("bob", slow_program, open_gate, "bob's") == "bob's"
-    with pytest.raises(ExprError, match="workers are busy"):
+    with pytest.raises(RunnerError, match="workers are busy"):
         fair.run("alice", quick)  # another kind: it waits its turn instead
     release.set()
     older.join(5)
@@ -351,7 +350,7 @@ def test_the_last_free_worker_is_kept_for_a_light_program_while_a_heavy_one_wait
     release = threading.Event()
     threads = three_heavy_running(fair, release)  # no session has a history yet: none is a suspect
     kept = "all 3 large-program workers are busy.*one more is kept for small programs"
-    with pytest.raises(ExprError, match=kept) as caught:
+    with pytest.raises(RunnerError, match=kept) as caught:
         fair.run("r4", program_until, HEAVY, release)  # a fourth runaway never takes the last worker
     assert caught.value.kind == "busy"
     done = threading.Event()
@@ -367,9 +366,9 @@ def test_a_program_the_text_cannot_size_takes_the_last_worker_only_after_a_quick
     release, done = threading.Event(), threading.Event()
     done.set()
     threads = three_heavy_running(fair, release)
-    with pytest.raises(ExprError, match="could not be judged"):
+    with pytest.raises(RunnerError, match="could not be judged"):
         fair.run("new page", program_until, UNKNOWN, done)  # no history: waits for the other workers
-    with pytest.raises(ExprError, match="busy"):
+    with pytest.raises(RunnerError, match="busy"):
         fair.run("regular", quick)  # not a program, and no history: waits too...
     release.set()
     for t in threads:
@@ -387,11 +386,11 @@ def test_a_light_looking_program_from_a_suspect_does_not_take_the_last_worker() 
     fair = FairRunner(FakePool(max_workers=4), max_wait_s=0.3, suspect_wait_s=0.3)
     gone = threading.Event()
     gone.set()
-    with pytest.raises(ExprError, match="time limit"):
+    with pytest.raises(RunnerError, match="time limit"):
         fair.run("red team", runaway_program, LIGHT, gone)  # small text, ran to the time limit
     release = threading.Event()
     threads = three_heavy_running(fair, release)
-    with pytest.raises(ExprError, match="busy"):
+    with pytest.raises(RunnerError, match="busy"):
         fair.run("red team", program_until, LIGHT + "  # again", gone)
     release.set()
     for t in threads:
@@ -418,7 +417,7 @@ def test_a_job_stopped_by_a_newer_one_does_not_count_as_quick() -> None:
     wait_running(fair, 1)
     second, _ = in_thread(lambda: fair.run("red team", program_until, UNKNOWN + "  # again", hold))
     first.join(5)  # stopped at once by the newer program: it ran briefly, but says nothing of its cost
-    assert isinstance(first_out[0], ExprError) and first_out[0].kind == "cancelled"
+    assert isinstance(first_out[0], RunnerError) and first_out[0].kind == "cancelled"
     assert not fair._ran_light("red team")  # noqa: SLF001 - probe: its next unknown program waits for large workers
     hold.set()
     second.join(5)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from web_support import decode_viewer
 
+from graphviz_app.jobs.page import analysis_job, check_job
+from graphviz_app.jobs.pictures import png_job, svg_job
 from graphviz_app.model import Graph
 from graphviz_app.web import present, service
 from graphviz_app.web.gallery import EXAMPLES, example
 from graphviz_app.web.results import Analysis, Failure, GradientCheck
 from graphviz_app.web.urlstate import SEED_PROGRAM, Options
-from graphviz_app.web.worker.jobs import analysis_job, check_job
-from graphviz_app.web.worker.pictures import png_job, svg_job
 
 TOL = (1e-6, 1e-5, 1e-3)
 
@@ -191,7 +191,7 @@ def test_a_bad_hand_gradient_says_what_is_wrong(wrt: str, expected: str, words: 
 
 @pytest.mark.cuda
 def test_on_a_gpu_the_device_list_and_the_moved_tensor_show_both_devices() -> None:
-    from graphviz_app.web.worker.jobs import devices_job
+    from graphviz_app.jobs.page import devices_job
 
     assert "cuda:0" in devices_job()
     result = analysis_job(example("devices").program, Options(device="cuda:0"))

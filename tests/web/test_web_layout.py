@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from graphviz_app.jobs.page import analysis_job
+from graphviz_app.jobs.pictures import svg_job
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.urlstate import Options
-from graphviz_app.web.worker.jobs import analysis_job
-from graphviz_app.web.worker.pictures import svg_job
 
 # One weight shared by every layer: dot spends minutes on its ~900 nodes.
 SLOW_TO_LAY_OUT = """torch.manual_seed(0)

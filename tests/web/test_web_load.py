@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from graphviz_app.expr import IsolatedRunner, Limits
+from graphviz_app.expr import Limits
 from graphviz_app.expr.jobs import evaluate_job
-from graphviz_app.expr.usage import JobUsage
+from graphviz_app.expr.rehearsal import PRELOAD
+from graphviz_app.runner import IsolatedRunner, JobUsage
 from graphviz_app.web import service
 from graphviz_app.web.cache import ResultCache, cacheable
 from graphviz_app.web.fairness import FairRunner
@@ -25,7 +26,7 @@ NO_TIME_LIMIT = Limits(max_seconds=1000.0, max_total_bytes=10**10)
 
 @pytest.fixture
 def runner() -> Iterator[IsolatedRunner]:
-    with IsolatedRunner(workers=1, max_workers=1, time_limit=4.0, memory_limit=None) as r:
+    with IsolatedRunner(workers=1, max_workers=1, time_limit=4.0, memory_limit=None, preload=PRELOAD) as r:
         r.warm_up()
         yield r
 

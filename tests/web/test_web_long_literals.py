@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from web_support import new_app, shown
 
-from graphviz_app.expr import IsolatedRunner
+from graphviz_app.runner import IsolatedRunner
 from graphviz_app.web import service
 from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import Options
@@ -23,7 +24,7 @@ MESSAGE = "integers must fit in 64 bits"
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[IsolatedRunner]:
-    with service.make_runner(workers=1, max_workers=1, time_limit=60.0) as r:
+    with replace(service.SETTINGS, workers=1, max_workers=1, time_limit=60.0).start() as r:
         yield r
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from web_support import new_app, page_text
 
+from graphviz_app.jobs.page import analysis_job
+from graphviz_app.jobs.page_memory import memory_job
 from graphviz_app.web import memory_view
 from graphviz_app.web.gallery import example
 from graphviz_app.web.memory_view import MemoryPanel
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.urlstate import Options
-from graphviz_app.web.worker.jobs import analysis_job
-from graphviz_app.web.worker.memory import memory_job
 
 
 def _panel(key: str) -> MemoryPanel:

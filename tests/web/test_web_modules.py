@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from web_support import box_labels, decode_viewer, new_app, opened_modules, shown, shown_payload
 
+from graphviz_app.jobs.page import analysis_job
 from graphviz_app.web.gallery import example
 from graphviz_app.web.results import Analysis
 from graphviz_app.web.urlstate import Options, PageState, from_query, to_query
-from graphviz_app.web.worker.jobs import analysis_job
 
 ROLLED = "enc.layers.0–5: TransformerEncoderLayer ×6"
 

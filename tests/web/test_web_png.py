@@ -35,9 +35,9 @@ def test_dot_shrinking_a_tall_png_is_a_warning_not_silence() -> None:
 
 
 def seed_graph_json() -> str:
+    from graphviz_app.jobs.page import analysis_job
     from graphviz_app.web.results import Analysis
     from graphviz_app.web.urlstate import SEED_PROGRAM, Options
-    from graphviz_app.web.worker.jobs import analysis_job
 
     result = analysis_job(SEED_PROGRAM, Options())
     assert isinstance(result, Analysis)
@@ -47,8 +47,8 @@ def seed_graph_json() -> str:
 def test_a_png_of_hundreds_of_megapixels_is_refused_by_its_job_before_any_pixel(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from graphviz_app.jobs import pictures
     from graphviz_app.web.results import Failure
-    from graphviz_app.web.worker import pictures
 
     rastered: list[str] = []
     real = pictures._export
@@ -67,8 +67,8 @@ def test_a_png_past_its_time_budget_blames_the_pixels_not_the_layout_and_says_wh
     import subprocess
 
     from graphviz_app.errors import RenderError
+    from graphviz_app.jobs import pictures
     from graphviz_app.web.results import Failure
-    from graphviz_app.web.worker import pictures
 
     real = pictures._export
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from graphviz_app.expr import IsolatedRunner
+from graphviz_app.runner import IsolatedRunner
 from graphviz_app.web import service
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options
@@ -23,7 +24,7 @@ TOL = (1e-6, 1e-5, 1e-3)
 @pytest.fixture(scope="module")
 def runner() -> Iterator[IsolatedRunner]:
     # A limit that bounds a hang: on a busy machine even the seed program can take seconds.
-    with service.make_runner(workers=2, max_workers=3, time_limit=60.0) as r:
+    with replace(service.SETTINGS, workers=2, max_workers=3, time_limit=60.0).start() as r:
         r.warm_up()
         yield r
 

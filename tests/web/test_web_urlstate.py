@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import pytest
+from manual import manual_text
 
 from graphviz_app.web.urlstate import (
     MAX_URL_PROGRAM_CHARS,
@@ -29,7 +29,7 @@ def test_an_empty_query_gives_the_seed_example_and_defaults() -> None:
 
 
 def test_the_readmes_hand_written_link_is_read_back() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = manual_text()
     link = re.search(r"`http://localhost:8501/\?([^`]+)`", readme)
     assert link is not None, "the README's web section shows a hand-written link"
     state, problems = from_query(dict(parse_qs(link.group(1))))

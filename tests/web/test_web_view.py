@@ -5,11 +5,9 @@ from __future__ import annotations
 import pytest
 from web_support import decode_viewer, opened_modules
 
-from graphviz_app.analysis.nearest import nearest
-from graphviz_app.errors import GraphvizAppError
+from graphviz_app.jobs.viewing import viewer_data
 from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind
 from graphviz_app.web.urlstate import MAX_VIEW_CHARS, Options, PageState, from_query, to_query
-from graphviz_app.web.worker.viewing import viewer_data
 
 
 def chain(n: int, *, module: str | None = None) -> Graph:
@@ -17,34 +15,6 @@ def chain(n: int, *, module: str | None = None) -> Graph:
     nodes = [Node("n0", NodeKind.OUTPUT, "out")]
     nodes += [Node(f"n{i}", NodeKind.OP, f"Op{i}Backward0", module=module) for i in range(1, n)]
     return Graph(nodes=tuple(nodes), edges=tuple(Edge(f"n{i + 1}", f"n{i}") for i in range(n - 1)))
-
-
-def test_nearest_keeps_the_output_end_and_counts_what_it_hides() -> None:
-    part = nearest(chain(10), limit=4)
-    assert [n.id for n in part.graph.nodes] == ["n0", "n1", "n2", "n3"]
-    assert part.hidden == 6
-    assert part.frontier == ("n3",)  # where the drawing stops: n4 feeds it
-    assert all(e.src in {"n1", "n2", "n3"} for e in part.graph.edges)
-
-
-def test_nearest_walks_breadth_first_so_every_input_of_the_output_stays() -> None:
-    # out <- add <- (a, b, c); a <- deep chain
-    nodes = (Node("o", NodeKind.OUTPUT, "out"), Node("add", NodeKind.OP, "AddBackward0"),
-             *(Node(x, NodeKind.LEAF, x) for x in "abc"), Node("d1", NodeKind.OP, "D1"), Node("d2", NodeKind.OP, "D2"))
-    edges = (Edge("add", "o"), Edge("a", "add"), Edge("b", "add"), Edge("c", "add"), Edge("d1", "a"), Edge("d2", "d1"))
-    part = nearest(Graph(nodes=nodes, edges=edges), limit=5)
-    assert {n.id for n in part.graph.nodes} == {"o", "add", "a", "b", "c"}
-    assert part.hidden == 2
-
-
-def test_nearest_of_a_small_graph_is_the_graph() -> None:
-    g = chain(5)
-    assert nearest(g, limit=5).graph is g
-
-
-def test_nearest_refuses_a_limit_below_one() -> None:
-    with pytest.raises(GraphvizAppError, match="limit must be at least 1 node, got 0"):
-        nearest(chain(3), limit=0)
 
 
 def test_a_link_carries_the_viewers_view_and_it_replaces_expand() -> None:

@@ -232,10 +232,6 @@ def test_the_editor_opens_scrolled_home(page, server) -> None:  # noqa: ANN001
 
 
 def saved_graph_bytes() -> bytes:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
     from viewer_support import module_graph
 
     return module_graph(3, hostile=True).to_json().encode()

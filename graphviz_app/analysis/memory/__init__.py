@@ -11,11 +11,11 @@ from __future__ import annotations
 from .checkpoint import CheckpointPlan, plan_checkpoints
 from .compare import NodeBytes, side_by_side
 from .fit import Fit, StaticBytes, fit, largest_batch, parse_bytes
-from .records import MeasuredMemory, MemoryStep, MemoryTimeline, ModuleBytes
+from .records import HolderKind, MeasuredMemory, MemoryStep, MemoryTimeline, ModuleBytes
 from .timeline import memory_timeline
 
 __all__ = [
-    "memory_timeline", "MemoryTimeline", "MemoryStep", "ModuleBytes", "MeasuredMemory",
+    "memory_timeline", "MemoryTimeline", "HolderKind", "MemoryStep", "ModuleBytes", "MeasuredMemory",
     "plan_checkpoints", "CheckpointPlan", "fit", "Fit", "StaticBytes", "largest_batch", "parse_bytes",
     "side_by_side", "NodeBytes",
 ]

@@ -60,15 +60,22 @@ class CheckpointPlan:
 
     def __str__(self) -> str:
         if not self.modules:
-            verdict = "already under" if self.reached else "cannot get under"
-            return (f"no checkpoint: the predicted peak {human_bytes(self.predicted_peak_before)} is {verdict} "
-                    f"the budget {human_bytes(self.budget_bytes)}")
+            if self.reached:
+                return (f"no checkpoint needed: the predicted peak {human_bytes(self.predicted_peak_before)} is "
+                        f"already under the budget {human_bytes(self.budget_bytes)}")
+            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under the "
+                    f"budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what holds "
+                    "the peak is not them (parameter gradients at the end of backward, the logits, a gradient "
+                    "being made); levers that do lower it: free each .grad as soon as it is accumulated "
+                    "(optimizer in backward, register_post_accumulate_grad_hook), autocast bfloat16, a smaller "
+                    "micro-batch with gradient accumulation, a loss computed in chunks over the vocabulary")
         share = self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
         lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
                  f" -> {human_bytes(self.predicted_peak_after)} (budget {human_bytes(self.budget_bytes)}"
                  f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
         if self.measured_peak_after is not None:
+            lines.append(f"verified: applied non-reentrant checkpointing to {', '.join(self.modules)}")
             lines.append(f"measured: {human_bytes(self.measured_peak_before or 0)} -> "
                          f"{human_bytes(self.measured_peak_after)} (predicted "
                          f"{human_bytes(self.predicted_peak_before)} -> {human_bytes(self.predicted_peak_after)})")
@@ -152,7 +159,7 @@ def _peak(plan: BackwardPlan, recompute: Recompute, retain_graph: bool) -> int:
 
 
 def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] | None = None,
-                     retain_graph: bool = False) -> CheckpointPlan:
+                     retain_graph: bool = False, runnable: Collection[str] | None = None) -> CheckpointPlan:
     """Modules to checkpoint so the predicted peak is at most `budget_bytes`, at little recompute.
 
     Greedy, on replays of backward: each round tries every candidate module (a
@@ -162,7 +169,8 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     the `POOL` modules freeing most saved bytes per recomputed FLOP; a module
     freeing less than 1% of the peak (one whose inputs are all it saves frees
     nothing) is never one. When no choice reaches the budget, the plan is the
-    lowest found (`reached` False).
+    lowest found (`reached` False). `runnable`, when given, names the modules whose `forward` runs in
+    the step: only those are candidates (a `ModuleList` or `ModuleDict` container never is: its members are).
     """
     plan = plan_backward(graph, roots)
     base = EngineReplay(plan, retain_graph=retain_graph)
@@ -175,7 +183,8 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     cost = {m: sum(flops.get(n, 0) for n in ops) for m, ops in modules.ops.items()}
     freed = {m: _freed(plan, m, base.order) for m in modules.names}
     worth = max(1, before // 100)  # a module freeing under 1% of the peak cannot move it much
-    pool = sorted((m for m in modules.names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
+    names = modules.names if runnable is None else [m for m in modules.names if m in set(runnable)]
+    pool = sorted((m for m in names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
 
     def peak_of(chosen: list[str]) -> int:
         return _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)

@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from ...model import human_bytes
 
-__all__ = ["MemoryStep", "ModuleBytes", "MemoryTimeline", "MeasuredMemory", "HOLDER_KINDS"]
+__all__ = ["MemoryStep", "ModuleBytes", "MemoryTimeline", "MeasuredMemory", "HolderKind", "HOLDER_KINDS"]
 
-# What keeps a storage alive, in the order the records list them.
-HOLDER_KINDS = ("saved", "gradients", "grads", "outputs")
+
+class HolderKind(str, Enum):
+    """What keeps a storage alive during a step: the one list every layer uses (replay, records, JSON, viewer).
+
+    The values are the JSON keys (and `ModuleBytes` fields); `label` is the text a person reads.
+    `GRADIENTS` are gradients in flight (in an op's input buffer or being made by it) and
+    `GRADS` the `.grad` of leaves made during the step: two different things.
+    """
+
+    SAVED = "saved"
+    GRADIENTS = "gradients"
+    GRADS = "grads"
+    OUTPUTS = "outputs"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {HolderKind.SAVED: "saved tensors", HolderKind.GRADIENTS: "gradients in flight",
+           HolderKind.GRADS: ".grad", HolderKind.OUTPUTS: "outputs"}
+
+# The holder kinds' values, in the order the records list them.
+HOLDER_KINDS = tuple(k.value for k in HolderKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +84,9 @@ class MemoryTimeline:
     under the node whose backward releases it); `held_at_peak` the bytes each
     node holds at the peak (saved tensors, gradients in its input buffer, a
     leaf's `.grad`); `at_peak` the same grouped by module. `notes` say what
-    the prediction could not see in this graph.
+    the prediction could not see in this graph. `forward_peak_bytes`, when the step was run (measured, or
+    forecast on meta), is the forward's own peak as counted then: the step's peak is the larger of it and
+    the backward replay's (`peak_in_forward` says which); None for a graph alone, whose forward is not replayed.
     """
 
     steps: tuple[MemoryStep, ...]
@@ -72,10 +97,20 @@ class MemoryTimeline:
     at_peak: tuple[ModuleBytes, ...] = ()
     retain_graph: bool = False
     notes: tuple[str, ...] = ()
+    forward_peak_bytes: int | None = None
+
+    @property
+    def peak_in_forward(self) -> bool:
+        """Whether the step's peak is the forward's own (`forward_peak_bytes`, counted as the step ran, on its
+        device or on meta), above everything the backward replay holds."""
+        return self.forward_peak_bytes is not None and self.forward_peak_bytes == self.peak_bytes and (
+            not self.steps or max(s.peak for s in self.steps) < self.peak_bytes)
 
     @property
     def peak_node(self) -> str | None:
-        """The backward node running at the peak (None: the peak is the end of the forward)."""
+        """The backward node running at the peak (None: the peak is the end of the forward, or in it)."""
+        if self.peak_in_forward:
+            return None
         return self.steps[self.peak_step].node if self.steps else None
 
     @property
@@ -94,24 +129,27 @@ class MemoryTimeline:
             "peak_step": self.peak_step,
             "peak_node": self.peak_node,
             "forward_bytes": self.forward_bytes,
+            "forward_peak_bytes": self.forward_peak_bytes,
+            "peak_in_forward": self.peak_in_forward,
             "retain_graph": self.retain_graph,
             "steps": [[s.node, s.before, s.peak, s.after] for s in self.steps],
             "held": dict(self.held),
             "held_at_peak": dict(self.held_at_peak),
             "at_peak": [
-                {"module": m.module, "saved": m.saved, "gradients": m.gradients, "grads": m.grads,
-                 "outputs": m.outputs}
+                {"module": m.module, **{k.value: getattr(m, k.value) for k in HolderKind}}
                 for m in self.at_peak
             ],
             "notes": list(self.notes),
         }
 
     def __str__(self) -> str:
-        where = f"while {self.peak_node} runs" if self.peak_node else "at the end of the forward"
+        where = (f"while {self.peak_node} runs" if self.peak_node
+                 else "during the forward" if self.peak_in_forward else "at the end of the forward")
         lines = [f"peak {human_bytes(self.peak_bytes)} {where} (step {self.peak_step} of {len(self.steps) - 1}); "
                  f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
         for m in sorted(self.at_peak, key=lambda m: -m.total)[:8]:
-            parts = ", ".join(f"{kind} {human_bytes(getattr(m, kind))}" for kind in HOLDER_KINDS if getattr(m, kind))
+            parts = ", ".join(f"{kind.label} {human_bytes(getattr(m, kind.value))}" for kind in HolderKind
+                              if getattr(m, kind.value))
             lines.append(f"  {m.module if m.module is not None else '(no module)'}: {parts}")
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from ...model import NodeKind
 from .plan import BackwardPlan
-from .records import MemoryStep
+from .records import HolderKind, MemoryStep
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["EngineReplay", "Recompute"]
 
 _NEVER = 1 << 62
+_SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,7 @@ class EngineReplay:
     output), a gradient value. A gradient value is one tensor: the same value
     may sit in several input buffers (add passes its gradient on unchanged), a
     view is a new value on the same storage. `owner[key]` names the node that
-    holds a storage, `kind[key]` how (see `records.HOLDER_KINDS`). With
+    holds a storage, `kind[key]` how (a `HolderKind` value). With
     `track`, every storage's life is logged so `alive_at_peak()` can say,
     after the run, what was alive when the peak was first reached.
     """
@@ -61,6 +62,7 @@ class EngineReplay:
         self.owner: dict[str, str] = {}
         # value id -> [storage key, holders, logical bytes]
         self.values: dict[int, list[Any]] = {}
+        self.views: set[int] = set()  # values that are views of another value's storage
         self.buffers: dict[str, dict[int, int]] = {}
         self.live = 0
         self.order: list[str] = []
@@ -106,7 +108,7 @@ class EngineReplay:
     def _alloc(self, size: int, owner: str, logical: int) -> int:
         self._next += 1
         key = f"g{self._next}"
-        self._hold(key, size, "gradients", owner)
+        self._hold(key, size, _GRADIENTS, owner)
         self.values[self._next] = [key, 1, logical]
         return self._next
 
@@ -115,6 +117,7 @@ class EngineReplay:
         self.refs[key] += 1
         self._next += 1
         self.values[self._next] = [key, 1, logical]
+        self.views.add(self._next)
         return self._next
 
     def _drop(self, value: int) -> None:
@@ -122,12 +125,15 @@ class EngineReplay:
         v[1] -= 1
         if v[1] == 0:
             del self.values[value]
+            self.views.discard(value)
             self._release(v[0])
 
     def _exclusive(self, value: int) -> bool:
-        """Whether torch may reuse this gradient in place: one holder of the tensor and of its storage, not expanded."""
+        """Whether torch sums into this buffered gradient in place: one holder of the tensor and of its storage,
+        not expanded, and not a view (a gradient that came through `t()` or `view()` is summed into a new
+        tensor: measured on tied embeddings and on a weight used twice, torch 2.13)."""
         key, holders, logical = self.values[value]
-        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key]
+        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key] and value not in self.views
 
     def _check_peak(self, peak: int) -> int:
         live = self.live
@@ -157,7 +163,7 @@ class EngineReplay:
         pending = sum(1 for s in savers if s in self.plan.reachable)
         # Held for good: the graph retained, or a saver that backward never runs.
         count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
-        self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], "saved", savers[0], count)
+        self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], _SAVED, savers[0], count)
 
     def _start(self) -> None:
         plan = self.plan
@@ -166,9 +172,9 @@ class EngineReplay:
             if key not in skipped:
                 self._hold_saved(key)
         for key, (size, owner) in self.recompute.kept.items():
-            self._hold(key, size, "saved", owner)
+            self._hold(key, size, _SAVED, owner)
         for key, output in plan.outputs.items():
-            self._hold(key, plan.storage_bytes[key], "outputs", output)
+            self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
             self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
@@ -186,14 +192,11 @@ class EngineReplay:
         if old is None:
             slot[output_nr] = value
             key = self.values[value][0]
-            if self.refs[key] == 1 and self.kind[key] == "gradients":
-                self._relabel(key, "gradients", target)
+            if self.refs[key] == 1 and self.kind[key] == _GRADIENTS:
+                self._relabel(key, _GRADIENTS, target)
             return peak
-        if self._exclusive(old):
+        if self._exclusive(old):  # InputBuffer::accumulate: old.add_(var) in place, else old + var, a new tensor
             self._drop(value)
-        elif self._exclusive(value):
-            slot[output_nr] = value
-            self._drop(old)
         else:
             logical = self.values[old][2]
             slot[output_nr] = self._alloc(logical, target, logical)
@@ -232,9 +235,9 @@ class EngineReplay:
         key = self.values[value][0]
         leaf_bytes = self.plan.sizes.get(node, 0)
         if self.values[value][1] == 1 and self.size[key] >= leaf_bytes:
-            self._relabel(key, "grads", node)  # stolen: the value stays, held by .grad
+            self._relabel(key, _GRADS, node)  # stolen: the value stays, held by .grad
             return peak
-        self._hold(f"grad:{node}", leaf_bytes, "grads", node)
+        self._hold(f"grad:{node}", leaf_bytes, _GRADS, node)
         peak = self._check_peak(peak)
         self._drop(value)
         return peak

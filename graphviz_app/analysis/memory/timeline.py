@@ -17,14 +17,15 @@ from collections.abc import Collection
 
 from ...model import Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
-from .records import MemoryTimeline, ModuleBytes
+from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
 
 __all__ = ["memory_timeline"]
 
 
 def memory_timeline(
-    graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None
+    graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None,
+    forward_peak_bytes: int | None = None,
 ) -> MemoryTimeline:
     """Replay backward over `graph` and count the bytes alive at every step.
 
@@ -40,6 +41,8 @@ def memory_timeline(
         roots: the output node ids backward starts from (default every output);
             each gets a one-element gradient, as `loss.backward()` or
             `out.sum().backward()` gives.
+        forward_peak_bytes: the forward's own peak, counted as the step ran (`measure`,
+            `forecast` pass it); the timeline's peak is the larger of it and the backward's.
 
     Returns:
         A MemoryTimeline: steps, the peak, who holds what at the peak.
@@ -61,9 +64,9 @@ def memory_timeline(
     replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
     steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
-    peak_bytes = steps[peak_step].peak
+    peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
     owners = _last_savers(plan, replay.order)
-    snapshot = {key: (kind, owners.get(key, owner) if kind == "saved" else owner, size)
+    snapshot = {key: (kind, owners.get(key, owner) if kind == HolderKind.SAVED.value else owner, size)
                 for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
     for key, savers in plan.savers.items():
@@ -79,7 +82,8 @@ def memory_timeline(
         held_at_peak=tuple(sorted(held_at_peak.items(), key=lambda kv: plan.index[kv[0]])),
         at_peak=_by_module(plan, snapshot),
         retain_graph=retain_graph,
-        notes=tuple(_notes(graph, plan)),
+        notes=tuple(_notes(graph, plan, forward_peak_bytes is not None)),
+        forward_peak_bytes=forward_peak_bytes,
     )
 
 
@@ -107,8 +111,11 @@ def _by_module(plan: BackwardPlan, snapshot: dict[str, tuple[str, str, int]]) ->
     return tuple(sorted(rows, key=lambda r: (-r.total, r.module or "")))
 
 
-def _notes(graph: Graph, plan: BackwardPlan) -> list[str]:
+def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     notes = []
+    if not forward_known:
+        notes.append("the forward's own peak is not replayed from a graph (only the end of the forward is): "
+                     "measure() or forecast() count it as the step runs")
     if graph.truncated:
         notes.append("the graph was cut off by max_nodes: ops further from the output are not counted")
     if not any(n.kind is NodeKind.SAVED for n in graph.nodes):

@@ -15,7 +15,7 @@ from ...analysis.memory.checkpoint import CheckpointPlan
 from ...errors import TraceError
 from .step import Step, run_step
 
-__all__ = ["checkpointed", "verify_plan"]
+__all__ = ["checkpointed", "verify_plan", "runnable_modules"]
 
 
 def _checkpoint(forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -41,12 +41,26 @@ def checkpointed(model: torch.nn.Module, modules: Collection[str]) -> Iterator[t
                 module = model.get_submodule(name)
             except AttributeError as e:
                 raise TraceError(f"the plan names module {name!r}, which {type(model).__name__} does not have") from e
+            if isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+                raise TraceError(f"the plan names {name!r}, a {type(module).__name__} whose forward never runs: "
+                                 "name its members instead")
             module.forward = functools.partial(_checkpoint, module.forward)
             wrapped.append(module)
         yield model
     finally:
         for module in wrapped:
             del module.forward
+
+
+def runnable_modules(model: torch.nn.Module) -> frozenset[str]:
+    """The names of `model`'s submodules that can be checkpointed: those with a `forward` of their own
+    (not `ModuleList`/`ModuleDict` containers, whose members run instead).
+
+    >>> sorted(runnable_modules(torch.nn.Sequential(torch.nn.ModuleList([torch.nn.ReLU()]))))
+    ['0.0']
+    """
+    return frozenset(name for name, m in model.named_modules()
+                     if name and not isinstance(m, (torch.nn.ModuleList, torch.nn.ModuleDict)))
 
 
 def verify_plan(step: Step, plan: CheckpointPlan, *, retain_graph: bool = False) -> CheckpointPlan:

@@ -54,6 +54,7 @@ class LiveStorages(TorchDispatchMode):
         self.paused = False
         self.marks: list[list[Any]] = []
         self._refs: dict[int, weakref.ref[torch.UntypedStorage]] = {}
+        self._sizes: dict[int, int] = {}  # bytes counted per storage (a storage may be resized)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -62,7 +63,10 @@ class LiveStorages(TorchDispatchMode):
         inputs: set[int] | None = None
         for t in _tensors(out):
             st = _storage(t)
-            if st is None or id(st) in self._refs:
+            if st is None:
+                continue
+            if id(st) in self._refs:
+                self._resized(st)  # an out= op or resize_ may grow a storage counted before (MemTracker counts it)
                 continue
             if inputs is None:
                 inputs = {id(s) for s in map(_storage, _tensors((args, kwargs))) if s is not None}
@@ -74,14 +78,24 @@ class LiveStorages(TorchDispatchMode):
         size = st.nbytes()
         key = id(st)
 
-        def gone(_: object, key: int = key, size: int = size) -> None:
+        def gone(_: object, key: int = key) -> None:
             self._refs.pop(key, None)
-            self.live -= size
+            self.live -= self._sizes.pop(key, 0)
             if self.marks:
                 self.marks[-1][3] = self.live
 
         self._refs[key] = weakref.ref(st, gone)
-        self.live += size
+        self._sizes[key] = 0
+        self._grow(key, size)
+
+    def _resized(self, st: torch.UntypedStorage) -> None:
+        size = st.nbytes()
+        if size != self._sizes.get(id(st), size):
+            self._grow(id(st), size - self._sizes[id(st)])
+
+    def _grow(self, key: int, delta: int) -> None:
+        self._sizes[key] += delta
+        self.live += delta
         if self.live > self.peak:
             self.peak = self.live
         if self.marks:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ...analysis.memory import MemoryTimeline, memory_timeline
+from ...analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
 from ...analysis.memory.fit import StaticBytes
 from ...errors import TraceError
 from ...model import EdgeKind, Graph, Node, NodeKind
@@ -16,19 +18,35 @@ from ..module_trace import given_tensors
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
-__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
+__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict", "fake_step",
            "with_lstm_workspaces"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """A step's graph, the timeline predicted from it, the bytes that exist anyway, and the output
-    node ids backward starts from."""
+    """A step's forecast: the whole step, forward and backward, run on `meta` with the same counter
+    `measure` uses (`measured`; nothing allocated), and beside it the graph, the timeline replayed from
+    it (which explains the peak node by node and answers what-ifs), the bytes that exist anyway, and the
+    output node ids backward starts from.
+
+    `peak_bytes` is the headline: the peak counted on meta, or the replay's where the step could not
+    run backward there (or a fused LSTM's workspace, which has no size on meta, is in it; a note says so).
+    """
 
     graph: Graph
     timeline: MemoryTimeline
     static: StaticBytes
     roots: tuple[str, ...] = ()
+    measured: MeasuredMemory | None = None
+
+    @property
+    def peak_bytes(self) -> int:
+        """The step's forecast peak (bytes; parameters, buffers and the step's inputs left out, as measured)."""
+        return self.measured.peak_bytes if self.measured is not None else self.timeline.peak_bytes
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.timeline.notes
 
 
 def meta_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -146,43 +164,127 @@ def static_bytes(step: Step) -> StaticBytes:
     )
 
 
-def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
-    """Run the step's forward (no backward), trace it, and predict its memory timeline.
-
-    On `meta` nothing is allocated. Raises TraceError when the forward cannot
-    run there (data-dependent control flow, `.item()`), saying so.
-    """
-    try:
-        run = run_step(step, measure=False)
-    except (NotImplementedError, RuntimeError) as e:
-        devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
-        where = "meta" if "meta" in devices else ", ".join(sorted(devices)) or "cpu"
-        first = str(e).splitlines()[0]
-        if where == "meta" and "Meta kernel" in first:
-            hint = "; this op has no meta kernel in this torch: forecast on the real device"
-        elif where == "meta":
-            hint = ("; a forward that reads tensor values (.item(), if x.sum() > 0) cannot run on meta: "
-                    "forecast on the real device")
+def _failure(step: Step, e: BaseException) -> TraceError:
+    """The error a forward that cannot run says, with what to do: the op without a meta kernel named, the
+    value-reading hint only where the forward read a value."""
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    where = "meta" if "meta" in devices else ", ".join(sorted(devices)) or "cpu"
+    text = str(e)
+    first = text.splitlines()[0] if text else type(e).__name__
+    hint = ""
+    if where == "meta":
+        op = re.search(r"(aten|[a-z_]+)::[A-Za-z0-9_.]+", text)
+        if re.search(r"item\(\)|data-dependent|Cannot copy out of meta|value of a meta tensor|meta tensors?.*data",
+                     text, re.IGNORECASE):
+            hint = ("; the forward reads a tensor's value (.item(), `if x.sum() > 0`, a Python number from a "
+                    "tensor), which meta tensors do not have: forecast on the real device")
+        elif op is not None and re.search(r"[Mm]eta", text):
+            hint = (f"; the op {op.group(0)} has no meta kernel for these inputs in torch {torch.__version__}: "
+                    "forecast on the real device (or another dtype)")
+        elif op is not None:
+            hint = f" (in {op.group(0)}): forecast on the real device"
         else:
-            hint = ""
-        raise TraceError(f"the forward failed on {where}: {type(e).__name__}: {first}{hint}") from e
-    graph = with_lstm_workspaces(run.graph)
-    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph)
+            hint = "; forecast on the real device"
+    return TraceError(f"the step failed on {where}: {type(e).__name__}: {first}{hint}")
+
+
+def _tree(value: Any, leaf: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return leaf(value)
+    if isinstance(value, dict):
+        return {k: _tree(v, leaf) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_tree(v, leaf) for v in value)
+    return value
+
+
+def fake_step(step: Step, device: str = "cpu") -> Step:
+    """`step` (model and inputs on meta) with every tensor a FakeTensor of `device`: torch then picks the
+    kernels it picks on that device (attention, recurrent layers, autocast's casts) and libraries that skip
+    value checks for fake tensors (transformers) skip them; nothing is allocated. Tensors the forward or the
+    loss captures from outside stay as they are (constants to the fake mode).
+
+    >>> s = fake_step(step_variant(Step(torch.nn.Linear(2, 2), (torch.ones(1, 2),)), device="meta"))
+    >>> type(s.args[0]).__name__, s.args[0].device.type
+    ('FakeTensor', 'cpu')
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    target = torch.device(device)
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        meta = t if t.device.type == "meta" else t.detach().to("meta")
+        made = mode.fake_tensor_converter.from_meta_and_device(mode, meta.detach(), target)
+        return made.requires_grad_(t.requires_grad) if t.is_leaf and t.is_floating_point() else made
+
+    memo: dict[int, Any] = {}
+    for param in step.model.parameters():
+        memo[id(param)] = torch.nn.Parameter(fake(param.detach()), requires_grad=param.requires_grad)
+    for buffer in step.model.buffers():
+        memo[id(buffer)] = fake(buffer)
+    model = copy.deepcopy(step.model, memo)
+    return dataclasses.replace(step, model=model, args=_tree(step.args, fake), kwargs=_tree(dict(step.kwargs), fake),
+                               mode=mode)
+
+
+def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
+    """Run the whole step (forward and backward) counted as `measure` counts, trace it, and replay its timeline.
+
+    On `meta` nothing is allocated: the count is of the sizes the ops return. Where
+    backward cannot run there (an op's backward without a meta kernel), the forward is
+    traced alone and the headline is the replay's, with a note.
+
+    Raises:
+        TraceError: the forward cannot run there (an op without a meta kernel, named; a
+            forward reading a tensor's value).
+    """
+    note = None
     on_meta = any(t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
+    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())  # its workspace is sized on meta only
+    if on_meta and step.autocast_policy == "cpu" and not lstm:
+        # Fake CPU tensors: CPU's own kernel choices, exact where MemTracker under FakeTensorMode is; where the
+        # step cannot run on them (a value read that meta tolerates), on meta as below.
+        try:
+            fake = fake_step(step)
+            run = run_step(fake, retain_graph=retain_graph)
+            graph = with_lstm_workspaces(run.graph)
+            forward = run.measured.forward_peak_bytes if run.measured is not None else None
+            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+            timeline = dataclasses.replace(timeline, notes=(*timeline.notes, "forecast on fake CPU tensors "
+                                                            "(FakeTensorMode): nothing allocated"))
+            return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
+        except Exception as e:  # noqa: BLE001 - any failure on fake tensors: the meta path below, with a note
+            note = f"fake CPU tensors failed ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}): " \
+                   "counted on meta"
+    backward_note = None
+    try:
+        run = run_step(step, retain_graph=retain_graph)
+    except (NotImplementedError, RuntimeError, TypeError) as e:
+        try:
+            run = run_step(step, measure=False)
+        except (NotImplementedError, RuntimeError, TypeError) as e2:
+            raise _failure(step, e2) from e2
+        backward_note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
+    graph = with_lstm_workspaces(run.graph)
+    forward = run.measured.forward_peak_bytes if run.measured is not None else None
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
     fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
     rnns = sorted({type(m).__name__ for m in step.model.modules()
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
-    notes: list[str] = []
+    notes: list[str] = [n for n in (note, backward_note) if n]
+    measured = run.measured
     if on_meta and fused:
+        measured = None  # the workspace has no size on meta: the replay, which sizes it, is the forecast
         notes.append("LSTM on meta runs the CPU's fused oneDNN kernel; its workspace is sized from oneDNN's layout "
-                     "(measured on torch 2.13: exact or 4 KiB under, per layer)")
+                     "(measured on torch 2.13: exact or 4 KiB under, per layer); the forecast is the replay's")
     if on_meta and rnns:
         notes.append(f"{', '.join(rnns)} on meta runs torch's step-by-step cell, whose saved tensors are counted; "
                      "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
                      "the real device")
     if notes:
         timeline = dataclasses.replace(timeline, notes=(*timeline.notes, *notes))
-    return Prediction(graph, timeline, static_bytes(step), run.roots)
+    return Prediction(graph, timeline, static_bytes(step), run.roots, measured)
 
 
 def with_lstm_workspaces(graph: Graph) -> Graph:

@@ -46,6 +46,7 @@ class Step:
     autocast: torch.dtype | None = None
     autocast_policy: str = "cuda"
     loss: Callable[[Any], Any] | None = None
+    mode: Any = None  # a FakeTensorMode the step's tensors belong to: entered on the thread that runs it
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,23 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
     return named, losses[:1] or [p for p, _ in named]
 
 
+def _named_outputs(outputs: Any, loss: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
+    """Without a `loss` function, `step_outputs(outputs)`. With one, backward starts from what it returned
+    ("loss"), and the model's outputs are held by the user while backward runs, as in
+    `out = model(x); loss_fn(out).backward()`."""
+    if loss is None:
+        return step_outputs(outputs)
+    named, roots = step_outputs(loss)
+    named = [("loss" + path[len("output"):], t) for path, t in named]
+    roots = ["loss" + path[len("output"):] for path in roots]
+    try:
+        held, _ = step_outputs(outputs)
+    except NoGradFnError:
+        held = []
+    seen = {id(t) for _, t in named}
+    return named + [(path, t) for path, t in held if id(t) not in seen], roots
+
+
 def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tuple[Graph, dict[str, Any]]:
     params = all_named_params(step.model)
     leaf_names = {id(t): (name, t) for name, t in first_names(params)}
@@ -153,15 +171,21 @@ def _counter(step: Step) -> LiveStorages | LiveCuda:
 
 
 def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
+    if step.mode is None:
+        return _run_here(step, measure, retain_graph, saved)
+    with step.mode:  # modes are per thread: the fake mode is entered on the big-stack thread
+        return _run_here(step, measure, retain_graph, saved)
+
+
+def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
         with record(step.model), _attention(step), _recurrent(step), _autocast(step), _default_device(step), \
                 torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
-            if step.loss is not None:
-                outputs = step.loss(outputs)
+            loss = step.loss(outputs) if step.loss is not None else None
         forward_peak = counter.peak if counter is not None else 0
-        named, root_paths = step_outputs(outputs)
+        named, root_paths = _named_outputs(outputs, loss)
         if counter is not None:
             counter.paused = True
         graph, fns = _walk(step, named, saved)
@@ -179,7 +203,7 @@ def _run(step: Step, measure: bool, retain_graph: bool, saved: bool) -> StepRun:
         finally:
             for h in handles:
                 h.remove()
-        del tensors, grads, outputs, named
+        del tensors, grads, outputs, loss, named
     steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
     device = counter.device if isinstance(counter, LiveCuda) else _device_of(step)
     method = "cuda" if isinstance(counter, LiveCuda) else "storages"

@@ -1,3 +1,4 @@
+// @ts-check
 // A chart of one series over steps (live bytes over the backward steps): plain SVG, text as textContent.
 // The peak is marked and labelled; hovering says a step's node and value; clicking picks the step.
 // A second series over the same steps (`of`: the first one's key; the measured live bytes) is drawn
@@ -6,9 +7,16 @@ import { format } from "./colour.js";
 import { h } from "./dom.js";
 import { el } from "./draw.js";
 
+/** @typedef {import("./types.js").Series} Series */
+/** @typedef {import("./graph.js").GraphData} GraphData */
+
 const HEIGHT = 104, LEFT = 64, RIGHT = 12, TOP = 18, BOTTOM = 18;
 
-// The first series the viewer can draw, or null.
+/**
+ * The first series the viewer can draw, or null.
+ * @param {Series[] | undefined} list
+ * @returns {Series | null}
+ */
 export function drawableSeries(list) {
   for (const s of list || []) {
     if (s && Array.isArray(s.values) && s.values.length && s.values.every((v) => typeof v === "number" && isFinite(v))) return s;
@@ -16,7 +24,12 @@ export function drawableSeries(list) {
   return null;
 }
 
-// The series drawn beside `series` (its `of` is series.key, one number or null per step), or null.
+/**
+ * The series drawn beside `series` (its `of` is series.key, one number or null per step), or null.
+ * @param {Series[] | undefined} list
+ * @param {Series} series
+ * @returns {Series | null}
+ */
 export function companionSeries(list, series) {
   for (const s of list || []) {
     if (s && s !== series && s.of === series.key && Array.isArray(s.values) && s.values.length === series.values.length &&
@@ -28,6 +41,14 @@ export function companionSeries(list, series) {
 export class StepChart {
   // series: {label, unit, x_label, values, node_step, peak, peak_label}; graph: GraphData; onPick(step);
   // other: the series beside it ({label, values, peak, peak_bytes}), or null.
+  /**
+   * @param {HTMLElement} parent
+   * @param {HTMLElement} before
+   * @param {Series} series
+   * @param {GraphData} graph
+   * @param {(step: number, node: number) => void} onPick
+   * @param {Series | null} other
+   */
   constructor(parent, before, series, graph, onPick, other) {
     this.s = series;
     this.o = other || null;
@@ -44,6 +65,7 @@ export class StepChart {
     this.stepNode = new Int32Array(this.n).fill(-1);
     const ns = Array.isArray(series.node_step) ? series.node_step : [];
     for (let i = 0; i < ns.length && i < graph.n; i++) if (ns[i] >= 0 && ns[i] < this.n) this.stepNode[ns[i]] = i;
+    /** The step node i runs at, -1 for none. @param {number} i @returns {number} */
     this.nodeStep = (i) => (i >= 0 && i < ns.length && ns[i] >= 0 && ns[i] < this.n ? ns[i] : -1);
     this.selected = -1;
     this.hoverText = h("span", { class: "gv-chart-hover", "data-testid": "viewer-chart-hover" });
@@ -68,7 +90,8 @@ export class StepChart {
     this.svg.addEventListener("mousemove", (ev) => this._hover(this._stepAt(ev)));
     this.svg.addEventListener("mouseleave", () => this._hover(-1));
     this.svg.addEventListener("click", (ev) => {
-      const peak = ev.target.closest && ev.target.closest("[data-step]");
+      const target = /** @type {Element} */ (ev.target);
+      const peak = target.closest && target.closest("[data-step]");
       const step = peak ? +peak.getAttribute("data-step") : this._stepAt(ev);
       if (step >= 0) this.onPick(step, this.stepNode[step]);
     });
@@ -83,8 +106,10 @@ export class StepChart {
     for (let k = 1; k < this.n; k++) if (this.s.values[k] > this.s.values[best]) best = k;
     return best;
   }
+  /** @param {number} k */
   _value(k) { return format(this.s.values[k], this.s.unit); }
   // The second series at step k, in words ("not measured" where it has no value).
+  /** @param {number} k */
   _otherValue(k) {
     const v = this.o.values[k];
     return v === null ? "not measured" : format(v, this.s.unit);
@@ -102,6 +127,7 @@ export class StepChart {
     return `peak ${this._value(this.peak)} at step ${this.peak.toLocaleString()}` +
       (node >= 0 ? ` (${this.graph.name(node)})` : " (the end of the forward)");
   }
+  /** @param {number} k */
   _stepText(k) {
     const node = this.stepNode[k];
     return `step ${k.toLocaleString()}: ${node >= 0 ? this.graph.name(node) + " " + this.graph.id(node) : "the end of the forward"}` +
@@ -114,11 +140,16 @@ export class StepChart {
     const cols = Math.max(1, Math.min(this.n, Math.floor(plotW)));
     return { width, plotW, cols, colW: plotW / cols };
   }
+  /** @param {number} k */
   _column(k) { return Math.min(this.g.cols - 1, Math.floor((k * this.g.cols) / this.n)); }
+  /** The steps [a, b) of column c. @param {number} c @returns {[number, number]} */
   _range(c) { return [Math.floor((c * this.n) / this.g.cols), Math.max(Math.floor(((c + 1) * this.n) / this.g.cols), Math.floor((c * this.n) / this.g.cols) + 1)]; }
+  /** @param {number} k */
   _x(k) { return LEFT + (this._column(k) + 0.5) * this.g.colW; }
+  /** @param {number} v */
   _y(v) { return TOP + (HEIGHT - TOP - BOTTOM) * (1 - v / this.max); }
   // The step under the pointer: the largest in its column, so a narrow peak can be hovered and clicked.
+  /** @param {MouseEvent} ev */
   _stepAt(ev) {
     const r = this.svg.getBoundingClientRect();
     const c = Math.floor((ev.clientX - r.left - LEFT) / this.g.colW);
@@ -143,6 +174,7 @@ export class StepChart {
     el("path", { class: "gv-chart-area", "data-testid": "viewer-chart-predicted", d: d + `V${base}Z` }, svg);
     if (this.o) el("path", { class: "gv-chart-line", "data-testid": "viewer-chart-measured", d: this._otherPath() }, svg);
     el("line", { class: "gv-chart-axis", x1: LEFT, x2: width - RIGHT, y1: base, y2: base }, svg);
+    /** @param {number} x @param {number} y @param {string} t @param {string} anchor @param {string} [cls] */
     const label = (x, y, t, anchor, cls) => {
       const e = el("text", { x, y, "text-anchor": anchor, class: cls || "gv-chart-label" }, svg);
       e.textContent = t;
@@ -183,6 +215,7 @@ export class StepChart {
     return d || `M${LEFT},${this._y(0)}`;
   }
   // The second series' peak: a ring and its label, below the first's label when the two would meet.
+  /** @param {number} px @param {SVGElement} first */
   _otherPeakMark(px, first) {
     const width = this.g.width, k = this.oPeak, mx = this._x(k), my = this._y(this.o.values[k]);
     const mark = el("g", { class: "gv-chart-measured-peak", "data-testid": "viewer-chart-measured-peak",
@@ -197,13 +230,14 @@ export class StepChart {
     t.textContent = `measured peak ${format(this._otherPeak(), this.s.unit)}` +
       (this.o.values[k] < this._otherPeak() ? " (in the forward)" : "");
   }
+  /** @param {number} k */
   _hover(k) {
     if (k < 0) {
       this.hoverLine.setAttribute("visibility", "hidden");
       this.hoverText.textContent = "";
       return;
     }
-    const x = this._x(k);
+    const x = String(this._x(k));
     this.hoverLine.setAttribute("x1", x);
     this.hoverLine.setAttribute("x2", x);
     this.hoverLine.setAttribute("visibility", "visible");
@@ -211,20 +245,23 @@ export class StepChart {
     this.root.dataset.hoverStep = String(k);
   }
   // Mark step k (-1: none) as the selected node's.
+  /** @param {number} k */
   highlight(k) {
     this.selected = k;
     this.root.dataset.selectedStep = String(k);
     if (!this.selLine) return;
     if (k < 0) { this.selLine.setAttribute("visibility", "hidden"); return; }
-    const x = this._x(k);
+    const x = String(this._x(k));
     this.selLine.setAttribute("x1", x);
     this.selLine.setAttribute("x2", x);
     this.selLine.setAttribute("visibility", "visible");
   }
   // Details rows for node i: its step and the live bytes then (predicted and measured, with a second series).
+  /** @param {number} i @returns {[string, string][]} */
   rows(i) {
     const k = this.nodeStep(i);
     if (k < 0) return [];
+    /** @type {[string, string]} */
     const step = ["backward step", `${k.toLocaleString()} of ${(this.n - 1).toLocaleString()}` + (k === this.peak ? " (the peak)" : "")];
     if (!this.o) return [step, [this.s.label || "value", this._value(k)]];
     return [step, [`${this.s.label || "value"}, predicted`, this._value(k)],

@@ -1,4 +1,8 @@
+// @ts-check
 // Fills: by node kind, or by an overlay's values on a log (or linear) scale.
+/** @typedef {import("./types.js").Overlay} Overlay */
+
+/** @type {Record<string, string>} */
 export const KIND_FILL = {
   output: "#d9f2d9", op: "#eef1f6", leaf: "#dbe9ff", saved: "#ffe9c7", view_base: "#f3e3ff",
 };
@@ -6,12 +10,14 @@ const RAMP = ["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"];
 export const NO_VALUE = "#f2f2f2";
 export const FLAG = "#ff4d4d";
 
+/** "#rrggbb" a part t of the way to b. @param {string} a @param {string} b @param {number} t @returns {string} */
 function mix(a, b, t) {
   const pa = [1, 3, 5].map((k) => parseInt(a.slice(k, k + 2), 16));
   const pb = [1, 3, 5].map((k) => parseInt(b.slice(k, k + 2), 16));
   return "#" + pa.map((v, k) => Math.round(v + (pb[k] - v) * t).toString(16).padStart(2, "0")).join("");
 }
 
+/** The colour at t (0: low, 1: high) of the blue-yellow-red ramp. @param {number} t @returns {string} */
 export function ramp(t) {
   const x = Math.max(0, Math.min(1, t)) * (RAMP.length - 1);
   const k = Math.min(RAMP.length - 2, Math.floor(x));
@@ -20,6 +26,7 @@ export function ramp(t) {
 
 // A scale over an overlay's node and group values: value -> colour.
 export class Scale {
+  /** @param {Overlay} overlay */
   constructor(overlay) {
     this.overlay = overlay;
     this.log = overlay.scale === "log";
@@ -37,27 +44,34 @@ export class Scale {
     this.flags = new Set(overlay.flag || []);
     this.marks = new Set((overlay.mark || []).filter(Number.isInteger));  // ringed (see marks.js)
   }
+  /** @param {number | null | undefined} v @returns {string} */
   colour(v) {
     if (v === null || v === undefined || !isFinite(v)) return NO_VALUE;
     if (this.log && v <= 0) return "#d0d0d0";
     const x = this.log ? Math.log10(v) : v;
     return ramp(this.hi > this.lo ? (x - this.lo) / (this.hi - this.lo) : 0.5);
   }
+  /** @param {number} i @returns {string} */
   node(i) { return this.flags.has(i) ? FLAG : this.colour(this.overlay.node[i]); }
+  /** @param {number} g @returns {string} */
   group(g) { return this.colour((this.overlay.group || [])[g]); }
+  /** @returns {string} */
   legend() {
     if (!isFinite(this.lo)) return "no values";
+    /** @param {number} x */
     const f = (x) => (this.log ? format(10 ** x, this.overlay.unit) : format(x, this.overlay.unit));
     return `${f(this.lo)} … ${f(this.hi)}`;
   }
 }
 
+/** A number in words: bytes as KiB/MiB/GiB, others to 4 digits. @param {number | null | undefined} v @param {string} [unit] @returns {string} */
 export function format(v, unit) {
   if (v === null || v === undefined) return "—";
   if (unit === "bytes") return bytes(v);
   return Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : +v.toPrecision(4) + "";
 }
 
+/** @param {number} n @returns {string} */
 export function bytes(n) {
   let size = n;
   for (const unit of ["B", "KiB", "MiB", "GiB"]) {

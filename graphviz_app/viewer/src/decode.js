@@ -1,8 +1,13 @@
-// The payload: base64 text of gzipped JSON (see graphviz_app/viewer/__init__.py for its contract).
+// @ts-check
+// The payload: base64 text of gzipped JSON (see graphviz_app/viewer/__init__.py for its contract;
+// its type is types.js's Payload, and checkPayload is where a decoded object becomes one).
+/** @typedef {import("./types.js").Payload} Payload */
+
 export const FORMAT = "graphviz-app-viewer";
 export const VERSION = 1;
 export const MAX_ENCODED_CHARS = 200 * 1024 * 1024;
 
+/** @param {string} text @returns {Promise<Payload>} */
 export async function decodePayload(text) {
   const b64 = (text || "").trim();
   if (!b64) throw new Error("the viewer found no graph data in this page");
@@ -10,7 +15,7 @@ export async function decodePayload(text) {
   let binary;
   try {
     binary = atob(b64);
-  } catch (e) {
+  } catch {
     throw new Error("the graph data is damaged (not base64): save the graph again");
   }
   const bytes = new Uint8Array(binary.length);
@@ -19,20 +24,25 @@ export async function decodePayload(text) {
   try {
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     json = await new Response(stream).text();
-  } catch (e) {
+  } catch {
     throw new Error("the graph data is damaged (not gzip): save the graph again");
   }
   let data;
   try {
     data = JSON.parse(json);
-  } catch (e) {
+  } catch {
     throw new Error("the graph data is damaged (not JSON): save the graph again");
   }
-  checkPayload(data);
-  return data;
+  return checkPayload(data);
 }
 
-export function checkPayload(data) {
+/**
+ * `data` as a Payload, after checking what the viewer cannot do without.
+ * @param {unknown} raw
+ * @returns {Payload}
+ */
+export function checkPayload(raw) {
+  const data = /** @type {Payload} */ (raw);
   if (!data || data.format !== FORMAT) throw new Error("this is not graphviz-app viewer data");
   if (data.version !== VERSION) {
     throw new Error(`the graph data is of viewer version ${data.version}; this viewer reads version ${VERSION}: save the graph again with this graphviz-app`);
@@ -42,5 +52,25 @@ export function checkPayload(data) {
     throw new Error("the graph data lacks its nodes, edges or boxes");
   }
   const n = g.nodes.kind.length;
-  if (t.node_group.length !== n || t.node_instance.length !== n) throw new Error("the graph's boxes do not match its nodes");
+  if (!Array.isArray(t.node_group) || !Array.isArray(t.node_instance) || t.node_group.length !== n || t.node_instance.length !== n) {
+    throw new Error("the graph's boxes do not match its nodes");
+  }
+  for (const key of /** @type {const} */ (["kind", "label", "module", "instance", "count"])) {
+    if (!Array.isArray(t[key]) || t[key].length !== t.parent.length) throw new Error(`the graph's boxes lack their ${key}`);
+  }
+  for (const key of /** @type {const} */ (["name", "module", "source", "tensor", "grad"])) {
+    if (!Array.isArray(g.nodes[key]) || g.nodes[key].length !== n) throw new Error(`the graph's nodes lack their ${key}`);
+  }
+  const m = g.edges.src && g.edges.src.length;
+  if (!Array.isArray(g.edges.src) || !Array.isArray(g.edges.dst) || g.edges.dst.length !== m) {
+    throw new Error("the graph's edges lack their ends");
+  }
+  for (let e = 0; e < m; e++) {
+    const a = g.edges.src[e], b = g.edges.dst[e];
+    if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b < 0 || a >= n || b >= n) {
+      throw new Error(`edge ${e} joins nodes ${a} and ${b}, but the graph has ${n} nodes: save the graph again`);
+    }
+  }
+  if (data.overlays !== undefined && !Array.isArray(data.overlays)) throw new Error("the graph data's overlays are not a list");
+  return data;
 }

@@ -1,12 +1,24 @@
+// @ts-check
 // The details panel: everything the model knows about a node or a box, as (label, text) rows.
 import { bytes, format } from "./colour.js";
 
+/** @typedef {import("./graph.js").GraphData} GraphData */
+/** @typedef {import("./graph.js").Tensor} Tensor */
+/** @typedef {import("./graph.js").Grad} Grad */
+/** @typedef {import("./tree.js").Tree} Tree */
+/** @typedef {import("./types.js").Overlay} Overlay */
+/** A details row: what, and its value in words. @typedef {[string, string]} Row */
+
+/** @type {Record<string, string>} */
 const KIND_TITLE = { output: "output tensor", op: "backward op", leaf: "leaf tensor (AccumulateGrad)",
   saved: "saved tensor", view_base: "base of a view" };
+/** @type {Record<string, string>} */
 const GROUP_TITLE = { module: "module", roll: "rolled repeats", fold: "folded run", part: "part of the graph", root: "graph" };
 
+/** @param {Tensor} t @param {GraphData} graph @param {number} i @returns {Row[]} */
 function tensorRows(t, graph, i) {
   if (t.freed) return [["tensor", "freed by backward"]];
+  /** @type {Row[]} */
   const rows = [];
   if (t.name) rows.push(["tensor", t.name]);
   rows.push(["shape", graph.shapeText(i)], ["dtype", t.dtype], ["device", t.device],
@@ -17,7 +29,9 @@ function tensorRows(t, graph, i) {
   return rows;
 }
 
+/** @param {Grad} g @returns {Row[]} */
 function gradRows(g) {
+  /** @type {Row[]} */
   const rows = [["gradient norm", format(g.norm)], ["gradient max |g|", format(g.maxAbs)],
     ["gradient mean |g|", format(g.meanAbs)], ["gradient zeros", (100 * g.zeroFraction).toFixed(1) + "%"]];
   if (g.nan || g.inf) rows.push(["gradient non-finite", `${g.nan} nan, ${g.inf} inf of ${g.numel}`]);
@@ -25,7 +39,15 @@ function gradRows(g) {
   return rows;
 }
 
-export function nodeRows(graph, tree, i, savedOf) {
+/**
+ * Node i's details.
+ * @param {GraphData} graph
+ * @param {number} i
+ * @param {(i: number) => number[]} savedOf  the nodes whose tensors node i saved
+ * @returns {Row[]}
+ */
+export function nodeRows(graph, i, savedOf) {
+  /** @type {Row[]} */
   const rows = [["kind", KIND_TITLE[graph.kind(i)] || graph.kind(i)], ["id", graph.id(i)]];
   const t = graph.tensor(i);
   if (t) rows.push(...tensorRows(t, graph, i));
@@ -49,8 +71,17 @@ export function nodeRows(graph, tree, i, savedOf) {
   return rows;
 }
 
+/**
+ * Box g's details, with its value in every overlay.
+ * @param {GraphData} graph
+ * @param {Tree} tree
+ * @param {number} g
+ * @param {Overlay[]} overlays
+ * @returns {Row[]}
+ */
 export function groupRows(graph, tree, g, overlays) {
   const kind = tree.kind[g];
+  /** @type {Row[]} */
   const rows = [["kind", GROUP_TITLE[kind] || kind]];
   const name = tree.module[g];
   if (name !== null && name !== undefined && (kind === "module" || kind === "roll")) {

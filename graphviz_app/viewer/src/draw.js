@@ -1,23 +1,55 @@
+// @ts-check
 // The SVG of a scene: box frames, edges, nodes. Every name goes in as text (textContent), never as markup.
 import { KIND_FILL } from "./colour.js";
 import { LINE_H, clip, textWidth } from "./scene.js";
 import { TITLE_H } from "./layout.js";
 
+/** @typedef {import("./types.js").Scene} Scene */
+/** @typedef {import("./types.js").Box} Box */
+/** @typedef {import("./types.js").Rankdir} Rankdir */
+/** @typedef {import("./graph.js").GraphData} GraphData */
+/** @typedef {import("./tree.js").Tree} Tree */
+/** @typedef {import("./colour.js").Scale} Scale */
+
+/**
+ * What drawScene draws from.
+ * @typedef {object} DrawContext
+ * @property {Scene} scene
+ * @property {GraphData} graph
+ * @property {Tree} tree
+ * @property {Scale | null} paint  the colouring, null for colour by kind
+ * @property {string} markerId  the arrowhead's id
+ * @property {Rankdir} rankdir
+ */
+
 const NS = "http://www.w3.org/2000/svg";
+/**
+ * An SVG element with attributes, appended to `parent`.
+ * @param {string} name
+ * @param {Record<string, string | number>} attrs
+ * @param {Element} [parent]
+ * @returns {SVGElement}
+ */
 export function el(name, attrs, parent) {
   const e = document.createElementNS(NS, name);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  for (const k in attrs) e.setAttribute(k, String(attrs[k]));
   if (parent) parent.appendChild(e);
   return e;
 }
+/** @param {Element} parent @param {number} x @param {number} y @param {string} content @param {string} [cls] */
 function text(parent, x, y, content, cls) {
   const t = el("text", { x, y, class: cls || "" }, parent);
   t.textContent = content;
   return t;
 }
 
+/**
+ * Draw `ctx.scene` into `layer` (replacing what was there).
+ * @param {SVGGElement} layer
+ * @param {DrawContext} ctx
+ */
 export function drawScene(layer, ctx) {
-  const { scene, graph, tree, paint, markerId, rankdir } = ctx;
+  const { scene } = ctx;
   layer.replaceChildren();
   const frames = el("g", { class: "gv-frames" }, layer);
   const edges = el("g", { class: "gv-edges" }, layer);
@@ -28,9 +60,9 @@ export function drawScene(layer, ctx) {
     else drawNode(nodes, +key.slice(1), b, ctx);
   }
   drawEdges(edges, ctx);
-  return { frames, edges, nodes, markerId, rankdir, paint };
 }
 
+/** @param {Element} parent @param {number} i @param {Box} b @param {DrawContext} ctx */
 function drawNode(parent, i, b, { graph, scene, paint }) {
   const kind = graph.kind(i);
   const origin = i === graph.origin() ? " gv-origin" : "";
@@ -44,8 +76,10 @@ function drawNode(parent, i, b, { graph, scene, paint }) {
   lines.forEach((line, k) => text(g, b.w / 2, 5 + LINE_H * (k + 0.8), line, k ? "gv-sub" : "gv-title"));
 }
 
+/** @param {Element} parent @param {number} gi @param {Box} b @param {DrawContext} ctx */
 function drawGroup(parent, gi, b, { tree, paint }) {
   const kind = tree.kind[gi];
+  /** @type {Record<string, string>} */
   const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}`, "data-group": "g" + gi,
                   transform: `translate(${b.x},${b.y})` };
   const name = tree.module[gi];
@@ -80,6 +114,7 @@ function drawGroup(parent, gi, b, { tree, paint }) {
 }
 
 // Anchor points of a box for an edge leaving (out) or entering it, by direction of flow.
+/** @param {Box} b @param {boolean} out @param {Rankdir} rankdir @returns {[number, number]} */
 function anchor(b, out, rankdir) {
   const cx = b.x + b.w / 2, cy = b.y + b.h / 2;
   switch (rankdir) {
@@ -90,6 +125,7 @@ function anchor(b, out, rankdir) {
   }
 }
 
+/** The item of open box g holding node i. @param {Tree} tree @param {number} i @param {number} g @returns {string} */
 function childKey(tree, i, g) {
   let h = tree.nodeGroup[i];
   if (h === g) return "n" + i;
@@ -97,9 +133,9 @@ function childKey(tree, i, g) {
   return "g" + h;
 }
 
-function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir, edgeStats }) {
+/** @param {Element} parent @param {DrawContext} ctx */
+function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir }) {
   const seen = new Set();
-  let count = 0;
   for (const g of scene.open) {
     for (const e of tree.edgeList(g)) {
       const s = graph.src[e], d = graph.dst[e];
@@ -129,8 +165,6 @@ function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir, edgeS
         const gr = graph.edgeGrad(e);
         if (gr) p.setAttribute("stroke", paint.colour(gr.norm));
       }
-      count++;
     }
   }
-  if (edgeStats) edgeStats.drawn = count;
 }

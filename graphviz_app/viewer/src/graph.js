@@ -1,9 +1,49 @@
+// @ts-check
 // Read access to the compact (schema 3) graph: one array per field, strings in one table.
+/** @typedef {import("./types.js").CompactGraph} CompactGraph */
+/** @typedef {import("./types.js").Stat} Stat */
+/** @typedef {"data" | "saved" | "view"} EdgeKind */
+
+/**
+ * A tensor's fields, read from its columns.
+ * @typedef {object} Tensor
+ * @property {string | null} name
+ * @property {number[]} shape
+ * @property {string | null} dtype
+ * @property {string | null} device
+ * @property {number} numel
+ * @property {number} bytes
+ * @property {boolean} requiresGrad
+ * @property {Array<number | string | boolean> | null} values
+ * @property {string | null} storage
+ * @property {boolean} freed
+ * @property {number | null} storageBytes
+ */
+
+/**
+ * A gradient's statistics, non-finite ones as numbers again.
+ * @typedef {object} Grad
+ * @property {number} numel
+ * @property {number} norm
+ * @property {number} maxAbs
+ * @property {number} meanAbs
+ * @property {number} nan
+ * @property {number} inf
+ * @property {number} zeroFraction
+ * @property {Array<number | string> | null} values
+ */
+
+/** @typedef {{type: string, params: number, bytes: number}} ModuleInfo */
+
+/** @type {EdgeKind[]} */
 const EDGE_KINDS = ["data", "saved", "view"];
+/** @type {Map<Stat, number>} */
 const NONFINITE = new Map([["nan", NaN], ["inf", Infinity], ["-inf", -Infinity]]);  // how strict JSON carries them
-const number = (v) => (NONFINITE.has(v) ? NONFINITE.get(v) : v);
+/** @param {Stat} v @returns {number} */
+const number = (v) => (NONFINITE.has(v) ? NONFINITE.get(v) : /** @type {number} */ (v));
 
 export class GraphData {
+  /** @param {CompactGraph} g */
   constructor(g) {
     this.g = g;
     this.strings = g.strings;
@@ -11,11 +51,16 @@ export class GraphData {
     this.src = g.edges.src;
     this.dst = g.edges.dst;
     this.m = this.src.length;
+    /** @type {Map<string, ModuleInfo>} */
     this.modules = new Map((g.modules || []).map((row) => [row[0], { type: row[1], params: row[2], bytes: row[3] }]));
+    /** @type {Map<string, number> | null} */
     this._ids = null;
   }
+  /** @param {number | null | undefined} index @returns {string | null} */
   s(index) { return index === -1 || index === undefined || index === null ? null : this.strings[index]; }
+  /** @param {number} i @returns {string} */
   id(i) { return this.g.nodes.id ? this.s(this.g.nodes.id[i]) : "n" + i; }
+  /** @param {string} id @returns {number} the node's index, -1 for none */
   indexOf(id) {
     if (!this._ids) {
       this._ids = new Map();
@@ -24,17 +69,25 @@ export class GraphData {
     const found = this._ids.get(id);
     return found === undefined ? -1 : found;
   }
+  /** @param {number} i @returns {string} */
   kind(i) { return this.s(this.g.nodes.kind[i]); }
+  /** @param {number} i @returns {string} */
   name(i) { return this.s(this.g.nodes.name[i]) || ""; }
+  /** @param {number} i @returns {string | null} */
   module(i) { return this.s(this.g.nodes.module[i]); }
+  /** @param {number} i @returns {string | null} */
   source(i) { return this.s(this.g.nodes.source[i]); }
+  /** @param {number} i @returns {number | null} */
   recency(i) { return this.g.nodes.recency[i]; }
+  /** @param {number} i @returns {[string, string][]} */
   attrs(i) {
     const raw = this.g.nodes.attrs[i];
+    /** @type {[string, string][]} */
     const pairs = [];
     if (raw) for (let k = 0; k + 1 < raw.length; k += 2) pairs.push([this.s(raw[k]), this.s(raw[k + 1])]);
     return pairs;
   }
+  /** @param {number} i @returns {Tensor | null} */
   tensor(i) {
     const t = this.g.nodes.tensor[i];
     if (t === -1 || t === undefined) return null;
@@ -45,14 +98,18 @@ export class GraphData {
       storage: this.s(c.storage[t]), freed: !!c.freed[t], storageBytes: c.storage_bytes[t],
     };
   }
+  /** @param {number} i @returns {string} */
   shapeText(i) {
     const t = this.g.nodes.tensor[i];
     if (t === -1 || t === undefined) return "";
     const shape = this.g.tensors.shape[t];
     return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
   }
+  /** @param {number} i @returns {Grad | null} */
   grad(i) { return this._grad(this.g.nodes.grad[i]); }
+  /** @param {number} e @returns {Grad | null} */
   edgeGrad(e) { return this._grad(this.g.edges.grad[e]); }
+  /** @param {number} k @returns {Grad | null} */
   _grad(k) {
     if (k === -1 || k === undefined) return null;
     const c = this.g.grads;
@@ -60,11 +117,14 @@ export class GraphData {
              nan: c.nan[k], inf: c.inf[k], zeroFraction: number(c.zero_fraction[k]), values: c.values[k] };
   }
   // The op where NaN/Inf first appears in backward, or -1.
+  /** @returns {number} */
   origin() {
     const o = this.g.nonfinite_origin;
     return Number.isInteger(o) && o >= 0 && o < this.n ? o : -1;
   }
+  /** @param {number} e @returns {EdgeKind} */
   edgeKind(e) { return EDGE_KINDS[this.g.edges.kind[e]] || "data"; }
+  /** @returns {number[]} */
   outputs() {
     const found = [];
     for (let i = 0; i < this.n; i++) if (this.kind(i) === "output") found.push(i);

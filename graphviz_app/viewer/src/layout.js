@@ -1,72 +1,145 @@
+// @ts-check
 // Lays out one open box at a time with Graphviz's dot (the @viz-js/viz WebAssembly build),
 // and keeps each box's layout until what is inside it changes: opening a box lays out that box
 // and the boxes around it, never its siblings' insides.
 import { instance } from "@viz-js/viz";
 
+/** @typedef {import("@viz-js/viz").Viz} Viz */
+/** @typedef {import("./types.js").ItemKey} ItemKey */
+/** @typedef {import("./types.js").Size} Size */
+/** @typedef {import("./types.js").Point} Point */
+/** @typedef {import("./types.js").Route} Route */
+/** @typedef {import("./types.js").LayoutResult} LayoutResult */
+/** @typedef {import("./types.js").Rankdir} Rankdir */
+
 export const PAD = 10;       // inside an open box, around its contents
 export const TITLE_H = 24;   // an open box's title bar
 const PT_PER_IN = 72;
+const KEEP = 3;  // layouts kept per box: trying the opening view's levels, or closing a box again, reuses them
 
+/** @type {Promise<Viz> | null} */
 let vizPromise = null;
+/** The one Graphviz instance of the page (compiled once). @returns {Promise<Viz>} */
 export function viz() {
   if (!vizPromise) vizPromise = instance();
   return vizPromise;
 }
 
+/**
+ * The DOT text laying out `items` (sizes in px) joined by `edges`: nodes are v0, v1, ... in item order.
+ * @param {ItemKey[]} items
+ * @param {Map<ItemKey, Size>} sizes
+ * @param {[ItemKey, ItemKey, number][]} edges
+ * @param {Rankdir} rankdir
+ * @returns {string}
+ */
+export function dotText(items, sizes, edges, rankdir) {
+  const index = new Map(items.map((k, i) => [k, i]));
+  const lines = [`digraph{graph[rankdir=${rankdir},nodesep=0.22,ranksep=0.32];node[shape=box,fixedsize=true,label=""];`];
+  items.forEach((k, i) => {
+    const s = sizes.get(k);
+    lines.push(`v${i}[width=${(s.w / PT_PER_IN).toFixed(3)},height=${(s.h / PT_PER_IN).toFixed(3)}];`);
+  });
+  for (const [a, b] of edges) lines.push(`v${index.get(a)}->v${index.get(b)};`);
+  lines.push("}");
+  return lines.join("");
+}
+
+/**
+ * Graphviz's json0 output for `dotText(items, ...)` as places (centres, y down) and edge routes.
+ * @param {string} json
+ * @param {ItemKey[]} items
+ * @returns {LayoutResult}
+ */
+export function readLayout(json, items) {
+  /** @type {{bb: string, objects?: {name: string, pos: string}[], edges?: {tail: number, head: number, pos?: string}[]}} */
+  const g = JSON.parse(json);
+  const [, , bw, bh] = g.bb.split(",").map(Number);
+  /** @type {(x: number, y: number) => Point} */
+  const flip = (x, y) => [x, bh - y];
+  const pos = new Map(), routes = new Map();
+  for (const o of g.objects || []) {
+    const i = +o.name.slice(1);
+    const [x, y] = o.pos.split(",").map(Number);
+    const [fx, fy] = flip(x, y);
+    pos.set(items[i], { x: fx, y: fy });
+  }
+  for (const e of g.edges || []) {
+    const a = items[+g.objects[e.tail].name.slice(1)], b = items[+g.objects[e.head].name.slice(1)];
+    routes.set(a + ">" + b, parseSpline(e.pos || "", flip));
+  }
+  return { w: bw, h: bh, pos, routes };
+}
+
+/**
+ * The layout of a box holding one item: the item itself.
+ * @param {ItemKey} item
+ * @param {Size} s
+ * @returns {LayoutResult}
+ */
+export function single(item, s) {
+  return { w: s.w, h: s.h, pos: new Map([[item, { x: s.w / 2, y: s.h / 2 }]]), routes: new Map() };
+}
+
+/**
+ * The key a box's layout is cached under: what is inside it and how big.
+ * @param {ItemKey[]} items
+ * @param {Map<ItemKey, Size>} sizes
+ * @param {[ItemKey, ItemKey, number][]} edges
+ * @returns {string}
+ */
+export function layoutKey(items, sizes, edges) {
+  return items.map((k) => `${k}:${sizes.get(k).w | 0}x${sizes.get(k).h | 0}`).join(",") + "|" +
+    edges.map(([a, b]) => a + ">" + b).join(",");
+}
+
 export class Layouts {
+  /** @param {Viz} vizInstance @param {Rankdir} [rankdir] */
   constructor(vizInstance, rankdir) {
     this.viz = vizInstance;
+    /** @type {Rankdir} */
     this.rankdir = rankdir || "TB";
-    this.cache = new Map();  // group -> {key, result}
+    /** @type {Map<number, Map<string, LayoutResult>>} group -> its last few layouts by what was inside */
+    this.cache = new Map();
     this.runs = 0;           // how many boxes were laid out (tests and the benchmark read it)
   }
-  // items: [key]; sizes: Map key -> {w, h}; edges: [[a, b, e]]. Returns {w, h, pos: Map key -> {x, y}, routes: Map "a>b" -> [[x, y]...]}.
+  /**
+   * Box `group`'s layout, from the cache while what is inside it is unchanged.
+   * @param {number} group
+   * @param {ItemKey[]} items
+   * @param {Map<ItemKey, Size>} sizes
+   * @param {[ItemKey, ItemKey, number][]} edges
+   * @returns {LayoutResult}
+   */
   layout(group, items, sizes, edges) {
-    const key = items.map((k) => `${k}:${sizes.get(k).w | 0}x${sizes.get(k).h | 0}`).join(",") + "|" +
-      edges.map(([a, b]) => a + ">" + b).join(",");
-    const cached = this.cache.get(group);
-    if (cached && cached.key === key) return cached.result;
+    const key = layoutKey(items, sizes, edges);
+    let kept = this.cache.get(group);
+    if (!kept) this.cache.set(group, kept = new Map());
+    const cached = kept.get(key);
+    if (cached) return cached;
     const result = this._run(items, sizes, edges);
     this.runs += 1;
-    this.cache.set(group, { key, result });
+    if (kept.size >= KEEP) kept.delete(kept.keys().next().value);
+    kept.set(key, result);
     return result;
   }
+  /** @param {ItemKey[]} items @param {Map<ItemKey, Size>} sizes @param {[ItemKey, ItemKey, number][]} edges @returns {LayoutResult} */
   _run(items, sizes, edges) {
-    const pos = new Map(), routes = new Map();
-    if (items.length === 1) {
-      const s = sizes.get(items[0]);
-      pos.set(items[0], { x: s.w / 2, y: s.h / 2 });
-      return { w: s.w, h: s.h, pos, routes };
-    }
-    const index = new Map(items.map((k, i) => [k, i]));
-    const lines = [`digraph{graph[rankdir=${this.rankdir},nodesep=0.22,ranksep=0.32];node[shape=box,fixedsize=true,label=""];`];
-    items.forEach((k, i) => {
-      const s = sizes.get(k);
-      lines.push(`v${i}[width=${(s.w / PT_PER_IN).toFixed(3)},height=${(s.h / PT_PER_IN).toFixed(3)}];`);
-    });
-    for (const [a, b] of edges) lines.push(`v${index.get(a)}->v${index.get(b)};`);
-    lines.push("}");
-    const out = this.viz.render(lines.join(""), { format: "json0" });
+    if (items.length === 1) return single(items[0], sizes.get(items[0]));
+    const out = this.viz.render(dotText(items, sizes, edges, this.rankdir), { format: "json0" });
     if (out.status !== "success") throw new Error("the layout failed: " + out.errors.map((e) => e.message).join("; "));
-    const g = JSON.parse(out.output);
-    const [, , bw, bh] = g.bb.split(",").map(Number);
-    const flip = (x, y) => [x, bh - y];
-    for (const o of g.objects || []) {
-      const i = +o.name.slice(1);
-      const [x, y] = o.pos.split(",").map(Number);
-      const [fx, fy] = flip(x, y);
-      pos.set(items[i], { x: fx, y: fy });
-    }
-    for (const e of g.edges || []) {
-      const a = items[+g.objects[e.tail].name.slice(1)], b = items[+g.objects[e.head].name.slice(1)];
-      routes.set(a + ">" + b, parseSpline(e.pos || "", flip));
-    }
-    return { w: bw, h: bh, pos, routes };
+    return readLayout(out.output, items);
   }
 }
 
-// "e,x,y s,x,y x,y x,y ..." -> the cubic Bézier points, with the arrow's end last.
+/**
+ * "e,x,y s,x,y x,y x,y ..." -> the cubic Bézier points, with the arrow's end last.
+ * @param {string} text
+ * @param {(x: number, y: number) => Point} flip
+ * @returns {Route}
+ */
 function parseSpline(text, flip) {
+  /** @type {Point[]} */
   const points = [];
   let end = null, start = null;
   for (const token of text.split(/\s+/)) {

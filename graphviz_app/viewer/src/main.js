@@ -1,8 +1,18 @@
+// @ts-check
 // The entry point: mount(element, payloadText, options) draws one graph in `element`.
 import { decodePayload } from "./decode.js";
 import { viz } from "./layout.js";
 import { Viewer } from "./viewer.js";
 
+/** @typedef {import("./viewer.js").ViewerOptions} ViewerOptions */
+
+/**
+ * Draw the graph of `payloadText` (base64 of gzipped JSON) in `element`; on bad data, say why there.
+ * @param {HTMLElement} element
+ * @param {string} payloadText
+ * @param {ViewerOptions} [options]
+ * @returns {Promise<Viewer | null>}
+ */
 export async function mount(element, payloadText, options) {
   try {
     const [data, vizInstance] = await Promise.all([decodePayload(payloadText), viz()]);
@@ -11,7 +21,7 @@ export async function mount(element, payloadText, options) {
     const box = document.createElement("div");
     box.className = "gv-error";
     box.setAttribute("data-testid", "viewer-error");
-    box.textContent = "Could not show the graph: " + (e && e.message ? e.message : String(e));
+    box.textContent = "Could not show the graph: " + (e instanceof Error ? e.message : String(e));
     element.replaceChildren(box);
     element.dataset.state = "error";
     return null;

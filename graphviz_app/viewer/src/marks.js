@@ -1,7 +1,14 @@
+// @ts-check
 // Marked nodes (an overlay's `mark`, e.g. the node running at the memory peak): a ring and a badge on
 // the node, or on the closed box that stands for it.
 import { el } from "./draw.js";
 
+/**
+ * Ring and badge the overlay's marked nodes (or the boxes standing for them).
+ * @param {SVGGElement} viewport
+ * @param {{scene: import("./types.js").Scene, graph: import("./graph.js").GraphData, tree: import("./tree.js").Tree,
+ *          paint: import("./colour.js").Scale | null}} ctx
+ */
 export function drawMarks(viewport, { scene, graph, tree, paint }) {
   if (!paint || !paint.marks.size) return;
   for (const i of paint.marks) {

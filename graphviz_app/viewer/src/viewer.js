@@ -1,3 +1,4 @@
+// @ts-check
 // The viewer: one graph, its boxes, the drawing, and what a person does with it.
 import { StepChart, companionSeries, drawableSeries } from "./chart.js";
 import { Scale, format } from "./colour.js";
@@ -8,15 +9,36 @@ import { readFragment, writeFragment } from "./fragment.js";
 import { GraphData } from "./graph.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
-import { PanZoom } from "./panzoom.js";
+import { moduleLevels, pickOpen } from "./opening.js";
+import { download, fileName, pngPicture, pngRatio, svgPicture } from "./picture.js";
+import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
 import { Tree } from "./tree.js";
 
+/** @typedef {import("./types.js").Payload} Payload */
+/** @typedef {import("./types.js").Overlay} Overlay */
+/** @typedef {import("./types.js").Scene} Scene */
+/** @typedef {import("./layout.js").Viz} Viz */
+
+/**
+ * How a page embeds the viewer.
+ * @typedef {object} ViewerOptions
+ * @property {string} [fragment]  the view to open on (a URL fragment, see fragment.js)
+ * @property {(hash: string) => void} [onView]  told the view's fragment after every change
+ */
+
 let viewers = 0;
 
 export class Viewer {
+  /**
+   * @param {HTMLElement} root
+   * @param {Payload} data
+   * @param {Viz} vizInstance
+   * @param {ViewerOptions} [options]
+   */
   constructor(root, data, vizInstance, options) {
+    /** @type {ViewerOptions} */
     this.options = options || {};
     this.data = data;
     this.graph = new GraphData(data.graph);
@@ -27,23 +49,32 @@ export class Viewer {
     this.search = new Search(this.graph);
     this.ui = skeleton(root, this.overlays);
     this.root = this.ui.viewer;
+    /** @type {{sel: number | null, selGroup: number | null, color: string, matches: number[], at: number}} */
     this.state = { sel: null, selGroup: null, color: "kind", matches: [], at: -1 };
+    /** @type {import("./colour.js").Scale | null} */
+    this.paint = null;
+    /** @type {StepChart | null} */
+    this.chart = null;
+    /** @type {Scene | null} */
+    this.scene = null;
+    /** @type {string | null} */
+    this._query = null;
     this.markerId = `gv-arrow-${++viewers}`;
     this._svg();
     this._chart();
     this.savedOf = this._savedIndex();
     this.panzoom = new PanZoom(this.ui.pane, this.svg, this.viewport, this.ui.overview,
-      (k) => { this.root.querySelector(".gv-scale").textContent = Math.round(k * 100) + "%"; });
+      (k) => { this.ui.scale.textContent = Math.round(k * 100) + "%"; });
     this._wire();
     this._start();
   }
   _svg() {
-    this.svg = el("svg", { class: "gv-svg", width: "100%", height: "100%" }, this.ui.pane);
+    this.svg = /** @type {SVGSVGElement} */ (el("svg", { class: "gv-svg", width: "100%", height: "100%" }, this.ui.pane));
     const defs = el("defs", {}, this.svg);
     const marker = el("marker", { id: this.markerId, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7",
       markerHeight: "7", orient: "auto-start-reverse" }, defs);
     el("path", { d: "M0,0L10,5L0,10z", class: "gv-arrow" }, marker);
-    this.viewport = el("g", { class: "gv-viewport" }, this.svg);
+    this.viewport = /** @type {SVGGElement} */ (el("g", { class: "gv-viewport" }, this.svg));
   }
   // The chart of a per-step series under the graph (none when the payload has none).
   _chart() {
@@ -54,8 +85,11 @@ export class Viewer {
       else this.chart.highlight(step);
     }, companionSeries(this.data.series, series));
   }
+  /** @returns {(i: number) => number[]} the nodes whose tensors node i saved */
   _savedIndex() {
-    const g = this.graph, saved = new Map();
+    /** @type {Map<number, number[]>} */
+    const saved = new Map();
+    const g = this.graph;
     for (let e = 0; e < g.m; e++) {
       if (g.edgeKind(e) !== "saved") continue;
       const list = saved.get(g.dst[e]);
@@ -67,20 +101,25 @@ export class Viewer {
     const t = this.tree;
     const keys = this.overlays.map((o) => o.key);
     const frag = readFragment(this.options.fragment || "", t, this.graph, keys);
-    const open = frag.open || this.data.open || [0];
-    for (const g of open) if (g >= 0 && g < t.parent.length) t.open.add(g);
-    for (const [g, k] of frag.inst) t.selected.set(g, k);
-    for (const g of frag.expand) t.revealGroup(g);
+    const given = frag.open || (this.data.options && this.data.options.opening === "given" ? this.data.open : null);
+    const auto = !given && frag.sel === null && !frag.expand.length;
+    // The status line and the legend first: they take their height from the pane the opening view must fit.
     if (frag.color) this._colour(frag.color, false);
     const title = this.data.title ? `${this.data.title}: ` : "";
     this.ui.status.textContent = `${title}${this.graph.n.toLocaleString()} nodes, ${this.graph.m.toLocaleString()} edges` +
       [...(this.data.graph.notes || []), ...(this.data.notes || [])].map((n) => " · " + n).join("");
+    for (const [g, k] of frag.inst) t.selected.set(g, k);
+    const fits = auto && this._pickModuleLevel();
+    if (!auto) for (const g of given || this.data.open || [0]) if (g >= 0 && g < t.parent.length) t.open.add(g);
+    for (const g of frag.expand) t.revealGroup(g);
     this.refresh();
     if (frag.sel !== null) this.select(frag.sel, { reveal: true, center: true });
-    else this.openingView();
-    if (frag.query) { this.ui.tools.querySelector(".gv-search").value = frag.query; this._find(frag.query); }
+    else if (fits) this.panzoom.fit();
+    else this.showOutput();
+    if (frag.query) { this.ui.search.value = frag.query; this._find(frag.query); }
     this.root.dataset.state = "ready";
     this.root.dataset.firstViewMs = String(Math.round(performance.now()));
+    /** @type {(f: () => void) => void} */
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
     idle(() => this.search.index());  // so the first search is quick
   }
@@ -89,7 +128,7 @@ export class Viewer {
     const t0 = performance.now();
     this.scene = buildScene(this.graph, this.tree, this.layouts);
     const paint = this.state.color === "kind" ? null : this.paint;
-    this.drawn = drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
+    drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
       markerId: this.markerId, rankdir: this.rankdir });
     drawMarks(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint });
     this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
@@ -99,13 +138,27 @@ export class Viewer {
     this.root.dataset.lastRefreshMs = (performance.now() - t0).toFixed(1);
     this._saveView();
   }
-  openingView() {
+  // Open the deepest module level that fits the pane with labels at least 10 px (READABLE_K); whether one does.
+  _pickModuleLevel() {
+    const { W, H } = this.panzoom.size();
+    const picked = pickOpen(moduleLevels(this.tree), (open) => {
+      this.tree.open = new Set(open);
+      const scene = buildScene(this.graph, this.tree, this.layouts);
+      return fitScaleOf(W, H, scene.width, scene.height) >= READABLE_K;
+    });
+    this.tree.open = new Set(picked.open);
+    this.root.dataset.openingLevel = String(picked.open.length);
+    return picked.fits;
+  }
+  // The output end, readable (the whole drawing when it is readable so).
+  showOutput() {
     const outputs = this.graph.outputs();
     const target = outputs.length ? this.scene.boxes.get(this.tree.rep(outputs[0])) : null;
     this.panzoom.opening(target);
   }
   _outline() {
     for (const e of this.viewport.querySelectorAll(".gv-selected, .gv-match")) e.classList.remove("gv-selected", "gv-match");
+    /** @param {string} key @param {string} cls */
     const mark = (key, cls) => {
       const sel = key[0] === "n" ? `[data-node="${CSS.escape(this.graph.id(+key.slice(1)))}"]` : `[data-group="${key}"]`;
       const found = this.viewport.querySelector(sel);
@@ -115,6 +168,11 @@ export class Viewer {
     if (this.state.sel !== null) mark(this.tree.rep(this.state.sel), "gv-selected");
     else if (this.state.selGroup !== null) mark("g" + this.state.selGroup, "gv-selected");
   }
+  /**
+   * Select node i: outline it and show its details.
+   * @param {number} i
+   * @param {{reveal?: boolean, center?: boolean}} [how]  reveal: open the boxes around it; center: pan to it
+   */
   select(i, { reveal = false, center = false } = {}) {
     this.state.sel = i;
     this.state.selGroup = null;
@@ -125,7 +183,7 @@ export class Viewer {
       this._outline();
       this._saveView();
     }
-    showRows(this.ui.details, `${this.graph.name(i)}`, nodeRows(this.graph, this.tree, i, this.savedOf).concat(this._moreRows(i)));
+    showRows(this.ui.details, `${this.graph.name(i)}`, nodeRows(this.graph, i, this.savedOf).concat(this._moreRows(i)));
     if (this.chart) this.chart.highlight(this.chart.nodeStep(i));
     if (center) {
       const b = this.scene.boxes.get(this.tree.rep(i));
@@ -133,7 +191,9 @@ export class Viewer {
     }
   }
   // Rows the overlays and the chart add to node i's details (the gradient's are there already).
+  /** @param {number} i @returns {[string, string][]} */
   _moreRows(i) {
+    /** @type {[string, string][]} */
     const rows = [];
     for (const o of this.overlays) {
       const v = o.node[i];
@@ -141,6 +201,7 @@ export class Viewer {
     }
     return this.chart ? rows.concat(this.chart.rows(i)) : rows;
   }
+  /** @param {number} g */
   selectGroup(g) {
     if (this.chart) this.chart.highlight(-1);
     this.state.sel = null;
@@ -148,6 +209,7 @@ export class Viewer {
     showRows(this.ui.details, this.tree.title(g), groupRows(this.graph, this.tree, g, this.overlays));
     this._outline();
   }
+  /** Open or close box g, keeping it where it is on screen. @param {number} g */
   toggle(g) {
     const b = this.scene.boxes.get("g" + g);
     const before = b ? { x: b.x, y: b.y } : null;
@@ -159,10 +221,12 @@ export class Viewer {
     this.state.selGroup = g;
     this._outline();
   }
+  /** Show the next (by 1) or previous (by -1) instance of repeat g. @param {number} g @param {number} by */
   step(g, by) {
     this.tree.setInstance(g, this.tree.shown(g) + by);
     this.refresh();
   }
+  /** Colour by overlay `key` ("kind": by node kind). @param {string} key @param {boolean} [redraw] */
   _colour(key, redraw = true) {
     const o = this.overlays.find((x) => x.key === key);
     this.state.color = o ? key : "kind";
@@ -173,6 +237,7 @@ export class Viewer {
       (marked.length ? `\n◎ ringed: ${marked.map((i) => this.graph.name(i)).join(", ")}` + (o.mark_label ? ` (${o.mark_label})` : "") : "");
     if (redraw) this.refresh();
   }
+  /** @param {string} query */
   _find(query) {
     const t0 = performance.now();
     this.state.matches = this.search.find(query);
@@ -182,12 +247,13 @@ export class Viewer {
     this.root.dataset.lastSearchMs = (performance.now() - t0).toFixed(1);
   }
   _count() {
-    const n = this.state.matches.length, q = this.ui.tools.querySelector(".gv-search").value.trim();
+    const n = this.state.matches.length, q = this.ui.search.value.trim();
     this.ui.tools.querySelector(".gv-count").textContent = !q ? "" : n === 0 ? "no match" :
       this.state.at >= 0 ? `${this.state.at + 1} of ${n.toLocaleString()}` : `${n.toLocaleString()} match${n === 1 ? "" : "es"}`;
   }
+  /** Go to the next (by 1) or previous (by -1) match. @param {number} by */
   next(by) {
-    const input = this.ui.tools.querySelector(".gv-search");
+    const input = this.ui.search;
     if (input.value.trim() && !this.state.matches.length) this._find(input.value);
     const n = this.state.matches.length;
     if (!n) return;
@@ -197,21 +263,45 @@ export class Viewer {
     this._count();
     this.root.dataset.lastGotoMs = (performance.now() - t0).toFixed(1);
   }
+  /**
+   * Save a picture: "view.svg", "drawing.svg", "view.png" or "drawing.png" (what is on screen, or all of it).
+   * @param {string} what
+   * @returns {Promise<void>}
+   */
+  async exportPicture(what) {
+    const [part, kind] = what.split(".");
+    const pz = this.panzoom, { W, H } = pz.size();
+    const view = part === "view";
+    const region = view ? { x: -pz.tx / pz.k, y: -pz.ty / pz.k, w: W / pz.k, h: H / pz.k } :
+      { x: -10, y: -10, w: this.scene.width + 20, h: this.scene.height + 20 };
+    const scale = view ? pz.k : 1;
+    const text = svgPicture(this.svg, this.viewport, region, scale, this.data.title || "autograd graph");
+    const name = fileName(this.data.title || "graph", view ? `view.${kind}` : kind);
+    if (kind === "svg") return download(new Blob([text], { type: "image/svg+xml" }), name);
+    const w = region.w * scale, h = region.h * scale;
+    download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+  }
   _saveView() {
     const hash = writeFragment(this.tree, this.graph, this.state);
     this.root.dataset.view = hash;
     if (this.options.onView) this.options.onView(hash);
   }
   _wire() {
-    const tools = this.ui.tools, pz = this.panzoom;
-    tools.querySelector(".gv-in").onclick = () => pz.zoomBy(1.25);
-    tools.querySelector(".gv-out").onclick = () => pz.zoomBy(1 / 1.25);
-    tools.querySelector(".gv-fit").onclick = () => pz.fit();
-    tools.querySelector(".gv-end").onclick = () => this.openingView();
-    tools.querySelector(".gv-collapse").onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
+    const buttons = this.ui.buttons, pz = this.panzoom;
+    buttons.in.onclick = () => pz.zoomBy(1.25);
+    buttons.out.onclick = () => pz.zoomBy(1 / 1.25);
+    buttons.fit.onclick = () => pz.fit();
+    buttons.end.onclick = () => this.showOutput();
+    buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
-    const input = tools.querySelector(".gv-search");
-    let timer = null;
+    this.ui.exporter.onchange = () => {
+      const what = this.ui.exporter.value;
+      this.ui.exporter.value = "";
+      if (what) this.exportPicture(what).catch((e) => { this.ui.status.textContent = "Could not export: " + (e instanceof Error ? e.message : String(e)); });
+    };
+    const input = this.ui.search;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
     input.oninput = () => { clearTimeout(timer); timer = setTimeout(() => this._find(input.value), 120); };
     input.onkeydown = (ev) => {
       if (ev.key !== "Enter") return;
@@ -220,16 +310,17 @@ export class Viewer {
       if (this._query !== input.value) { this._find(input.value); this._query = input.value; }
       this.next(ev.shiftKey ? -1 : 1);
     };
-    tools.querySelector(".gv-next").onclick = () => this.next(1);
-    tools.querySelector(".gv-prev").onclick = () => this.next(-1);
-    this.ui.details.querySelector(".gv-close").onclick = () => { this.ui.details.hidden = true; };
+    buttons.next.onclick = () => this.next(1);
+    buttons.prev.onclick = () => this.next(-1);
+    buttons.close.onclick = () => { this.ui.details.hidden = true; };
     pz.onClick = (target) => this._click(target);
   }
+  /** @param {Element} target */
   _click(target) {
     const step = target.closest("[data-step]");
-    const box = target.closest("[data-group]");
-    if (step && box) return this.step(+box.dataset.group.slice(1), +step.dataset.step);
-    const node = target.closest("[data-node]");
+    const box = /** @type {SVGElement | null} */ (target.closest("[data-group]"));
+    if (step && box) return this.step(+box.dataset.group.slice(1), +step.getAttribute("data-step"));
+    const node = /** @type {SVGElement | null} */ (target.closest("[data-node]"));
     if (node) return this.select(this.graph.indexOf(node.dataset.node));
     if (!box) return;
     const g = +box.dataset.group.slice(1);

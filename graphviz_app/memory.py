@@ -1,0 +1,122 @@
+"""The memory of a training step, in one place: measure it, forecast it on `meta`, find the largest batch, advise.
+
+What counts: a step's **peak** is the most bytes alive at any moment of the step
+(forward and backward: saved tensors, gradients being made, the `.grad` made in the
+step, the outputs the user holds), each storage once, less what existed before the
+step: the parameters, buffers and the step's input tensors. That is PyTorch's
+`MemTracker` figure on the same step less those tensors; `torch.cuda.max_memory_allocated`
+differs by them too (and by the allocator's rounding).
+
+A **budget** means one thing everywhere (library and CLI): the whole step's memory on the
+device, `Fit.total_bytes`: the peak + parameters + buffers + the step's inputs + the
+optimizer's state. `largest_batch_for(budget_bytes=...)` and `advise_checkpoints(budget_bytes=...)`
+both take it so.
+
+>>> m = measure(torch.nn.Linear(4, 2), torch.ones(3, 4))
+>>> m.measured.peak_bytes == m.predicted.peak_bytes
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .analysis.memory import HolderKind, MeasuredMemory, MemoryTimeline, memory_timeline
+from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
+from .analysis.memory.fit import fit, largest_batch
+from .model import Graph
+from .tracing.memory.checkpointing import runnable_modules, verify_plan
+from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
+from .tracing.memory.step import Step, run_step
+
+__all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
+           "largest_batch_for", "advise_checkpoints"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One real step: its graph, the timeline predicted from it, and what was measured as it ran."""
+
+    graph: Graph
+    predicted: MemoryTimeline
+    measured: MeasuredMemory
+
+
+def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | None = None,
+            autocast: torch.dtype | None = None, retain_graph: bool = False, **kwargs: Any) -> Measurement:
+    """Run `model(*args, **kwargs)` and backward once, measured; with the replay of its graph beside it.
+
+    Args:
+        model: the module; its `.grad` are put back as they were afterwards.
+        *args: positional inputs; **kwargs: keyword inputs of the model.
+        loss: a function of the output giving what backward starts from (default: the
+            output's `loss`, or the sum of its tensors); the output stays held by the user
+            during backward, as in `out = model(x); loss(out).backward()`.
+        autocast: run the forward under `torch.autocast` with this dtype.
+        retain_graph: backward keeps the saved tensors.
+
+    Returns:
+        A Measurement: the graph, the replayed timeline, and the measured memory (the peak as the
+        module docstring defines it; `measured.forward_peak_bytes` the forward's own).
+    """
+    step = Step(model, args, kwargs, autocast=autocast, loss=loss)
+    run = run_step(step, retain_graph=retain_graph)
+    if run.measured is None:  # run_step measures unless told not to
+        raise RuntimeError("run_step returned no measurement")
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph,
+                               forward_peak_bytes=run.measured.forward_peak_bytes)
+    return Measurement(run.graph, timeline, run.measured)
+
+
+def forecast(model: torch.nn.Module, *args: Any, batch: int | None = None, seq_len: int | None = None,
+             dtype: torch.dtype | None = None, cast: bool = False, policy: str = "cuda", device: str = "meta",
+             loss: Callable[[Any], Any] | None = None, retain_graph: bool = False, **kwargs: Any) -> Prediction:
+    """The step's memory at another batch size, length or dtype, forecast by running it on `meta` (nothing
+    allocated): forward and backward counted as `measure` counts (`.peak_bytes`), the replay beside it.
+
+    `dtype` runs the forward under autocast (`policy`: CUDA's or CPU's cast lists), or casts the model
+    and inputs with `cast=True` (as `.half()` does). `loss` as in `measure`; tensors it captures (a
+    target) are used as they are: pass them as keyword inputs of the model to have them moved and resized.
+    The model passed in is left as it is.
+
+    >>> forecast(torch.nn.Linear(4, 2), torch.ones(3, 4), batch=1000).peak_bytes > 8000
+    True
+    """
+    step = step_variant(Step(model, args, kwargs, loss=loss), batch=batch, seq_len=seq_len, device=device,
+                        dtype=dtype, cast=cast, policy=policy)
+    return predict(step, retain_graph=retain_graph)
+
+
+def total_bytes(prediction: Prediction, *, optimizer: str = "none") -> int:
+    """The step's whole memory on the device, what a budget is compared with: the forecast peak + parameters +
+    buffers + inputs + `optimizer`'s state ("none", "sgd", "adam")."""
+    return fit(prediction.peak_bytes, prediction.static, optimizer=optimizer).total_bytes
+
+
+def largest_batch_for(model: torch.nn.Module, *args: Any, budget_bytes: int, optimizer: str = "none",
+                      dtype: torch.dtype | None = None, cast: bool = False, policy: str = "cuda",
+                      loss: Callable[[Any], Any] | None = None, **kwargs: Any) -> int:
+    """The largest batch whose step fits `budget_bytes` (the whole step: peak + parameters, buffers, inputs,
+    optimizer state), forecast on meta (0: not even one)."""
+    def total(batch: int) -> int:
+        p = forecast(model, *args, batch=batch, dtype=dtype, cast=cast, policy=policy, loss=loss, **kwargs)
+        return total_bytes(p, optimizer=optimizer)
+
+    return largest_batch(total, budget_bytes)
+
+
+def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, optimizer: str = "none",
+                       verify: bool = False, loss: Callable[[Any], Any] | None = None,
+                       **kwargs: Any) -> CheckpointPlan:
+    """Modules to checkpoint so the step fits `budget_bytes` (the whole step, as in `largest_batch_for`: the
+    plan's own `budget_bytes` is what that leaves for the peak); with `verify`, the plan applied and the step
+    measured before and after (on the model's device)."""
+    step = Step(model, args, kwargs, loss=loss)
+    run = run_step(step, measure=False)
+    rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
+    plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model))
+    return verify_plan(step, plan) if verify and plan.modules else plan

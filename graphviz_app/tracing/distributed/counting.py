@@ -1,0 +1,121 @@
+"""The single-process counter (`LiveStorages`) taught what a rank of a distributed step does to memory.
+
+Two things a rank does that a single process does not: FSDP2 frees and re-makes
+its unsharded parameters by resizing their storages (`UntypedStorage.resize_`,
+which no dispatch mode sees; torch's MemTracker patches it for the same reason),
+and tensor parallelism runs ops on DTensors, whose local shards are what the
+rank holds. `RankStorages` counts both, and is otherwise `LiveStorages`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+from torch.distributed.tensor import DTensor
+
+from ...analysis.distributed import CollectiveEvent
+from ..memory.counting import LiveStorages
+from ..torch_internals import fake_tensor_api, wait_tensor_op
+
+__all__ = ["RankStorages"]
+
+_WAIT = wait_tensor_op()
+_ACTIVE_FAKE_MODE = fake_tensor_api()[3]
+_COLLECTIVES = frozenset({"c10d", "_c10d_functional"})
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors in an op's arguments and result (nested in tuples, lists and dicts)."""
+    found: list[torch.Tensor] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return found
+
+
+class RankStorages(LiveStorages):
+    """`LiveStorages` that also counts storage resizes and sees DTensor ops as their local ops.
+
+    A storage resized while the counter is on counts its new size from then on
+    (a storage made before the step, resized from 0, counts what it grew by;
+    resized back to 0, it counts nothing again). An op on DTensors is handed to
+    DTensor first (`NotImplemented`), so the counter sees the ops on the local
+    shards it turns into, as torch's MemTracker does. Every collective op
+    (`c10d`, `_c10d_functional`) is kept in `events` with its largest buffer's
+    bytes and the `phase` the caller set ("forward", "backward", "optimizer").
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sizes: dict[int, int] = {}
+        self.phase = "forward"
+        self.events: list[CollectiveEvent] = []
+        self._resize: Any = None
+
+    def __enter__(self) -> RankStorages:
+        super().__enter__()
+        self._resize = original = torch.UntypedStorage.resize_
+        counter = self
+
+        def resize_(st: torch.UntypedStorage, size: int) -> Any:
+            before = st.nbytes()
+            out = original(st, size)
+            if not counter.paused:
+                counter._resized(st, st.nbytes() - before)
+            return out
+
+        torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign, assignment]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.UntypedStorage.resize_ = self._resize  # type: ignore[method-assign]
+        super().__exit__(*exc)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if any(issubclass(t, DTensor) for t in types):
+            return NotImplemented  # DTensor turns it into ops on its local shards, which come back here
+        if func is _WAIT and _ACTIVE_FAKE_MODE() is not None:
+            # Fake tensors' wait_tensor makes a new tensor; a real one hands back the tensor it waited on.
+            return args[0]
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if func.namespace in _COLLECTIVES and func is not _WAIT and not self.paused:
+            sizes = [t.numel() * t.element_size() for t in _tensors_in((args, kwargs, out))]
+            self.events.append(CollectiveEvent(func.__name__.split(".")[0], max(sizes, default=0), self.phase,
+                                               self.live))
+        return out
+
+    def _count(self, st: torch.UntypedStorage) -> None:
+        self._track(st, st.nbytes())
+
+    def _resized(self, st: torch.UntypedStorage, delta: int) -> None:
+        if delta:
+            self._track(st, delta)
+
+    def _track(self, st: torch.UntypedStorage, delta: int) -> None:
+        key = id(st)
+        if key not in self._refs:
+            self._sizes[key] = 0
+
+            def gone(_: object, key: int = key) -> None:
+                self._refs.pop(key, None)
+                self.live -= self._sizes.pop(key, 0)
+                if self.marks:
+                    self.marks[-1][3] = self.live
+
+            self._refs[key] = weakref.ref(st, gone)
+        self._sizes[key] += delta
+        self.live += delta
+        if self.live > self.peak:
+            self.peak = self.live
+        if self.marks:
+            mark = self.marks[-1]
+            mark[2] = max(mark[2], self.live)
+            mark[3] = self.live

@@ -1,0 +1,58 @@
+"""What a rank holds of a DTensor: its local shard, and the global shape and placement it is a part of.
+
+Only tensors of programs that imported `torch.distributed.tensor` can be
+DTensors, so the check costs one dictionary lookup for every other program.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes"]
+
+
+def is_dtensor(t: Any) -> bool:
+    """Whether `t` is a DTensor (False without importing torch.distributed when no program did)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    if module is None or type(t) is torch.Tensor or type(t) is torch.nn.Parameter:
+        return False
+    return isinstance(t, module.DTensor)
+
+
+def local_part(t: torch.Tensor) -> torch.Tensor:
+    """The tensor this rank holds of `t`: a DTensor's local shard, any other tensor itself."""
+    return t.to_local() if is_dtensor(t) else t  # type: ignore[attr-defined]
+
+
+def sharding_text(t: torch.Tensor) -> str:
+    """How a DTensor is laid out, as people read it: placements, global shape, mesh.
+
+    e.g. `Shard(dim=0) of (1024, 256) on mesh (dp=2)`.
+    """
+    mesh = t.device_mesh  # type: ignore[attr-defined]
+    names = mesh.mesh_dim_names
+    dims = ", ".join(f"{n}={s}" if names else str(s) for n, s in zip(names or [""] * mesh.ndim, mesh.shape,
+                                                                   strict=True))
+    places = ", ".join(str(p) for p in t.placements)  # type: ignore[attr-defined]
+    shape = "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
+    return f"{places} of {shape} on mesh ({dims})"
+
+
+def local_storage_bytes(tensors: Any) -> int:
+    """The bytes of the distinct storages the rank holds for `tensors` (an iterable; DTensors by their shards)."""
+    seen: dict[int, torch.UntypedStorage] = {}
+    total = 0
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        try:
+            st = local_part(t).untyped_storage()
+        except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+            continue
+        if id(st) not in seen:
+            seen[id(st)] = st  # held so its id is not reused while counting
+            total += st.nbytes()
+    return total

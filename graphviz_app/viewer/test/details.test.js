@@ -1,0 +1,28 @@
+// @ts-check
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { groupRows, nodeRows } from "../src/details.js";
+import { boxNamed, loaded, nodeNamed } from "./support.js";
+
+test("a node's details say its kind, tensor, module with its type and parameters, source and gradient", () => {
+  const { graph } = loaded("modules");
+  const fc = nodeNamed(graph, "AddmmBackward0");
+  const rows = new Map(nodeRows(graph, fc, () => [nodeNamed(graph, "mat1")]));
+  assert.equal(rows.get("kind"), "backward op");
+  assert.equal(rows.get("shape"), "(2, 4)");
+  assert.match(rows.get("module"), /^blocks\.\d\.fc \(Linear\)$/);
+  assert.equal(rows.get("module parameters"), "32 (128 B)");
+  assert.equal(rows.get("saved"), "mat1: (2, 4) float32 32 B");
+  assert.equal(rows.get("gradient norm"), "0.5");
+});
+
+test("a box's details count its ops and nodes and give its value in each overlay", () => {
+  const { data, graph, tree } = loaded("modules");
+  const roll = boxNamed(tree, "blocks.0–2: Block ×3");
+  const rows = new Map(groupRows(graph, tree, roll, data.overlays));
+  assert.equal(rows.get("kind"), "rolled repeats");
+  assert.equal(rows.get("instances"), "3 (showing 1)");
+  assert.equal(rows.get("ops"), "6");
+  assert.equal(rows.get("largest gradient norm"), "0.5");
+  assert.equal(rows.get("bytes saved for backward"), "96 B");
+});

@@ -1,0 +1,271 @@
+"""`graphviz-app memory SCRIPT.py:FUNC`: the table, --json, the checkpoint plan, and errors a person can act on."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphviz_app.cli import commands as cli
+
+SCRIPT = '''
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm(x))))
+
+def build():
+    torch.manual_seed(0)
+    return nn.Sequential(*[Block(32) for _ in range(3)], nn.Linear(32, 4)), torch.randn(8, 16, 32)
+
+def with_kwargs():
+    lin = nn.Linear(8, 8)
+    return lin, (), {"input": torch.randn(4, 8)}
+
+def not_a_model():
+    return torch.ones(3)
+
+def with_a_tuple():
+    lin = nn.Linear(8, 8)
+    return lin, (torch.randn(4, 8),)
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, scale=1.0):
+        return {"logits": self.lin(x) * scale}
+
+def with_a_tensor_and_kwargs():
+    return Scaled(), torch.randn(4, 8), {"scale": 2.0}
+
+def as_a_mapping():
+    return {"model": Scaled(), "args": (torch.randn(4, 8),), "loss": lambda out: out["logits"].pow(2).mean()}
+'''
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "model.py"
+    path.write_text(SCRIPT, encoding="utf-8")
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_table_names_the_peak_node_its_module_and_source_line(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "1,8", "--measure"], capsys)
+    assert code == 0
+    assert out.splitlines()[1].split()[:3] == ["batch", "predicted", "peak"]
+    peak_line = next(line for line in out.splitlines() if line.startswith("peak at batch 8"))
+    assert "Backward" in peak_line and f"{script}:" in peak_line and " in forward" in peak_line
+    assert "not modelled: allocator rounding" in out
+
+
+def test_measure_puts_predicted_beside_measured_for_every_backward_node(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure", "--json"], capsys)
+    entry = json.loads(out)["batches"][0]
+    rows = entry["by_node"]
+    assert code == 0 and rows[0]["node"] is None and len(rows) == entry["steps"] + 1  # the forward's end, then each
+    assert {r["name"] for r in rows[1:]} >= {"AddmmBackward0", "NativeLayerNormBackward0", "GeluBackward0"}
+    assert all(r["predicted_bytes"] == r["measured_bytes"] for r in rows)  # this model: to the byte
+    assert max(r["measured_bytes"] for r in rows) == entry["measured_peak_bytes"]
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure"], capsys)
+    assert f"measured against predicted, node by node: all {len(rows)} steps agree" in out
+
+
+def test_output_writes_the_measured_step_into_the_viewer_file(script: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "step.html"
+    code, out, err = _run(["memory", f"{script}:build", "--batch", "4", "--measure", "--json", "-o", str(path)], capsys)
+    entry = json.loads(out)["batches"][0]
+    series = _viewer_payload(path)["series"]
+    assert code == 0 and f"wrote {path}" in err
+    assert [s["key"] for s in series] == ["live_bytes", "measured_bytes"]
+    assert series[1]["values"] == [r["measured_bytes"] for r in entry["by_node"]]
+    assert series[1]["peak_bytes"] == entry["measured_peak_bytes"]
+    code, _, _ = _run(["memory", f"{script}:build", "--batch", "4", "-o", str(path)], capsys)
+    assert code == 0 and [s["key"] for s in _viewer_payload(path)["series"]] == ["live_bytes"]
+
+
+def _viewer_payload(path: Path) -> dict[str, Any]:
+    found = re.search(r'id="gv-payload">([^<]*)<', path.read_text(encoding="utf-8"))
+    assert found is not None
+    return json.loads(gzip.decompress(base64.b64decode(found[1])))
+
+
+def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "2,4,8", "--measure", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and [b["batch"] for b in report["batches"]] == [2, 4, 8]
+    for entry in report["batches"]:
+        assert abs(entry["predicted_peak_bytes"] - entry["measured_peak_bytes"]) <= 0.1 * entry["measured_peak_bytes"]
+    peaks = [b["predicted_peak_bytes"] for b in report["batches"]]
+    assert peaks == sorted(peaks)
+
+
+def test_json_of_a_meta_forecast_under_autocast(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--device", "meta", "--dtype", "bfloat16", "--budget", "1GiB",
+                         "--optimizer", "adam", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["device"] == "meta" and report["precision"] == "autocast"
+    assert report["predicted_peak_bytes"] > 0 and "measured_peak_bytes" not in report
+    entry = report["batches"][0]
+    assert entry["optimizer_bytes"] == 2 * entry["params_bytes"] and entry["fits"] is True
+    assert report["largest_batch"] > 8
+
+
+def test_checkpoint_verify_prints_predicted_against_measured(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "32", "--checkpoint", "--verify", "--json"], capsys)
+    plan = json.loads(out)["checkpoint"]
+    assert code == 0 and plan["modules"]
+    assert plan["measured_peak_after"] < plan["measured_peak_before"]
+    assert plan["predicted_peak_after"] < plan["predicted_peak_before"]
+
+
+@pytest.mark.parametrize("func", ["with_kwargs", "with_a_tuple", "with_a_tensor_and_kwargs", "as_a_mapping"])
+def test_every_form_render_takes_with_inputs_resized_by_batch(
+    func: str, script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:{func}", "--batch", "6", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["batches"][0]["inputs_bytes"] == 6 * 8 * 4  # the input's rows set to 6
+    assert report["predicted_peak_bytes"] == report["batches"][0]["predicted_peak_bytes"] > 0
+
+
+def test_the_readme_command_forecasts_three_batches_on_meta_and_answers_at_the_top(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "1,8,32", "--dtype", "bfloat16", "--device", "meta",
+                         "--budget", "16GiB", "--optimizer", "adam", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and [b["batch"] for b in report["batches"]] == [1, 8, 32]
+    assert report["predicted_peak_bytes"] == report["batches"][-1]["predicted_peak_bytes"]
+    assert "measured_peak_bytes" not in report and report["budget_bytes"] == 16 * 2**30
+    for entry in report["batches"]:
+        assert entry["optimizer_bytes"] == 2 * entry["params_bytes"] and entry["fits"] is True
+        assert entry["total_bytes"] == (entry["predicted_peak_bytes"] + entry["params_bytes"] + entry["buffers_bytes"]
+                                        + entry["inputs_bytes"] + entry["optimizer_bytes"])
+    assert report["largest_batch"] > 32
+
+
+def test_several_batches_measured_put_the_last_ones_peaks_at_the_top(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "1,4", "--measure", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["batches"][-1]["batch"] == 4
+    assert report["predicted_peak_bytes"] == report["batches"][-1]["predicted_peak_bytes"]
+    assert report["measured_peak_bytes"] == report["batches"][-1]["measured_peak_bytes"]
+
+
+def test_checkpoint_verify_prints_measured_beside_predicted_in_the_table(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "16", "--checkpoint", "--verify"], capsys)
+    assert code == 0
+    plan = next(line for line in out.splitlines() if line.startswith("checkpoint "))
+    assert re.match(r"checkpoint \d module\(s\): predicted peak .+ -> .+ \(budget .+\), recomputing \d+% ", plan)
+    measured = next(line for line in out.splitlines() if line.startswith("measured: "))
+    assert re.fullmatch(r"measured: \S+ \S+ -> \S+ \S+ \(predicted \S+ \S+ -> \S+ \S+\)", measured), measured
+
+
+def test_checkpoint_without_verify_plans_without_measuring(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "16", "--checkpoint", "--json"], capsys)
+    report = json.loads(out)
+    plan = report["checkpoint"]
+    assert code == 0 and plan["modules"] and "measured_peak_bytes" not in report
+    assert plan["budget_bytes"] == report["predicted_peak_bytes"] // 2  # no --budget: half the peak
+    assert plan["predicted_peak_after"] < plan["predicted_peak_before"] == report["predicted_peak_bytes"]
+    assert plan["measured_peak_before"] is None and plan["measured_peak_after"] is None
+
+
+def test_cast_halves_what_is_saved_and_retain_graph_keeps_it(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def entry(*extra: str) -> dict[str, int]:
+        code, out, _ = _run(["memory", f"{script}:build", "--device", "meta", "--json", *extra], capsys)
+        assert code == 0
+        return json.loads(out)["batches"][0]
+
+    full, half = entry(), entry("--dtype", "float16", "--cast")
+    assert half["forward_bytes"] * 2 == pytest.approx(full["forward_bytes"], rel=0.01)
+    assert half["params_bytes"] * 2 == full["params_bytes"]  # .half() casts the parameters too
+    retained = entry("--retain-graph")
+    assert retained["forward_bytes"] == full["forward_bytes"]
+    assert retained["predicted_peak_bytes"] > full["predicted_peak_bytes"]  # nothing saved is released
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch", "8,x"], r"--batch expects positive batch sizes separated by commas, e.g. 1,8,32; found '8,x'"),
+        (["--budget", "lots"], r"--budget: expected a size such as 16GiB"),
+        (["--verify"], r"--verify checks a checkpoint plan: add --checkpoint"),
+        (["--measure", "--device", "meta"], r"--measure and --verify run the step for real"),
+        (["-o", "step.svg"], r"-o writes the interactive viewer: end the name in \.html, found 'step\.svg'"),
+        (["--device", "tpu"], r"--device: expected meta, cpu, cuda or cuda:N, found 'tpu'"),
+        (["--device", "mps"], r"--device: expected meta, cpu, cuda or cuda:N, found 'mps'"),
+    ],
+)
+def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:build", *extra], capsys)
+    assert code == 2
+    assert re.search(message, err), err
+
+
+def test_a_cuda_device_this_machine_lacks_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The device is checked where the step runs, in the command's worker: its check, as torch answers there.
+    import torch
+
+    from graphviz_app.errors import TraceError
+    from graphviz_app.jobs.memory import check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(TraceError, match=r"--device cuda: this machine has no CUDA GPU.*--device meta"):
+        check_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(TraceError, match=r"--device cuda:2: this machine has 2 CUDA GPU\(s\), cuda:0 to cuda:1"):
+        check_device("cuda:2")
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_the_command_names_a_cuda_device_this_machine_lacks(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:build", "--device", "cuda"], capsys)
+    assert code == 2 and "--device cuda: this machine has no CUDA GPU" in err and "--device meta" in err
+
+
+def test_a_function_not_returning_a_model(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{script}:not_a_model"], capsys)
+    assert code == 2 and "return the model and its inputs, (model, x)" in err
+
+
+def test_seq_len_sets_the_second_dimension(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    peaks = []
+    for length in ("8", "32"):
+        code, out, _ = _run(["memory", f"{script}:build", "--seq-len", length, "--device", "meta", "--json"], capsys)
+        assert code == 0
+        peaks.append(json.loads(out)["predicted_peak_bytes"])
+    assert 3.5 * peaks[0] < peaks[1] < 4.5 * peaks[0]  # the blocks are per position: about linear in length

@@ -1,0 +1,83 @@
+"""The zoo against PyTorch's MemTracker: measure, replay and meta forecast within their tolerances on every model.
+
+Gaps still open are listed in KNOWN with what causes them, as strict expected failures:
+a fix shows as an unexpected pass, and a new gap fails the suite with the model's name.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from mem_oracle import ZooRow, compare
+from mem_zoo import ZOO, by_name
+
+pytestmark = pytest.mark.slow
+
+CASES = [(m.name, b) for m in ZOO for b in m.batches]
+
+# (model, batch, check) -> why it is outside its tolerance today.
+KNOWN: dict[tuple[str, int, str], str] = {
+    ("t5", 4, "measure"): "MemTracker's own module hooks make the step hold 1% more (our counter nested inside "
+                          "MemTracker counts MemTracker's figure; alone, the step holds what we measure)",
+    ("bart", 4, "measure"): "0.8% under MemTracker, as t5",
+    ("t5", 1, "replay"): "op-backward temporaries inside T5's attention and layer norm are not modelled",
+    ("t5", 4, "replay"): "as at batch 1",
+    ("bart", 1, "replay"): "op-backward temporaries, as t5",
+    ("gpt2-gc", 4, "replay"): "non-reentrant recompute (transformers' checkpointing) is not in the graph",
+    ("llama-gc-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
+    ("tiny-gpt-ckpt", 8, "replay"): "non-reentrant recompute is not in the graph",
+    ("tiny-gpt-ckpt-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
+    ("gpt2-bf16-autocast", 1, "replay"): "autocast casts' temporaries in backward are not modelled",
+    ("qwen2-tied", 4, "forecast"): "8% over: on meta, attention saves more than on the CPU at batch > 1",
+    ("llama", 4, "forecast"): "as qwen2-tied",
+    ("gru-tagger", 1, "forecast"): "a GRU on meta runs torch's step-by-step cell; the CPU runs its own kernel",
+    ("gru-tagger", 8, "forecast"): "as at batch 1 (16% under)",
+    ("bart", 1, "forecast"): "transformers reads a value (.item()) that it skips only for FakeTensors, not meta",
+    ("bart", 4, "forecast"): "as at batch 1",
+    ("gpt2-gc", 1, "forecast"): "transformers reads a value on meta (its packed-sequence check; skipped for fakes)",
+    ("gpt2-gc", 4, "forecast"): "as at batch 1",
+    ("llama-gc-reentrant", 1, "forecast"): "as gpt2-gc",
+    ("llama-gc-reentrant", 4, "forecast"): "as gpt2-gc",
+}
+
+
+@cache
+def _row(name: str, batch: int) -> ZooRow:
+    return compare(by_name(name).spec, batch)
+
+
+def _check(name: str, batch: int, check: str, ok: bool, text: str) -> None:
+    why = KNOWN.get((name, batch, check))
+    if why is not None:
+        if ok:
+            pytest.fail(f"{name} at batch {batch}: {check} is now within tolerance; remove it from KNOWN ({why})")
+        pytest.xfail(f"{name} at batch {batch}: {why} ({text})")
+    assert ok, f"{name} at batch {batch}: {text}"
+
+
+@pytest.mark.parametrize(("name", "batch"), CASES)
+def test_measure_is_memtrackers_figure(name: str, batch: int) -> None:
+    r = _row(name, batch)
+    ok = abs(r.measured - r.memtracker) <= 0.005 * r.memtracker
+    _check(name, batch, "measure", ok, f"measured {r.measured} B, MemTracker {r.memtracker} B")
+
+
+@pytest.mark.parametrize(("name", "batch"), CASES)
+def test_replay_is_within_3_percent_of_measured(name: str, batch: int) -> None:
+    r = _row(name, batch)
+    ok = abs(r.replay - r.measured) <= 0.03 * r.measured
+    _check(name, batch, "replay", ok, f"replay {r.replay} B, measured {r.measured} B")
+
+
+@pytest.mark.parametrize(("name", "batch"), CASES)
+def test_meta_forecast_is_within_1_percent_where_memtracker_fake_is(name: str, batch: int) -> None:
+    r = _row(name, batch)
+    if r.memtracker_fake is None or abs(r.memtracker_fake - r.measured) > 0.01 * r.measured:
+        why = r.fake_error or r.memtracker_fake
+        pytest.skip(f"{name}: MemTracker under FakeTensorMode is not within 1% either ({why})")
+    if r.forecast is None:
+        _check(name, batch, "forecast", False, f"the forecast failed: {r.forecast_error}")
+        return
+    ok = abs(r.forecast - r.measured) <= 0.01 * r.measured
+    _check(name, batch, "forecast", ok, f"forecast {r.forecast} B, measured {r.measured} B")

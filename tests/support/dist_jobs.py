@@ -1,0 +1,150 @@
+"""Small training jobs as a training script writes them: each `build(mesh)` wraps a model for its mesh.
+
+`job(name)` is the FUNC a person would pass: it reads the world size from
+torch.distributed, makes the mesh, and builds. The oracles build on a mesh they
+make themselves (outside FakeTensorMode, as torch's own tests do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+D = 64
+BATCH, SEQ = 4, 16
+
+
+class Block(torch.nn.Module):
+    """A residual MLP block, the unit FSDP shards and TP splits."""
+
+    def __init__(self, d: int = D) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(d, 4 * d)
+        self.down = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(torch.relu(self.up(x)))
+
+
+def plain_model(layers: int = 3) -> torch.nn.Sequential:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[Block() for _ in range(layers)])
+
+
+def _step(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.Tensor, torch.optim.Optimizer]:
+    return model, torch.randn(BATCH, SEQ, D), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def build_fsdp(mesh: DeviceMesh, *, reshard: bool = True, mixed: bool = False) -> Any:
+    model = plain_model()
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed \
+        else MixedPrecisionPolicy()
+    for block in model:
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+    return _step(model)
+
+
+def _tp_plan(model: torch.nn.Sequential, mesh: DeviceMesh) -> None:
+    for block in model:
+        parallelize_module(block, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+
+
+def build_tp(mesh: DeviceMesh) -> Any:
+    model = plain_model()
+    _tp_plan(model, mesh)
+    return _step(model)
+
+
+def build_fsdp_tp(mesh: DeviceMesh) -> Any:
+    model = plain_model()
+    _tp_plan(model, mesh["tp"])
+    for block in model:
+        fully_shard(block, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    return _step(model)
+
+
+def build_ddp(mesh: DeviceMesh | None, *, view: bool = False) -> Any:
+    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view)
+    return _step(model)
+
+
+def mesh_for(name: str, world_size: int) -> DeviceMesh:
+    if name == "fsdp_tp":
+        tp = 2 if world_size % 2 == 0 and world_size > 2 else 1
+        return init_device_mesh("cpu", (world_size // tp, tp), mesh_dim_names=("dp", "tp"))
+    return init_device_mesh("cpu", (world_size,))
+
+
+BUILDERS: dict[str, Callable[[DeviceMesh], Any]] = {
+    "fsdp": build_fsdp,
+    "fsdp_keep": lambda mesh: build_fsdp(mesh, reshard=False),
+    "fsdp_mixed": lambda mesh: build_fsdp(mesh, mixed=True),
+    "fsdp_keep_mixed": lambda mesh: build_fsdp(mesh, reshard=False, mixed=True),
+    "tp": build_tp,
+    "fsdp_tp": build_fsdp_tp,
+    "ddp": build_ddp,
+    "ddp_view": lambda mesh: build_ddp(mesh, view=True),
+}
+
+
+def job(name: str) -> Callable[[], Any]:
+    """The FUNC of a job: world size from torch.distributed, the mesh, the wrapped model, inputs, optimizer."""
+    def func() -> Any:
+        world = dist.get_world_size()
+        return BUILDERS[name](None if name.startswith("ddp") else mesh_for(name, world))
+
+    func.__name__ = name
+    return func
+
+
+# The FUNCs as a script names them (SCRIPT.py:FUNC), for ranks started in processes of their own.
+def fsdp() -> Any:
+    return job("fsdp")()
+
+
+def fsdp_keep() -> Any:
+    return job("fsdp_keep")()
+
+
+def fsdp_mixed() -> Any:
+    return job("fsdp_mixed")()
+
+
+def fsdp_keep_mixed() -> Any:
+    return job("fsdp_keep_mixed")()
+
+
+def tp() -> Any:
+    return job("tp")()
+
+
+def fsdp_tp() -> Any:
+    return job("fsdp_tp")()
+
+
+def ddp() -> Any:
+    return job("ddp")()
+
+
+def ddp_view() -> Any:
+    return job("ddp_view")()
+
+
+def raises_on_rank_1() -> Any:
+    """Rank 1 raises while building; rank 0 goes on into the first collective and would wait there for ever."""
+    if dist.get_rank() == 1:
+        raise ValueError("rank 1 cannot build its model")
+    return job("fsdp")()
+
+
+def no_process_group_needed() -> Any:
+    """A FUNC that wraps nothing: a plain model, replicated (no collective at all)."""
+    return plain_model(1), torch.randn(BATCH, SEQ, D)

@@ -1,0 +1,123 @@
+"""The fake-cluster forecast against PyTorch's own trackers under FakeTensorMode and the same fake process group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as dist
+from dist_jobs import BUILDERS, job, mesh_for, plain_model
+from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch.distributed._tools.mem_tracker import MemTracker
+
+from graphviz_app.errors import DistributedError
+from graphviz_app.tracing.distributed.fake_cluster import fake_cluster, forecast_world, forecast_worlds
+
+
+def _total(snapshot: dict[Any, Any]) -> int:
+    (per_device,) = snapshot.values()
+    return int(per_device["Total"])
+
+
+def torch_tracker_peak(name: str, world_size: int) -> int:
+    """The peak of rank 0's steady step by FSDPMemTracker (FSDP jobs) or MemTracker (others), in the same fake
+    process group and FakeTensorMode (`fake_cluster` sets them up; torch's trackers count), looped as torch's
+    docs loop them."""
+    with fake_cluster(world_size):
+        model, x, opt = BUILDERS[name](mesh_for(name, world_size))
+        if name.startswith("fsdp"):
+            tracker: MemTracker = FSDPMemTracker(model, opt)
+            tracker.track_inputs((x,))
+            with tracker:
+                for i in range(2):
+                    model(x).sum().backward()
+                    opt.step()
+                    opt.zero_grad()
+                    if i == 0:
+                        tracker.reset_mod_stats()
+        else:
+            model(x).sum().backward()  # MemTracker follows one step: the warm-up makes the optimizer state
+            opt.step()
+            opt.zero_grad()
+            tracker = MemTracker()
+            tracker.track_external(model, opt, x)
+            with tracker:
+                model(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        return _total(tracker.get_tracker_snapshot("peak"))
+
+
+@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "fsdp_mixed", "fsdp_keep_mixed", "tp", "fsdp_tp"])
+def test_world_size_2_within_1_percent_of_torch_tracker(name: str) -> None:
+    ours = forecast_world(job(name), world_size=2)
+    theirs = torch_tracker_peak(name, 2)
+    assert abs(ours.total_bytes - theirs) <= 0.01 * theirs, (name, ours.total_bytes, theirs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world_size", [8, 64])
+@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep_mixed", "tp", "fsdp_tp"])
+def test_world_sizes_8_and_64_within_3_percent_of_torch_tracker(name: str, world_size: int) -> None:
+    ours = forecast_world(job(name), world_size=world_size)
+    theirs = torch_tracker_peak(name, world_size)
+    assert abs(ours.total_bytes - theirs) <= 0.03 * theirs, (name, world_size, ours.total_bytes, theirs)
+
+
+def test_parameters_per_rank_are_the_local_shards() -> None:
+    full = sum(p.numel() * 4 for p in plain_model().parameters())
+    two, eight = forecast_worlds(job("fsdp"), [2, 8])
+    # FSDP2 pads each parameter's dim 0 to a multiple of the world size; these dims divide evenly.
+    assert (two.params_bytes, eight.params_bytes) == (full // 2, full // 8)
+    assert two.strategy == eight.strategy == "FSDP2"
+    assert two.optimizer_bytes == 2 * two.params_bytes + 4 * 12  # Adam: 2 states, a 4-byte step per parameter
+
+
+@pytest.mark.parametrize(("name", "backward_gathers"), [("fsdp", 3), ("fsdp_keep", 0)])
+def test_fsdp_collectives_per_unit_follow_reshard_after_forward(name: str, backward_gathers: int) -> None:
+    r = forecast_world(job(name), world_size=4)
+    ops = [(e.op, e.phase) for e in r.collectives]
+    # Three blocks hold every parameter (the root holds none of its own: no collective for it). Each is
+    # all-gathered before its forward, again before its backward when resharded after forward, and its
+    # gradients reduce-scattered after its backward.
+    gathers = [p for op, p in ops if op == "_allgather_base_"]
+    scatters = [p for op, p in ops if op == "_reduce_scatter_base_"]
+    assert gathers == ["forward"] * 3 + ["backward"] * backward_gathers, ops
+    assert scatters == ["backward"] * 3, ops
+    block = sum(p.numel() * 4 for p in plain_model(1).parameters())
+    assert {e.bytes for e in r.collectives} == {block}  # the unsharded block: all-gather output, reduce-scatter input
+
+
+def test_a_func_that_raises_names_itself_and_the_world_size() -> None:
+    def broken() -> Any:
+        raise RuntimeError("no such layer")
+
+    with pytest.raises(DistributedError, match=r"broken failed at world size 4: RuntimeError: no such layer"):
+        forecast_world(broken, world_size=4, where="broken")
+    assert not dist.is_initialized()
+
+
+@pytest.mark.parametrize(("shape", "match"), [
+    ((3, 2), r"the mesh \(3, 2\) of parameter '0.up.weight' covers 6 of the 8 ranks: the mesh must split the 8"),
+    ((5, 2), r"FUNC failed at world size 8: RuntimeError: Mesh should not be bigger.*must split the 8 ranks"),
+])
+def test_a_mesh_the_world_size_cannot_split_says_so(shape: tuple[int, int], match: str) -> None:
+    def func() -> Any:
+        return BUILDERS["fsdp_tp"](torch.distributed.device_mesh.init_device_mesh(
+            "cpu", shape, mesh_dim_names=("dp", "tp")))
+
+    with pytest.raises(DistributedError, match=match):
+        forecast_world(func, world_size=8)
+    assert not dist.is_initialized()
+
+
+def test_a_func_returning_no_model_says_what_to_return() -> None:
+    with pytest.raises(DistributedError, match=r"returned int: return \(model, x\)"):
+        forecast_world(lambda: 3, world_size=2)
+
+
+@pytest.mark.parametrize(("world_size", "match"), [(0, "positive whole number"), (2.5, "positive whole number")])
+def test_bad_world_sizes_are_refused(world_size: Any, match: str) -> None:
+    with pytest.raises(DistributedError, match=match):
+        forecast_world(job("fsdp"), world_size=world_size)
