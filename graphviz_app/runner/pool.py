@@ -206,7 +206,8 @@ class IsolatedRunner:
         status = message[0]
         if status == "memory":
             self._retire(worker)  # a failed allocation can leave odd state behind
-            raise JobOutOfMemory(f"the job ran out of its memory limit ({_gib(memory)}): use smaller tensors")
+            held = f"its memory limit ({_gib(memory)})" if memory is not None else "the machine's memory"
+            raise JobOutOfMemory(f"the job ran out of {held}: use smaller tensors")
         self._release(worker)
         if status == "error":
             exc = message[1]
@@ -271,5 +272,5 @@ class IsolatedRunner:
         self._release(worker)
 
 
-def _gib(n: int | None) -> str:
-    return "none" if n is None else f"{n / 1024**3:.1f} GiB"
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB"
