@@ -86,6 +86,8 @@ class _Stats:
         if known is not None and known[0]() is g and known[2] == version_counter(g):
             return known[1]
         d = g.detach()
+        if d.layout != torch.strided:  # nn.Embedding(sparse=True)'s gradient: no norm kernel for sparse tensors
+            d = d.to_dense()
         n = d.numel()
         if n <= _MAX_VALUES and d.device.type == "cpu" and not d.is_complex():
             # A few numbers: Python is cheaper than a dozen tiny kernel launches.

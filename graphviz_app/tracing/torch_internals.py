@@ -11,8 +11,8 @@ modes off (`torch._C.DisableTorchFunction`), a module's child table
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
 the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), and for a distributed
 step fake tensors (`torch._subclasses`), the fake process group's store, the functional
-collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, and PyTorch's memory trackers
-(`torch.distributed._tools`).
+collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, FSDP2's unsharded
+parameters, and PyTorch's memory trackers (`torch.distributed._tools`).
 When a torch upgrade renames one of them, this module is the only one to change
 (tests/test_architecture.py checks that no other module reads them).
 """
@@ -67,6 +67,7 @@ __all__ = [
     "ddp_bucket_sizes",
     "root_mesh",
     "memory_trackers",
+    "fsdp_unsharded_params",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -591,3 +592,28 @@ def grouped_mm_op() -> Any:
     without it."""
     packet = getattr(torch.ops.aten, "_grouped_mm", None)
     return getattr(packet, "default", None) if packet is not None else None
+
+
+def fsdp_unsharded_params() -> dict[int, tuple[Any, Any, str | None]]:
+    """FSDP2's unsharded parameters alive now: id(unsharded) -> (unsharded, sharded DTensor, its name).
+
+    FSDP2 swaps each module's sharded parameter for an unsharded one, all-gathered,
+    while the module runs: the autograd graph's leaves are those, known to FSDP's
+    per-parameter state only (`FSDPParam._unsharded_param`, `._param_fqn`), reached
+    through the composable API's module-to-state table.
+    """
+    import sys
+    import weakref
+
+    state_module = sys.modules.get("torch.distributed._composable_state")
+    if state_module is None or "torch.distributed.fsdp" not in sys.modules:
+        return {}
+    found: dict[int, tuple[Any, Any, str | None]] = {}
+    for held in list(state_module._module_state_mapping.values()):
+        state = held() if isinstance(held, weakref.ref) else held  # torch keeps each state by weak reference
+        group = getattr(state, "_fsdp_param_group", None)
+        for fsdp_param in getattr(group, "fsdp_params", ()) or ():
+            unsharded = getattr(fsdp_param, "_unsharded_param", None)
+            if unsharded is not None:
+                found[id(unsharded)] = (unsharded, fsdp_param.sharded_param, getattr(fsdp_param, "_param_fqn", None))
+    return found
