@@ -64,3 +64,14 @@ def test_reentrant_blocks_stay_visible_as_their_modules() -> None:
     assert sorted(n.module for n in blocks) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
     assert all(dict(n.attrs)["checkpoint"].startswith("reentrant") for n in blocks)
     assert {"blocks.0", "blocks.3"} <= {r.module for r in graph.module_summary()}
+
+
+def test_when_checkpointing_cannot_help_the_plan_says_what_holds_the_peak() -> None:
+    from mem_zoo import LeafTwice
+
+    plan = advise_checkpoints(LeafTwice(256), torch.randn(8, 256), budget_bytes=1)
+    text = str(plan)
+    assert not plan.modules and not plan.reached
+    assert "gradients in flight 768.0 KiB" in text and "register_post_accumulate_grad_hook" in text
+    assert "is cannot get under" not in text
+    assert plan.to_dict()["held_at_peak"]["gradients"] == 3 * 4 * 256 * 256 + 4
