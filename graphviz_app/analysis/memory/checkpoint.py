@@ -64,20 +64,20 @@ class CheckpointPlan:
         if not self.modules:
             if self.reached:
                 return (f"no checkpoint needed: the predicted peak {human_bytes(self.predicted_peak_before)} is "
-                        f"already under the budget {human_bytes(self.budget_bytes)}")
+                        f"already under the peak's budget {human_bytes(self.budget_bytes)}")
             held = ", ".join(f"{HolderKind(kind).label} {human_bytes(size)}" for kind, size in self.held_at_peak
                              if size)
             grads = dict(self.held_at_peak).get(HolderKind.GRADS.value, 0)
             lever = (f" (up to {human_bytes(grads)} here: the .grad held at the peak)" if grads else "")
-            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under the "
-                    f"budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what holds "
-                    f"the peak is mostly not them{f' ({held})' if held else ''}; levers that do lower it: free "
+            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under "
+                    f"the peak's budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what "
+                    f"holds the peak is mostly not them{f' ({held})' if held else ''}; levers that do lower it: free "
                     f"each .grad as soon as it is accumulated{lever} (optimizer in backward, "
                     "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
                     "accumulation, a loss computed in chunks over the vocabulary")
         share = self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
         lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
-                 f" -> {human_bytes(self.predicted_peak_after)} (budget {human_bytes(self.budget_bytes)}"
+                 f" -> {human_bytes(self.predicted_peak_after)} (the peak's budget {human_bytes(self.budget_bytes)}"
                  f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
         if self.measured_peak_after is not None:
