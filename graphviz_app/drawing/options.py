@@ -39,8 +39,10 @@ class DrawOptions:
         rankdir: Graphviz direction, one of TB, BT, LR, RL.
         legend: add a box explaining the node shapes and device colours.
         max_attr_chars: cut op attribute lines longer than this.
-        depth, roll, expanded: draw modules as boxes (see `collapse.collapse`); compiled
-            regions are boxes too, open when `expanded` names them. They shape JSON too.
+        depth: draw every module deeper than this as one box (see `collapse.collapse`); shapes JSON too.
+        roll: fold repeated sibling modules into one box; shapes JSON too.
+        expanded: modules to open although deeper than `depth`; compiled regions are boxes
+            too, open when `expanded` names them.
         clusters: frame each module's nodes in a cluster labelled `name: Type`.
         color_by: "device", "gradient" (needs a graph traced with `gradients=True`) or
             "order" (needs one recorded with `record_orders`).
