@@ -1,4 +1,5 @@
-"""`graphviz-app memory SCRIPT.py:FUNC --world-size 8,64,512`: a distributed job's memory per rank, forecast.
+"""`graphviz-app memory SCRIPT.py:FUNC --world-size 8,64,512`: a distributed job's memory per rank, forecast
+(and, with `--world-size 2 --measure`, measured on that many real gloo ranks).
 
 This side parses and prints; FUNC runs in the script worker
 (`graphviz_app.jobs.distributed`), once per world size, inside a fake process
@@ -18,8 +19,9 @@ from .worker import run_script_job, script_stopped
 __all__ = ["DISTRIBUTED_JOB", "world_sizes", "run_world_sizes"]
 
 DISTRIBUTED_JOB = JobRef("graphviz_app.jobs.distributed", "world_sizes_job")
-_ALONE = (("batch", "--batch"), ("seq_len", "--seq-len"), ("budget", "--budget"), ("measure", "--measure"),
-          ("checkpoint", "--checkpoint"), ("verify", "--verify"), ("output", "-o"), ("cast", "--cast"),
+_MAX_REAL_RANKS = 8  # each rank is a process of its own on this machine
+_ALONE = (("batch", "--batch"), ("seq_len", "--seq-len"), ("budget", "--budget"), ("checkpoint", "--checkpoint"),
+          ("verify", "--verify"), ("output", "-o"), ("cast", "--cast"),
           ("retain_graph", "--retain-graph"))
 
 
@@ -46,6 +48,9 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
         raise TraceError(f"--world-size forecasts the step as FUNC returns it; {', '.join(given)} cannot go with it "
                          "(to measure real ranks, run the script under torchrun with measure_rank, or run_ranks: "
                          "see docs/distributed.md)")
+    if args.measure and (len(sizes) != 1 or sizes[0] > _MAX_REAL_RANKS):
+        raise TraceError(f"--measure with --world-size runs that many real gloo ranks on this machine: give one "
+                         f"world size of at most {_MAX_REAL_RANKS}, found {args.world_size!r}")
     if args.device not in (None, "meta"):
         raise TraceError(f"--world-size forecasts on fake tensors (meta): leave out --device or give meta, found "
                          f"{args.device!r}")
@@ -54,7 +59,8 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
                          "optimizer it returns): leave out --dtype and --optimizer")
     seconds = args.timeout or 1800.0
     try:
-        report, text = run_script_job(DISTRIBUTED_JOB, path, func, args.target, sizes, os.getcwd(), seconds=seconds)
+        report, text = run_script_job(DISTRIBUTED_JOB, path, func, args.target, sizes, os.getcwd(), bool(args.measure),
+                                      seconds=seconds)
     except RunnerError as e:
         raise TraceError(script_stopped(args.target, e, seconds)) from e
     print(json.dumps(report, indent=2) if args.json else text)

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.distributed import RankMemory, format_ranks
+from ..model import human_bytes
 from ..tracing.distributed.fake_cluster import forecast_world
+from ..tracing.distributed.ranks import run_ranks
 from .scripts import run_script
 
 __all__ = ["world_sizes_report", "world_sizes_text", "world_sizes_job", "NOT_SHOWN_ON_CPU"]
@@ -26,21 +28,32 @@ NOT_SHOWN_ON_CPU = (
 )
 
 
-def world_sizes_report(path: Path, func: str, target: str, world_sizes: tuple[int, ...]) -> dict[str, Any]:
+def world_sizes_report(path: Path, func: str, target: str, world_sizes: tuple[int, ...], *,
+                       measure: bool = False) -> dict[str, Any]:
     """Rank 0's step of `target` forecast at each world size: the report as `--json` prints it.
 
+    With `measure` (one world size), the job also runs on that many real gloo
+    ranks on this machine (`run_ranks`), PyTorch's tracker following each rank's
+    step: `measured` holds every rank's figures, `peak_rank` the largest.
+
     Raises:
-        DistributedError: FUNC fails, returns no step, or builds a mesh the world size does not split.
+        DistributedError: FUNC fails, returns no step, or builds a mesh the world size does not split; a real
+            rank raises or the ranks do not finish.
     """
     entries: list[RankMemory] = [
         forecast_world(lambda: run_script(path, func, target), world_size=n, where=target) for n in world_sizes
     ]
-    return {
+    report: dict[str, Any] = {
         "target": target,
         "device": "meta",
         "world_sizes": [e.to_dict() for e in entries],
         "not_modelled": NOT_SHOWN_ON_CPU,
     }
+    if measure:
+        table = run_ranks(f"{path}:{func}", nprocs=world_sizes[0], with_torch_tracker=True)
+        report["measured"] = [r.to_dict() for r in table.ranks]
+        report["peak_rank"] = table.peak_rank
+    return report
 
 
 def world_sizes_text(report: dict[str, Any]) -> str:
@@ -55,14 +68,26 @@ def world_sizes_text(report: dict[str, Any]) -> str:
              "optimizer state, inputs (and DDP's buckets)"]
     notes = sorted({n for e in report["world_sizes"] for n in e["notes"]})
     lines += [f"note: {n}" for n in notes]
+    if "measured" in report:
+        forecast = report["world_sizes"][0]
+        lines.append(f"measured on {len(report['measured'])} real gloo ranks (the tracker followed the same step):")
+        table: list[tuple[str, ...]] = [("rank", "forecast total", "measured total", "tracker total",
+                                         "measured step peak")]
+        for m in report["measured"]:
+            mark = " <- peak" if m["rank"] == report["peak_rank"] and len(report["measured"]) > 1 else ""
+            table.append((str(m["rank"]), human_bytes(forecast["total_bytes"]), human_bytes(m["total_bytes"]),
+                         f"{human_bytes(m['tracker_bytes'])} ({m['tracker']})" if m.get("tracker") else "-",
+                         human_bytes(m["predicted_peak_bytes"]) + mark))
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     lines.append(f"not modelled: {report['not_modelled']}")
     return "\n".join(lines)
 
 
-def world_sizes_job(path: str, func: str, target: str, world_sizes: list[int],
-                    cwd: str) -> tuple[dict[str, Any], str]:
+def world_sizes_job(path: str, func: str, target: str, world_sizes: list[int], cwd: str,
+                    measure: bool = False) -> tuple[dict[str, Any], str]:
     """`world_sizes_report` in the CLI's worker, with its text; `cwd` is the command's folder, where the script
     runs."""
     os.chdir(cwd)
-    report = world_sizes_report(Path(path), func, target, tuple(world_sizes))
+    report = world_sizes_report(Path(path).resolve(), func, target, tuple(world_sizes), measure=measure)
     return report, world_sizes_text(report)

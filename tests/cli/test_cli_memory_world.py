@@ -48,7 +48,9 @@ def test_the_table_has_a_row_per_world_size(capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--world-size", "0"], "--world-size expects numbers of ranks separated by commas"),
     (["--world-size", "8,x"], "--world-size expects numbers of ranks"),
-    (["--world-size", "8", "--measure"], "--measure cannot go with it"),
+    (["--world-size", "2,4", "--measure"], "give one world size of at most 8"),
+    (["--world-size", "16", "--measure"], "give one world size of at most 8"),
+    (["--world-size", "8", "--checkpoint"], "--checkpoint cannot go with it"),
     (["--world-size", "8", "--batch", "4"], "--batch cannot go with it"),
     (["--world-size", "8", "--device", "cpu"], "--world-size forecasts on fake tensors (meta)"),
     (["--world-size", "8", "--optimizer", "adam"], "takes the precision and optimizer from FUNC"),
@@ -64,3 +66,16 @@ def test_a_func_that_raises_on_the_fake_cluster_is_named_with_the_world_size(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(["memory", f"{JOBS}:ddp", "--world-size", "4"], capsys)
     assert code == 2 and "failed at world size 4: DDP cannot run on fake tensors" in err, err
+
+
+@pytest.mark.slow  # two real gloo ranks, each a fresh process importing torch, started from the CLI's worker
+def test_measure_runs_real_ranks_and_each_equals_the_forecast_and_the_tracker(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "2", "--measure", "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    forecast = report["world_sizes"][0]
+    assert [m["rank"] for m in report["measured"]] == [0, 1] and report["peak_rank"] == 0
+    for measured in report["measured"]:
+        assert measured["total_bytes"] == forecast["total_bytes"] == measured["tracker_bytes"]
+        assert measured["tracker"] == "FSDPMemTracker"
