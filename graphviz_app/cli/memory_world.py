@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 
+from ..analysis.memory.fit import parse_bytes
 from ..errors import TraceError
 from ..runner import JobRef, RunnerError
 from .worker import run_script_job, script_stopped
@@ -20,8 +21,8 @@ __all__ = ["DISTRIBUTED_JOB", "world_sizes", "run_world_sizes"]
 
 DISTRIBUTED_JOB = JobRef("graphviz_app.jobs.distributed", "world_sizes_job")
 _MAX_REAL_RANKS = 8  # each rank is a process of its own on this machine
-_ALONE = (("batch", "--batch"), ("seq_len", "--seq-len"), ("budget", "--budget"), ("checkpoint", "--checkpoint"),
-          ("verify", "--verify"), ("output", "-o"), ("cast", "--cast"),
+_ALONE = (("seq_len", "--seq-len"), ("checkpoint", "--checkpoint"), ("verify", "--verify"), ("output", "-o"),
+          ("cast", "--cast"),
           ("retain_graph", "--retain-graph"))
 
 
@@ -40,6 +41,18 @@ def world_sizes(text: str) -> list[int]:
     return sizes
 
 
+def _batches(text: str | None) -> list[int | None]:
+    if not text:
+        return [None]
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(s < 1 for s in sizes):
+        raise TraceError(f"--batch expects positive batch sizes per GPU separated by commas, e.g. 1,8; found {text!r}")
+    return list(sizes)
+
+
 def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
     """Forecast the job at each `--world-size` in the script worker; print the table (or `--json`)."""
     sizes = world_sizes(args.world_size)
@@ -48,6 +61,13 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
         raise TraceError(f"--world-size forecasts the step as FUNC returns it; {', '.join(given)} cannot go with it "
                          "(to measure real ranks, run the script under torchrun with measure_rank, or run_ranks: "
                          "see docs/distributed.md)")
+    if args.measure and (args.batch or args.budget):
+        raise TraceError("--measure with --world-size runs the step as FUNC returns it: leave out --batch and --budget")
+    batches = _batches(args.batch)
+    try:
+        budget = parse_bytes(args.budget) if args.budget else None
+    except ValueError as e:
+        raise TraceError(f"--budget: {e}") from e
     if args.measure and (len(sizes) != 1 or sizes[0] > _MAX_REAL_RANKS):
         raise TraceError(f"--measure with --world-size runs that many real gloo ranks on this machine: give one "
                          f"world size of at most {_MAX_REAL_RANKS}, found {args.world_size!r}")
@@ -60,7 +80,7 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
     seconds = args.timeout or 1800.0
     try:
         report, text = run_script_job(DISTRIBUTED_JOB, path, func, args.target, sizes, os.getcwd(), bool(args.measure),
-                                      seconds=seconds)
+                                      tuple(batches), budget, seconds=seconds)
     except RunnerError as e:
         raise TraceError(script_stopped(args.target, e, seconds)) from e
     print(json.dumps(report, indent=2) if args.json else text)

@@ -9,7 +9,7 @@ import dist_jobs
 import pytest
 
 from graphviz_app.cli import commands as cli
-from graphviz_app.tracing.distributed.fake_cluster import forecast_world
+from graphviz_app.tracing.distributed.fake_cluster import forecast_world, largest_batch_world
 
 JOBS = Path(dist_jobs.__file__)
 
@@ -51,7 +51,10 @@ def test_the_table_has_a_row_per_world_size(capsys: pytest.CaptureFixture[str]) 
     (["--world-size", "2,4", "--measure"], "give one world size of at most 8"),
     (["--world-size", "16", "--measure"], "give one world size of at most 8"),
     (["--world-size", "8", "--checkpoint"], "--checkpoint cannot go with it"),
-    (["--world-size", "8", "--batch", "4"], "--batch cannot go with it"),
+    (["--world-size", "8", "--seq-len", "4"], "--seq-len cannot go with it"),
+    (["--world-size", "8", "--batch", "0"], "--batch expects positive batch sizes per GPU"),
+    (["--world-size", "8", "--budget", "lots"], "--budget: "),
+    (["--world-size", "2", "--measure", "--batch", "4"], "leave out --batch and --budget"),
     (["--world-size", "8", "--device", "cpu"], "--world-size forecasts on fake tensors (meta)"),
     (["--world-size", "8", "--optimizer", "adam"], "takes the precision and optimizer from FUNC"),
 ])
@@ -79,3 +82,18 @@ def test_measure_runs_real_ranks_and_each_equals_the_forecast_and_the_tracker(
     for measured in report["measured"]:
         assert measured["total_bytes"] == forecast["total_bytes"] == measured["tracker_bytes"]
         assert measured["tracker"] == "FSDPMemTracker"
+
+
+@pytest.mark.slow
+def test_batches_and_budget_give_an_entry_per_world_size_and_batch_and_the_largest_batch_per_gpu(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "8", "--batch", "2,8", "--budget", "3000000",
+                         "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert [(e["world_size"], e["batch"]) for e in report["world_sizes"]] == [(8, 2), (8, 8)]
+    for entry in report["world_sizes"]:
+        library = forecast_world(dist_jobs.job("fsdp"), world_size=8, batch=entry["batch"])
+        assert entry["total_bytes"] == library.total_bytes
+    assert report["largest_batch"] == [
+        {"world_size": 8, "batch": largest_batch_world(dist_jobs.job("fsdp"), world_size=8, budget_bytes=3_000_000)}]
