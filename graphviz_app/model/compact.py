@@ -74,7 +74,8 @@ def to_compact(graph: Any) -> dict[str, Any]:
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
     ...           (Edge("n1", "n0"),))
     >>> data = to_compact(g)
-    >>> data["nodes"]["kind"], data["strings"][:3], data["edges"]["src"]
+    >>> nodes, edges, strings = data["nodes"], data["edges"], list(data["strings"])
+    >>> nodes["kind"], strings[:3], edges["src"]
     ([0, 1], ['output', 'op', 'MulBackward0'], [1])
     >>> Graph.from_dict(data) == g
     True
@@ -160,7 +161,7 @@ def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
         return _read(data)
     except SchemaError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise SchemaError(f"malformed compact graph JSON (schema 3): {type(e).__name__}: {e}; "
                           "write it again with graphviz_app's to_compact()") from e
 

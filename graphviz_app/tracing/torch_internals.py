@@ -66,6 +66,7 @@ __all__ = [
     "root_mesh",
     "memory_trackers",
     "fsdp_unsharded_params",
+    "fake_mode_and_converter",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -574,6 +575,15 @@ def memory_trackers() -> tuple[Any, Any]:
     from torch.distributed._tools.mem_tracker import MemTracker
 
     return FSDPMemTracker, MemTracker
+
+
+def fake_mode_and_converter() -> tuple[Any, Callable[[Any, torch.Tensor, torch.device], torch.Tensor]]:
+    """A new `FakeTensorMode` (constants from outside allowed) and its converter from a meta tensor to a fake
+    tensor of a device (`torch._subclasses.fake_tensor`, private: read here only)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    return mode, mode.fake_tensor_converter.from_meta_and_device
 
 
 def fsdp_unsharded_params() -> dict[int, tuple[Any, Any, str | None]]:

@@ -92,6 +92,6 @@ class RankStorages(LiveStorages):
     def _storage_resized(self, st: torch.UntypedStorage) -> None:
         """A storage resized outside any op: counted from now at its new size, or its count follows the size."""
         if id(st) in self._refs:
-            self._resized(st)
+            self._follow_resize(st)
         elif st.nbytes():  # made before the step (FSDP's unsharded parameter, freed to 0 bytes), grown again
             self._count(st)
