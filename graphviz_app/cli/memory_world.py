@@ -17,7 +17,7 @@ from ..errors import TraceError
 from ..runner import JobRef, RunnerError
 from .worker import run_script_job, script_stopped
 
-__all__ = ["DISTRIBUTED_JOB", "world_sizes", "run_world_sizes"]
+__all__ = ["DISTRIBUTED_JOB", "run_world_sizes"]
 
 DISTRIBUTED_JOB = JobRef("graphviz_app.jobs.distributed", "world_sizes_job")
 _MAX_REAL_RANKS = 8  # each rank is a process of its own on this machine
@@ -26,36 +26,9 @@ _ALONE = (("seq_len", "--seq-len"), ("checkpoint", "--checkpoint"), ("verify", "
           ("retain_graph", "--retain-graph"))
 
 
-def world_sizes(text: str) -> list[int]:
-    """`--world-size 8,64,512` as numbers; a TraceError says what is expected.
-
-    >>> world_sizes("8, 64,512")
-    [8, 64, 512]
-    """
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(s < 1 for s in sizes):
-        raise TraceError(f"--world-size expects numbers of ranks separated by commas, e.g. 8,64,512; found {text!r}")
-    return sizes
-
-
-def _batches(text: str | None) -> list[int | None]:
-    if not text:
-        return [None]
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(s < 1 for s in sizes):
-        raise TraceError(f"--batch expects positive batch sizes per GPU separated by commas, e.g. 1,8; found {text!r}")
-    return list(sizes)
-
-
 def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
     """Forecast the job at each `--world-size` in the script worker; print the table (or `--json`)."""
-    sizes = world_sizes(args.world_size)
+    sizes = list(args.world_size)  # the parser made them whole numbers from 1 up
     given = [flag for attr, flag in _ALONE if getattr(args, attr, None)]
     if given:
         raise TraceError(f"--world-size forecasts the step as FUNC returns it; {', '.join(given)} cannot go with it "
@@ -63,14 +36,14 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
                          "see docs/distributed.md)")
     if args.measure and (args.batch or args.budget):
         raise TraceError("--measure with --world-size runs the step as FUNC returns it: leave out --batch and --budget")
-    batches = _batches(args.batch)
+    batches: tuple[int | None, ...] = tuple(args.batch) if args.batch else (None,)
     try:
         budget = parse_bytes(args.budget) if args.budget else None
     except ValueError as e:
         raise TraceError(f"--budget: {e}") from e
     if args.measure and (len(sizes) != 1 or sizes[0] > _MAX_REAL_RANKS):
         raise TraceError(f"--measure with --world-size runs that many real gloo ranks on this machine: give one "
-                         f"world size of at most {_MAX_REAL_RANKS}, found {args.world_size!r}")
+                         f"world size of at most {_MAX_REAL_RANKS}, found {','.join(map(str, sizes))}")
     if args.device not in (None, "meta"):
         raise TraceError(f"--world-size forecasts on fake tensors (meta): leave out --device or give meta, found "
                          f"{args.device!r}")
