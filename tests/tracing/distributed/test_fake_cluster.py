@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dist_jobs
 import pytest
 import torch
 import torch.distributed as dist
@@ -167,3 +168,10 @@ def test_the_largest_batch_per_gpu_fits_the_budget_by_fsdp_mem_tracker_and_one_m
     assert batch > 1
     assert torch_tracker_peak("fsdp", 8, batch) <= budget < torch_tracker_peak("fsdp", 8, batch + 1)
     assert forecast_world(job("fsdp"), world_size=8, batch=batch).inputs_bytes == batch * SEQ * D * 4
+
+
+def test_a_func_that_wraps_nothing_is_told_so_and_holds_the_whole_model() -> None:
+    r = forecast_world(dist_jobs.no_process_group_needed, world_size=8)
+    assert r.strategy == "replicated" and r.collectives == ()
+    assert r.params_bytes == sum(p.numel() * 4 for p in plain_model(1).parameters())
+    assert any("the model is not wrapped (no fully_shard, DDP or parallelize_module)" in n for n in r.notes)
