@@ -56,10 +56,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runner import IsolatedRunner, JobCancelled, JobRef, JobTimeout, JobUsage, RunnerBusy, RunnerError
-from .cache import layout_stopped_by_load
+from ..runner import IsolatedRunner, JobCancelled, JobRef, JobUsage, RunnerBusy, RunnerError
 from .lanes import NICE, CostBook, Lane, lane
 from .program_cost import Verdict, judge
+from .relabel import relabel_layout_time_out, relabel_time_out
 from .results import Failure
 
 # A job: a picklable top-level function, or one named by module and function.
@@ -188,16 +188,16 @@ class FairRunner:
                 raise
             timed_out = True
             self._mark_suspect(session, key)
-            raise _relabel_time_out(e.message, ticket.peak, self._usage()) from e
+            raise relabel_time_out(e.message, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
                 timed_out = True
                 self._mark_suspect(session, key)
-                found = _relabel_time_out(result.message, ticket.peak, self._usage())
+                found = relabel_time_out(result.message, ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
                                excerpt=result.excerpt)
             if isinstance(result, Failure) and result.kind == "render":
-                return _relabel_layout_time_out(result, self._usage())
+                return relabel_layout_time_out(result, self._usage())
             return result
         finally:
             self._measure(ticket, key, self._clock() - started, timed_out)
@@ -370,39 +370,3 @@ def _job_key(job: Job, args: tuple[Any, ...]) -> Hashable:
     """The same job again: its function and first argument (the program, for the page's jobs)."""
     first = args[0] if args and isinstance(args[0], str) else None
     return None if first is None else ("job", _kind(job), hash(first))
-
-
-def _relabel_time_out(message: str, peak: int, usage: JobUsage | None) -> JobTimeout:
-    """`time` when other programs took the CPU the job needed (measured), `overtime` when it had one to itself."""
-    share = None if usage is None else usage.share
-    if usage is not None and share is not None:
-        if not usage.busy:
-            return JobTimeout(
-                f"{message}. It had a CPU to itself ({share:.0%} of one, measured over its {usage.wall_s:.1f} s), "
-                "so it would stop at the same point again: a retry will not help", kind="overtime")
-        return JobTimeout(
-            f"{message}. The machine was busy: it got {share:.0%} of a CPU over its {usage.wall_s:.1f} s "
-            "(measured), so it may pass at a quieter moment", kind="time")
-    # Not measured (no /proc): judged from the page's own jobs only, and said so.
-    if peak <= 1:
-        return JobTimeout(
-            f"{message}. No other program of this page ran beside it (the CPU it got was not measured here), "
-            "so it would likely stop at the same point again: a retry will not help", kind="overtime")
-    return JobTimeout(
-        f"{message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
-        "may pass at a quieter moment", kind="time")
-
-
-def _relabel_layout_time_out(result: Failure, usage: JobUsage | None) -> Failure:
-    """A layout stopped at its deadline because the machine was busy: `time` (retry, never cached)."""
-    if not layout_stopped_by_load(result) and not (usage is not None and usage.busy and _layout_timed_out(result)):
-        return result
-    text = result.message
-    if "the machine was busy" not in text and usage is not None and usage.share is not None:
-        text += (f". The machine was busy: the job got {usage.share:.0%} of a CPU over its {usage.wall_s:.1f} s "
-                 "(measured), so it may pass at a quieter moment")
-    return Failure(text, kind="time", line=result.line, col=result.col, excerpt=result.excerpt)
-
-
-def _layout_timed_out(result: Failure) -> bool:
-    return result.kind == "render" and " took over " in result.message and "laying out" in result.message
