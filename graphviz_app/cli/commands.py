@@ -23,7 +23,7 @@ from ..expr.limits import Limits
 from ..expr.validator import parse, validate
 from ..runner import RunnerError
 from .diff import add_diff_parser, run_diff
-from .files import FileProblem, check_output, check_script, named_path, read_program
+from .files import FileProblem, check_output, check_script, named_path, read_input, read_program
 from .memory import add_memory_parser, run_memory
 from .numbers import LONGEST_TIMEOUT_S, device, real, whole
 from .progress import Deadline, Progress
@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="what fills the nodes: device (the default), gradient (as --gradients), or order "
                         "(of derivative: the forward's ops, the backward's made by a create_graph=True "
                         "gradient, the backward of that; the function runs inside record_orders())")
+    render.add_argument("--overlay", action="append", default=[], metavar="NAME=FILE.json",
+                        help="colour the interactive viewer (.html) by your own numbers: FILE.json holds "
+                        "{node id or module name: number}, shown as the colouring NAME (repeatable)")
     _time_options(render)
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
@@ -239,6 +242,7 @@ def _render(args: argparse.Namespace) -> int:
         raise _Fail(str(e)) from e
     color_by = args.color_by or ("gradient" if args.gradients else "device")
     args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
+    overlays = _overlays(args)
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
     from ..analysis.regions import region_names, show_regions
     from ..analysis.repeats import find_repeats
@@ -268,9 +272,11 @@ def _render(args: argparse.Namespace) -> int:
                 warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
-                        color_by=color_by, timeout=seconds, progress=say)
+                        color_by=color_by, timeout=seconds, progress=say, overlays=overlays)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    except ValueError as e:  # an --overlay naming a node or module the graph does not have
+        raise _Fail(f"--overlay: {e}") from e
     for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
         print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
     shown = graph
@@ -287,6 +293,31 @@ def _render(args: argparse.Namespace) -> int:
     if args.gradients:
         _print_gradients(graph)
     return EXIT_OK
+
+
+def _overlays(args: argparse.Namespace) -> dict[str, dict[str, float | None]] | None:
+    """The --overlay files read: NAME -> {node id or module name: number}; None when there are none."""
+    if not args.overlay:
+        return None
+    if output_format(args.output, args.format) != "html":
+        raise _Fail(f"--overlay colours the interactive viewer: end the output's name in .html, found {args.output!r}")
+    found: dict[str, dict[str, float | None]] = {}
+    for given in args.overlay:
+        name, eq, file = given.rpartition("=")  # the last "=": a name may hold one, a file name seldom does
+        if not eq or not name.strip() or not file:
+            raise _Fail(f"--overlay takes NAME=FILE.json, e.g. --overlay latency_ms=latency.json, got {given!r}")
+        try:
+            values = json.loads(read_input(Path(file), limit=64 * 2**20, what=f"the --overlay file for {name!r}"))
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
+        except json.JSONDecodeError as e:
+            raise _Fail(f"--overlay {name}: {file} is not JSON ({e.msg} at line {e.lineno}); write "
+                        '{"node id or module name": number, ...}') from e
+        if not isinstance(values, dict):
+            raise _Fail(f"--overlay {name}: {file} holds a JSON {type(values).__name__}; write "
+                        '{"node id or module name": number, ...}')
+        found[name] = values
+    return found
 
 
 def _check_orders(graph: Graph, target: str | None) -> None:

@@ -74,6 +74,9 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan, measure, "
                         "print predicted against measured")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
+    memory.add_argument("--world-size", metavar="N[,N...]", help="a distributed job (FUNC wraps the model with "
+                        "fully_shard, parallelize_module): forecast each rank's step at these world sizes, e.g. "
+                        "8,64,512, on a fake cluster (fake process group, fake tensors: nothing allocated)")
     memory.add_argument("--json", action="store_true", help="print JSON")
     memory.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: running FUNC, forecasting, measuring (default "
@@ -88,6 +91,10 @@ def run_memory(args: argparse.Namespace) -> int:
     match = _SCRIPT.match(args.target)
     if match is None:
         raise TraceError(f"memory expects SCRIPT.py:FUNC, found {args.target!r}")
+    if getattr(args, "world_size", None):
+        from .memory_world import run_world_sizes
+
+        return run_world_sizes(args, match["path"], match["func"])
     batches: tuple[int | None, ...] = args.batch or (None,)
     budget = parse_budget(args.budget)
     if args.verify and not args.checkpoint:
@@ -165,7 +172,7 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
 def _peak_lines(entry: dict[str, Any]) -> list[str]:
     batch = "" if entry["batch"] is None else f" at batch {entry['batch']}"
     if entry["peak_node"] is None:
-        where = "at the end of the forward"
+        where = "during the forward" if entry.get("peak_in_forward") else "at the end of the forward"
     else:
         module = entry["peak_module"] if entry["peak_module"] is not None else "no module"
         source = f", {entry['peak_source']}" if entry["peak_source"] else ""

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from graphviz_app.runner import JobCancelled, JobTimeout, JobUsage, RunnerError
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.results import Failure
-from tests.waiting import wait_until
 
 
 class FakePool:

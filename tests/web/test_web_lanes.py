@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.waiting import wait_until
 
 from graphviz_app.runner import JobTimeout, JobUsage, RunnerError
 from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.lanes import NICE, CostBook, lane
-from tests.waiting import wait_until
 
 LIGHT_S = 2.0
 
