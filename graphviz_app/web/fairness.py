@@ -31,6 +31,9 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 - each job runs at its lane's CPU priority (`lanes.NICE`: light 0, heavy 10,
   suspects 19), so on a machine with fewer cores than workers the runaways
   yield the CPU to the small programs beside them instead of sharing it evenly;
+  a light job still running after `lanes.DEMOTE_S` is lowered to the heavy
+  priority (a runaway whose text looked small takes the CPU for seconds, not
+  for its whole time limit), and its cost is measured for next time;
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
@@ -57,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runner import IsolatedRunner, JobCancelled, JobRef, JobUsage, RunnerBusy, RunnerError
-from .lanes import NICE, CostBook, Lane, lane
+from .lanes import DEMOTE_S, NICE, CostBook, Lane, lane
 from .program_cost import Verdict, judge
 from .relabel import relabel_layout_time_out, relabel_time_out
 from .results import Failure
@@ -179,7 +182,9 @@ class FairRunner:
         ticket = self._admit(session, key, kind=_kind(job), digest=digest, verdict=verdict)
         started, timed_out = self._clock(), False
         try:
-            result = self.runner.run(job, *args, cancel=ticket.stop, nice=NICE[ticket.lane])
+            # A light job still running after DEMOTE_S was not light: it yields the CPU from then on.
+            demote = (DEMOTE_S, NICE["heavy"]) if ticket.light else None
+            result = self.runner.run(job, *args, cancel=ticket.stop, nice=NICE[ticket.lane], demote=demote)
         except RunnerError as e:
             if e.kind == "cancelled":
                 raise JobCancelled("a newer run from the same page replaced this one while it ran, "

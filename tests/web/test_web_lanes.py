@@ -16,7 +16,7 @@ from waiting import wait_until
 
 from graphviz_app.runner import JobTimeout, JobUsage, RunnerError
 from graphviz_app.web.fairness import FairRunner
-from graphviz_app.web.lanes import NICE, CostBook, lane
+from graphviz_app.web.lanes import DEMOTE_S, NICE, CostBook, lane
 
 LIGHT_S = 2.0
 
@@ -79,10 +79,13 @@ class MeasuringPool:
 
     def __init__(self) -> None:
         self.nice: list[tuple[str, int]] = []
+        self.demote: list[tuple[float, int] | None] = []
         self._local = threading.local()
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0,
+            demote: tuple[float, int] | None = None) -> Any:
         self.nice.append((args[0] if args else job.__name__, nice))
+        self.demote.append(demote)
         self._local.usage = None
         result = job(*args)
         self._local.usage = JobUsage(wall_s=result[1], cpu_s=result[1])
@@ -173,3 +176,5 @@ def test_each_lane_runs_at_its_cpu_priority() -> None:
         fair.run("red team", timed_out, HEAVY_TEXT + " # 2")
     fair.run("red team", costs, LIGHT_TEXT + " # 3", 0.01)  # a suspect now, whatever its text
     assert [n for _, n in pool.nice] == [NICE["light"], NICE["heavy"], NICE["heavy"], NICE["suspect"]]
+    # A light job that outlasts DEMOTE_S yields the CPU from then on; the others already run lower.
+    assert pool.demote == [(DEMOTE_S, NICE["heavy"]), None, None, None]
