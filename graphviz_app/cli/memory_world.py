@@ -12,6 +12,7 @@ import json
 import os
 
 from ..errors import TraceError
+from ..model.numbers import LARGEST_SIZE, NumberError, whole_number
 from ..runner import JobRef, RunnerError
 from .worker import run_script_job, script_stopped
 
@@ -29,11 +30,12 @@ def world_sizes(text: str) -> list[int]:
     >>> world_sizes("8, 64,512")
     [8, 64, 512]
     """
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(s < 1 for s in sizes):
+    try:  # ASCII digits only: int() also reads "1_0" and "٣"
+        sizes = [whole_number(part, low=1, high=LARGEST_SIZE) for part in text.split(",") if part.strip()]
+    except NumberError as e:
+        raise TraceError(f"--world-size expects numbers of ranks separated by commas, e.g. 8,64,512; found "
+                         f"{text!r}: {e}") from e
+    if not sizes:
         raise TraceError(f"--world-size expects numbers of ranks separated by commas, e.g. 8,64,512; found {text!r}")
     return sizes
 

@@ -128,3 +128,13 @@ def test_a_step_too_large_for_the_machine_offers_a_forecast_on_meta(
     assert "could not finish" in err and "Traceback" not in err
     hint = "may not fit in this machine's memory: forecast it without allocating anything with --device meta"
     assert (hint in err) is hinted, err
+
+
+@pytest.mark.parametrize("text", ["1_6", "\u0668", "8,\u00b2", "0", "1e3", ","])
+def test_world_sizes_are_plain_digits_too(text: str) -> None:
+    from graphviz_app.cli.memory_world import world_sizes
+    from graphviz_app.errors import TraceError
+
+    with pytest.raises(TraceError, match=r"--world-size expects numbers of ranks separated by commas, e.g. 8,64,512"):
+        world_sizes(text)
+    assert world_sizes("8, 64,512") == [8, 64, 512]
