@@ -119,6 +119,7 @@ class IsolatedRunner:
         """
         limit = self.time_limit if time_limit is None else time_limit
         memory = self.memory_limit if memory_limit is None else memory_limit
+        self._local.usage = None  # a job that never starts (busy, not picklable) measured nothing
         for attempt in range(2):
             worker = self._acquire(wait=limit)
             if nice > 0 and set_nice(worker.process.pid, nice):

@@ -180,7 +180,9 @@ class FairRunner:
         key = _job_key(job, args)
         verdict = self._judge(args[0]) if args and isinstance(args[0], str) else "unknown"
         ticket = self._admit(session, key, kind=_kind(job), digest=digest, verdict=verdict)
-        started, timed_out = self._clock(), False
+        # What the run says of the program's cost: "ran" (measured), "limit" (a time or memory limit: heavy),
+        # "unmeasured" (a killed worker, a busy pool: nothing about the program).
+        started, outcome = self._clock(), "ran"
         try:
             # A light job still running after DEMOTE_S was not light: it yields the CPU from then on.
             demote = (DEMOTE_S, NICE["heavy"]) if ticket.light else None
@@ -190,13 +192,14 @@ class FairRunner:
                 raise JobCancelled("a newer run from the same page replaced this one while it ran, "
                                    "so it was stopped") from e
             if e.kind != "time":
+                outcome = "limit" if e.kind == "memory" else "unmeasured"
                 raise
-            timed_out = True
+            outcome = "limit"
             self._mark_suspect(session, key)
             raise relabel_time_out(e.message, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
-                timed_out = True
+                outcome = "limit"
                 self._mark_suspect(session, key)
                 found = relabel_time_out(result.message, ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
@@ -205,14 +208,15 @@ class FairRunner:
                 return relabel_layout_time_out(result, self._usage())
             return result
         finally:
-            self._measure(ticket, key, self._clock() - started, timed_out)
+            if outcome != "unmeasured":
+                self._measure(ticket, key, self._clock() - started, timed_out=outcome == "limit")
             with self._cond:
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
-    def _measure(self, ticket: _Ticket, key: Hashable, wall_s: float, timed_out: bool) -> None:
+    def _measure(self, ticket: _Ticket, key: Hashable, wall_s: float, *, timed_out: bool) -> None:
         """Keep what the job cost: CPU seconds where the runner measured them (a loaded machine
-        stretches the wall time of every job alike), else wall seconds; a time-out costs infinity."""
+        stretches the wall time of every job alike), else wall seconds; a time or memory limit costs infinity."""
         usage = self._usage()
         spent = math.inf if timed_out else (usage.cpu_s if usage is not None and usage.cpu_s is not None
                                             else wall_s)
