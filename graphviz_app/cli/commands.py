@@ -70,6 +70,20 @@ expressions, scripts), 3 the environment failed (Graphviz or streamlit missing, 
 """
 
 
+_RENDER_DESCRIPTION = """\
+Draw the autograd graph of SCRIPT.py:FUNCTION, of an expression, or of a graph saved as JSON.
+FUNCTION takes no arguments and returns one of:
+  the output tensor(s)                       return loss
+  the output and what names its leaves       return loss, model
+                                             return loss, model.named_parameters()
+  a model and its inputs, run under record() return model, x
+  so its modules can be drawn                return model, (x, y)
+  ... with keyword inputs                    return model, (x,), {'labels': y}
+  a dict, 'args', 'kwargs' and 'loss' optional (with 'loss' the graph drawn is of loss(output)):
+      return {'model': model, 'args': (x,), 'kwargs': {...}, 'loss': lambda out: out.loss}
+Notes on the graph go to stderr."""
+
+
 class _Fail(Exception):
     """A failure already worded for people, with its exit code."""
 
@@ -97,14 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
-        description="Draw the autograd graph of SCRIPT.py:FUNCTION, of an expression, or of a graph saved "
-        "as JSON. The function takes no arguments and returns one of: the output tensor(s) (return loss); "
-        "the output and its model or parameters, to name them (return loss, model; return loss, "
-        "model.named_parameters()); a model and its inputs, run under record() so modules can be drawn "
-        "(return model, x; return model, (x, y)); a model, its positional and its keyword inputs "
-        "(return model, (x,), {'labels': y}); or a dict {'model': model, 'args': (x,), 'kwargs': {...}, "
-        "'loss': lambda out: out.loss} ('args', 'kwargs' and 'loss' optional; the graph drawn is of "
-        "loss(output) when 'loss' is given). Notes on the graph go to stderr.",
+        description=_RENDER_DESCRIPTION,
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
