@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gradcheck._probe import probe_steps
+from gradcheck.probes import probe_steps
 
 from .units import BudgetSpent, Unit
 
