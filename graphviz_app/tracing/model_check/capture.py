@@ -103,21 +103,23 @@ def source_of(fn: Any) -> str | None:
     """`"model.py:41"`: the `def` line of a function, the path as the graph shows source lines."""
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     code = getattr(fn, "__code__", None)
-    return None if code is None else _def_line(code)
+    return None if code is None else _def_line(code.co_filename, code.co_firstlineno)
 
 
+# Keyed by file and line, not by the code object: equal code objects compiled from two files
+# compare equal (co_filename is not part of a code object's equality) and would share a line.
 @functools.lru_cache(maxsize=4096)
-def _def_line(code: Any) -> str:
+def _def_line(filename: str, first_line: int) -> str:
     """The line of `def` itself: `co_firstlineno` is the first decorator's (`@staticmethod`)."""
-    line = code.co_firstlineno
+    line = first_line
     for offset in range(50):
-        text = linecache.getline(code.co_filename, line + offset).lstrip()
+        text = linecache.getline(filename, line + offset).lstrip()
         if text.startswith(("def ", "async def ")):
             line += offset
             break
         if not text.startswith("@") and offset:
             break
-    return f"{_shown_path(code.co_filename)}:{line}"
+    return f"{_shown_path(filename)}:{line}"
 
 
 def caller_site(depth: int) -> tuple[str, int] | None:
