@@ -198,3 +198,39 @@ _not_a_module: Any = lambda x: x  # noqa: E731 - a function where a module belon
 def test_bad_calls_say_what_is_wrong(call: Any, message: str) -> None:
     with pytest.raises(ModelCheckError, match=message):
         call()
+
+
+def test_an_in_place_change_autograd_sees_fails_the_module_with_the_error() -> None:
+    class SavedThenChanged(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.sigmoid(x)
+            y.mul_(2)  # sigmoid saved y for its backward
+            return y
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), SavedThenChanged())
+    result = check_model(model, torch.randn(2, 3))
+    (culprit,) = result.culprits
+    assert culprit.path == "1" and culprit.reason is not None
+    assert "backward raised RuntimeError: one of the variables needed for gradient computation" in culprit.reason
+    assert str(result).startswith("1 (SavedThenChanged.forward, test_model_check_api.py:")
+
+
+@pytest.mark.parametrize("kinks, passed", [("pass", True), ("fail", False)])
+def test_max_pool_ties_after_a_relu_pass_only_under_the_kink_policy(kinks: str, passed: bool) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.ReLU(), nn.MaxPool2d(2))
+    result = check_model(model, torch.randn(2, 3, 8, 8, requires_grad=True), kinks=kinks)
+    pool = next(v for v in result.verdicts if v.path == "1")
+    assert pool.status == (Status.PASSED if passed else Status.FAILED)
+    assert any("crossed a kink" in n or "cross kinks" in n for n in pool.notes)
+
+
+def test_kinks_warn_warns_once_for_the_units_that_passed_at_kinks() -> None:
+    from gradcheck.errors import GradcheckWarning
+
+    torch.manual_seed(0)
+    with pytest.warns(GradcheckWarning, match="passed only at verified kinks"):
+        result = check_model(nn.Sequential(nn.ReLU(), nn.MaxPool2d(2)),
+                             torch.randn(2, 3, 8, 8, requires_grad=True), kinks="warn")
+    assert result.passed
