@@ -28,7 +28,7 @@ test: setup chromium firefox lint
 # Lint and types (rules in pyproject.toml; the viewer's JavaScript: ESLint and tsc, in its package.json), before the tests.
 lint: setup
 	$(VENV)/bin/ruff check .
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # the manual (docs/, mkdocs.yml)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # the manual (docs/, mkdocs.yml); never --quiet: it hides the warnings strict counts
 	$(VENV)/bin/mypy
 	cd $(VIEWER) && npm run --silent lint && npm run --silent typecheck
 

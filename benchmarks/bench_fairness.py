@@ -17,19 +17,34 @@ slow program does (the page starts a new run at once; the old one is left to
 the runner).
 
 `--arms fair`: only the `FairRunner` arm (to compare two versions of it: run the
-script against each version's tree, one after the other).
+script against each version's tree, one after the other). `--arms alone`: first the
+valid sessions alone (no hostile load) through `FairRunner`, then the `FairRunner` arm
+under load; prints the ratio of their p95 (issue 30.11: within 2x).
 
-Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15] [--impatient 2] [--arms fair]
+`--kill-every S`: under load, a worker of the pool (a child of its forkserver, found in
+/proc) is killed with SIGKILL every S seconds, as an operator or the OOM killer would.
+
+`--valid mlp`: the valid sessions send a small MLP (three 64-wide layers, batch 32)
+instead of the seed program, a job of a few tenths of a second rather than a few
+hundredths, so the ratio is not of noise.
+
+Run: .venv/bin/python benchmarks/bench_fairness.py [--seconds 60] [--time-limit 15] [--impatient 2]
+     [--arms both|fair|alone] [--kill-every 35] [--valid seed|mlp]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import random
+import signal
 import statistics
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
@@ -50,11 +65,14 @@ BOMBS = ("# bomb {k}\ntorch.randn(int(3e10)).sum()", "# bomb {k}\ntorch.ones(10*
 RED_TEAM_BOMBS = ("# bomb {k}\ntorch.zeros(1000000000, 0).count_nonzero(1).sum()",
                   "# bomb {k}\ntorch.prod(torch.zeros(0, 600000000), 0).sum()")
 VALID = "x = torch.arange(3., requires_grad=True)\n((x+2)**2+{k}).mean()"
+VALID_MLP = ("x = torch.randn(32, 64)\nl1 = nn.Linear(64, 64)\nl2 = nn.Linear(64, 64)\nl3 = nn.Linear(64, 8)\n"
+             "(l3(torch.relu(l2(torch.relu(l1(x))))) ** 2).mean() + {k}")
 RUNAWAY_SESSIONS, VALID_SESSIONS = 8, 4
 
 
 def load(get_runner: Callable[[str], service.JobRunner], seconds: float,
-         impatient: float | None = None) -> tuple[list[float], int, int, list[float]]:
+         impatient: float | None = None, *, hostile: bool = True,
+         kill_every: float | None = None) -> tuple[list[float], int, int, list[float]]:
     """Latencies of valid programs that succeeded, valid programs refused busy, other failures,
     and the time every valid program took to any answer (a "busy" one included)."""
     stop = time.monotonic() + seconds
@@ -84,6 +102,8 @@ def load(get_runner: Callable[[str], service.JobRunner], seconds: float,
             k += 1
             t0 = time.perf_counter()
             found = service.analyze(get_runner(name), VALID.format(k=int(name[1:]) * 10_000 + k), Options())
+            if isinstance(found, Failure) and found.kind not in ("busy", "crash", "time", "overtime"):
+                print(f"valid program failed: {found.kind}: {found.message[:200]}")
             took = time.perf_counter() - t0
             with lock:
                 answers.append(took)
@@ -93,14 +113,38 @@ def load(get_runner: Callable[[str], service.JobRunner], seconds: float,
                     counts["busy" if found.kind == "busy" else "other"] += 1
             time.sleep(1.0)
 
-    threads = [threading.Thread(target=runaway, args=(f"r{i}",)) for i in range(RUNAWAY_SESSIONS)]
+    def killer() -> None:
+        while time.monotonic() + (kill_every or 0) < stop:
+            time.sleep(kill_every or 0)
+            found = pool_workers()
+            if found:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(random.choice(found), signal.SIGKILL)
+
+    threads = [threading.Thread(target=runaway, args=(f"r{i}",)) for i in range(RUNAWAY_SESSIONS if hostile else 0)]
     threads += [threading.Thread(target=valid, args=(f"v{i}",)) for i in range(VALID_SESSIONS)]
+    threads += [threading.Thread(target=killer)] if kill_every else []
     for t in threads:
         t.start()
         time.sleep(0.05)
     for t in threads + presses:
         t.join()
     return latencies, counts["busy"], counts["other"], answers
+
+
+def pool_workers() -> list[int]:
+    """The pids of this process's pool workers: children of its children (the forkserver's)."""
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isascii() and entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rpartition(")")[2].split()[1])
+    servers = {pid for pid, parent in parents.items() if parent == me}
+    return [pid for pid, parent in parents.items() if parent in servers]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -110,7 +154,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def report(name: str, latencies: list[float], busy: int, other: int, answers: list[float]) -> tuple[float, float]:
+def report(name: str, latencies: list[float], busy: int, other: int,
+           answers: list[float]) -> tuple[float, float, float]:
     p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
     total = len(latencies) + busy + other
     print(f"{name:<28} valid sent {total:3d}  ok {len(latencies):3d} ({len(latencies) / max(total, 1):.0%})"
@@ -118,7 +163,7 @@ def report(name: str, latencies: list[float], busy: int, other: int, answers: li
           f"  other failures {other:2d}  p50 {p50:6.2f} s  p95 {p95:6.2f} s"
           f"  mean {statistics.fmean(latencies) if latencies else float('nan'):6.2f} s"
           f"  p95 of all sent (a 'busy' answer at the time it took) {pct(answers, 0.95):6.2f} s")
-    return p50, p95
+    return p50, p95, pct(answers, 0.95)
 
 
 def main() -> None:
@@ -127,30 +172,45 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=service.TIME_LIMIT_S)
     parser.add_argument("--impatient", type=float, default=None, metavar="S",
                         help="runaway sessions press Run on a new runaway every S seconds without waiting")
-    parser.add_argument("--arms", choices=("both", "fair"), default="both",
-                        help="fair: only the FairRunner arm")
+    parser.add_argument("--arms", choices=("both", "fair", "alone"), default="both",
+                        help="fair: only the FairRunner arm; alone: the valid sessions alone, then under load")
+    parser.add_argument("--kill-every", type=float, default=None, metavar="S",
+                        help="under load, SIGKILL a random pool worker every S seconds")
+    parser.add_argument("--valid", choices=("seed", "mlp"), default="seed",
+                        help="the valid sessions' program: the seed program, or a small MLP")
     parser.add_argument("--bombs", choices=("sized", "red-team"), default="sized",
                         help="red-team: the red team's bombs, which allocate GiBs where sizes are not checked")
     args = parser.parse_args()
-    global BOMBS
+    global BOMBS, VALID
     if args.bombs == "red-team":
         BOMBS = RED_TEAM_BOMBS
+    if args.valid == "mlp":
+        VALID = VALID_MLP
     how = f"a new one every {args.impatient:g} s" if args.impatient else "the next when the last ends"
-    print(f"{RUNAWAY_SESSIONS} runaway sessions ({how}), {VALID_SESSIONS} valid sessions (one program a second), "
-          f"{args.seconds:g} s per arm, worker time limit {args.time_limit:g} s")
+    kills = f", a worker killed every {args.kill_every:g} s" if args.kill_every else ""
+    print(f"{RUNAWAY_SESSIONS} runaway sessions ({how}), {VALID_SESSIONS} valid sessions (one {args.valid} program "
+          f"a second), {args.seconds:g} s per arm, worker time limit {args.time_limit:g} s{kills}")
     results = {}
-    arms = ("main: pool called directly", "ours: FairRunner") if args.arms == "both" else ("ours: FairRunner",)
+    arms = {"both": ("main: pool called directly", "ours: FairRunner"), "fair": ("ours: FairRunner",),
+            "alone": ("alone: FairRunner, no load", "ours: FairRunner")}[args.arms]
     for name in arms:
         with replace(service.SETTINGS, time_limit=args.time_limit).start() as pool:
             pool.warm_up()
             if name.startswith("main"):
-                results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds, args.impatient))
+                results[name] = report(name, *load(lambda session, pool=pool: pool, args.seconds, args.impatient,
+                                                   kill_every=args.kill_every))
             else:
                 fair = FairRunner(pool)
-                results[name] = report(name, *load(fair.for_session, args.seconds, args.impatient))
-    if len(results) == 2:
-        (m50, m95), (o50, o95) = results.values()
+                results[name] = report(name, *load(fair.for_session, args.seconds, args.impatient,
+                                                   hostile=not name.startswith("alone"),
+                                                   kill_every=None if name.startswith("alone") else args.kill_every))
+    if len(results) == 2 and args.arms == "both":
+        (m50, m95, _), (o50, o95, _) = results.values()
         print(f"ratio main/ours: p50 {m50 / o50:.1f}x, p95 {m95 / o95:.1f}x")
+    if len(results) == 2 and args.arms == "alone":
+        (a50, a95, a_all), (o50, o95, o_all) = results.values()
+        print(f"ratio under load/alone: p50 {o50 / a50:.1f}x, p95 {o95 / a95:.1f}x, "
+              f"p95 of all sent {o_all / a_all:.1f}x")
 
 
 if __name__ == "__main__":

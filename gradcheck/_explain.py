@@ -43,6 +43,7 @@ def verdict(pair: PairReport) -> str:
         Blame.ROUNDING: "INCONCLUSIVE: low-precision rounding",
         Blame.UNCLEAR: "FAIL: all three sides disagree",
         Blame.NONFINITE: "FAIL: NaN/Inf values",
+        Blame.DETACHED: "DIFFER: part of fn runs under no_grad (neither side wrong)",
     }[pair.blame]
 
 
@@ -79,6 +80,13 @@ def explain(report: Report, pair: PairReport) -> str:
         return _explain_numerical(report, pair)
     if blame == Blame.NONFINITE:
         return _explain_nonfinite(report, pair)
+    if blame == Blame.DETACHED:
+        return (
+            "fn computes part of this output from the input under torch.no_grad() or torch.inference_mode(): "
+            "finite differences re-run fn and include that part, autograd does not, so the two differ "
+            "without either being wrong (see the notes for the calls). Move the computation out of the "
+            "block to check its gradient."
+        )
     return (
         "all three sides disagree with each other: fix the side you trust least first, or "
         "check at another point (a kink or too coarse a precision can mislead finite differences)."

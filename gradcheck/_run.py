@@ -11,6 +11,7 @@ import torch
 from gradcheck._autograd import AutogradResult, autograd_jacobian
 from gradcheck._chunks import plan_chunk, run_chunked
 from gradcheck._compare import PairData, compare_pair
+from gradcheck._detached import settle_detached
 from gradcheck._fast import analytic_projections, project_fast, random_projections
 from gradcheck._forward import forward_jacobian
 from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
@@ -83,6 +84,7 @@ def run_full(state: RunState, expected: Any, expected_hessian: Any) -> CheckOutc
             pairs += [_rev_pair(state, ag, nm, fd, wanted, o, i) for o in state.checked for i in state.diff]
     if "fwd" in opts.modes:
         pairs += _fwd_pairs(state, leaves, nm, fd, ag.jac if ag is not None else wanted, ag is not None)
+    pairs = settle_detached(state.fn, leaves, pairs, state.notes)
     if opts.order == 2:
         with state.clock("second order"):
             pairs += second_order_pairs(state, leaves, expected_hessian)

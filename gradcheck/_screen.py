@@ -36,6 +36,7 @@ import torch
 
 from gradcheck._autograd import no_grad_notes, vector_jacobian_products
 from gradcheck._chunks import plan_chunk, run_chunked
+from gradcheck._detached import settle_detached
 from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
 from gradcheck._numerical import NumericalResult, directional_differences
 from gradcheck._setup import hand_jacobians, numerical_base
@@ -123,7 +124,7 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
             for o in s.checked for i in s.diff
         ]
     if not all(p.passed for p in pairs):
-        settled = _second_step(s, base, v, u, (autograd, numerical, hand), pairs, sizes)
+        settled = _second_step(s, leaves, base, v, u, (autograd, numerical, hand), pairs, sizes)
         if settled is None:
             return None
         pairs = settled
@@ -134,6 +135,7 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
 
 def _second_step(
     s: RunState,
+    leaves: Sequence[Any],
     base: list[torch.Tensor],
     v: dict[int, torch.Tensor],
     u: dict[int, torch.Tensor],
@@ -175,6 +177,7 @@ def _second_step(
     work = full_work(s)
     if s.opts.screen is False or work <= FULL_WORK_LIMIT:
         return None
+    settled = settle_detached(s.fn, leaves, settled, s.notes)
     s.notes.append(
         f"screen: the probes disagree at eps={s.opts.eps:g} and at a second step of {step:g}; comparing every "
         f"element would take {work:,} input-element evaluations (2 evaluations of fn per input element), above "

@@ -39,6 +39,8 @@ class Blame:
     ROUNDING = "rounding"  # low-precision autograd off by rounding; in float64 it agrees (inconclusive)
     UNCLEAR = "unclear"  # all three sides disagree with each other
     NONFINITE = "nonfinite"  # a side gives NaN or Inf: nothing can be compared there
+    DETACHED = "detached"  # fn computes part of its result under no_grad: differences see it, autograd not
+    REVERSE = "reverse"  # in to_dict(): a forward-mode pair's third side, reverse mode, is likely wrong
 
 
 class Check:
@@ -267,9 +269,14 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """This report as JSON-ready data: `json.dumps(d, allow_nan=False)` works.
 
-        Tuples become lists, and non-finite floats the strings "nan", "inf", "-inf".
+        Tuples become lists, and non-finite floats the strings "nan", "inf", "-inf". A forward-mode
+        pair whose third side is reverse mode, and which blames that side, says "reverse" (`Blame.REVERSE`),
+        as its text does ("reverse mode likely wrong"), not "expected": no hand derivation took part.
         """
         data: dict[str, Any] = to_plain(self)
+        for pair in data["pairs"]:
+            if pair["blame"] == Blame.EXPECTED and pair["sides"][2] == "reverse":
+                pair["blame"] = Blame.REVERSE
         data["schema_version"] = SCHEMA_VERSION
         return data
 

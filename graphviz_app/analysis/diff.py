@@ -315,7 +315,7 @@ def _tree_order(module: str) -> tuple[int, list[tuple[int, int, str]]]:
         return (0, [])
     if module == "(no module)":
         return (2, [])
-    return (1, [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in module.split(".")])
+    return (1, [(0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in module.split(".")])
 
 
 def assert_same_graph(graph_a: Graph, graph_b: Graph, *, ignore: Iterable[str] = ()) -> None:

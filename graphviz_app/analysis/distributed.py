@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..model import human_bytes
 
-__all__ = ["CollectiveEvent", "RankMemory", "RankTable", "rank_table", "format_ranks"]
+__all__ = ["CollectiveEvent", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf", "format_what_ifs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +122,35 @@ def format_ranks(ranks: tuple[RankMemory, ...] | list[RankMemory], *, peak_rank:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
                      for row in rows).rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """One setup of a side-by-side comparison: its label and its rank's figures, or why it has none."""
+
+    label: str
+    memory: RankMemory | None
+    error: str | None = None
+
+
+def format_what_ifs(rows: tuple[WhatIf, ...] | list[WhatIf]) -> str:
+    """A text table, one row per setup: strategy, step peak, parameters, gradients, optimizer state, total.
+
+    >>> print(format_what_ifs([WhatIf("a", RankMemory(0, 8, "FSDP2", 2048, 1024, 1024, 2048, 0, 0)),
+    ...                        WhatIf("b", None, "cannot run here")]))
+    setup  strategy  step peak  params   grads    optimizer  total
+    a      FSDP2     2.0 KiB    1.0 KiB  1.0 KiB  2.0 KiB    5.0 KiB
+    b      -         cannot run here
+    """
+    header = ("setup", "strategy", "step peak", "params", "grads", "optimizer", "total")
+    rows_text: list[tuple[str, ...]] = [header]
+    for row in rows:
+        m = row.memory
+        if m is None:
+            rows_text.append((row.label, "-", row.error or "no figures"))
+            continue
+        rows_text.append((row.label, m.strategy, human_bytes(m.peak_bytes), human_bytes(m.params_bytes),
+                          human_bytes(m.grads_bytes), human_bytes(m.optimizer_bytes), human_bytes(m.total_bytes)))
+    widths = [max(len(r[i]) for r in rows_text if len(r) > i + 1) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+                     for r in rows_text)

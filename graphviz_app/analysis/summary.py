@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import Graph, Summary
+from ..model import PACKED_BY_HOOK, STATE_ATTR, Graph, Summary
 from .module_tree import held_bytes
 
 __all__ = ["summarize"]
@@ -50,7 +50,8 @@ def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str,
         if t is None or n.kind.value not in ("leaf", "saved"):
             continue
         if t.freed:
-            freed += 1
+            # packed by a saved-tensor hook (checkpointing recomputes it in backward): not freed by a backward
+            freed += (STATE_ATTR, PACKED_BY_HOOK) not in n.attrs
             continue
         into = leaves if n.kind.value == "leaf" else saved
         key = t.storage or n.id

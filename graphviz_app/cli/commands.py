@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from gradcheck.errors import GradcheckError
 
+from ..drawing.layout import PURE_ABOVE_WORK
 from ..errors import DotNotFoundError, GraphvizAppError, RenderError
 from ..expr.compose import Composed, compose
 from ..expr.errors import ExprError
@@ -22,9 +23,10 @@ from ..expr.limits import Limits
 from ..expr.validator import parse, validate
 from ..runner import RunnerError
 from .diff import add_diff_parser, run_diff
-from .files import FileProblem, check_output, check_script, named_path, read_program
+from .files import FileProblem, check_output, check_script, named_path, read_input, read_program
 from .memory import add_memory_parser, run_memory
 from .model_check import ModulesUsageError, add_module_options, report_text, run_model_check
+from .numbers import LONGEST_TIMEOUT_S, device, real, whole
 from .progress import Deadline, Progress
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
 from .worker import CHECK_JOB, run_job, script_stopped, trace_program, trace_script
@@ -96,10 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
-        description="Draw the autograd graph of SCRIPT.py:FUNCTION or of an expression. The function "
-        "takes no arguments and returns the output tensor(s); or (output, model.named_parameters()) "
-        "to name the parameters; or a model and its inputs (model, x) or (model, (x, y)), run under "
-        "record() so modules can be drawn. Notes on the graph go to stderr.",
+        description="Draw the autograd graph of SCRIPT.py:FUNCTION, of an expression, or of a graph saved "
+        "as JSON. The function takes no arguments and returns one of: the output tensor(s) (return loss); "
+        "the output and its model or parameters, to name them (return loss, model; return loss, "
+        "model.named_parameters()); a model and its inputs, run under record() so modules can be drawn "
+        "(return model, x; return model, (x, y)); a model, its positional and its keyword inputs "
+        "(return model, (x,), {'labels': y}); or a dict {'model': model, 'args': (x,), 'kwargs': {...}, "
+        "'loss': lambda out: out.loss} ('args', 'kwargs' and 'loss' optional; the graph drawn is of "
+        "loss(output) when 'loss' is given). Notes on the graph go to stderr.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
@@ -111,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"),
                         help="layout direction (default TB)")
     render.add_argument("--no-saved", action="store_true", help="hide the tensors ops saved for backward")
-    render.add_argument("--max-nodes", type=int, metavar="N", help="stop drawing after N nodes")
-    render.add_argument("--depth", type=int, metavar="N",
+    render.add_argument("--max-nodes", type=whole(1), metavar="N", help="stop drawing after N nodes")
+    render.add_argument("--depth", type=whole(0), metavar="N",
                         help="draw every module deeper than N as one box (0: the root's children; needs a "
                         "graph recorded with its modules, e.g. a function returning (model, inputs))")
     render.add_argument("--roll", action="store_true",
@@ -123,10 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="what fills the nodes: device (the default), gradient (as --gradients), or order "
                         "(of derivative: the forward's ops, the backward's made by a create_graph=True "
                         "gradient, the backward of that; the function runs inside record_orders())")
+    render.add_argument("--overlay", action="append", default=[], metavar="NAME=FILE.json",
+                        help="colour the interactive viewer (.html) by your own numbers: FILE.json holds "
+                        "{node id or module name: number}, shown as the colouring NAME (repeatable)")
     _time_options(render)
     render.add_argument("--engine", default="auto", choices=("auto", "dot", "graphviz-pure"),
                         help="layout program (default auto: dot; graphviz-pure for SVG/PNG when dot is "
-                        "missing or above 2,000 nodes)")
+                        "missing, or when the layout's work, nodes + edges + 2 x the ranks long edges cross, "
+                        f"is above {PURE_ABOVE_WORK:,}, where graphviz-pure is measured faster)")
     _program_options(render)
     check = sub.add_parser(
         "check", help="check an expression's gradients (or a model's, module by module) against finite differences",
@@ -140,13 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
     check.add_argument("--wrt", metavar="NAMES",
                        help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
-    check.add_argument("--eps", type=float, help="finite-difference step (default 1e-6)")
-    check.add_argument("--atol", type=float, help="absolute tolerance (default 1e-5; 1e-7 with --modules)")
-    check.add_argument("--rtol", type=float, help="relative tolerance (default 1e-3; 1e-5 with --modules)")
+    check.add_argument("--eps", type=real(0.0, low_open=True), help="finite-difference step (default 1e-6)")
+    check.add_argument("--atol", type=real(0.0), help="absolute tolerance (default 1e-5; 1e-7 with --modules)")
+    check.add_argument("--rtol", type=real(0.0), help="relative tolerance (default 1e-3; 1e-5 with --modules)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
     check.add_argument("--fwd", action="store_true",
                        help="also check forward mode (jvp) against finite differences and reverse mode")
-    check.add_argument("--order", type=int, choices=(1, 2), default=1,
+    check.add_argument("--order", type=whole(1, 2), default=1, metavar="{1,2}",
                        help="2: also check second order (double backward, Hessian-vector products); default 1")
     check.add_argument("--kinks", choices=("fail", "warn", "pass"),
                        help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
@@ -163,13 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    serve.add_argument("--port", type=whole(1, 65535), default=8501, help="TCP port (default 8501)")
     add_diff_parser(sub)
     return parser
 
 
 def _time_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+    parser.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: the program, tracing, checking and the layout "
                         f"(default {LAYOUT_SECONDS:g}); a program in the language stops at "
                         f"{Limits().max_seconds:g} s on its own")
@@ -183,7 +193,8 @@ def _program_options(parser: argparse.ArgumentParser) -> None:
                         help="define a variable, e.g. --var \"x=torch.arange(3., requires_grad=True)\" (repeatable)")
     parser.add_argument("--program", metavar="FILE",
                         help="read definitions (and the expression, if not given) from FILE")
-    parser.add_argument("--device", metavar="DEVICE", help="default device for tensors: cpu, cuda, cuda:N or auto")
+    parser.add_argument("--device", metavar="DEVICE", type=device("cpu", "cuda", "auto"),
+                        help="default device for tensors: cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", metavar="DTYPE", choices=("float32", "float64", "float16", "bfloat16"),
                         help="default floating dtype for tensors: float32, float64, float16, bfloat16")
 
@@ -234,8 +245,10 @@ def _render(args: argparse.Namespace) -> int:
         raise _Fail(str(e)) from e
     color_by = args.color_by or ("gradient" if args.gradients else "device")
     args.gradients = args.gradients or color_by == "gradient"  # gradient colouring needs the replay
+    overlays = _overlays(args)
     from ..analysis.collapse import NO_MODULES_NOTE, collapse
     from ..analysis.regions import region_names, show_regions
+    from ..analysis.repeats import find_repeats
     from ..drawing.renderer import save
 
     deadline, progress = Deadline(args.timeout or LAYOUT_SECONDS), _progress(args)
@@ -251,6 +264,9 @@ def _render(args: argparse.Namespace) -> int:
         if not _SCRIPT.match(args.target or ""):
             hint += ', or build the layers with nn.* modules, e.g. --var "lin=nn.Linear(3, 2)", and call them'
         print(f"graphviz-app render: note: {note}{hint if note == NO_MODULES_NOTE else ''}", file=sys.stderr)
+    repeat = find_repeats(traced)  # forward passes the graph holds: a loss accumulated over steps
+    if repeat is not None:
+        print(f"graphviz-app render: note: {repeat}", file=sys.stderr)
     if color_by == "order":
         _check_orders(graph, args.target)
     seconds = round(deadline.left(), 1)
@@ -259,9 +275,11 @@ def _render(args: argparse.Namespace) -> int:
                 warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             path = save(graph, args.output, format=args.format, rankdir=args.rankdir, engine=args.engine,
-                        color_by=color_by, timeout=seconds, progress=say)
+                        color_by=color_by, timeout=seconds, progress=say, overlays=overlays)
     except OSError as e:
         raise _Fail(f"cannot write {args.output}: {e.strerror or e}") from e
+    except ValueError as e:  # an --overlay naming a node or module the graph does not have
+        raise _Fail(f"--overlay: {e}") from e
     for w in warned:  # what the drawing folded or cut to meet the deadline, a shrunk PNG, ...
         print(f"graphviz-app render: note: {' '.join(str(w.message).split())}", file=sys.stderr)
     shown = graph
@@ -272,10 +290,37 @@ def _render(args: argparse.Namespace) -> int:
     sizes = (len(shown.nodes), len(shown.edges))
     drawn = (f"; drawn as {sizes[0]:,} nodes, {sizes[1]:,} edges"
              if sizes != (len(traced.nodes), len(traced.edges)) else "")
-    print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn})")
+    held = (f"; holds {repeat.count} forward passes: a {repeat.ops}-op block repeated {repeat.count} times, "
+            "see the note" if repeat is not None else "")
+    print(f"wrote {path} ({traced.summary(saved_traced=not args.no_saved)}{drawn}{held})")
     if args.gradients:
         _print_gradients(graph)
     return EXIT_OK
+
+
+def _overlays(args: argparse.Namespace) -> dict[str, dict[str, float | None]] | None:
+    """The --overlay files read: NAME -> {node id or module name: number}; None when there are none."""
+    if not args.overlay:
+        return None
+    if output_format(args.output, args.format) != "html":
+        raise _Fail(f"--overlay colours the interactive viewer: end the output's name in .html, found {args.output!r}")
+    found: dict[str, dict[str, float | None]] = {}
+    for given in args.overlay:
+        name, eq, file = given.rpartition("=")  # the last "=": a name may hold one, a file name seldom does
+        if not eq or not name.strip() or not file:
+            raise _Fail(f"--overlay takes NAME=FILE.json, e.g. --overlay latency_ms=latency.json, got {given!r}")
+        try:
+            values = json.loads(read_input(Path(file), limit=64 * 2**20, what=f"the --overlay file for {name!r}"))
+        except FileProblem as e:
+            raise _Fail(str(e)) from e
+        except json.JSONDecodeError as e:
+            raise _Fail(f"--overlay {name}: {file} is not JSON ({e.msg} at line {e.lineno}); write "
+                        '{"node id or module name": number, ...}') from e
+        if not isinstance(values, dict):
+            raise _Fail(f"--overlay {name}: {file} holds a JSON {type(values).__name__}; write "
+                        '{"node id or module name": number, ...}')
+        found[name] = values
+    return found
 
 
 def _check_orders(graph: Graph, target: str | None) -> None:

@@ -17,8 +17,10 @@ from typing import Any
 from ..analysis.memory.fit import OPTIMIZERS, parse_bytes
 from ..errors import TraceError
 from ..model import human_bytes
+from ..model.numbers import LARGEST_SIZE
 from ..runner import RunnerError
 from .files import FileProblem, check_output, check_script
+from .numbers import LONGEST_TIMEOUT_S, device, real, sizes, whole
 from .worker import MEMORY_JOB, run_script_job, script_stopped
 
 __all__ = ["add_memory_parser", "run_memory", "parse_budget", "MEMORY_SECONDS"]
@@ -28,6 +30,7 @@ MEMORY_SECONDS = 1800.0
 
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 _DTYPES = ("float32", "bfloat16", "float16")
+_SEQ_HINT = ": the length of the sequences the model reads, e.g. --seq-len 512"
 
 DESCRIPTION = (
     "The memory of one training step of a model: forward, then backward from its loss (the output if it is "
@@ -44,9 +47,11 @@ def add_memory_parser(sub: Any) -> None:
     memory = sub.add_parser("memory", help="predict (and measure) the memory of a training step",
                             description=DESCRIPTION)
     memory.add_argument("target", metavar="SCRIPT.py:FUNC")
-    memory.add_argument("--batch", metavar="N[,N...]", help="batch sizes: the first dimension of every tensor "
-                        "input (rows repeated or cut), e.g. 1,8,32 (default: the inputs as returned)")
-    memory.add_argument("--seq-len", type=int, metavar="N", help="the second dimension of every input of 2+ dims")
+    memory.add_argument("--batch", metavar="N[,N...]", type=sizes,
+                        help="batch sizes: the first dimension of every tensor input (rows repeated or cut), "
+                        f"e.g. 1,8,32, each from 1 to {LARGEST_SIZE:,} (default: the inputs as returned)")
+    memory.add_argument("--seq-len", type=whole(1, hint=_SEQ_HINT), metavar="N",
+                        help=f"the second dimension of every input of 2+ dims, from 1 to {LARGEST_SIZE:,}")
     memory.add_argument("--dtype", choices=_DTYPES, default="float32",
                         help="bfloat16/float16: the forward under autocast (or cast, with --cast)")
     memory.add_argument("--cast", action="store_true", help="cast the model and inputs to --dtype (.half()) "
@@ -54,8 +59,9 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--autocast-policy", choices=("cuda", "cpu"), default=None,
                         help="which ops autocast runs in which precision on meta (default cuda; on a real "
                         "device, that device's own)")
-    memory.add_argument("--device", metavar="DEVICE", help="meta: forecast without memory; cpu, cuda, cuda:N: "
-                        "run there (default: where the model is)")
+    memory.add_argument("--device", metavar="DEVICE", type=device("meta", "cpu", "cuda"),
+                        help="meta: forecast without memory; cpu, cuda, cuda:N: run there (default: where the "
+                        "model is)")
     memory.add_argument("--budget", metavar="SIZE", help="the device's memory to fit in, e.g. 16GiB, for the "
                         "whole step: peak + parameters + buffers + inputs + optimizer state (\"will it fit on my "
                         "card\"); says what fits, the largest batch, and the checkpoint plan's target (the budget "
@@ -68,8 +74,11 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan, measure, "
                         "print predicted against measured")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
+    memory.add_argument("--world-size", metavar="N[,N...]", help="a distributed job (FUNC wraps the model with "
+                        "fully_shard, parallelize_module): forecast each rank's step at these world sizes, e.g. "
+                        "8,64,512, on a fake cluster (fake process group, fake tensors: nothing allocated)")
     memory.add_argument("--json", action="store_true", help="print JSON")
-    memory.add_argument("--timeout", type=float, metavar="SECONDS",
+    memory.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: running FUNC, forecasting, measuring (default "
                         f"{MEMORY_SECONDS:g}); a FUNC that hangs is stopped there")
     memory.add_argument("-o", "--output", metavar="FILE.html", help="also write the step's graph in the "
@@ -77,24 +86,16 @@ def add_memory_parser(sub: Any) -> None:
                         "with several --batch sizes: the last one's)")
 
 
-def _batches(text: str | None) -> list[int | None]:
-    if not text:
-        return [None]
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(s < 1 for s in sizes):
-        raise TraceError(f"--batch expects positive batch sizes separated by commas, e.g. 1,8,32; found {text!r}")
-    return list(sizes)
-
-
 def run_memory(args: argparse.Namespace) -> int:
     """Run the command: the step FUNC returns, forecast (and measured) in a worker; the report printed."""
     match = _SCRIPT.match(args.target)
     if match is None:
         raise TraceError(f"memory expects SCRIPT.py:FUNC, found {args.target!r}")
-    batches = _batches(args.batch)
+    if getattr(args, "world_size", None):
+        from .memory_world import run_world_sizes
+
+        return run_world_sizes(args, match["path"], match["func"])
+    batches: tuple[int | None, ...] = args.batch or (None,)
     budget = parse_budget(args.budget)
     if args.verify and not args.checkpoint:
         raise TraceError("--verify checks a checkpoint plan: add --checkpoint")
@@ -102,8 +103,6 @@ def run_memory(args: argparse.Namespace) -> int:
         raise TraceError("--measure and --verify run the step for real: use a real --device (cpu, cuda)")
     if args.output and not args.output.lower().endswith(".html"):
         raise TraceError(f"-o writes the interactive viewer: end the name in .html, found {args.output!r}")
-    if args.seq_len is not None and args.seq_len < 1:
-        raise TraceError(f"--seq-len expects a positive length, found {args.seq_len}")
     try:
         check_script(Path(match["path"]))
         if args.output:
@@ -122,7 +121,11 @@ def run_memory(args: argparse.Namespace) -> int:
         report, plan, written = run_script_job(MEMORY_JOB, match["path"], match["func"], request, os.getcwd(),
                                                  seconds=seconds)
     except RunnerError as e:
-        raise TraceError(script_stopped(args.target, e, seconds)) from e
+        text = script_stopped(args.target, e, seconds)
+        if e.kind in ("memory", "crash") and (args.batch or args.seq_len) and args.device != "meta":
+            text += ("; at these sizes the step may not fit in this machine's memory: forecast it without "
+                     "allocating anything with --device meta")
+        raise TraceError(text) from e
     print(json.dumps(report, indent=2) if args.json else _text(report, plan))
     if written:
         print(f"wrote {written}", file=sys.stderr)
@@ -169,7 +172,7 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
 def _peak_lines(entry: dict[str, Any]) -> list[str]:
     batch = "" if entry["batch"] is None else f" at batch {entry['batch']}"
     if entry["peak_node"] is None:
-        where = "at the end of the forward"
+        where = "during the forward" if entry.get("peak_in_forward") else "at the end of the forward"
     else:
         module = entry["peak_module"] if entry["peak_module"] is not None else "no module"
         source = f", {entry['peak_source']}" if entry["peak_source"] else ""

@@ -11,6 +11,7 @@ from ..analysis.model_check import ModelCheck, Verdict
 from ..analysis.model_check_nodes import CHECK_CODES, check_code, module_verdicts, node_verdicts
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Edge, Graph, Node
+from .dot_text import escape_text, graphviz_attr
 from .renderer import RANKDIRS, _draw
 
 __all__ = ["CHECK_LOOK", "CHECK_FORMATS", "CheckOverlay", "check_viewer_overlay", "export_check", "save_check"]
@@ -40,7 +41,7 @@ class CheckOverlay:
         fill, border, _ = CHECK_LOOK[code]
         style = {"fillcolor": fill, "color": border, "penwidth": "3" if code == CHECK_CODES["culprit"] else "1"}
         if code == CHECK_CODES["culprit"]:
-            label += "\\n" + _line(verdict).replace("\\", "\\\\")
+            label += "\\n" + escape_text(_line(verdict))  # the label's lines come escaped (dot_text)
         return label, attr_list(kwargs=style)[2:-1] + " "
 
     def edge_attrs(self, edge: Edge) -> str | None:
@@ -55,7 +56,7 @@ class CheckOverlay:
         return rows
 
     def graph_attrs(self) -> dict[str, str]:
-        return {"label": self.check.first_line().replace("\\", "\\\\"), "labelloc": "t"}
+        return {"label": graphviz_attr(self.check.first_line()), "labelloc": "t"}
 
 
 def _line(verdict: Verdict) -> str:

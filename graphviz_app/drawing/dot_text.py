@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from graphviz.quoting import NoHtml
 
-__all__ = ["dot_id", "dot_string", "dot_lines", "escape_text", "escaped_string", "graphviz_attr", "html_text",
-           "FORBIDDEN_ATTRS"]
+__all__ = [
+    "dot_id", "free_id", "dot_string", "dot_lines", "escape_text", "escaped_string", "graphviz_attr", "html_text",
+    "FORBIDDEN_ATTRS",
+]
 
 # Attributes that read files or carry links: never set from data (a test checks every drawing).
 FORBIDDEN_ATTRS = frozenset({
@@ -93,6 +95,21 @@ def dot_id(text: str) -> str:
 def escaped_string(escaped: str) -> str:
     """A body `escape_text` (or `node_label`) already escaped, as a DOT string (bare when a plain name)."""
     return escaped if _PLAIN_ID.fullmatch(escaped) and escaped.lower() not in _KEYWORDS else f'"{escaped}"'
+
+
+def free_id(base: str, taken: Container[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ...: the first not in `taken`, for a box of our own (the legend, a note).
+
+    A saved graph may name a node "legend": our box must not merge into it.
+
+    >>> free_id("legend", {"n0"}), free_id("legend", {"legend", "legend_2"})
+    ('legend', 'legend_3')
+    """
+    found, k = base, 1
+    while found in taken:
+        k += 1
+        found = f"{base}_{k}"
+    return found
 
 
 def graphviz_attr(text: str) -> str:

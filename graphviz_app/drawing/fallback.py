@@ -22,7 +22,7 @@ from ..analysis.collapse import collapse, folds_nothing
 from ..analysis.module_tree import ancestors, module_depth, module_types, node_modules
 from ..model import Graph, NodeKind
 from .cost import LayoutCost, load_factor, measure
-from .dot_text import dot_lines
+from .dot_text import dot_lines, free_id
 from .layout import LayoutTimeout, choose_engine, lay_out
 
 __all__ = ["DEFAULT_TIMEOUT", "Drawing", "View", "lay_out_within"]
@@ -279,10 +279,22 @@ def _with_notes(source: str, notes: list[str]) -> str:
     if not notes:
         return source
     lines = [line for note in notes for line in textwrap.wrap(note, 100)]
-    line = (f'\t"layout-note" [label={dot_lines(lines, justify="left")} shape=note style=filled fillcolor="#fff3bf" '
+    # A node of the graph named "layout-note" is written quoted, as this is: pick a name no node has.
+    name = free_id("layout-note", _QuotedIn(source))
+    line = (f'\t"{name}" [label={dot_lines(lines, justify="left")} shape=note style=filled fillcolor="#fff3bf" '
             'fontname=Helvetica fontsize=10]\n')
     cut = source.rstrip().rfind("}")
     return source[:cut] + line + source[cut:]
+
+
+class _QuotedIn:
+    """The names written as a whole quoted id somewhere in DOT text (`name in _QuotedIn(source)`)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __contains__(self, name: object) -> bool:
+        return f'"{name}"' in self.source
 
 
 def _open_modules(shown: Graph) -> dict[int, list[str]]:

@@ -39,8 +39,10 @@ class DrawOptions:
         rankdir: Graphviz direction, one of TB, BT, LR, RL.
         legend: add a box explaining the node shapes and device colours.
         max_attr_chars: cut op attribute lines longer than this.
-        depth, roll, expanded: draw modules as boxes (see `collapse.collapse`); compiled
-            regions are boxes too, open when `expanded` names them. They shape JSON too.
+        depth: draw every module deeper than this as one box (see `collapse.collapse`); shapes JSON too.
+        roll: fold repeated sibling modules into one box; shapes JSON too.
+        expanded: modules to open although deeper than `depth`; compiled regions are boxes
+            too, open when `expanded` names them.
         clusters: frame each module's nodes in a cluster labelled `name: Type`.
         color_by: "device", "gradient" (needs a graph traced with `gradients=True`) or
             "order" (needs one recorded with `record_orders`).
@@ -55,6 +57,8 @@ class DrawOptions:
             seconds while one runs (the CLI prints them on stderr).
         measured: html only: a measurement of the step the graph was traced from
             (`graphviz_app.tracing.memory.measure(...).measured`), charted beside the prediction.
+        overlays: html only: your own numbers, ``{name: {node id or module name: value}}``, each a
+            colouring of the viewer (`graphviz_app.viewer.payload.user_overlays`).
 
     Raises:
         RenderError: `rankdir` or `color_by` is not one the renderer knows.
@@ -75,6 +79,7 @@ class DrawOptions:
     timeout: float | None = DEFAULT_TIMEOUT
     progress: Callable[[str], None] | None = None
     measured: MeasuredMemory | None = None
+    overlays: Mapping[str, Mapping[str, float | None]] | None = None
 
     def __post_init__(self) -> None:
         check_choices(self.rankdir, self.color_by)
@@ -117,3 +122,4 @@ class DrawKeywords(TypedDict, total=False):
     timeout: float | None
     progress: Callable[[str], None] | None
     measured: MeasuredMemory | None
+    overlays: Mapping[str, Mapping[str, float | None]] | None

@@ -15,7 +15,11 @@ class Overlay(Protocol):
     """Per-node and per-edge Graphviz attributes laid over the device colours."""
 
     def node(self, node: Node, label: str) -> tuple[str, str]:
-        """The node's label, and extra attributes `k=v ` to put before its own."""
+        """The node's label, and extra attributes `k=v ` to put before its own.
+
+        `label` is escaped DOT text (`dot_text.escape_text` per line, joined by `\\n`); every line
+        an overlay adds goes through `escape_text` too: the renderer quotes the result as it is.
+        """
         ...
 
     def edge_attrs(self, edge: Edge) -> str | None:

@@ -14,7 +14,7 @@ from ..analysis.regions import region_names, show_regions
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph, NodeKind
 from .clusters import clustered
-from .dot_text import dot_id, escaped_string, html_text
+from .dot_text import dot_id, escaped_string, free_id, html_text
 from .fallback import DEFAULT_TIMEOUT, Drawing, View, lay_out_within
 from .options import COLOR_BY, RANKDIRS, DrawKeywords, DrawOptions, check_choices
 from .overlays import Overlay, overlay_for
@@ -55,9 +55,10 @@ def render(
         rankdir: Graphviz direction, one of TB, BT, LR, RL.
         legend: add a box explaining the node shapes and device colours.
         max_attr_chars: cut op attribute lines longer than this.
-        depth, roll, expanded: draw modules as boxes, see `collapse.collapse`;
-            torch.compile's regions are boxes too, open when `expanded` names
-            them (see `regions.show_regions`).
+        depth: draw every module deeper than this as one box (see `collapse.collapse`).
+        roll: fold repeated sibling modules into one box (see `collapse.collapse`).
+        expanded: modules to open although deeper than `depth`; torch.compile's regions
+            are boxes too, open when `expanded` names them (see `regions.show_regions`).
         clusters: frame each module's nodes in a cluster labelled `name: Type`
             (graphs traced with module information only).
         color_by: "device" (fill by device) or "gradient": edges coloured and
@@ -141,7 +142,7 @@ def _add_legend(dot: graphviz.Digraph, graph: Graph, has_cross: bool, extra: lis
         )
     rows += extra
     table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">' + "".join(rows)
-    dot.node("legend", f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
+    dot.node(free_id("legend", {n.id for n in graph.nodes}), f"<{table}</TABLE>>", shape="plaintext", fontsize="9")
 
 
 def export(graph: Graph, fmt: str, *, options: DrawOptions | None = None, **keywords: Unpack[DrawKeywords]) -> bytes:
@@ -179,6 +180,9 @@ def _export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
     if o.measured is not None and fmt != "html":
         raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
                                      "write a .html file, or leave out measured=")
+    if o.overlays and fmt != "html":
+        raise UnsupportedFormatError(f"overlays are colourings of the HTML viewer only, not of {fmt!r}: "
+                                     "write a .html file, or leave out overlays=")
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
         return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, o)
@@ -199,16 +203,18 @@ def export_drawing(
 ) -> Drawing:
     """Lay out `graph` into `fmt` (svg, png or pdf) as `export` does, and say what was drawn.
 
+    Takes what `export` takes and raises what it raises.
+
     Args:
-        graph, fmt, options, **keywords: as for `export`.
+        graph: the traced graph.
+        fmt: svg, png or pdf.
+        options: the drawing options as one record (`DrawOptions`); the defaults when None.
+        **keywords: any field of `DrawOptions`, replacing that field of `options`.
 
     Returns:
         A `fallback.Drawing`: the bytes, the graph drawn (folded or cut if the deadline
         asked for it), the engine, the notes (`export` turns them into warnings), and any
         layouts stopped on the way with whether the machine was busy then.
-
-    Raises:
-        As for `export`.
     """
     o = DrawOptions.of(options, keywords, caller="export_drawing")
     if o.measured is not None:
@@ -238,9 +244,9 @@ def _viewer_export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
         from .order_style import order_viewer_overlay
 
         return page_html(payload(graph, rankdir=o.rankdir, extra_overlays=[order_viewer_overlay(graph)],
-                                 measured=o.measured)).encode()
+                                 measured=o.measured, user=o.overlays)).encode()
     if fmt == "html":
-        return viewer_html(graph, rankdir=o.rankdir, measured=o.measured).encode()
+        return viewer_html(graph, rankdir=o.rankdir, measured=o.measured, overlays=o.overlays).encode()
     return model_explorer_json(graph).encode()
 
 
@@ -254,12 +260,15 @@ def save(
         graph: the traced graph.
         path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
-        options, **keywords: the drawing options (`DrawOptions`: rankdir, legend, max_attr_chars,
-            depth, roll, expanded, clusters, color_by, engine, timeout, progress, measured), as for
-            `export`; a layout gets 60 s by default, then a smaller view is drawn, with a note.
-            `measured` (a .html file only): a measurement of the step `graph` was traced from, its
-            live bytes charted beside the predicted ones (`m = measure(model, x)`; `save(m.graph,
-            "step.html", measured=m.measured)`).
+        options: the drawing options as one record (`DrawOptions`); the defaults when None.
+        **keywords: any field of `DrawOptions` (rankdir, legend, max_attr_chars, depth, roll,
+            expanded, clusters, color_by, engine, timeout, progress, measured, overlays), replacing
+            that field of `options`; a layout gets 60 s by default, then a smaller view is drawn,
+            with a note. `overlays` (a .html file only): your own numbers, ``{"latency_ms": {node id
+            or module name: value}}``, each a colouring with a legend, in the details and the module
+            table. `measured` (a .html file only): a measurement of the step `graph` was traced
+            from, its live bytes charted beside the predicted ones (`m = measure(model, x)`;
+            `save(m.graph, "step.html", measured=m.measured)`).
 
     Returns:
         The path written.

@@ -72,7 +72,8 @@ def device_color(device: str | None) -> str:
         return _CPU
     if device.startswith("cuda"):
         index = device.partition(":")[2]
-        return _CUDA[int(index) % len(_CUDA)] if index.isdigit() else _CUDA[0]
+        # isascii: "²".isdigit() is True, and int("²") raises
+        return _CUDA[int(index) % len(_CUDA)] if index.isascii() and index.isdigit() else _CUDA[0]
     return _OTHER
 
 

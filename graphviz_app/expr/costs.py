@@ -135,14 +135,15 @@ def _einsum_terms(
         labelled.append(names)
     if arrow:
         head, _, tail = rhs.partition("...")
-        dots = sorted({n for names in labelled for n in names if n.isdigit()}, key=int, reverse=True)
+        dots = sorted({n for names in labelled for n in names if n.isascii() and n.isdigit()}, key=int, reverse=True)
         output = list(head) + (dots if "..." in rhs else []) + list(tail)
     else:
         counts: dict[str, int] = {}
         for names in labelled:
             for n in names:
                 counts[n] = counts.get(n, 0) + 1
-        output = [n for n in counts if n.isdigit()] + sorted(n for n, c in counts.items() if c == 1 and not n.isdigit())
+        output = [n for n in counts if n.isascii() and n.isdigit()] + sorted(
+            n for n, c in counts.items() if c == 1 and not (n.isascii() and n.isdigit()))
     return labelled, output, sizes
 
 

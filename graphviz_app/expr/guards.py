@@ -34,7 +34,7 @@ __all__ = [
 MAX_SEQUENCE = 100_000  # the longest Python list or tuple a program may build
 MAX_NESTING = 32  # the deepest nesting of lists (torch tensors have at most 64 dimensions)
 _INT_BITS = 63
-_DEVICE = re.compile(r"^(cpu|cuda)(:(\d+))?$")
+_DEVICE = re.compile(r"(cpu|cuda)(:([0-9]{1,10}))?")  # ASCII digits: \d also matches "٣"
 
 
 class Refused(Exception):
@@ -238,7 +238,7 @@ def check_device(value: Any) -> None:
         text = value
     else:
         return
-    m = _DEVICE.match(text)
+    m = _DEVICE.fullmatch(text)
     if m is None:
         raise Refused(f"device must be 'cpu', 'cuda' or 'cuda:N', found {text!r}", kind="device")
     if m.group(1) == "cpu":

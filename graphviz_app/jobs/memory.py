@@ -165,8 +165,9 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
         "forward_bytes": timeline.forward_bytes,
         "at_peak": [{"module": m.module, "bytes": m.total} for m in timeline.at_peak[:5]],
         "notes": list(timeline.notes), "replay_peak_bytes": timeline.peak_bytes,
-        "forecast_peak_bytes": prediction.peak_bytes,
+        "forecast_peak_bytes": prediction.peak_bytes, "peak_in_forward": timeline.peak_in_forward,
     }
+    entry["predicted_peak_bytes"] = prediction.peak_bytes  # the total above is of the measured peak, if measured
     if run is None:
         return MemoryRow(entry, prediction, total)
     if run.measured is not None:

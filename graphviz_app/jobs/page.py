@@ -192,6 +192,8 @@ def values_text(t: torch.Tensor) -> str:
     '[1.3333, 2.0000, 2.6667]'
     """
     data = t.detach().to("cpu")
+    if data.layout != torch.strided:  # a sparse gradient (nn.Embedding(sparse=True)): numpy reads dense only
+        data = data.to_dense()
     if data.dtype in (torch.float16, torch.bfloat16):
         data = data.float()
     if data.is_complex() and data.dtype == torch.complex32:

@@ -15,7 +15,7 @@ Layout (all columns of one table have the same length)::
                "grad": [g | -1], "order": [int | null] and "differentiates": [s] (only when known)},
      "tensors": {"name": [s], "shape": [[int, ...]], "dtype": [s], "device": [s], "numel": [int],
                  "bytes": [int], "requires_grad": [0 | 1], "values": [[...] | null], "storage": [s],
-                 "freed": [0 | 1], "storage_bytes": [int | null]},
+                 "freed": [0 | 1], "storage_bytes": [int | null], "sharding": [s] (only when any is sharded)},
      "grads": {"numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values"}
                (norm, max_abs, mean_abs, zero_fraction: numbers, or "nan", "inf", "-inf" as text),
      "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
@@ -74,7 +74,8 @@ def to_compact(graph: Any) -> dict[str, Any]:
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
     ...           (Edge("n1", "n0"),))
     >>> data = to_compact(g)
-    >>> data["nodes"]["kind"], data["strings"][:3], data["edges"]["src"]
+    >>> nodes, edges, strings = data["nodes"], data["edges"], list(data["strings"])
+    >>> nodes["kind"], strings[:3], edges["src"]
     ([0, 1], ['output', 'op', 'MulBackward0'], [1])
     >>> Graph.from_dict(data) == g
     True
@@ -117,6 +118,8 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "storage": [s(t.storage) for t in tensors], "freed": [int(t.freed) for t in tensors],
         "storage_bytes": [t.storage_bytes for t in tensors],
     }
+    if any(t.sharding is not None for t in tensors):  # a rank's DTensor shards: written only when present
+        tensor_cols["sharding"] = [s(t.sharding) for t in tensors]
     edges: tuple[Edge, ...] = graph.edges
     edge_grad_col: list[int] = []
     for e in edges:
@@ -158,7 +161,7 @@ def compact_fields(data: dict[str, Any]) -> dict[str, Any]:
         return _read(data)
     except SchemaError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise SchemaError(f"malformed compact graph JSON (schema 3): {type(e).__name__}: {e}; "
                           "write it again with graphviz_app's to_compact()") from e
 
@@ -196,13 +199,14 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
         return value
 
     tc = data["tensors"]
+    shardings = tc.get("sharding") or [-1] * len(tc["dtype"])
     tensors = [
         TensorInfo(
             name=text(tc["name"][i]), shape=tuple(tc["shape"][i]),
             dtype=required(tc["dtype"][i], "a tensor's dtype"), device=required(tc["device"][i], "a tensor's device"),
             numel=tc["numel"][i], bytes=tc["bytes"][i], requires_grad=_flag(tc["requires_grad"][i], "requires_grad"),
             values=_values(tc["values"][i]), storage=text(tc["storage"][i]), freed=_flag(tc["freed"][i], "freed"),
-            storage_bytes=tc["storage_bytes"][i],
+            storage_bytes=tc["storage_bytes"][i], sharding=text(shardings[i]),
         )
         for i in range(len(tc["dtype"]))
     ]

@@ -57,6 +57,9 @@ class TensorInfo:
     counted once. `freed` marks a saved tensor released by `backward()`.
     `given` marks a tensor whose storage existed before the step that traced it
     (a parameter, buffer or input given to the model), known when traced with `trace_model`.
+    `sharding` (a rank of a distributed job) says how the whole tensor is laid out over
+    the ranks, e.g. `Shard(dim=0) of (1024, 256) on mesh (2)`: shape, bytes and storage are
+    then this rank's local shard.
     """
 
     name: str | None
@@ -71,6 +74,7 @@ class TensorInfo:
     freed: bool = False
     storage_bytes: int | None = None
     given: bool = False
+    sharding: str | None = None
 
     @property
     def shape_text(self) -> str:

@@ -178,6 +178,7 @@ def _tensor_to_dict(t: TensorInfo) -> dict[str, Any]:
         "freed": t.freed,
         **({} if t.storage_bytes is None else {"storage_bytes": t.storage_bytes}),
         **({"given": True} if t.given else {}),
+        **({} if t.sharding is None else {"sharding": t.sharding}),
     }
 
 
@@ -196,6 +197,7 @@ def _tensor_from_dict(d: dict[str, Any]) -> TensorInfo:
         freed=d.get("freed", False),
         storage_bytes=d.get("storage_bytes"),
         given=d.get("given", False),  # types checked once the records are built (model.validation)
+        sharding=d.get("sharding"),
     )
 
 

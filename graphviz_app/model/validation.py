@@ -59,6 +59,7 @@ _FIELDS: dict[type, tuple[tuple[str, tuple[str, _Check]], ...]] = {
         ("name", _OPT_TEXT), ("shape", ("a list of whole numbers >= 0", _tuple_of(_is_int))), ("dtype", _TEXT),
         ("device", _TEXT), ("numel", _COUNT), ("bytes", _COUNT), ("requires_grad", _BOOL), ("values", _VALUES),
         ("storage", _OPT_TEXT), ("freed", _BOOL), ("storage_bytes", _OPT_COUNT), ("given", _BOOL),
+        ("sharding", _OPT_TEXT),
     ),
     GradInfo: (
         ("numel", _COUNT), ("norm", _STAT), ("max_abs", _STAT), ("mean_abs", _STAT), ("nan", _COUNT),
@@ -198,7 +199,8 @@ def _check_regions(graph: Any, ids: set[str]) -> None:
         _check_edges(region.edges, inner, f"{where}.edges", outside=ids)
         for field in ("inputs", "outputs"):
             for i, pair in enumerate(getattr(region, field)):
-                if not (type(pair) is tuple and len(pair) == 2 and _is_int(pair[0]) and pair[1] in inner):
+                if not (type(pair) is tuple and len(pair) == 2 and _is_int(pair[0]) and _is_text(pair[1])
+                        and pair[1] in inner):
                     raise _fail(f"{where}.{field}[{i}]", "[slot, id of one of the region's nodes]", pair)
         for i, module in enumerate(region.modules):
             if type(module) is not ModuleInfo or not (_is_text(module.name) and _is_text(module.type)):
@@ -231,6 +233,6 @@ def check_graph(graph: Any) -> None:
         raise _fail("truncated", "true or false", graph.truncated)
     _check_modules(graph.modules, "modules")
     origin = graph.nonfinite_origin
-    if origin is not None and origin not in ids:
+    if origin is not None and (not _is_text(origin) or origin not in ids):
         raise SchemaError(f"nonfinite_origin: no node has the id {origin!r}")
     _check_regions(graph, ids)

@@ -36,6 +36,7 @@ from typing import Any
 
 from .errors import JobCancelled, JobNotPortable, JobOutOfMemory, JobTimeout, RunnerBusy, WorkerCrashed
 from .jobref import JobRef
+from .priority import set_nice
 from .process import (
     Cancelled,
     Worker,
@@ -89,7 +90,7 @@ class IsolatedRunner:
 
     # public -------------------------------------------------------------
     def run(self, job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
-            memory_limit: int | None = None, cancel: threading.Event | None = None) -> Any:
+            memory_limit: int | None = None, cancel: threading.Event | None = None, nice: int = 0) -> Any:
         """Run ``job(*args)`` in a worker and return its result.
 
         Args:
@@ -100,6 +101,9 @@ class IsolatedRunner:
             memory_limit: Bytes the job may allocate (default: the runner's).
             cancel: Set it (from any thread) to stop the job: its worker is
                 killed and replaced, as at the time limit.
+            nice: Lower the job's CPU priority by this much (0 to 19; POSIX): the
+                pool's other jobs get the CPU first (`priority`). Its worker is
+                raised back afterwards, or retired where that is not allowed.
 
         Raises:
             JobTimeout: past the time limit, or the hard deadline the job set.
@@ -114,6 +118,8 @@ class IsolatedRunner:
         memory = self.memory_limit if memory_limit is None else memory_limit
         for attempt in range(2):
             worker = self._acquire(wait=limit)
+            if nice > 0 and set_nice(worker.process.pid, nice):
+                worker.nice = nice
             try:
                 worker.conn.send((job, args, memory))
             except (BrokenPipeError, ConnectionResetError, EOFError):
@@ -206,7 +212,8 @@ class IsolatedRunner:
         status = message[0]
         if status == "memory":
             self._retire(worker)  # a failed allocation can leave odd state behind
-            raise JobOutOfMemory(f"the job ran out of its memory limit ({_gib(memory)}): use smaller tensors")
+            held = f"its memory limit ({_gib(memory)})" if memory is not None else "the machine's memory"
+            raise JobOutOfMemory(f"the job ran out of {held}: use smaller tensors")
         self._release(worker)
         if status == "error":
             exc = message[1]
@@ -242,6 +249,11 @@ class IsolatedRunner:
         if worker.jobs >= self.max_jobs_per_worker:
             self._retire(worker)
             return
+        if worker.nice:  # the next job must not inherit a lowered priority
+            if not set_nice(worker.process.pid, 0):
+                self._retire(worker)  # raising it back needs a privilege this process lacks
+                return
+            worker.nice = 0
         with self._cond:
             if not self._closed:
                 self._idle.append(worker)
@@ -271,5 +283,5 @@ class IsolatedRunner:
         self._release(worker)
 
 
-def _gib(n: int | None) -> str:
-    return "none" if n is None else f"{n / 1024**3:.1f} GiB"
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB"

@@ -33,6 +33,7 @@ class Worker:
     process: Any
     conn: Connection
     jobs: int = 0
+    nice: int = 0  # lowered by this much for its current job (priority.set_nice)
 
 
 class Cancelled(Exception):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -19,8 +22,10 @@ try:  # POSIX only; elsewhere jobs run without a memory limit
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
-__all__ = ["worker_main", "run_job"]
+__all__ = ["worker_main", "run_job", "die_with_parent"]
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_WATCH_S = 1.0  # how often a worker without a parent-death signal looks for its parent
 _ALLOC_FAILURES = ("can't allocate memory", "Cannot allocate memory", "out of memory")
 
 
@@ -37,6 +42,7 @@ def worker_main(conn: Connection, threads: int) -> None:
 
 def _serve(conn: Connection, threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
+    die_with_parent()
     if hasattr(os, "setpgid"):
         # Its own process group, so that stopping the worker also stops what a
         # job started (a `dot` layout) instead of leaving it running.
@@ -56,6 +62,47 @@ def _serve(conn: Connection, threads: int) -> None:
             continue
         job, args, memory_limit = message
         _send(conn, run_job(job, args, memory_limit))
+
+
+def die_with_parent() -> None:
+    """End this process when its parent ends, even by SIGKILL (nothing then closes the pipe we read from
+    while a job runs): the kernel's parent-death signal on Linux, a thread watching the parent elsewhere.
+
+    The parent is the forkserver, which ends when the pipe from the process that owns the pool
+    reads end-of-file, that is when every holder of its write end has ended: the owner, and every
+    worker, which multiprocessing hands a copy "to keep the forkserver alive". A worker lets its copy
+    go, so a killed owner ends the forkserver, and the forkserver's end ends the workers.
+    """
+    _let_go_of_the_forkserver()
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it ended before the signal was armed
+                    os._exit(0)
+                return
+        except (OSError, AttributeError):
+            pass  # no libc to call: watch instead
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_WATCH_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="graphviz-app-parent-watch", daemon=True).start()
+
+
+def _let_go_of_the_forkserver() -> None:
+    # multiprocessing keeps the fd in a private attribute of its forkserver module (Python 3.8-3.13).
+    server = getattr(sys.modules.get("multiprocessing.forkserver"), "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
 
 
 def run_job(job: Callable[..., Any], args: tuple[Any, ...], memory_limit: int | None) -> tuple[Any, ...]:

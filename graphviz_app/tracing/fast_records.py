@@ -68,13 +68,13 @@ class _EdgeMaker:
 class _TensorInfoMaker:
     __slots__ = (
         "name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values", "storage",
-        "freed", "storage_bytes", "given",
+        "freed", "storage_bytes", "given", "sharding",
     )
 
     def __init__(
         self, name: str | None, shape: tuple[int, ...], dtype: str, device: str, numel: int,
         bytes: int, requires_grad: bool, values: Any = None, storage: str | None = None,
-        freed: bool = False, storage_bytes: int | None = None, given: bool = False,
+        freed: bool = False, storage_bytes: int | None = None, given: bool = False, sharding: str | None = None,
     ) -> None:
         self.name = name
         self.shape = shape
@@ -88,6 +88,7 @@ class _TensorInfoMaker:
         self.freed = freed
         self.storage_bytes = storage_bytes
         self.given = given
+        self.sharding = sharding
         self.__class__ = TensorInfo  # type: ignore[assignment]
 
 

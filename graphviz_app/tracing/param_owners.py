@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import torch
 
 from ..model import ModuleInfo
+from .distributed.units import local_param_bytes, module_type_name
 
 __all__ = ["NamedParams", "owner_module", "all_named_params", "first_names", "module_infos"]
 
@@ -65,7 +66,7 @@ def module_infos(
         for name, module in root_module.named_modules():
             if name in wanted and name not in known:
                 known.add(name)
-                infos.append(ModuleInfo(name, type(module).__name__, *totals.get(name, (0, 0))))
+                infos.append(ModuleInfo(name, module_type_name(module), *totals.get(name, (0, 0))))
     for name, type_name in seen.items():
         if name not in known:
             infos.append(ModuleInfo(name, type_name))
@@ -90,7 +91,7 @@ def _param_totals(params: NamedParams, wanted: set[str]) -> dict[str, tuple[int,
         if chain is None:
             chain = chains[owner] = _wanted_chain(owner, wanted)
         numel = param.numel()
-        size = numel * param.element_size()
+        size = local_param_bytes(param)  # a rank's DTensor parameter: its local shard
         shared = places[id(param)] > 1
         for name in chain:
             if shared:

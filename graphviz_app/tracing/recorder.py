@@ -154,12 +154,23 @@ def _remove_hooks() -> None:
 
 
 def _name_of(state: _ThreadState, module: torch.nn.Module) -> str:
+    """The module's qualified name; for one the model does not hold, a name inside its caller.
+
+    A module made inside a forward (transformers' Mamba fallback makes an activation per
+    call) is not among the model's `named_modules()`: it is named under the module whose
+    forward called it (`"layers.0.mixer.SiLU"`), so it draws inside that module, not as a
+    top-level box beside the model. Without a model, modules are named by class.
+    """
     key = id(module)
     for recording in reversed(state.recordings):
         name = recording.names.get(key)
         if name is not None:
             return name
-    return type(module).__name__
+    kind = type(module).__name__
+    if state.calls and any(r.root_module is not None for r in state.recordings):
+        caller = state.calls[-1][1]
+        return f"{caller}.{kind}" if caller else kind
+    return kind
 
 
 def _enter_module(module: torch.nn.Module, args: Any) -> None:

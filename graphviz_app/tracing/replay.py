@@ -11,7 +11,7 @@ import torch
 
 from ..analysis.gradient_report import GradFlow, Produced, attach, first_origin
 from ..errors import GradientError
-from ..model import EdgeKind, GradInfo, Graph, NodeKind
+from ..model import PACKED_BY_HOOK, STATE_ATTR, EdgeKind, GradInfo, Graph, NodeKind
 from .torch_internals import saved_values, version_counter
 
 __all__ = ["replay", "match_grad_outputs"]
@@ -86,6 +86,8 @@ class _Stats:
         if known is not None and known[0]() is g and known[2] == version_counter(g):
             return known[1]
         d = g.detach()
+        if d.layout != torch.strided:  # nn.Embedding(sparse=True)'s gradient: no norm kernel for sparse tensors
+            d = d.to_dense()
         n = d.numel()
         if n <= _MAX_VALUES and d.device.type == "cpu" and not d.is_complex():
             # A few numbers: Python is cheaper than a dozen tiny kernel launches.
@@ -279,7 +281,9 @@ def _check_replayable(graph: Graph, fns: dict[str, Any]) -> None:
         )
     # The walker marked saved tensors backward() freed; without saved nodes
     # (show_saved=False) torch's own error is translated in `_translate`.
-    freed = {n.id for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed}
+    # A saved tensor packed by a hook (non-reentrant checkpointing) is recomputed by backward, not freed.
+    freed = {n.id for n in graph.of_kind(NodeKind.SAVED) if n.tensor is not None and n.tensor.freed
+             and (STATE_ATTR, PACKED_BY_HOOK) not in n.attrs}
     freed_ops = [e.dst for e in graph.edges if e.kind is EdgeKind.SAVED and e.src in freed]
     if freed_ops:
         op = graph.node(freed_ops[0])

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from ..model import Scalar, TensorInfo
+from .distributed.shards import ShardLookup
 from .fast_records import new_tensor_info
 from .torch_internals import storage_identity
 
@@ -94,9 +95,16 @@ class TensorDescriber:
         # id(leaf) -> (leaf, its record's fields but the name); holding the
         # leaf keeps its id from being reused by another tensor.
         self._leaves: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
+        self._shards = ShardLookup()  # a rank's DTensors and FSDP's unsharded parameters
 
     def describe(self, t: torch.Tensor, name: str | None) -> TensorInfo:
         """A full record of `t`, with values when it has at most 16 elements."""
+        if self._shards.active:
+            shard = self._shards.find(t)
+            if shard is not None:  # what this rank holds: the local shard, with how the whole is laid out
+                local, sharding, param_name = shard
+                fields = self._fields(local)
+                return new_tensor_info(name or param_name, *fields[:5], t.requires_grad, *fields[6:], False, sharding)
         if t.is_leaf:
             cached = self._leaves.get(id(t))
             if cached is None:

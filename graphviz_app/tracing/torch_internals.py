@@ -11,8 +11,8 @@ modes off (`torch._C.DisableTorchFunction`), a module's child table
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
 the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), and for a distributed
 step fake tensors (`torch._subclasses`), the fake process group's store, the functional
-collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, and PyTorch's memory trackers
-(`torch.distributed._tools`).
+collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, FSDP2's unsharded
+parameters, and PyTorch's memory trackers (`torch.distributed._tools`).
 When a torch upgrade renames one of them, this module is the only one to change
 (tests/test_architecture.py checks that no other module reads them).
 """
@@ -65,6 +65,8 @@ __all__ = [
     "ddp_bucket_sizes",
     "root_mesh",
     "memory_trackers",
+    "fsdp_unsharded_params",
+    "fake_mode_and_converter",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -573,3 +575,37 @@ def memory_trackers() -> tuple[Any, Any]:
     from torch.distributed._tools.mem_tracker import MemTracker
 
     return FSDPMemTracker, MemTracker
+
+
+def fake_mode_and_converter() -> tuple[Any, Callable[[Any, torch.Tensor, torch.device], torch.Tensor]]:
+    """A new `FakeTensorMode` (constants from outside allowed) and its converter from a meta tensor to a fake
+    tensor of a device (`torch._subclasses.fake_tensor`, private: read here only)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    return mode, mode.fake_tensor_converter.from_meta_and_device
+
+
+def fsdp_unsharded_params() -> dict[int, tuple[Any, Any, str | None]]:
+    """FSDP2's unsharded parameters alive now: id(unsharded) -> (unsharded, sharded DTensor, its name).
+
+    FSDP2 swaps each module's sharded parameter for an unsharded one, all-gathered,
+    while the module runs: the autograd graph's leaves are those, known to FSDP's
+    per-parameter state only (`FSDPParam._unsharded_param`, `._param_fqn`), reached
+    through the composable API's module-to-state table.
+    """
+    import sys
+    import weakref
+
+    state_module = sys.modules.get("torch.distributed._composable_state")
+    if state_module is None or "torch.distributed.fsdp" not in sys.modules:
+        return {}
+    found: dict[int, tuple[Any, Any, str | None]] = {}
+    for held in list(state_module._module_state_mapping.values()):
+        state = held() if isinstance(held, weakref.ref) else held  # torch keeps each state by weak reference
+        group = getattr(state, "_fsdp_param_group", None)
+        for fsdp_param in getattr(group, "fsdp_params", ()) or ():
+            unsharded = getattr(fsdp_param, "_unsharded_param", None)
+            if unsharded is not None:
+                found[id(unsharded)] = (unsharded, fsdp_param.sharded_param, getattr(fsdp_param, "_param_fqn", None))
+    return found

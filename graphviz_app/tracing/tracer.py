@@ -99,7 +99,7 @@ def trace(
         raise NoGradFnError(_no_grad_fn_reason(path, t))
     for path, t in named:
         if t.grad_fn is None:
-            notes.append(f"{path} has no autograd graph and was skipped: " + _why_no_graph(t))
+            notes.append(f"{path} has no autograd graph and was skipped: " + _why_skipped(t))
     given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
@@ -189,6 +189,18 @@ def _why_no_graph(t: torch.Tensor) -> str:
         ".detach()ed tensor, or from inputs without requires_grad=True; create the "
         "inputs with requires_grad=True, e.g. torch.arange(3., requires_grad=True)"
     )
+
+
+def _why_skipped(t: torch.Tensor) -> str:
+    """Why one output among others that have graphs has none: no advice to change the inputs."""
+    if not (t.is_floating_point() or t.is_complex()):
+        return (f"it holds {t.dtype} values (indices, counts or masks), which have no gradient; "
+                "nothing to do, the other outputs are traced")
+    if t.requires_grad or t.is_inference():
+        return _why_no_graph(t)
+    return ("nothing that requires grad reaches it (a mask or positions computed from indices, or a value "
+            "made under torch.no_grad() or detached); nothing to do unless you meant it to carry a gradient, "
+            "the other outputs are traced")
 
 
 def _no_grad_fn_reason(path: str, t: torch.Tensor) -> str:

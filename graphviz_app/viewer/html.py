@@ -9,15 +9,16 @@ from typing import Any
 from ..analysis.memory import MeasuredMemory
 from ..model import Graph
 from .bundle import bundle_css, bundle_js
-from .payload import encode, payload
+from .payload import UserOverlays, encode, payload
 
 __all__ = ["CONTENT_SECURITY_POLICY", "viewer_html", "page_html", "notebook_html"]
 
 # Nothing may be fetched: no default source at all; inline script and styles, WebAssembly compiled
-# from the inline bundle (Graphviz's layout), pictures only from data: URLs.
+# from the inline bundle (Graphviz's layout), pictures only from data: and blob: URLs (an exported PNG
+# is drawn from a blob), the layout worker only from a blob: URL (the bundle's own text).
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
-    "img-src data: blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+    "img-src data: blob:; worker-src blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
 
 _PAGE = """<!DOCTYPE html>
@@ -40,7 +41,7 @@ html, body {{ margin: 0; height: 100%; }}
 <script>{js}</script>
 <script>
 GraphvizAppViewer.mount(document.getElementById("gv-root"), document.getElementById("gv-payload").textContent,
-  {{fragment: location.hash, onView: function (hash) {{
+  {{fragment: location.hash, focus: window.top === window, onView: function (hash) {{
     try {{ history.replaceState(null, "", hash); }} catch (e) {{ /* a sandboxed frame keeps no history */ }}
   }}}});
 </script>
@@ -60,16 +61,18 @@ def page_html(data: Mapping[str, Any]) -> str:
 
 
 def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB",
-                measured: MeasuredMemory | None = None) -> str:
+                measured: MeasuredMemory | None = None, overlays: UserOverlays | None = None) -> str:
     """`graph` in the interactive viewer, as the text of one self-contained HTML file.
 
     `measured`: a measurement of the step `graph` was traced from, charted beside the prediction.
+    `overlays`: your own numbers, ``{name: {node id or module name: value}}``, one colouring each
+    (`payload.user_overlays`).
 
     Raises:
         RenderError: the viewer's bundle is not built.
-        ValueError: `measured` measured another graph.
+        ValueError: `measured` measured another graph, or `overlays` is malformed (the message says where).
     """
-    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured))
+    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured, user=overlays))
 
 
 def notebook_html(graph: Graph, *, height: int = 640) -> str:

@@ -77,6 +77,8 @@ def to_model_explorer(graph: Graph, *, label: str = "autograd graph") -> dict[st
         attrs = [_kv("kind", n.kind.value)]
         if t is not None:  # also in outputsMetadata; as attributes they show (and match) in its node search
             attrs += [_kv("shape", t.shape_text), _kv("dtype", t.dtype), _kv("device", t.device), _kv("bytes", t.bytes)]
+            if t.sharding is not None:  # a rank's shard of a distributed tensor: how the whole is laid out
+                attrs.append(_kv("sharding", t.sharding))
         attrs += [_kv(k, v) for k, v in n.attrs]
         if module is not None:
             info = modules.get(module)

@@ -15,7 +15,11 @@ from ..model import EdgeKind, Graph, NodeKind, to_compact
 from .memory import memory_view
 from .tree import Tree, build_tree, initial_open, open_to_depth
 
-__all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "payload", "encode", "overlays"]
+__all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "UserOverlays", "payload", "encode", "overlays",
+           "user_overlays"]
+
+# A person's own numbers: overlay name -> {node id or module name: value (None: no value)}.
+UserOverlays = Mapping[str, Mapping[str, float | None]]
 
 PAYLOAD_FORMAT = "graphviz-app-viewer"
 PAYLOAD_VERSION = 1
@@ -32,6 +36,7 @@ def payload(
     roll: bool = True,
     depth: int | None = None,
     measured: MeasuredMemory | None = None,
+    user: UserOverlays | None = None,
 ) -> dict[str, Any]:
     """The viewer's input for `graph` (see the contract in `graphviz_app.viewer`).
 
@@ -47,9 +52,11 @@ def payload(
             labels at least 10 px high (`"open"` then holds `tree.initial_open`, for older viewers).
         measured: a measurement of the step `graph` was traced from (`tracing.memory.measure(...)
             .measured`): its live bytes per backward step are charted beside the predicted ones.
+        user: your own numbers, one colouring each (`user_overlays`).
 
     Raises:
-        ValueError: `rankdir` is not one of RANKDIRS, or `measured` measured another graph.
+        ValueError: `rankdir` is not one of RANKDIRS, `measured` measured another graph, or
+            `user` names a node or module the graph does not have, or holds a value that is no number.
 
     >>> from graphviz_app.model import Node
     >>> p = payload(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()))
@@ -59,6 +66,7 @@ def payload(
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
     tree = build_tree(graph, roll=roll)
+    mine = user_overlays(graph, tree, user or {})  # checked before the longer work
     memory = memory_view(graph, tree, measured=measured)
     built = overlays(graph, tree) + memory.overlays
     memory.mark(built)
@@ -70,7 +78,7 @@ def payload(
         "graph": to_compact(graph),
         "tree": tree.to_dict(),
         "open": open_to_depth(tree, depth) if depth else initial_open(tree),
-        "overlays": built + [dict(o) for o in extra_overlays],
+        "overlays": built + [dict(o) for o in extra_overlays] + mine,
         "series": memory.series + [dict(s) for s in series],
         "notes": memory.notes,
     }
@@ -159,3 +167,88 @@ def _memory(graph: Graph, tree: Tree, index: dict[str, int], chain: list[list[in
                 group[g] = (group[g] or 0.0) + size
     return {"key": "memory", "label": "bytes saved for backward", "scale": "log", "unit": "bytes",
             "node": node, "group": group, "flag": []}
+
+
+def user_overlays(graph: Graph, tree: Tree, user: UserOverlays) -> list[dict[str, Any]]:
+    """Your own numbers as colourings: one per name, offered in the colour menu under that name.
+
+    Each maps a node id (`n0`, `n1`, ...) or a module name (`"encoder.layers.0"`) to a number (None: no
+    value). A node's value colours the node; a module's colours its box; a box without a value of its own
+    shows the sum of its nodes' values. The scale is logarithmic when every value is positive and they
+    span more than a hundredfold, else linear. Names and keys are shown as text, never as markup.
+
+    Raises:
+        ValueError: a name is not text, a key is neither a node id nor a module name of `graph`, or a
+            value is not a finite number (the message names the overlay and the key).
+
+    >>> from graphviz_app.model import Node
+    >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0", module="fc")), ())
+    >>> t = build_tree(g)
+    >>> o = user_overlays(g, t, {"latency_ms": {"n1": 2.5, "fc": 3.0}})[0]
+    >>> o["label"], o["node"], o["group"][t.module.index("fc")], o["scale"]
+    ('latency_ms', [None, 2.5], 3.0, 'linear')
+    """
+    if not isinstance(user, Mapping):
+        raise ValueError("overlays must be a mapping of name -> {node id or module name: value}, "
+                         f"got {type(user).__name__}")
+    index = {n.id: i for i, n in enumerate(graph.nodes)}
+    boxes: dict[str, list[int]] = {}
+    for g, (kind, module) in enumerate(zip(tree.kind, tree.module, strict=True)):
+        if kind == "module" and module is not None:
+            boxes.setdefault(module, []).append(g)
+    chain = _chains(tree)
+    found = []
+    for name, values in user.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"an overlay's name must be non-empty text, got {name!r}")
+        if not isinstance(values, Mapping):
+            raise ValueError(f"overlay {name!r}: expected {{node id or module name: value}}, "
+                             f"got {type(values).__name__}")
+        node, own = _user_values(name, values, index, boxes)
+        group: list[float | None] = [None] * len(tree.parent)
+        for i, value in enumerate(node):
+            if value is not None:
+                for g in chain[tree.node_group[i]]:
+                    group[g] = (group[g] or 0.0) + value
+        for g, value in own.items():
+            group[g] = value
+        found.append({"key": f"user:{name}", "label": name, "scale": _user_scale(node, group), "unit": "",
+                      "node": node, "group": group, "flag": []})
+    return found
+
+
+def _user_values(name: str, values: Mapping[str, float | None], index: dict[str, int],
+                 boxes: dict[str, list[int]]) -> tuple[list[float | None], dict[int, float]]:
+    """One overlay's values per node, and per module box given its own."""
+    node: list[float | None] = [None] * len(index)
+    own: dict[int, float] = {}
+    unknown = []
+    for key, value in values.items():
+        number = _user_value(name, key, value)
+        if isinstance(key, str) and key in index:
+            node[index[key]] = number
+        elif isinstance(key, str) and key in boxes:
+            own.update({g: number for g in boxes[key] if number is not None})
+        else:
+            unknown.append(key)
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ValueError(f"overlay {name!r}: {', '.join(repr(k) for k in unknown[:5])}{more} is neither a node id "
+                         "(n0, n1, ...) nor a module name of this graph; use the ids in graph.nodes or the names "
+                         "in graph.modules")
+    return node, own
+
+
+def _user_value(name: str, key: object, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"overlay {name!r}, {key!r}: the value must be a finite number or None, got {value!r}")
+    return float(value)
+
+
+def _user_scale(node: list[float | None], group: list[float | None]) -> str:
+    values = [v for v in node + group if v is not None]
+    if values and min(values) > 0 and max(values) > 100 * min(values):
+        return "log"
+    return "linear"

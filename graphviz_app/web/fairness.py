@@ -17,14 +17,20 @@ limit) starve everyone else. `FairRunner` sits in front of it:
   and first argument: a runaway link opened by many visitors, or in new tabs):
   suspects go last and hold at most `suspect_slots` workers, so the other
   workers stay free for everyone else;
-- the last `reserved_slots` workers are kept for jobs judged light before they
-  start: a program whose text looks cheap (`program_cost.judge`), or one whose
-  text says nothing (not a program, or sizes that are not literals) from a
-  session whose last job finished within `light_s`. A program that looks
-  heavy, and an unknown one from a session with no such history, waits for
-  the other workers: a runaway never takes the last free worker, and no
-  running job is stopped to make room (a stop kills a worker, and starting
-  another costs more than it gains on a busy machine);
+- the last `reserved_slots` workers are kept for light jobs, light by
+  measurement first (`lanes.lane`): the CPU seconds the runner measured for
+  each program and each session's last job are kept (`lanes.CostBook`), so a
+  program that took more than `light_s` before is heavy next time whatever its
+  text says, one that took less is light, and a session whose last job ran
+  long sends its next new program down the heavy lane. Only a program never
+  measured is judged by its text (`program_cost.judge`), or, when the text
+  says nothing (not a program, sizes that are not literals), by its session's
+  last job. A heavy job waits for the other workers: a runaway never takes the
+  last free worker, and no running job is stopped to make room (a stop kills a
+  worker, and starting another costs more than it gains on a busy machine);
+- each job runs at its lane's CPU priority (`lanes.NICE`: light 0, heavy 10,
+  suspects 19), so on a machine with fewer cores than workers the runaways
+  yield the CPU to the small programs beside them instead of sharing it evenly;
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import pickle
 import threading
 import time
@@ -51,6 +58,7 @@ from typing import Any
 
 from ..runner import IsolatedRunner, JobCancelled, JobRef, JobTimeout, JobUsage, RunnerBusy, RunnerError
 from .cache import layout_stopped_by_load
+from .lanes import NICE, CostBook, Lane, lane
 from .program_cost import Verdict, judge
 from .results import Failure
 
@@ -64,13 +72,20 @@ __all__ = ["FairRunner", "SessionRunner"]
 class _Ticket:
     session: str
     seq: int
-    suspect: bool
-    light: bool = False  # may take the workers kept for light jobs
+    lane: Lane
     kind: str = ""  # the job function: a newer job of the same kind stops this one
     digest: str = ""  # the function and its arguments: `start` takes up the same job again
     cancelled: bool = False
     peak: int = 0  # most jobs running at once while this one ran
     stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def suspect(self) -> bool:
+        return self.lane == "suspect"
+
+    @property
+    def light(self) -> bool:  # may take the workers kept for light jobs
+        return self.lane == "light"
 
 
 class FairRunner:
@@ -85,7 +100,7 @@ class FairRunner:
         suspect_slots: Workers suspects may hold at once (default: half the slots).
         suspect_wait_s: Seconds a suspect's job waits for a worker.
         reserved_slots: Workers kept for jobs judged light (default: a quarter of the slots).
-        light_s: A session whose last job finished within this many seconds is light.
+        light_s: The most CPU seconds (wall where not measured) a light job takes.
         judge: Judges a program's text before it runs: "light", "heavy" or "unknown".
     """
 
@@ -109,7 +124,8 @@ class FairRunner:
         self._running: list[_Ticket] = []
         self._timed_out: dict[Hashable, float] = {}  # session or job key -> when it last timed out
         self._detached: dict[tuple[str, str], Future[Any]] = {}  # (session, job digest) -> its running job
-        self._took: dict[str, tuple[float, float]] = {}  # session -> (when its last job ended, seconds it ran)
+        # What the runner measured: ("program", key) -> the program's last run, ("session", name) -> the page's.
+        self._costs = CostBook(keep_s=max(suspect_s, 600.0), clock=clock)
 
     @property
     def time_limit(self) -> float:
@@ -161,19 +177,21 @@ class FairRunner:
         key = _job_key(job, args)
         verdict = self._judge(args[0]) if args and isinstance(args[0], str) else "unknown"
         ticket = self._admit(session, key, kind=_kind(job), digest=digest, verdict=verdict)
-        started = self._clock()
+        started, timed_out = self._clock(), False
         try:
-            result = self.runner.run(job, *args, cancel=ticket.stop)
+            result = self.runner.run(job, *args, cancel=ticket.stop, nice=NICE[ticket.lane])
         except RunnerError as e:
             if e.kind == "cancelled":
                 raise JobCancelled("a newer run from the same page replaced this one while it ran, "
                                    "so it was stopped") from e
             if e.kind != "time":
                 raise
+            timed_out = True
             self._mark_suspect(session, key)
             raise _relabel_time_out(e.message, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
+                timed_out = True
                 self._mark_suspect(session, key)
                 found = _relabel_time_out(result.message, ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
@@ -182,11 +200,23 @@ class FairRunner:
                 return _relabel_layout_time_out(result, self._usage())
             return result
         finally:
+            self._measure(ticket, key, self._clock() - started, timed_out)
             with self._cond:
                 self._running.remove(ticket)
-                now = self._clock()  # a stopped job says nothing of what the session's jobs cost
-                self._took[session] = (now, float("inf") if ticket.stop.is_set() else now - started)
                 self._cond.notify_all()
+
+    def _measure(self, ticket: _Ticket, key: Hashable, wall_s: float, timed_out: bool) -> None:
+        """Keep what the job cost: CPU seconds where the runner measured them (a loaded machine
+        stretches the wall time of every job alike), else wall seconds; a time-out costs infinity."""
+        usage = self._usage()
+        spent = math.inf if timed_out else (usage.cpu_s if usage is not None and usage.cpu_s is not None
+                                            else wall_s)
+        targets = [("session", ticket.session)] + ([("program", key)] if key is not None else [])
+        for target in targets:
+            if not ticket.stop.is_set() or spent > self.light_s:
+                self._costs.record(target, spent)
+            elif target[0] == "session":
+                self._costs.forget(target)  # stopped early by a newer run: says nothing of what it costs
 
     def _usage(self) -> JobUsage | None:
         """The CPU the last job of this thread got, when the runner measures it."""
@@ -201,8 +231,10 @@ class FairRunner:
                verdict: Verdict = "unknown") -> _Ticket:
         with self._cond:
             suspect = self._is_suspect(session) or (key is not None and self._is_suspect(key))
-            light = not suspect and (verdict == "light" or (verdict == "unknown" and self._ran_light(session)))
-            ticket = _Ticket(session, next(self._seq), suspect, light, kind, digest)
+            chosen = lane(suspect=suspect, verdict=verdict, light_s=self.light_s,
+                          program_s=None if key is None else self._costs.get(("program", key)),
+                          session_s=self._costs.get(("session", session)))
+            ticket = _Ticket(session, next(self._seq), chosen, kind, digest)
             for older in self._waiting:
                 if older.session == session:
                     older.cancelled = True  # the person asked for something newer
@@ -254,11 +286,9 @@ class FairRunner:
         return min(eligible, key=lambda t: (t.suspect, not t.light, per_session.get(t.session, 0), t.seq))
 
     def _ran_light(self, session: str) -> bool:
-        """The session's last job, in the last `suspect_s`, finished within `light_s`."""
-        now = self._clock()
-        for old in [s for s, (when, _) in self._took.items() if now - when > self.suspect_s]:
-            del self._took[old]
-        return session in self._took and self._took[session][1] <= self.light_s
+        """The session's last job measured took at most `light_s`."""
+        spent = self._costs.get(("session", session))
+        return spent is not None and spent <= self.light_s
 
     def _is_suspect(self, who: Hashable) -> bool:
         now = self._clock()
@@ -274,8 +304,9 @@ class FairRunner:
                 "press Run to try again in a moment")
         if kept_back and not ticket.suspect:
             kept = "one more is" if self.reserved_slots == 1 else f"{self.reserved_slots} more are"
-            text += (f"; {kept} kept for small programs, and this one looks large (tensors of over a million "
-                     "elements, or many operations) or could not be judged before it ran")
+            text += (f"; {kept} kept for small programs, and this one took long when it last ran, looks large "
+                     "(tensors of over a million elements, or many operations), or could not be judged before "
+                     "it ran")
         if ticket.suspect:
             text += ("; this program, or your last one, ran past the time limit in the last "
                      f"{self.suspect_s:g} s, so while the machine is busy it waits behind everyone "

@@ -44,6 +44,10 @@ _BLAME = {
     "rounding": "inconclusive: the difference is low-precision rounding; the same derivative in float64 agrees",
     "unclear": "all three sides disagree with each other",
     "nonfinite": "a side gives NaN or Inf, so nothing can be compared there",
+    "reverse": "reverse mode (the backward) is likely wrong: forward mode and finite differences agree with each "
+    "other",
+    "detached": "part of the program runs under torch.no_grad() or torch.inference_mode(): finite differences "
+    "re-run it and include that part, autograd does not, so they differ without either being wrong",
 }
 # What each kind of check tests, for headlines about a failing pair that is not reverse mode.
 _TESTED = {
@@ -148,6 +152,7 @@ def verdict(check: GradientCheck) -> Verdict:
         "autograd": f"The backward is wrong: autograd's d(output)/d{wrt} disagrees",
         "shared": f"Your gradient d(output)/d{wrt} = {check.expected} and the backward may share one mistake",
         "rounding": f"Inconclusive: autograd's d(output)/d{wrt} differs only by low-precision rounding",
+        "detached": f"d(output)/d{wrt} differs because part of the program runs under no_grad: neither side is wrong",
     }.get(blame, f"The gradients of d(output)/d{wrt} disagree")
     if pair.get("check", "rev") in _TESTED and blame == "autograd":
         headline = _TESTED[pair["check"]]

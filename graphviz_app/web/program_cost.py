@@ -7,11 +7,13 @@ then every call with literal sizes (``torch.randn(400, 20000)``,
 its elements, times the iterations of the loops around it (``for i in
 range(N)``). A program is heavy when it makes more than `MAX_LIGHT_ELEMENTS`
 elements in all or runs more than `MAX_LIGHT_CALLS` calls and operators (a
-big graph to lay out); unknown when it does not pass the validator or a size
-is not a literal (``torch.randn(n, n)`` with `n` not a constant) and the rest
-is not heavy already. A light program can still be slow (a runaway built from
-small literals): the scheduler also watches what the session's jobs cost once
-they ran.
+big graph to lay out), or reads more than `MAX_LIGHT_READS` elements in all:
+each call on a tensor of known size reads it, times its loops (``torch.median``
+of a 999 x 1000 tensor 1,000 times reads a billion); unknown when it does not
+pass the validator, a size is not a literal (``torch.randn(n, n)`` with `n`
+not a constant), or anything in the judging itself fails, and the rest is not
+heavy already. A light program can still be slow (a runaway built from small
+literals): the scheduler also watches what the session's jobs cost once they ran.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..expr import ExprError
 from ..expr.limits import Limits
 from ..expr.validator import parse, range_length
 
-__all__ = ["Verdict", "judge", "MAX_LIGHT_ELEMENTS", "MAX_LIGHT_CALLS"]
+__all__ = ["Verdict", "judge", "MAX_LIGHT_ELEMENTS", "MAX_LIGHT_CALLS", "MAX_LIGHT_READS"]
 
 Verdict = Literal["light", "heavy", "unknown"]
 
@@ -33,6 +35,9 @@ Verdict = Literal["light", "heavy", "unknown"]
 MAX_LIGHT_ELEMENTS = 1_000_000
 # Calls and operators run, loops counted: each adds nodes to the graph the worker lays out.
 MAX_LIGHT_CALLS = 2_000
+# Elements read by calls and operators, loops counted: 50 million float32 reads take tens of
+# milliseconds for an add, a second or more for a sort-like median.
+MAX_LIGHT_READS = 50_000_000
 _RANGES = ("arange",)
 _SPACES = ("linspace", "logspace")
 # Calls whose arguments are sizes: the tensors they make are counted.
@@ -63,8 +68,8 @@ def judge(source: str) -> Verdict:
     walker = _Walker()
     try:
         walker.statements(tree.body, 1)
-    except (ArithmeticError, ValueError):  # 1e999 as a size, and the like: the worker will say what is wrong
-        return "unknown"
+    except Exception:  # noqa: BLE001 - (-1.0) ** 0.5 as a size, 1e999, ...: the worker will say what is wrong
+        return "heavy" if walker.heavy() else "unknown"
     if walker.heavy():
         return "heavy"
     return "unknown" if walker.unknown else "light"
@@ -76,11 +81,13 @@ class _Walker:
     def __init__(self) -> None:
         self.elements = 0
         self.calls = 0
+        self.reads = 0
         self.unknown = False  # a size the text does not fix
         self.constants: dict[str, int | float] = {}
+        self.sizes: dict[str, int] = {}  # tensor name -> elements, where the text fixes it
 
     def heavy(self) -> bool:
-        return self.elements > MAX_LIGHT_ELEMENTS or self.calls > MAX_LIGHT_CALLS
+        return self.elements > MAX_LIGHT_ELEMENTS or self.calls > MAX_LIGHT_CALLS or self.reads > MAX_LIGHT_READS
 
     def statements(self, body: list[ast.stmt], times: int) -> None:
         for stmt in body:
@@ -94,6 +101,8 @@ class _Walker:
                 self.expression(stmt, times)
             except _Unknown:
                 self.unknown = True
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                self.size_of(stmt.targets[0].id, stmt.value)
             if (times == 1 and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                     and isinstance(stmt.targets[0], ast.Name)):
                 try:
@@ -112,9 +121,41 @@ class _Walker:
             return 0
         return min(range_length(*args), Limits().max_loop_iterations)
 
+    def size_of(self, name: str, value: ast.expr) -> None:
+        """Remember the elements of tensor `name`: what a maker made, else the largest tensor its call read."""
+        size = 0
+        if isinstance(value, ast.Call):
+            try:
+                size = self.made(value)
+            except _Unknown:
+                size = 0
+        if not size:
+            size = max(self.read_by(value), default=0)
+        if size:
+            self.sizes[name] = size
+        else:
+            self.sizes.pop(name, None)
+
+    def read_by(self, node: ast.AST) -> list[int]:
+        """The sizes of the known tensors one call or operator reads directly (its receiver and operands)."""
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Call):
+            parts = [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(node.func, ast.Attribute):
+                parts.append(node.func.value)
+        elif isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, ast.Subscript):
+            parts = [node.value]
+        return [self.sizes[p.id] for p in parts if isinstance(p, ast.Name) and p.id in self.sizes]
+
     def expression(self, node: ast.AST, times: int) -> None:
         unknown = False
         for sub in ast.walk(node):
+            if isinstance(sub, (ast.BinOp, ast.UnaryOp, ast.Call)):
+                self.reads += times * sum(self.read_by(sub))
             if isinstance(sub, (ast.BinOp, ast.UnaryOp)):
                 self.calls += times
             if not isinstance(sub, ast.Call):
@@ -169,7 +210,12 @@ class _Walker:
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Pow)):
             left, right = self.number(node.left), self.number(node.right)
             if isinstance(node.op, ast.Pow):
-                return left ** right if abs(right) < 64 and abs(left) < 2**16 else 2**62
+                if not (abs(right) < 64 and abs(left) < 2**16):
+                    return 2**62
+                power = left ** right
+                if not isinstance(power, (int, float)):  # (-1.0) ** 0.5 is complex: no size
+                    raise _Unknown
+                return power
             if isinstance(node.op, ast.FloorDiv):
                 return left // right if right else 0
             result = left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) \

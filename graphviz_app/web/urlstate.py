@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from ..model.numbers import NumberError, whole_number
+
 __all__ = [
     "DTYPES",
     "RANKDIRS",
@@ -42,6 +44,7 @@ _FALSE = ("0", "false", "no", "off")
 # A lone surrogate is not text: a URL cannot carry it (urlencode raises), so a
 # link shows it as U+FFFD, as browsers do.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_DEVICE = re.compile(r"(cpu|cuda)(:[0-9]{1,10})?")  # ASCII digits: \d also matches "٣"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,7 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
     get = _Reader(params, problems)
     default = Options()
     options = Options(
-        device=get.text("device", default.device),
+        device=get.device("device", default.device),
         dtype=get.choice("dtype", DTYPES, default.dtype),
         show_saved=get.flag("saved", default.show_saved),
         show_attrs=get.flag("attrs", default.show_attrs),
@@ -219,14 +222,18 @@ class _Reader:
         self._ignore(key, raw, "1 or 0")
         return default
 
+    def device(self, key: str, default: str) -> str:
+        raw = self.text(key, default)
+        if _DEVICE.fullmatch(raw):
+            return raw
+        self._ignore(key, raw, "cpu, cuda or cuda:N (N written with the digits 0-9)")
+        return default
+
     def integer(self, key: str, bounds: tuple[int, int], default: int) -> int:
         raw = self.text(key, str(default))
         low, high = bounds
-        try:
-            value = int(raw)
-        except ValueError:
-            value = None
-        if value is None or not low <= value <= high:
-            self._ignore(key, raw, f"a whole number from {low} to {high}")
+        try:  # ASCII digits only: int() also reads "1_0" and "٣"
+            return whole_number(raw, low=low, high=high)
+        except NumberError:
+            self._ignore(key, raw, f"a whole number from {low} to {high} written with the digits 0-9")
             return default
-        return value

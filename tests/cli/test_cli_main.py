@@ -14,7 +14,10 @@ SEED = ["((x+2)**2+3).mean()", "--var", "x=torch.arange(3., requires_grad=True)"
 
 
 def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(argv)
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # refused by the parser
+        code = e.code if isinstance(e.code, int) else -1
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -32,7 +35,7 @@ def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
         (["render", "-o", "x.svg"], 2, r"give an expression, or a program with --program FILE"),
         (["render", *SEED, "-o", "no/such/dir/x.svg"], 2, r"cannot write no/such/dir/x.svg|No such file"),
         (["render", *SEED, "-o", "x.svg", "--device", "tpu"], 2,
-         r"device must be 'cpu', 'cuda' or 'cuda:N', found 'tpu'"),
+         r"argument --device: expected cpu, cuda, auto or cuda:N \(N written with the digits 0-9\), found 'tpu'"),
         (["render", "torch.randn(int(3e10))", "-o", "x.svg"], 2, r"30,000,000,000 elements"),
         (["check", *SEED, "--wrt", "z"], 2, r"z is not a variable of the program \(it defines x\)"),
         (["check", "x.sum()", "--var", "x=torch.ones(2)"], 2, r"no variable requires grad"),

@@ -66,7 +66,10 @@ def script(tmp_path: Path) -> Path:
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(argv)
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # refused by the parser (a size or device not written plainly)
+        code = e.code if isinstance(e.code, int) else -1
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -219,13 +222,15 @@ def test_cast_halves_what_is_saved_and_retain_graph_keeps_it(script: Path, capsy
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--batch", "8,x"], r"--batch expects positive batch sizes separated by commas, e.g. 1,8,32; found '8,x'"),
+        (["--batch", "8,x"], r"argument --batch: expected a whole number from 1 to 2,147,483,647 written with the "
+                             r"digits 0-9, found 'x'; give sizes separated by commas, e.g. 1,8,32"),
         (["--budget", "lots"], r"--budget: expected a size such as 16GiB"),
         (["--verify"], r"--verify checks a checkpoint plan: add --checkpoint"),
         (["--measure", "--device", "meta"], r"--measure and --verify run the step for real"),
         (["-o", "step.svg"], r"-o writes the interactive viewer: end the name in \.html, found 'step\.svg'"),
-        (["--device", "tpu"], r"--device: expected meta, cpu, cuda or cuda:N, found 'tpu'"),
-        (["--device", "mps"], r"--device: expected meta, cpu, cuda or cuda:N, found 'mps'"),
+        (["--device", "tpu"], r"argument --device: expected meta, cpu, cuda or cuda:N \(N written with the digits "
+                              r"0-9\), found 'tpu'"),
+        (["--device", "mps"], r"argument --device: expected meta, cpu, cuda or cuda:N .*found 'mps'"),
     ],
 )
 def test_bad_options_say_what_to_do(extra: list[str], message: str, script: Path,

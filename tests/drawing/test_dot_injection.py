@@ -18,7 +18,7 @@ from graphviz_app import Graph, save, trace_model
 from graphviz_app.cli.commands import main
 from graphviz_app.drawing.dot_text import FORBIDDEN_ATTRS, dot_string, escape_text
 from graphviz_app.drawing.renderer import export
-from graphviz_app.web.worker.pictures import png_job, svg_job
+from graphviz_app.jobs.pictures import png_job, svg_job
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 SECRET_RGB = (255, 0, 255)  # a colour no drawing of ours uses: the "server file" an injected image= would draw

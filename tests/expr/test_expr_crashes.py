@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from expr_seed import SEED_PROGRAM, SEED_VALUE
 
 from graphviz_app.expr import ExprError, evaluate
 from graphviz_app.expr.jobs import evaluate_job
 from graphviz_app.expr.rehearsal import PRELOAD
 from graphviz_app.runner import IsolatedRunner, RunnerError
-from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
 
 INT64_MIN = "(torch.tensor([-9223372036854775807]) - 1)"
 INT32_MIN = "torch.tensor([-2147483648], dtype=torch.int32)"

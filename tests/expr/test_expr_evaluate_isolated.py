@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from waiting import wait_until
 
 from graphviz_app import trace
 from graphviz_app.expr import ExprError, Limits, evaluate, rehearsal
 from graphviz_app.runner import HARD_GRACE_S, RunnerError, running_shared
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
 

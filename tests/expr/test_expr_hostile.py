@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from expr_seed import SEED_PROGRAM, SEED_VALUE
+from hostile import corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphviz_app.expr import ExprError, Limits, evaluate
-from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
-from tests.expr.hostile import corpus
 
 CANARY = Path(tempfile.mkdtemp(prefix="expr-canary-")) / "canary"
 LIMITS = Limits(max_seconds=5.0)

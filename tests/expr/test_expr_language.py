@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from expr_seed import SEED_GRAD, SEED_PROGRAM, SEED_VALUE
 
 from graphviz_app.expr import ExprError, evaluate, expected_function, to_function
 from graphviz_app.expr.custom import square
-from tests.expr.conftest import SEED_GRAD, SEED_PROGRAM, SEED_VALUE
 
 
 def test_seed_program_value_and_gradient_match_the_tutorial() -> None:

@@ -13,6 +13,7 @@ import re
 from urllib.parse import parse_qs
 
 import pytest
+from hostile import corpus
 
 from graphviz_app.cli.commands import EXIT_BAD_INPUT, main
 from graphviz_app.expr import ExprError, validate
@@ -20,7 +21,6 @@ from graphviz_app.expr.validator import parse
 from graphviz_app.web import service
 from graphviz_app.web.results import Failure
 from graphviz_app.web.urlstate import MAX_URL_PROGRAM_CHARS, SEED_PROGRAM, from_query, share_query
-from tests.expr.hostile import corpus
 
 _PRELUDE = "x = torch.ones(3)\n"
 

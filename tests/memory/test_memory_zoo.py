@@ -29,16 +29,6 @@ KNOWN: dict[tuple[str, int, str], str] = {
     ("tiny-gpt-ckpt", 8, "replay"): "non-reentrant recompute is not in the graph",
     ("tiny-gpt-ckpt-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
     ("gpt2-bf16-autocast", 1, "replay"): "autocast casts' temporaries in backward are not modelled",
-    ("qwen2-tied", 4, "forecast"): "8% over: on meta, attention saves more than on the CPU at batch > 1",
-    ("llama", 4, "forecast"): "as qwen2-tied",
-    ("gru-tagger", 1, "forecast"): "a GRU on meta runs torch's step-by-step cell; the CPU runs its own kernel",
-    ("gru-tagger", 8, "forecast"): "as at batch 1 (16% under)",
-    ("bart", 1, "forecast"): "transformers reads a value (.item()) that it skips only for FakeTensors, not meta",
-    ("bart", 4, "forecast"): "as at batch 1",
-    ("gpt2-gc", 1, "forecast"): "transformers reads a value on meta (its packed-sequence check; skipped for fakes)",
-    ("gpt2-gc", 4, "forecast"): "as at batch 1",
-    ("llama-gc-reentrant", 1, "forecast"): "as gpt2-gc",
-    ("llama-gc-reentrant", 4, "forecast"): "as gpt2-gc",
 }
 
 

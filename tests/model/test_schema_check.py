@@ -10,28 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from saved_graphs import every_field_graph
 
 from graphviz_app.cli.saved import load_saved_graph
 from graphviz_app.errors import SchemaError
-from graphviz_app.model import Edge, GradInfo, Graph, ModuleInfo, Node, NodeKind, TensorInfo
+from graphviz_app.model import Edge, Graph, Node, NodeKind
 from graphviz_app.model.compact import to_compact
-from graphviz_app.model.regions import CompiledRegion
 from graphviz_app.web.upload import read_saved_graph
-
-
-def _graph() -> Graph:
-    t = TensorInfo("x", (2, 3), "float32", "cpu", 6, 24, True, storage="s0")
-    g = GradInfo(6, 1.5, 1.0, 0.25)
-    nodes = (
-        Node("n0", NodeKind.OUTPUT, "output", t, module=""),
-        Node("n1", NodeKind.OP, "MulBackward0", t, (("other", "2"),), module="fc", source="m.py:3", grad=g),
-        Node("n2", NodeKind.LEAF, "fc.weight", t, module="fc"),
-    )
-    edges = (Edge("n1", "n0"), Edge("n2", "n1", grad=g))
-    region = CompiledRegion("n1", "[compiled region 1]", (Node("n1/0", NodeKind.OP, "mul"),), (),
-                            inputs=((0, "n1/0"),))
-    return Graph(nodes, edges, notes=("a note",), modules=(ModuleInfo("", "Net"), ModuleInfo("fc", "Linear", 6, 24)),
-                 regions=(region,))
 
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -86,13 +71,13 @@ SCHEMA2 = [
 
 
 def _mutated(change: Callable[[dict[str, Any]], None]) -> str:
-    data = copy.deepcopy(_graph().to_dict())
+    data = copy.deepcopy(every_field_graph().to_dict())
     change(data)
     return json.dumps(data)
 
 
 def test_the_unchanged_file_reads_back_exactly() -> None:
-    graph = _graph()
+    graph = every_field_graph()
     assert Graph.from_json(graph.to_json()) == graph
     assert Graph.from_dict(to_compact(graph)) == graph
 
@@ -107,7 +92,7 @@ def test_a_wrongly_typed_field_is_named(change: Callable[[dict[str, Any]], None]
 # (case, JSON text, words): what is not strict JSON, or not readable at all
 TEXTS = [
     ("NaN", '{"schema": 2, "nodes": [], "edges": [], "x": NaN}', "NaN is not JSON"),
-    ("Infinity in a shape", json.dumps(_graph().to_dict()).replace("[2, 3]", "[Infinity, 3]", 1),
+    ("Infinity in a shape", json.dumps(every_field_graph().to_dict()).replace("[2, 3]", "[Infinity, 3]", 1),
      "Infinity is not JSON"),
     ("-Infinity", '{"schema": 2, "nodes": [], "edges": [], "x": -Infinity}', "-Infinity is not JSON"),
     ("a float too large", '{"schema": 2, "nodes": [], "edges": [], "x": 1e999}', "too large for a float"),
@@ -142,7 +127,7 @@ COMPACT = [
 
 @pytest.mark.parametrize(("change", "words"), [c[1:] for c in COMPACT], ids=[c[0] for c in COMPACT])
 def test_a_wrongly_typed_compact_column_is_named(change: Callable[[dict[str, Any]], None], words: str) -> None:
-    data = to_compact(_graph())
+    data = to_compact(every_field_graph())
     change(data)
     with pytest.raises(SchemaError) as found:
         Graph.from_json(json.dumps(data))
@@ -150,7 +135,7 @@ def test_a_wrongly_typed_compact_column_is_named(change: Callable[[dict[str, Any
 
 
 def test_compact_truncated_as_text_is_refused() -> None:
-    data = {**to_compact(_graph()), "truncated": "no"}
+    data = {**to_compact(every_field_graph()), "truncated": "no"}
     with pytest.raises(SchemaError, match="truncated holds the wrong kind of value"):
         Graph.from_dict(data)
 

@@ -8,13 +8,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from expr_seed import SEED_PROGRAM, SEED_VALUE
+from waiting import wait_until
 
 from graphviz_app.expr import ExprError, Limits
 from graphviz_app.expr.jobs import evaluate_job
 from graphviz_app.expr.rehearsal import PRELOAD
 from graphviz_app.runner import IsolatedRunner, RunnerError
-from tests.expr.conftest import SEED_PROGRAM, SEED_VALUE
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker tests use POSIX processes")
 

@@ -9,9 +9,9 @@ import types
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from graphviz_app.runner import IsolatedRunner, RunnerError
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
 

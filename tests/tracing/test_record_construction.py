@@ -103,3 +103,31 @@ def test_cli_renders_a_real_model_built_inside_the_function(name: str, tmp_path:
     graph = Graph.from_json(out.read_text())
     assert len(graph.nodes) > 20
     assert any(n.module for n in graph.nodes)  # the forward was recorded, module by module
+
+
+class _MakesItsActivation(nn.Module):
+    """As transformers' Mamba fallback does: a module made on every call of forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.SiLU()(self.fc(x))
+
+
+def test_a_module_made_inside_forward_is_named_inside_its_caller() -> None:
+    from graphviz_app import trace_model
+
+    torch.manual_seed(0)
+    graph = trace_model(nn.Sequential(_MakesItsActivation(), _MakesItsActivation()), torch.randn(1, 2))
+    silu = {n.module for n in graph.nodes if n.name == "SiluBackward0"}
+    assert silu == {"0.SiLU", "1.SiLU"}  # inside blocks 0 and 1, not a top-level "SiLU" beside the model
+    assert {("0.SiLU", "SiLU"), ("1.SiLU", "SiLU")} <= {(m.name, m.type) for m in graph.modules}
+
+
+def test_without_a_model_modules_are_still_named_by_class() -> None:
+    block = _MakesItsActivation()
+    with record():
+        y = block(torch.randn(1, 2)).sum()
+    assert {n.module for n in trace(y).nodes if n.name == "SiluBackward0"} == {"SiLU"}

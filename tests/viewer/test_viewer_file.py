@@ -189,10 +189,11 @@ def test_a_damaged_file_says_so(page, tmp_path: Path, data: str, words: str) -> 
 
 
 def _fills(page) -> dict[str, str]:  # noqa: ANN001
-    """Each drawn node's fill, by node id."""
+    """Each drawn node's fill as drawn (the style sheet's, or the colouring's), by node id, as #rrggbb."""
     return page.eval_on_selector_all(
         "[data-node]", "els => Object.fromEntries(els.map(e => [e.dataset.node, "
-        "e.querySelector('.gv-shape').getAttribute('fill')]))")
+        "'#' + getComputedStyle(e.querySelector('.gv-shape')).fill.match(/\\d+/g).slice(0, 3)"
+        ".map(v => (+v).toString(16).padStart(2, '0')).join('')]))")
 
 
 def _coloured_graph() -> Graph:

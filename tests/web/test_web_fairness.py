@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from graphviz_app.runner import JobCancelled, JobTimeout, JobUsage, RunnerError
 from graphviz_app.web import service
 from graphviz_app.web.fairness import FairRunner
 from graphviz_app.web.results import Failure
-from tests.waiting import wait_until
 
 
 class FakePool:
@@ -21,7 +21,7 @@ class FakePool:
     def __init__(self, max_workers: int = 4, time_limit: float = 15.0) -> None:
         self.max_workers, self.time_limit = max_workers, time_limit
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
         return job(*args)
 
 
@@ -32,7 +32,7 @@ class StoppablePool(FakePool):
         super().__init__()
         self.started: list[str] = []
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
         self.started.append(job.__name__)
         out: list[Any] = []
         worker = threading.Thread(target=lambda: out.append(job(*args)), daemon=True)

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 from web_support import ROOT, alive, descendants, free_port, wait_healthy
 
 from graphviz_app.web.server import APP_PATH, serve, streamlit_command
-from tests.waiting import wait_until
 
 
 def option(command: list[str], name: str) -> str:

@@ -9,12 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from graphviz_app.runner import IsolatedRunner
 from graphviz_app.web import service
 from graphviz_app.web.results import Analysis, Failure
 from graphviz_app.web.urlstate import SEED_PROGRAM, CheckInput, Options
-from tests.waiting import wait_until
 
 # Ops of ~3 s each, in a loop: one op of ~30 s is now refused before it runs (Limits.max_multiply_adds).
 RUNAWAY = "a = torch.randn(400, 20000)\nfor i in range(1000):\n    b = torch.cdist(a, a, p=1).sum()\nb"

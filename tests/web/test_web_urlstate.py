@@ -50,8 +50,8 @@ def test_case_and_spelling_of_options_are_forgiven() -> None:
         ("dtype", "float8", "one of float32, float64, float16, bfloat16"),
         ("rankdir", "up", "one of TB, LR, BT, RL"),
         ("saved", "maybe", "1 or 0"),
-        ("max_nodes", "lots", "a whole number from 10 to 20000"),
-        ("max_nodes", "999999", "a whole number from 10 to 20000"),
+        ("max_nodes", "lots", "a whole number from 10 to 20000 written with the digits 0-9"),
+        ("max_nodes", "999999", "a whole number from 10 to 20000 written with the digits 0-9"),
     ],
 )
 def test_a_bad_parameter_is_ignored_with_a_reason(key: str, raw: str, expected_words: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Collection
 
-from ...model import Graph, NodeKind
+from ...model import PACKED_BY_HOOK, STATE_ATTR, Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
 from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
@@ -121,7 +121,18 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     if not any(n.kind is NodeKind.SAVED for n in graph.nodes):
         notes.append("no saved tensor in the graph (traced with show_saved=False, or an op-only graph): "
                      "only gradients and outputs are counted")
-    freed = sum(1 for n in graph.nodes if n.kind is NodeKind.SAVED and n.tensor is not None and n.tensor.freed)
+    freed_nodes = [n for n in graph.nodes if n.kind is NodeKind.SAVED and n.tensor is not None and n.tensor.freed]
+    packed = sum(1 for n in freed_nodes if (STATE_ATTR, PACKED_BY_HOOK) in n.attrs)
+    freed = len(freed_nodes) - packed
+    if packed:
+        notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
+                     "backward recomputes them just before the block's backward; the replay does not count that "
+                     "recompute (measure() and forecast() do)")
+    reentrant = sum(1 for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward")
+    if reentrant:
+        notes.append(f"{reentrant} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs "
+                     "its forward again and a nested backward inside that node, neither in this graph; the replay "
+                     "counts only the block's input and output (measure() and forecast() count the rest)")
     if freed:
         notes.append(f"{freed} saved tensor(s) were already freed by backward() when traced: trace before "
                      "backward() to count them")

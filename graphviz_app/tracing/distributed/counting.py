@@ -9,7 +9,6 @@ rank holds. `RankStorages` counts both, and is otherwise `LiveStorages`.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import torch
@@ -55,7 +54,6 @@ class RankStorages(LiveStorages):
 
     def __init__(self) -> None:
         super().__init__()
-        self._sizes: dict[int, int] = {}
         self.phase = "forward"
         self.events: list[CollectiveEvent] = []
         self._resize: Any = None
@@ -66,10 +64,9 @@ class RankStorages(LiveStorages):
         counter = self
 
         def resize_(st: torch.UntypedStorage, size: int) -> Any:
-            before = st.nbytes()
             out = original(st, size)
             if not counter.paused:
-                counter._resized(st, st.nbytes() - before)
+                counter._storage_resized(st)
             return out
 
         torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign, assignment]
@@ -92,30 +89,9 @@ class RankStorages(LiveStorages):
                                                self.live))
         return out
 
-    def _count(self, st: torch.UntypedStorage) -> None:
-        self._track(st, st.nbytes())
-
-    def _resized(self, st: torch.UntypedStorage, delta: int) -> None:
-        if delta:
-            self._track(st, delta)
-
-    def _track(self, st: torch.UntypedStorage, delta: int) -> None:
-        key = id(st)
-        if key not in self._refs:
-            self._sizes[key] = 0
-
-            def gone(_: object, key: int = key) -> None:
-                self._refs.pop(key, None)
-                self.live -= self._sizes.pop(key, 0)
-                if self.marks:
-                    self.marks[-1][3] = self.live
-
-            self._refs[key] = weakref.ref(st, gone)
-        self._sizes[key] += delta
-        self.live += delta
-        if self.live > self.peak:
-            self.peak = self.live
-        if self.marks:
-            mark = self.marks[-1]
-            mark[2] = max(mark[2], self.live)
-            mark[3] = self.live
+    def _storage_resized(self, st: torch.UntypedStorage) -> None:
+        """A storage resized outside any op: counted from now at its new size, or its count follows the size."""
+        if id(st) in self._refs:
+            self._follow_resize(st)
+        elif st.nbytes():  # made before the step (FSDP's unsharded parameter, freed to 0 bytes), grown again
+            self._count(st)

@@ -109,11 +109,11 @@ def _first_line(e: BaseException) -> str:
 
 def _func_failed(where: str, world_size: int, e: Exception) -> str:
     text = _first_line(e)
-    if "DDP" in text or "DistributedDataParallel" in repr(e) or "data is not allocated" in text:
-        hint = ("; DDP's C++ reducer allocates real buckets, which fake tensors cannot stand in for: measure DDP "
-                "on real ranks (measure_rank under torchrun)")
-    elif "mesh" in text.lower() or "world size" in text.lower() or "world_size" in text:
+    if "data is not allocated" in text:  # DDP's reducer touching a fake tensor's data
+        return (f"{where} failed at world size {world_size}: DDP cannot run on fake tensors (its C++ reducer "
+                "allocates real gradient buckets); measure DDP on real ranks: run_ranks, or measure_rank under "
+                "torchrun")
+    hint = ""
+    if "mesh" in text.lower() or "world size" in text.lower() or "world_size" in text:
         hint = f"; the mesh must split the {world_size} ranks exactly (the product of its dimensions)"
-    else:
-        hint = ""
     return f"{where} failed at world size {world_size}: {type(e).__name__}: {text}{hint}"

@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes"]
+from ..torch_internals import fsdp_unsharded_params
+
+__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes", "ShardLookup"]
 
 
 def is_dtensor(t: Any) -> bool:
@@ -36,7 +38,7 @@ def sharding_text(t: torch.Tensor) -> str:
     names = mesh.mesh_dim_names
     dims = ", ".join(f"{n}={s}" if names else str(s) for n, s in zip(names or [""] * mesh.ndim, mesh.shape,
                                                                    strict=True))
-    places = ", ".join(str(p) for p in t.placements)  # type: ignore[attr-defined]
+    places = ", ".join(repr(p) for p in t.placements)  # type: ignore[attr-defined]
     shape = "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
     return f"{places} of {shape} on mesh ({dims})"
 
@@ -56,3 +58,31 @@ def local_storage_bytes(tensors: Any) -> int:
             seen[id(st)] = st  # held so its id is not reused while counting
             total += st.nbytes()
     return total
+
+
+class ShardLookup:
+    """For a tracer: what this rank holds of a tensor, when it is a DTensor or one of FSDP2's unsharded parameters.
+
+    Made once per walk; programs that never imported torch.distributed's tensor
+    package pay one attribute test per tensor.
+    """
+
+    def __init__(self) -> None:
+        self.active = "torch.distributed.tensor" in sys.modules
+        self._fsdp: dict[int, tuple[Any, Any, str | None]] | None = None
+
+    def find(self, t: torch.Tensor) -> tuple[torch.Tensor, str, str | None] | None:
+        """(the local shard, how the whole is laid out, the parameter's name or None), or None for a plain tensor."""
+        if not self.active:
+            return None
+        if t.is_leaf:  # FSDP's unsharded parameter (a DTensor itself under FSDP+TP): the sharded one is held
+            if self._fsdp is None:
+                self._fsdp = fsdp_unsharded_params()
+            hit = self._fsdp.get(id(t))
+            if hit is not None and hit[0] is t:
+                sharded = hit[1]
+                return (local_part(sharded).detach(),
+                        f"{sharding_text(sharded)}; all-gathered (FSDP) while its unit runs", hit[2])
+        if is_dtensor(t):
+            return local_part(t).detach(), sharding_text(t), None
+        return None

@@ -66,7 +66,7 @@ class LiveStorages(TorchDispatchMode):
             if st is None:
                 continue
             if id(st) in self._refs:
-                self._resized(st)  # an out= op or resize_ may grow a storage counted before (MemTracker counts it)
+                self._follow_resize(st)  # an out= op may grow a storage counted before (MemTracker counts it)
                 continue
             if inputs is None:
                 inputs = {id(s) for s in map(_storage, _tensors((args, kwargs))) if s is not None}
@@ -88,7 +88,7 @@ class LiveStorages(TorchDispatchMode):
         self._sizes[key] = 0
         self._grow(key, size)
 
-    def _resized(self, st: torch.UntypedStorage) -> None:
+    def _follow_resize(self, st: torch.UntypedStorage) -> None:
         size = st.nbytes()
         if size != self._sizes.get(id(st), size):
             self._grow(id(st), size - self._sizes[id(st)])

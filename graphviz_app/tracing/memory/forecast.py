@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,7 @@ from ...analysis.memory.fit import StaticBytes
 from ...errors import TraceError
 from ...model import EdgeKind, Graph, Node, NodeKind
 from ..module_trace import given_tensors
+from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
@@ -133,14 +136,46 @@ def step_variant(step: Step, *, batch: int | None = None, seq_len: int | None = 
     if cast_to is not None:
         model = model.to(cast_to)
     autocast = dtype if dtype not in (None, torch.float32) and not cast else None
+    loss = _moved_loss(step.loss, batch=batch, seq_len=seq_len, device=device, dtype=cast_to)
     return Step(
         model,
         resized(step.args, batch=batch, seq_len=seq_len, device=device, dtype=cast_to),
         resized(dict(step.kwargs), batch=batch, seq_len=seq_len, device=device, dtype=cast_to),
         autocast=autocast if autocast is not None else step.autocast,
         autocast_policy=policy or step.autocast_policy,
-        loss=step.loss,
+        loss=loss,
     )
+
+
+def _moved_loss(loss: Callable[[Any], Any] | None, **how: Any) -> Callable[[Any], Any] | None:
+    """`loss` with the tensors it captures (a target: in its closure, or a global it names) resized and moved as
+    the step's inputs are: the same function over new cells and globals, the original untouched."""
+    if not isinstance(loss, types.FunctionType):
+        return loss
+    names = {n: loss.__globals__[n] for n in loss.__code__.co_names
+             if n in loss.__globals__ and _has_tensor(loss.__globals__[n])}
+    scope = {**loss.__globals__, **{n: resized(v, **how) for n, v in names.items()}} if names else loss.__globals__
+    cells, changed = [], bool(names)
+    for cell in loss.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell (a name bound later)
+            cells.append(cell)
+            continue
+        moved = resized(value, **how) if _has_tensor(value) else value
+        changed |= moved is not value
+        cells.append(types.CellType(moved))
+    if not changed:
+        return loss
+    return types.FunctionType(loss.__code__, scope, loss.__name__, loss.__defaults__, tuple(cells) or None)
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tensor(v) for v in value.values())
+    return isinstance(value, (tuple, list)) and any(_has_tensor(v) for v in value)
 
 
 def static_bytes(step: Step) -> StaticBytes:
@@ -173,11 +208,15 @@ def _failure(step: Step, e: BaseException) -> TraceError:
     first = text.splitlines()[0] if text else type(e).__name__
     hint = ""
     if where == "meta":
-        op = re.search(r"(aten|[a-z_]+)::[A-Za-z0-9_.]+", text)
+        op = re.search(r"(aten|[a-z_]+)::[A-Za-z0-9_.]+", text) or _meta_function(e)
         if re.search(r"item\(\)|data-dependent|Cannot copy out of meta|value of a meta tensor|meta tensors?.*data",
                      text, re.IGNORECASE):
             hint = ("; the forward reads a tensor's value (.item(), `if x.sum() > 0`, a Python number from a "
                     "tensor), which meta tensors do not have: forecast on the real device")
+        elif re.search(r"expected device|same device|is on .*device", text):
+            hint = ("; a tensor the step uses was not moved to meta with the model and inputs (one the model or the "
+                    "loss reads from outside, other than a tensor the loss function captures): pass it as an input "
+                    "of the model, or capture it in the loss function")
         elif op is not None and re.search(r"[Mm]eta", text):
             hint = (f"; the op {op.group(0)} has no meta kernel for these inputs in torch {torch.__version__}: "
                     "forecast on the real device (or another dtype)")
@@ -208,14 +247,12 @@ def fake_step(step: Step, device: str = "cpu") -> Step:
     >>> type(s.args[0]).__name__, s.args[0].device.type
     ('FakeTensor', 'cpu')
     """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode, convert = fake_mode_and_converter()
     target = torch.device(device)
 
     def fake(t: torch.Tensor) -> torch.Tensor:
         meta = t if t.device.type == "meta" else t.detach().to("meta")
-        made = mode.fake_tensor_converter.from_meta_and_device(mode, meta.detach(), target)
+        made = convert(mode, meta.detach(), target)
         return made.requires_grad_(t.requires_grad) if t.is_leaf and t.is_floating_point() else made
 
     memo: dict[int, Any] = {}
@@ -226,6 +263,18 @@ def fake_step(step: Step, device: str = "cpu") -> Step:
     model = copy.deepcopy(step.model, memo)
     return dataclasses.replace(step, model=model, args=_tree(step.args, fake), kwargs=_tree(dict(step.kwargs), fake),
                                mode=mode)
+
+
+def _meta_function(e: BaseException) -> re.Match[str] | None:
+    """The op whose meta function raised `e` ("aten::_grouped_mm" from torch's `meta_grouped_mm`), as a match."""
+    tb, found = e.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.endswith("_meta_registrations.py") and code.co_name.startswith("meta_"):
+            found = code.co_name  # the outermost meta function: the op's own
+            break
+        tb = tb.tb_next
+    return re.search(r".+", f"aten::{found[len('meta_'):]}") if found else None
 
 
 def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
@@ -247,7 +296,9 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
         # step cannot run on them (a value read that meta tolerates), on meta as below.
         try:
             fake = fake_step(step)
-            run = run_step(fake, retain_graph=retain_graph)
+            with warnings.catch_warnings():  # the walker reads storages' addresses (0 on fake tensors): expected
+                warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+                run = run_step(fake, retain_graph=retain_graph)
             graph = with_lstm_workspaces(run.graph)
             forward = run.measured.forward_peak_bytes if run.measured is not None else None
             timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)

@@ -21,6 +21,7 @@ from ..walker import Walker, WalkOptions
 from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
+from .grouped_mm import meta_grouped_mm
 from .rnn import meta_lstm
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
@@ -158,6 +159,16 @@ def _recurrent(step: Step) -> contextlib.AbstractContextManager[Any]:
     return meta_lstm(step.autocast_policy) if devices == {"meta"} else contextlib.nullcontext()
 
 
+def _grouped(step: Step) -> contextlib.AbstractContextManager[Any]:
+    """On meta and fake tensors, grouped matmuls (MoE layers) in any dtype, as the CPU kernel runs them."""
+    return meta_grouped_mm() if _shape_only(step) else contextlib.nullcontext()
+
+
+def _shape_only(step: Step) -> bool:
+    devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
+    return step.mode is not None or devices == {"meta"}
+
+
 def _default_device(step: Step) -> contextlib.AbstractContextManager[Any]:
     """On meta, tensors the forward makes without a device (torch.zeros(n)) are made on meta too."""
     devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
@@ -181,7 +192,7 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
     counter = _counter(step) if measure else None
     with counter if counter is not None else contextlib.nullcontext():
         with record(step.model), _attention(step), _recurrent(step), _autocast(step), _default_device(step), \
-                torch.enable_grad():
+                _grouped(step), torch.enable_grad():
             outputs = step.model(*step.args, **step.kwargs)
             loss = step.loss(outputs) if step.loss is not None else None
         forward_peak = counter.peak if counter is not None else 0

@@ -1,11 +1,7 @@
 // @ts-check
-// Fills: by node kind, or by an overlay's values on a log (or linear) scale.
+// Fills by an overlay's values on a log (or linear) scale, and the text colour readable on a fill.
+// (Fills by node kind are the style sheet's, one set per theme: viewer.css.)
 /** @typedef {import("./types.js").Overlay} Overlay */
-
-/** @type {Record<string, string>} */
-export const KIND_FILL = {
-  output: "#d9f2d9", op: "#eef1f6", leaf: "#dbe9ff", saved: "#ffe9c7", view_base: "#f3e3ff",
-};
 const RAMP = ["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"];
 export const NO_VALUE = "#f2f2f2";
 export const FLAG = "#ff4d4d";
@@ -62,6 +58,38 @@ export class Scale {
     const f = (x) => (this.log ? format(10 ** x, this.overlay.unit) : format(x, this.overlay.unit));
     return `${f(this.lo)} … ${f(this.hi)}`;
   }
+}
+
+/**
+ * The relative luminance of "#rrggbb" (WCAG 2).
+ * @param {string} hex
+ * @returns {number}
+ */
+export function luminance(hex) {
+  const [r, g, b] = [1, 3, 5].map((k) => {
+    const c = parseInt(hex.slice(k, k + 2), 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+/**
+ * The contrast ratio of two "#rrggbb" colours (WCAG 2: 1 to 21).
+ * @param {string} a @param {string} b
+ * @returns {number}
+ */
+export function contrast(a, b) {
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/**
+ * Black or white, whichever reads better on `fill` (at least 4.58:1 on any colour).
+ * @param {string} fill  "#rrggbb"
+ * @returns {string}
+ */
+export function textOn(fill) {
+  return contrast(fill, "#000000") >= contrast(fill, "#ffffff") ? "#000000" : "#ffffff";
 }
 
 /** A number in words: bytes as KiB/MiB/GiB, others to 4 digits. @param {number | null | undefined} v @param {string} [unit] @returns {string} */

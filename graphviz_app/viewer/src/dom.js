@@ -1,5 +1,7 @@
 // @ts-check
 // The viewer's HTML skeleton, built element by element (no markup strings).
+import { helpPanel } from "./keys.js";
+
 /** @typedef {import("./types.js").Overlay} Overlay */
 
 /**
@@ -33,10 +35,12 @@ export { h };
  * @property {HTMLElement} status
  * @property {HTMLElement} legend
  * @property {HTMLElement} body
+ * @property {HTMLElement} help  the list of keys
+ * @property {HTMLElement} tablePanel  the module table's panel (hidden until asked for)
  * @property {HTMLInputElement} search
  * @property {HTMLElement} count
  * @property {HTMLElement} scale
- * @property {Record<string, HTMLButtonElement>} buttons  by name: in, out, fit, end, collapse, prev, next, close
+ * @property {Record<string, HTMLButtonElement>} buttons  by name: in, out, fit, end, collapse, modules, theme, keys, prev, next, close
  */
 
 /** @param {HTMLElement} root @param {Overlay[]} overlays @returns {Skeleton} */
@@ -66,23 +70,29 @@ export function skeleton(root, overlays) {
     button("fit", { title: "Show the whole drawing", text: "Fit" }),
     button("end", { title: "Go to the output end of the graph", "data-testid": "viewer-output", text: "Output" }),
     button("collapse", { title: "Close every box", text: "Close all" }),
+    button("modules", { title: "A table of the modules", "aria-pressed": "false", "data-testid": "viewer-table-button", text: "Modules" }),
     overlays.length ? colour : null,
     exporter,
     search,
     button("prev", { title: "Previous match (Shift+Enter)", "aria-label": "Previous match", text: "◀" }),
     button("next", { title: "Next match (Enter)", "aria-label": "Next match", text: "▶" }),
-    count);
+    count,
+    button("theme", { title: "Dark or light (follows the system until chosen)", "aria-label": "Dark or light",
+                      "data-testid": "viewer-theme", text: "◐" }),
+    button("keys", { title: "Keys (?)", "aria-label": "Keys", "data-testid": "viewer-help-button", text: "?" }));
   const pane = h("div", { class: "gv-pane", "data-testid": "viewer-pane", tabindex: "0" });
   const details = h("aside", { class: "gv-details", "data-testid": "viewer-details", hidden: "" },
     button("close", { title: "Close the details", "aria-label": "Close details", text: "×" }),
     h("h3", { class: "gv-details-title" }), h("table", { class: "gv-details-rows" }));
   const overview = /** @type {HTMLCanvasElement} */ (h("canvas", { class: "gv-overview", "data-testid": "viewer-overview", width: "180", height: "130" }));
-  const body = h("div", { class: "gv-body" }, pane, details, overview);
+  const help = helpPanel();
+  const tablePanel = h("aside", { class: "gv-tablepanel", "data-testid": "viewer-table-panel", hidden: "" });
+  const body = h("div", { class: "gv-body" }, tablePanel, pane, details, overview, help);
   const status = h("div", { class: "gv-status", "data-testid": "viewer-status" });
   const legend = h("div", { class: "gv-legend", "data-testid": "viewer-legend" });
   const viewer = h("div", { class: "gv-viewer", "data-testid": "graph-viewer" }, tools, body, legend, status);
   root.replaceChildren(viewer);
-  return { viewer, tools, colour, exporter, pane, details, overview, status, legend, body, search, count, scale, buttons };
+  return { viewer, tools, colour, exporter, help, tablePanel, pane, details, overview, status, legend, body, search, count, scale, buttons };
 }
 
 /** Show `rows` under `title` in the details panel. @param {HTMLElement} details @param {string} title @param {[string, string][]} rows */

@@ -1,6 +1,6 @@
 // @ts-check
 // The SVG of a scene: box frames, edges, nodes. Every name goes in as text (textContent), never as markup.
-import { KIND_FILL } from "./colour.js";
+import { textOn } from "./colour.js";
 import { LINE_H, clip, textWidth } from "./scene.js";
 import { TITLE_H } from "./layout.js";
 
@@ -47,6 +47,7 @@ function text(parent, x, y, content, cls) {
  * Draw `ctx.scene` into `layer` (replacing what was there).
  * @param {SVGGElement} layer
  * @param {DrawContext} ctx
+ * @returns {[string, string][]} the drawn edges between items (boxes and nodes), from input to consumer
  */
 export function drawScene(layer, ctx) {
   const { scene } = ctx;
@@ -59,7 +60,7 @@ export function drawScene(layer, ctx) {
     if (key[0] === "g") drawGroup(b.open ? frames : nodes, +key.slice(1), b, ctx);
     else drawNode(nodes, +key.slice(1), b, ctx);
   }
-  drawEdges(edges, ctx);
+  return drawEdges(edges, ctx);
 }
 
 /** @param {Element} parent @param {number} i @param {Box} b @param {DrawContext} ctx */
@@ -71,16 +72,16 @@ function drawNode(parent, i, b, { graph, scene, paint }) {
     el("path", { d: `M0,0H${b.w - 8}L${b.w},8V${b.h}H0Z` }, g) :
     el("rect", { width: b.w, height: b.h, rx: kind === "op" ? 8 : 2 }, g);
   shape.setAttribute("class", "gv-shape");
-  shape.setAttribute("fill", paint ? paint.node(i) : KIND_FILL[kind] || "#fff");
+  if (paint) fillWith(g, shape, paint.node(i));
   const lines = scene.lines.get("n" + i);
   lines.forEach((line, k) => text(g, b.w / 2, 5 + LINE_H * (k + 0.8), line, k ? "gv-sub" : "gv-title"));
 }
 
 /** @param {Element} parent @param {number} gi @param {Box} b @param {DrawContext} ctx */
-function drawGroup(parent, gi, b, { tree, paint }) {
+function drawGroup(parent, gi, b, { tree, paint, scene }) {
   const kind = tree.kind[gi];
   /** @type {Record<string, string>} */
-  const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}`, "data-group": "g" + gi,
+  const attrs = { class: `gv-box gv-${kind} ${b.open ? "gv-open" : "gv-closed"}${b.open && scene.waiting.has(gi) ? " gv-waiting" : ""}`, "data-group": "g" + gi,
                   transform: `translate(${b.x},${b.y})` };
   const name = tree.module[gi];
   if (name !== null && name !== undefined && kind === "module") attrs["data-module"] = name;
@@ -90,8 +91,8 @@ function drawGroup(parent, gi, b, { tree, paint }) {
   if (b.open) {
     el("rect", { class: "gv-frame", width: b.w, height: b.h, rx: 6 }, g);
     const bar = el("rect", { class: "gv-bar", width: b.w, height: TITLE_H, rx: 6 }, g);
-    if (fill) bar.setAttribute("fill", fill);
-    text(g, 10, 16, "▾ " + clip(tree.title(gi)), "gv-frame-title");
+    if (fill) fillWith(g, bar, fill);
+    text(g, 10, 16, "▾ " + clip(tree.title(gi)) + (scene.waiting.has(gi) ? " · laying out…" : ""), "gv-frame-title");
     if (tree.isRepeat(gi)) {
       const x = b.w - 10, count = tree.count[gi], shown = tree.shown(gi) + 1;
       const t = text(g, x - 18, 16, `${shown.toLocaleString()} of ${count.toLocaleString()}`, "gv-instance");
@@ -105,12 +106,23 @@ function drawGroup(parent, gi, b, { tree, paint }) {
   const stack = tree.isRepeat(gi) ? 3 : 0;
   if (stack) el("rect", { class: "gv-shape gv-behind", x: 6, y: -6 + stack, width: b.w - 6, height: b.h - 6, rx: 4 }, g);
   const r = el("rect", { class: "gv-shape", y: stack ? 3 : 0, width: b.w - (stack ? 6 : 0), height: b.h - (stack ? 3 : 0), rx: 4 }, g);
-  if (fill) r.setAttribute("fill", fill);
+  if (fill) fillWith(g, r, fill);
   const lines = [clip(tree.title(gi)), null];
   const ops = tree.ops[gi];
   lines[1] = kind === "part" ? `${tree.size[gi].toLocaleString()} nodes` : `${ops.toLocaleString()} op${ops === 1 ? "" : "s"}${tree.isRepeat(gi) ? " in all" : ""}`;
   const w = b.w - (stack ? 6 : 0);
   lines.forEach((line, k) => text(g, w / 2, (stack ? 3 : 0) + 5 + LINE_H * (k + 0.8), line, k ? "gv-sub" : "gv-title"));
+}
+
+/**
+ * Fill `shape` with a colouring's `fill` (over the theme's fill by kind), and the texts of `item` with the
+ * colour that reads on it.
+ * @param {SVGElement} item @param {SVGElement} shape @param {string} fill  "#rrggbb"
+ */
+function fillWith(item, shape, fill) {
+  shape.setAttribute("fill", fill);
+  shape.style.fill = fill;
+  item.style.setProperty("--gv-text", textOn(fill));
 }
 
 // Anchor points of a box for an edge leaving (out) or entering it, by direction of flow.
@@ -133,9 +145,11 @@ function childKey(tree, i, g) {
   return "g" + h;
 }
 
-/** @param {Element} parent @param {DrawContext} ctx */
+/** @param {Element} parent @param {DrawContext} ctx @returns {[string, string][]} */
 function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir }) {
   const seen = new Set();
+  /** @type {[string, string][]} */
+  const pairs = [];
   for (const g of scene.open) {
     for (const e of tree.edgeList(g)) {
       const s = graph.src[e], d = graph.dst[e];
@@ -144,6 +158,7 @@ function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir }) {
       const pair = ra + ">" + rb;
       if (seen.has(pair)) continue;
       seen.add(pair);
+      pairs.push([ra, rb]);
       const ba = scene.boxes.get(ra), bb = scene.boxes.get(rb);
       if (!ba || !bb) continue;
       const route = scene.routes.get(childKey(tree, s, g) + ">" + childKey(tree, d, g));
@@ -163,8 +178,9 @@ function drawEdges(parent, { scene, graph, tree, paint, markerId, rankdir }) {
       p.setAttribute("data-edge", graph.id(s) + ">" + graph.id(d));
       if (paint && paint.overlay.key === "gradient" && kind === "data") {
         const gr = graph.edgeGrad(e);
-        if (gr) p.setAttribute("stroke", paint.colour(gr.norm));
+        if (gr) p.style.stroke = paint.colour(gr.norm);  // over the style sheet's edge colour
       }
     }
   }
+  return pairs;
 }

@@ -15,6 +15,7 @@ import { instance } from "@viz-js/viz";
 export const PAD = 10;       // inside an open box, around its contents
 export const TITLE_H = 24;   // an open box's title bar
 const PT_PER_IN = 72;
+export const BIG = 80;  // items in a box laid out in the worker (a smaller box takes milliseconds: laid out at once)
 const KEEP = 3;  // layouts kept per box: trying the opening view's levels, or closing a box again, reuses them
 
 /** @type {Promise<Viz> | null} */
@@ -35,7 +36,7 @@ export function viz() {
  */
 export function dotText(items, sizes, edges, rankdir) {
   const index = new Map(items.map((k, i) => [k, i]));
-  const lines = [`digraph{graph[rankdir=${rankdir},nodesep=0.22,ranksep=0.32];node[shape=box,fixedsize=true,label=""];`];
+  const lines = [`digraph{graph[rankdir=${rankdir},nodesep=0.22,ranksep=0.28];node[shape=box,fixedsize=true,label=""];`];
   items.forEach((k, i) => {
     const s = sizes.get(k);
     lines.push(`v${i}[width=${(s.w / PT_PER_IN).toFixed(3)},height=${(s.h / PT_PER_IN).toFixed(3)}];`);
@@ -93,6 +94,27 @@ export function layoutKey(items, sizes, edges) {
     edges.map(([a, b]) => a + ">" + b).join(",");
 }
 
+/**
+ * Where a box's items go while its layout is being made: rows, in item order (no edge routes).
+ * @param {ItemKey[]} items
+ * @param {Map<ItemKey, Size>} sizes
+ * @returns {LayoutResult}
+ */
+export function placeholder(items, sizes) {
+  const per = Math.max(1, Math.ceil(Math.sqrt(items.length)));
+  const pos = new Map();
+  let x = 0, y = 0, rowH = 0, w = 0;
+  items.forEach((k, i) => {
+    const s = sizes.get(k);
+    if (i % per === 0 && i) { y += rowH + 16; x = 0; rowH = 0; }
+    pos.set(k, { x: x + s.w / 2, y: y + s.h / 2 });
+    x += s.w + 16;
+    rowH = Math.max(rowH, s.h);
+    w = Math.max(w, x - 16);
+  });
+  return { w, h: y + rowH, pos, routes: new Map(), placeholder: true };
+}
+
 export class Layouts {
   /** @param {Viz} vizInstance @param {Rankdir} [rankdir] */
   constructor(vizInstance, rankdir) {
@@ -102,6 +124,17 @@ export class Layouts {
     /** @type {Map<number, Map<string, LayoutResult>>} group -> its last few layouts by what was inside */
     this.cache = new Map();
     this.runs = 0;           // how many boxes were laid out (tests and the benchmark read it)
+    /** @type {import("./worker.js").LayoutWorker | null | undefined} where big boxes are laid out (null: here) */
+    this.worker = undefined;
+    /** @type {() => import("./worker.js").LayoutWorker | null} starts it, when the first big box needs it */
+    this.startWorker = () => null;
+    this.sync = false;       // lay out here even a big box (while the opening view is chosen)
+    /** @type {Set<string>} the layouts the worker is making, by group and key */
+    this.pending = new Set();
+    this.placeholders = 0;   // how many times a box was drawn before its layout (tests read it)
+    this.inWorker = 0;       // how many boxes the worker laid out (tests read it)
+    /** @type {() => void} called when the worker has made a layout */
+    this.onReady = () => {};
   }
   /**
    * Box `group`'s layout, from the cache while what is inside it is unchanged.
@@ -117,11 +150,38 @@ export class Layouts {
     if (!kept) this.cache.set(group, kept = new Map());
     const cached = kept.get(key);
     if (cached) return cached;
+    if (!this.sync && items.length >= BIG) {
+      if (this.worker === undefined) this.worker = this.startWorker();
+      if (this.worker && !this.worker.broken) return this._later(group, items, sizes, edges, key);
+    }
     const result = this._run(items, sizes, edges);
     this.runs += 1;
     if (kept.size >= KEEP) kept.delete(kept.keys().next().value);
     kept.set(key, result);
     return result;
+  }
+  /**
+   * Ask the worker for the layout and draw the box in rows meanwhile; onReady() once it is made.
+   * @param {number} group @param {ItemKey[]} items @param {Map<ItemKey, Size>} sizes
+   * @param {[ItemKey, ItemKey, number][]} edges @param {string} key
+   * @returns {LayoutResult}
+   */
+  _later(group, items, sizes, edges, key) {
+    const id = group + "|" + key;
+    this.placeholders += 1;
+    if (!this.pending.has(id)) {
+      this.pending.add(id);
+      const done = () => { this.pending.delete(id); this.onReady(); };
+      this.worker.run(dotText(items, sizes, edges, this.rankdir)).then((json) => {
+        const kept = this.cache.get(group);
+        if (kept.size >= KEEP) kept.delete(kept.keys().next().value);
+        kept.set(key, readLayout(json, items));
+        this.runs += 1;
+        this.inWorker += 1;
+        done();
+      }, done);  // a worker that failed is marked broken: the next refresh lays the box out here
+    }
+    return placeholder(items, sizes);
   }
   /** @param {ItemKey[]} items @param {Map<ItemKey, Size>} sizes @param {[ItemKey, ItemKey, number][]} edges @returns {LayoutResult} */
   _run(items, sizes, edges) {

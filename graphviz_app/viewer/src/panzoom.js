@@ -57,6 +57,12 @@ export class PanZoom {
     this.k = READABLE_K;
     this.centerOn(target);
   }
+  /** Whether box b is wholly on screen. @param {Rect} b @returns {boolean} */
+  shows(b) {
+    const { W, H } = this.size();
+    const x = b.x * this.k + this.tx, y = b.y * this.k + this.ty;
+    return x >= 0 && y >= 0 && x + b.w * this.k <= W && y + b.h * this.k <= H;
+  }
   /** @param {Rect} b */
   centerOn(b) {
     const { W, H } = this.size();

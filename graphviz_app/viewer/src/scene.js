@@ -76,6 +76,8 @@ export function buildScene(graph, tree, layouts) {
   const inner = new Map();
   /** @type {Map<ItemKey, string[]>} */
   const lines = new Map();
+  /** @type {Set<number>} */
+  const waiting = new Set();
   for (let k = open.length - 1; k >= 0; k--) {
     const g = open[k];
     const items = tree.items(g);
@@ -88,6 +90,7 @@ export function buildScene(graph, tree, layouts) {
     }
     const edges = tree.edges(g);
     const res = layouts.layout(g, items, sizes, edges);
+    if (res.placeholder) waiting.add(g);
     inner.set(g, { items, res });
     const title = g === 0 ? 0 : TITLE_H;
     const titleW = g === 0 ? 0 : textWidth(clip(tree.title(g))) + (tree.isRepeat(g) ? 150 : 40);
@@ -113,5 +116,5 @@ export function buildScene(graph, tree, layouts) {
       routes.set(pair, { start: shift(r.start), points: r.points.map(shift), end: shift(r.end) });
     }
   }
-  return { open, boxes, lines, routes, width: root.w, height: root.h };
+  return { open, boxes, lines, routes, width: root.w, height: root.h, waiting };
 }

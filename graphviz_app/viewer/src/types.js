@@ -147,7 +147,7 @@
 /** @typedef {{x: number, y: number, w: number, h: number, open: boolean}} Box */
 /** @typedef {[number, number]} Point */
 /** @typedef {{start: Point | null, points: Point[], end: Point | null}} Route */
-/** @typedef {{w: number, h: number, pos: Map<ItemKey, {x: number, y: number}>, routes: Map<string, Route>}} LayoutResult */
+/** @typedef {{w: number, h: number, pos: Map<ItemKey, {x: number, y: number}>, routes: Map<string, Route>, placeholder?: boolean}} LayoutResult */
 
 /**
  * Where everything goes (scene.js).
@@ -158,6 +158,7 @@
  * @property {Map<string, Route>} routes
  * @property {number} width
  * @property {number} height
+ * @property {Set<number>} waiting  the open boxes drawn before their layout is made
  */
 
 /**

@@ -7,6 +7,7 @@ import { showRows, skeleton } from "./dom.js";
 import { drawScene, el } from "./draw.js";
 import { readFragment, writeFragment } from "./fragment.js";
 import { GraphData } from "./graph.js";
+import { onKey } from "./keys.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
 import { moduleLevels, pickOpen } from "./opening.js";
@@ -14,6 +15,7 @@ import { download, fileName, pngPicture, pngRatio, svgPicture } from "./picture.
 import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
+import { ModuleTable } from "./table.js";
 import { Tree } from "./tree.js";
 
 /** @typedef {import("./types.js").Payload} Payload */
@@ -26,6 +28,9 @@ import { Tree } from "./tree.js";
  * @typedef {object} ViewerOptions
  * @property {string} [fragment]  the view to open on (a URL fragment, see fragment.js)
  * @property {(hash: string) => void} [onView]  told the view's fragment after every change
+ * @property {boolean} [focus]  take the keyboard at once (a page that is only the viewer)
+ * @property {() => import("./worker.js").LayoutWorker | null} [worker]  starts (once) where big boxes are laid out
+ *   (none: on the page)
  */
 
 let viewers = 0;
@@ -46,6 +51,13 @@ export class Viewer {
     this.overlays = (data.overlays || []).filter((o) => o && typeof o.key === "string" && Array.isArray(o.node));
     this.rankdir = (data.options && data.options.rankdir) || "TB";
     this.layouts = new Layouts(vizInstance, this.rankdir);
+    this.layouts.startWorker = this.options.worker || (() => null);
+    let again = false;  // one refresh for any number of layouts made meanwhile
+    this.layouts.onReady = () => {
+      if (again) return;
+      again = true;
+      requestAnimationFrame(() => { again = false; this.refresh(); });
+    };
     this.search = new Search(this.graph);
     this.ui = skeleton(root, this.overlays);
     this.root = this.ui.viewer;
@@ -59,6 +71,10 @@ export class Viewer {
     this.scene = null;
     /** @type {string | null} */
     this._query = null;
+    /** @type {ModuleTable | null} built when first shown */
+    this.table = null;
+    /** @type {[string, string][]} the drawn edges between items */
+    this.pairs = [];
     this.markerId = `gv-arrow-${++viewers}`;
     this._svg();
     this._chart();
@@ -128,12 +144,15 @@ export class Viewer {
     const t0 = performance.now();
     this.scene = buildScene(this.graph, this.tree, this.layouts);
     const paint = this.state.color === "kind" ? null : this.paint;
-    drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
+    this.pairs = drawScene(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint,
       markerId: this.markerId, rankdir: this.rankdir });
     drawMarks(this.viewport, { scene: this.scene, graph: this.graph, tree: this.tree, paint });
     this.panzoom.content(this.scene.width, this.scene.height, this.scene.boxes);
     this._outline();
     this.root.dataset.layouts = String(this.layouts.runs);
+    this.root.dataset.waiting = String(this.scene.waiting.size);
+    this.root.dataset.placeholders = String(this.layouts.placeholders);
+    this.root.dataset.workerLayouts = String(this.layouts.inWorker);
     this.root.dataset.drawnNodes = String(this.viewport.querySelectorAll("[data-node]").length);
     this.root.dataset.lastRefreshMs = (performance.now() - t0).toFixed(1);
     this._saveView();
@@ -141,11 +160,13 @@ export class Viewer {
   // Open the deepest module level that fits the pane with labels at least 10 px (READABLE_K); whether one does.
   _pickModuleLevel() {
     const { W, H } = this.panzoom.size();
+    this.layouts.sync = true;  // the sizes must be the real ones to judge what fits
     const picked = pickOpen(moduleLevels(this.tree), (open) => {
       this.tree.open = new Set(open);
       const scene = buildScene(this.graph, this.tree, this.layouts);
       return fitScaleOf(W, H, scene.width, scene.height) >= READABLE_K;
     });
+    this.layouts.sync = false;
     this.tree.open = new Set(picked.open);
     this.root.dataset.openingLevel = String(picked.open.length);
     return picked.fits;
@@ -207,6 +228,7 @@ export class Viewer {
     this.state.sel = null;
     this.state.selGroup = g;
     showRows(this.ui.details, this.tree.title(g), groupRows(this.graph, this.tree, g, this.overlays));
+    if (this.table) this.table.mark(g);
     this._outline();
   }
   /** Open or close box g, keeping it where it is on screen. @param {number} g */
@@ -269,6 +291,7 @@ export class Viewer {
    * @returns {Promise<void>}
    */
   async exportPicture(what) {
+    const t0 = performance.now();
     const [part, kind] = what.split(".");
     const pz = this.panzoom, { W, H } = pz.size();
     const view = part === "view";
@@ -277,9 +300,75 @@ export class Viewer {
     const scale = view ? pz.k : 1;
     const text = svgPicture(this.svg, this.viewport, region, scale, this.data.title || "autograd graph");
     const name = fileName(this.data.title || "graph", view ? `view.${kind}` : kind);
-    if (kind === "svg") return download(new Blob([text], { type: "image/svg+xml" }), name);
-    const w = region.w * scale, h = region.h * scale;
-    download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+    if (kind === "svg") download(new Blob([text], { type: "image/svg+xml" }), name);
+    else {
+      const w = region.w * scale, h = region.h * scale;
+      download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+    }
+    this.root.dataset.lastExportMs = (performance.now() - t0).toFixed(1);
+  }
+  /** Show or hide the module table. @param {boolean} show */
+  showTable(show) {
+    if (show && !this.table) {
+      this.table = new ModuleTable(this.ui.tablePanel, this.graph, this.tree, this.overlays, (g) => this.pickModule(g));
+    }
+    this.ui.tablePanel.hidden = !show;
+    this.ui.buttons.modules.setAttribute("aria-pressed", String(show));
+  }
+  /** Select box g (a module's) in the drawing: the boxes around it opened, in view. @param {number} g */
+  pickModule(g) {
+    const p = this.tree.parent[g];
+    if (p > 0) this.tree.revealGroup(p);
+    this.refresh();
+    this.selectGroup(g);
+    const b = this.scene.boxes.get("g" + g);
+    if (b && !this.panzoom.shows(b)) this.panzoom.centerOn(b);
+  }
+  /** The selected item's key ("n3", "g7"), or null. @returns {string | null} */
+  selectedItem() {
+    if (this.state.sel !== null) return this.tree.rep(this.state.sel);
+    return this.state.selGroup !== null ? "g" + this.state.selGroup : null;
+  }
+  /** Where the keys start with nothing selected: the output, else the first item drawn. @returns {string | null} */
+  firstItem() {
+    const outputs = this.graph.outputs();
+    if (outputs.length) return this.tree.rep(outputs[0]);
+    for (const key of this.scene.boxes.keys()) if (key !== "g0") return key;
+    return null;
+  }
+  /** Select an item by key, and bring it into view when it is not. @param {string} key */
+  selectItem(key) {
+    const id = +key.slice(1);
+    if (key[0] === "n") this.select(id);
+    else this.selectGroup(id);
+    const b = this.scene.boxes.get(key);
+    if (b && !this.panzoom.shows(b)) this.panzoom.centerOn(b);
+  }
+  /** Enter: open or close the selected box; a node closes the box around it. Whether anything was selected. */
+  enter() {
+    let g = this.state.selGroup;
+    if (g === null && this.state.sel !== null) {
+      const key = this.tree.rep(this.state.sel);
+      g = key[0] === "g" ? +key.slice(1) : this.tree.nodeGroup[this.state.sel];
+    }
+    if (g === null || g === 0) return false;
+    this.toggle(g);
+    return true;
+  }
+  /** Escape: no selection, no search, no details, no list of keys. */
+  clear() {
+    this.state.sel = null;
+    this.state.selGroup = null;
+    this.ui.search.value = "";
+    this.state.matches = [];
+    this.state.at = -1;
+    this._query = null;
+    this._count();
+    this.ui.details.hidden = true;
+    this.ui.help.hidden = true;
+    if (this.chart) this.chart.highlight(-1);
+    this._outline();
+    this._saveView();
   }
   _saveView() {
     const hash = writeFragment(this.tree, this.graph, this.state);
@@ -292,6 +381,13 @@ export class Viewer {
     buttons.out.onclick = () => pz.zoomBy(1 / 1.25);
     buttons.fit.onclick = () => pz.fit();
     buttons.end.onclick = () => this.showOutput();
+    buttons.theme.onclick = () => {
+      const dark = this.root.dataset.theme ? this.root.dataset.theme === "dark" :
+        !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+      this.root.dataset.theme = dark ? "light" : "dark";
+    };
+    buttons.modules.onclick = () => this.showTable(this.ui.tablePanel.hidden);
+    buttons.keys.onclick = () => { this.ui.help.hidden = !this.ui.help.hidden; };
     buttons.collapse.onclick = () => { this.tree.open = new Set([0]); this.refresh(); pz.fit(); };
     this.ui.colour.onchange = () => this._colour(this.ui.colour.value);
     this.ui.exporter.onchange = () => {
@@ -314,6 +410,9 @@ export class Viewer {
     buttons.prev.onclick = () => this.next(-1);
     buttons.close.onclick = () => { this.ui.details.hidden = true; };
     pz.onClick = (target) => this._click(target);
+    this.ui.pane.addEventListener("pointerdown", () => this.ui.pane.focus({ preventScroll: true }));
+    this.root.addEventListener("keydown", (ev) => { if (onKey(this, ev)) ev.preventDefault(); });
+    if (this.options.focus) this.ui.pane.focus({ preventScroll: true });
   }
   /** @param {Element} target */
   _click(target) {

@@ -1,7 +1,7 @@
 // @ts-check
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FLAG, NO_VALUE, Scale, bytes, format, ramp } from "../src/colour.js";
+import { FLAG, NO_VALUE, Scale, bytes, contrast, format, ramp, textOn } from "../src/colour.js";
 
 test("the ramp runs from blue (low) to red (high) and clamps outside 0..1", () => {
   assert.equal(ramp(0), "#2c7bb6");
@@ -37,4 +37,13 @@ test("numbers read as a person writes them", () => {
   assert.equal(bytes(512), "512 B");
   assert.equal(bytes(3 * 1024 ** 3), "3.0 GiB");
   assert.equal(bytes(32.00000000000001), "32 B");
+});
+
+test("contrast follows WCAG 2; the text colour chosen for any fill reads at 4.5:1 or better", () => {
+  assert.equal(Math.round(contrast("#000000", "#ffffff")), 21);
+  assert.equal(contrast("#777777", "#777777"), 1);
+  for (let t = 0; t <= 1; t += 0.05) assert.ok(contrast(ramp(t), textOn(ramp(t))) >= 4.5, ramp(t));
+  for (const fill of [NO_VALUE, FLAG, "#d0d0d0", "#2c7bb6", "#d7191c"]) assert.ok(contrast(fill, textOn(fill)) >= 4.5, fill);
+  assert.equal(textOn("#ffffbf"), "#000000");
+  assert.equal(textOn("#d7191c"), "#ffffff");
 });

@@ -1,5 +1,5 @@
 // @ts-check
-// What the unit tests share: the payloads tests/viewer/js_fixtures.py made with the Python payload().
+// What the unit tests share: the payloads tests/support/js_fixtures.py made with the Python payload().
 import { readFileSync } from "node:fs";
 import { checkPayload } from "../src/decode.js";
 import { GraphData } from "../src/graph.js";

@@ -7,12 +7,14 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-from dist_jobs import BUILDERS, job, mesh_for, plain_model
+from dist_jobs import BATCH, BUILDERS, SEQ, D, job, mesh_for, plain_model
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch.distributed._tools.mem_tracker import MemTracker
 
+from graphviz_app.analysis.distributed import format_what_ifs
 from graphviz_app.errors import DistributedError
 from graphviz_app.tracing.distributed.fake_cluster import fake_cluster, forecast_world, forecast_worlds
+from graphviz_app.tracing.distributed.what_if import what_if
 
 
 def _total(snapshot: dict[Any, Any]) -> int:
@@ -121,3 +123,31 @@ def test_a_func_returning_no_model_says_what_to_return() -> None:
 def test_bad_world_sizes_are_refused(world_size: Any, match: str) -> None:
     with pytest.raises(DistributedError, match=match):
         forecast_world(job("fsdp"), world_size=world_size)
+
+
+def test_tensor_parallel_all_reduces_are_events_with_their_bytes() -> None:
+    r = forecast_world(job("tp"), world_size=4)
+    activation = BATCH * SEQ * D * 4  # the row-parallel output, summed over the ranks
+    assert [(e.op, e.bytes, e.phase) for e in r.collectives] == (
+        [("all_reduce", activation, "forward")] * 3
+        # the column-parallel input's gradient, summed in backward; the first block's input needs none
+        + [("all_reduce", activation, "backward")] * 2)
+
+
+def test_ddp_on_fake_tensors_says_to_measure_it_on_real_ranks() -> None:
+    with pytest.raises(DistributedError, match=r"ddp failed at world size 4: DDP cannot run on fake tensors.*"
+                                               r"measure DDP on real ranks: run_ranks"):
+        forecast_world(job("ddp"), world_size=4, where="ddp")
+    assert not dist.is_initialized()
+
+
+def test_what_if_keeps_every_setup_in_order_with_a_reason_where_it_has_no_figures() -> None:
+    rows = what_if({"reshard": job("fsdp"), "keep": job("fsdp_keep"), "bf16": job("fsdp_mixed"),
+                    "ddp": job("ddp")}, world_size=4)
+    assert [r.label for r in rows] == ["reshard", "keep", "bf16", "ddp"]
+    reshard, keep, bf16, ddp = (r.memory for r in rows)
+    assert reshard is not None and keep is not None and bf16 is not None and ddp is None
+    assert keep.peak_bytes > reshard.peak_bytes  # the unsharded blocks stay from forward to backward
+    assert bf16.peak_bytes < reshard.peak_bytes  # half-size gathered parameters and activations
+    assert "DDP cannot run on fake tensors" in (rows[3].error or "")
+    assert "ddp" in format_what_ifs(rows).splitlines()[-1]

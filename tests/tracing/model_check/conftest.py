@@ -1,19 +1,11 @@
-"""Model-check fixtures: the planted-bug models on sys.path, one torch thread on the shared machine."""
+"""Model-check fixtures: one torch thread on the shared machine (the planted-bug models: support/mc_models.py)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import torch
-
-# --import-mode=importlib puts no test folder on sys.path; the helper's mc_ prefix keeps it from
-# shadowing another suite's modules.
-_HERE = str(Path(__file__).parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 
 @pytest.fixture(autouse=True)

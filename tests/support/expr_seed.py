@@ -1,4 +1,4 @@
-"""Shared constants of the expression-language tests: the seeds' running example."""
+"""The seeds' running example as the expression-language and runner tests use it: program, value, gradient."""
 
 from __future__ import annotations
 

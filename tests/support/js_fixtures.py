@@ -1,7 +1,7 @@
 """The payloads the viewer's JavaScript unit tests read (graphviz_app/viewer/test/fixtures), made by payload().
 
-Run `python tests/viewer/js_fixtures.py` from the repository root to write them again after the payload
-changes; `test_viewer_js.py` fails while they differ from what `payload()` makes now.
+Run `python tests/support/js_fixtures.py` from the repository root to write them again after the payload
+changes; `tests/viewer/test_viewer_js.py` fails while they differ from what `payload()` makes now.
 """
 
 from __future__ import annotations

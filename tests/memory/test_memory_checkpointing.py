@@ -1,0 +1,58 @@
+"""Checkpointed models: gradients traced through them, notes that say what the replay leaves out, advice on
+blocks in a ModuleList."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from mem_zoo import TinyGPT
+
+from graphviz_app import trace_model
+from graphviz_app.errors import TraceError
+from graphviz_app.memory import advise_checkpoints, measure
+from graphviz_app.tracing.memory.checkpointing import checkpointed
+
+
+def _ids(batch: int = 2) -> torch.Tensor:
+    return torch.randint(0, 512, (batch, 8), generator=torch.Generator().manual_seed(0))
+
+
+def test_gradients_through_non_reentrant_checkpointing_are_torchs() -> None:
+    torch.manual_seed(0)
+    model = TinyGPT(reentrant=False)
+    graph = trace_model(model, _ids(), gradients=True)
+    plain = TinyGPT()
+    plain.load_state_dict(model.state_dict())
+    plain(_ids()).backward()
+    expected = {name: p.grad.norm().item() for name, p in plain.named_parameters()}
+    got = {n.name: n.grad.norm for n in graph.nodes if n.kind.value == "leaf" and n.grad is not None}
+    assert set(got) == set(expected)
+    assert all(got[k] == pytest.approx(expected[k], rel=1e-5) for k in expected)
+    assert "freed by backward" not in str(graph.summary())
+
+
+def test_the_timeline_says_what_checkpointing_leaves_out() -> None:
+    notes = measure(TinyGPT(reentrant=False), _ids()).predicted.notes
+    assert any("packed by a saved-tensor hook" in n for n in notes)
+    assert not any("freed by backward()" in n for n in notes)
+    reentrant = measure(TinyGPT(reentrant=True), _ids()).predicted.notes
+    assert any("4 block(s) under reentrant checkpointing" in n for n in reentrant)
+
+
+def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> None:
+    torch.manual_seed(0)
+    model, ids = TinyGPT(), _ids(8)
+    peak = measure(model, ids).measured.peak_bytes
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    plan = advise_checkpoints(model, ids, budget_bytes=params + ids.numel() * 8 + int(0.7 * peak), verify=True)
+    assert plan.modules and "blocks" not in plan.modules
+    assert all(m.startswith("blocks.") for m in plan.modules)
+    assert plan.measured_peak_after is not None and plan.measured_peak_before is not None
+    assert plan.measured_peak_after < plan.measured_peak_before
+    assert f"applied non-reentrant checkpointing to {', '.join(plan.modules)}" in str(plan)
+
+
+def test_a_module_list_cannot_be_checkpointed() -> None:
+    with pytest.raises(TraceError, match="'blocks', a ModuleList whose forward never runs: name its members"):
+        with checkpointed(TinyGPT(), ["blocks"]):
+            pass

@@ -1,0 +1,61 @@
+"""A worker ends when the process that owns its pool is killed with SIGKILL (no pipe closes while a job runs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+OWNER = """
+import sys
+from graphviz_app.runner import IsolatedRunner
+with IsolatedRunner(workers=0, max_workers=1, time_limit=600, memory_limit=None) as runner:
+    runner.run(__import__("tests.runner.test_runner_parent_death", fromlist=["x"]).sleeper, sys.argv[1])
+"""
+
+
+def sleeper(pid_file: str) -> None:
+    """A job that says its pid, then runs far longer than the test (a FUNC that hangs)."""
+    Path(pid_file).write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie has ended; its parent reaps it
+
+
+def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "worker.pid"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(pid_file)], env=env, cwd=ROOT)
+    worker = 0
+    try:
+        wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=120, what="the job starting")
+        worker = int(pid_file.read_text())
+        assert _alive(worker)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(30)
+        wait_until(lambda: not _alive(worker), timeout=30, what=f"worker {worker} ending after its owner's SIGKILL")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+        if worker and _alive(worker):
+            os.kill(worker, signal.SIGKILL)  # never leave it behind, even when the test fails
