@@ -67,7 +67,7 @@ def test_units_that_cannot_be_checked_say_why_and_the_check_goes_on() -> None:
     assert "gave different outputs" in (by_path["noise"].reason or "")
     assert by_path["lin"].status == Status.PASSED
     assert result.passed
-    assert "noise (Unseeded.forward, mc_models.py" in str(result)
+    assert "noise (Unseeded.forward, " in str(result)
 
 
 def test_the_model_its_buffers_and_the_random_state_are_left_as_they_were() -> None:
@@ -167,7 +167,7 @@ def test_forward_mode_finds_a_wrong_jvp_the_backward_check_passes() -> None:
     result = check_model(model, x, modes=("rev", "fwd"))
     (culprit,) = result.culprits
     assert (culprit.path, culprit.name, culprit.failed_check) == ("", "ExpWrongJvp.backward", "fwd")
-    assert culprit.source == f"mc_models.py:{def_line(ExpWrongJvp.backward)}"
+    assert culprit.source is not None and culprit.source.endswith(f"mc_models.py:{def_line(ExpWrongJvp.backward)}")
     assert "forward mode (jvp) is 1.5 x finite differences" in str(result).splitlines()[0]
 
 
@@ -178,7 +178,7 @@ def test_second_order_finds_a_backward_that_is_not_differentiable() -> None:
     result = check_model(model, x, order=2)
     (culprit,) = result.culprits
     assert (culprit.name, culprit.failed_check, culprit.checks) == ("ExpFlatSecond.backward", "rev2", ("rev", "rev2"))
-    assert str(result).splitlines()[0].startswith("(model) (ExpFlatSecond.backward, mc_models.py:")
+    assert str(result).splitlines()[0].startswith("(model) (ExpFlatSecond.backward, ")
     assert "double backward" in str(result).splitlines()[0]
 
 
@@ -213,7 +213,8 @@ def test_an_in_place_change_autograd_sees_fails_the_module_with_the_error() -> N
     (culprit,) = result.culprits
     assert culprit.path == "1" and culprit.reason is not None
     assert "backward raised RuntimeError: one of the variables needed for gradient computation" in culprit.reason
-    assert str(result).startswith("1 (SavedThenChanged.forward, test_model_check_api.py:")
+    assert str(result).startswith("1 (SavedThenChanged.forward, ")
+    assert culprit.source is not None and "test_model_check_api.py:" in culprit.source
 
 
 @pytest.mark.parametrize("kinks, passed", [("pass", True), ("fail", False)])
