@@ -42,7 +42,7 @@ def add_module_options(check: argparse.ArgumentParser) -> None:
                        "of the model FUNC returns, and name the one that is wrong")
     group.add_argument("--strategy", choices=("all", "bisect"), default="all",
                        help="all: every unit, children before parents (default); bisect: the model, then only "
-                       "the children of what failed")
+                       "the children of what did not pass")
     group.add_argument("--include", action="append", default=[], metavar="PATTERN",
                        help="check only modules whose path matches (fnmatch, e.g. 'blocks.*'); repeatable")
     group.add_argument("--skip", action="append", default=[], metavar="PATTERN",

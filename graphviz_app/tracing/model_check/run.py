@@ -61,7 +61,7 @@ def check_model(
         model: the `nn.Module` to check (train or eval mode, as it is).
         args: positional inputs of the forward.
         strategy: "all" checks every unit, children before parents, largest first;
-            "bisect" checks the model, then only the children of what failed.
+            "bisect" checks the model, then only the children of what did not pass.
         include: fnmatch patterns of module paths to check (`"blocks.*"`); empty: all.
         skip: fnmatch patterns of module paths not to check.
         max_evaluations: stop after this many forward evaluations (None: no limit).
@@ -189,7 +189,7 @@ class _Checker:
             c = todo.pop(0)
             self.check(c)
             below = sorted((calls[i] for i in c.children), key=lambda c: (-c.size, c.index))
-            if self.results[c.index].status == Status.FAILED:
+            if self.results[c.index].status != Status.PASSED:  # failed, or could not say: look inside
                 todo = below + todo
             else:
                 for d in self._descendants(c):
@@ -223,9 +223,10 @@ class _Checker:
             self._set(c, Status.NOT_CHECKED, why or "the budget ran out")
             return
         started, used = time.monotonic(), self.budget.used
-        unit = Unit(c, self.budget)
-        cost = {"notes": tuple(unit.notes)}
+        cost: dict[str, Any] = {"notes": ()}
         try:
+            unit = Unit(c, self.budget)
+            cost["notes"] = tuple(unit.notes)
             out = screen(unit, self.opts)
         except BudgetSpent:
             self._set(c, Status.NOT_CHECKED, "the budget ran out")

@@ -235,3 +235,19 @@ def test_kinks_warn_warns_once_for_the_units_that_passed_at_kinks() -> None:
         result = check_model(nn.Sequential(nn.ReLU(), nn.MaxPool2d(2)),
                              torch.randn(2, 3, 8, 8, requires_grad=True), kinks="warn")
     assert result.passed
+
+
+def test_bisect_looks_inside_a_model_it_cannot_check() -> None:
+    class NoisyTop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = TinyTransformer(softmax=WrongFactor)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(x) + __import__("random").random()
+
+    torch.manual_seed(0)
+    result = check_model(NoisyTop(), torch.randn(2, 5, 8), strategy="bisect")
+    top = next(v for v in result.verdicts if v.path == "")
+    assert top.status == Status.NOT_CHECKABLE
+    assert [(v.path, v.name) for v in result.culprits] == [("inner.blocks.1.attn", "WrongFactor.backward")]
