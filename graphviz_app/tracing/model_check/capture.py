@@ -22,7 +22,8 @@ import torch
 from ...analysis.model_check import UnitKind
 from ..recorder import _shown_path, _user_source
 
-__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute"]
+__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute",
+           "cuda_devices"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -54,6 +55,7 @@ class Call:
     kwargs: dict[str, Any]
     grad_inputs: tuple[bool, ...]
     rng: torch.Tensor
+    cuda_rng: list[torch.Tensor] | None
     buffers: dict[str, torch.Tensor]
     parent: int | None
     depth: int
@@ -146,7 +148,8 @@ class _Capture:
         call = Call(
             index=len(self.calls), kind=kind, path=path, type_name=name.split(".")[0], name=name, source=source,
             target=target, args=map_tensors(args, _copy), kwargs=map_tensors(kwargs, _copy),
-            grad_inputs=tuple(t.requires_grad for t in flat), rng=torch.get_rng_state(), buffers=buffers,
+            grad_inputs=tuple(t.requires_grad for t in flat), rng=torch.get_rng_state(), cuda_rng=_cuda_rng(),
+            buffers=buffers,
             parent=parent, depth=0 if parent is None else self.calls[parent].depth + 1, size=size,
         )
         self.calls.append(call)
@@ -198,6 +201,17 @@ class _Capture:
         if source is not None:
             source = source.split(" in ")[0]
         self.calls[self.stack[-1]].sites.append(Site(kind, name, source, where[0], where[1]))
+
+
+def cuda_devices() -> list[int]:
+    """The CUDA devices whose generators a check saves and restores: all, once CUDA is in use; else none."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return list(range(torch.cuda.device_count()))
+    return []
+
+
+def _cuda_rng() -> list[torch.Tensor] | None:
+    return torch.cuda.get_rng_state_all() if cuda_devices() else None
 
 
 def set_attribute(owner: Any, name: str, value: Any) -> None:

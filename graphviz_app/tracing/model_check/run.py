@@ -13,7 +13,7 @@ import torch
 
 from ...analysis.model_check import ModelCheck, Status, UnitKind, Verdict
 from ...errors import ModelCheckError
-from .capture import Call, Site, Step, capture
+from .capture import Call, Site, Step, capture, cuda_devices
 from .probes import NotCheckable, Options, Outcome, narrow, screen
 from .units import Budget, BudgetSpent, Unit, suppressed
 
@@ -96,7 +96,7 @@ def check_model(
     opts = _options(model, strategy, probes, eps, atol, rtol, kinks, tuple(modes), order, seed, max_evaluations)
     started = time.monotonic()
     budget = Budget(max_evaluations, seconds)
-    with torch.random.fork_rng(devices=[]):  # the caller's random state is as it was, whatever ran
+    with torch.random.fork_rng(devices=cuda_devices()):  # the caller's random state is as it was, whatever ran
         step = _capture(model, args, kwargs)
         checker = _Checker(step.calls, opts, budget, include, skip, progress)
         checker.traverse(strategy)
