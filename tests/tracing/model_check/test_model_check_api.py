@@ -251,3 +251,12 @@ def test_bisect_looks_inside_a_model_it_cannot_check() -> None:
     top = next(v for v in result.verdicts if v.path == "")
     assert top.status == Status.NOT_CHECKABLE
     assert [(v.path, v.name) for v in result.culprits] == [("inner.blocks.1.attn", "WrongFactor.backward")]
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_dropout_draws_the_same_masks_and_the_planted_bug_is_found() -> None:
+    torch.manual_seed(0)
+    clean = check_model(TinyTransformer().cuda().train(), torch.randn(2, 5, 8, device="cuda"))
+    assert clean.passed and clean.counts()[Status.NOT_CHECKABLE] == 0
+    planted = check_model(TinyTransformer(softmax=WrongFactor).cuda(), torch.randn(2, 5, 8, device="cuda"))
+    assert [v.path for v in planted.culprits] == ["blocks.1.attn"]
