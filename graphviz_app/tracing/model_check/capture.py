@@ -7,6 +7,7 @@ own code made, so that `units` can re-run exactly that call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import linecache
@@ -75,13 +76,27 @@ class Step:
 
 
 def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -> Any:
-    """`value` with every tensor in nested tuples, lists and dicts replaced by `fn(tensor)`, in order."""
+    """`value` with every tensor in nested tuples, lists, dicts and dataclasses replaced by `fn(tensor)`, in order.
+
+    The order is `tensors_in`'s. Containers are rebuilt as their own type where it allows
+    (a namedtuple, a transformers `ModelOutput`), else as a plain dict.
+    """
     if isinstance(value, torch.Tensor):
         return fn(value)
     if depth > 20:
         return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {f.name: map_tensors(getattr(value, f.name), fn, depth + 1) for f in dataclasses.fields(value)}
+        try:
+            return dataclasses.replace(value, **changed)
+        except (TypeError, ValueError):
+            return changed
     if isinstance(value, dict):
-        return type(value)((k, map_tensors(v, fn, depth + 1)) for k, v in value.items())
+        items = [(k, map_tensors(v, fn, depth + 1)) for k, v in value.items()]
+        try:
+            return type(value)(items)
+        except (TypeError, ValueError):
+            return dict(items)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
         return type(value)(*(map_tensors(v, fn, depth + 1) for v in value))
     if isinstance(value, (tuple, list)):
@@ -90,14 +105,25 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors in nested tuples, lists and dicts, in `map_tensors` order."""
+    """The tensors in nested tuples, lists, dicts and dataclasses, in `map_tensors` order."""
     found: list[torch.Tensor] = []
-
-    def keep(t: torch.Tensor) -> torch.Tensor:
-        found.append(t)
-        return t
-
-    map_tensors(value, keep)
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:  # depth first, left to right: the order map_tensors visits them
+        item, depth = todo.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+            continue
+        if depth > 20:
+            continue
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            children = [getattr(item, f.name) for f in dataclasses.fields(item)]
+        elif isinstance(item, dict):
+            children = list(item.values())
+        elif isinstance(item, (tuple, list)):
+            children = list(item)
+        else:
+            continue
+        todo.extend((child, depth + 1) for child in reversed(children))
     return found
 
 

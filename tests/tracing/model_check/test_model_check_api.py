@@ -260,3 +260,22 @@ def test_on_a_gpu_dropout_draws_the_same_masks_and_the_planted_bug_is_found() ->
     assert clean.passed and clean.counts()[Status.NOT_CHECKABLE] == 0
     planted = check_model(TinyTransformer(softmax=WrongFactor).cuda(), torch.randn(2, 5, 8, device="cuda"))
     assert [v.path for v in planted.culprits] == ["blocks.1.attn"]
+
+
+def test_tensors_are_found_and_replaced_in_the_same_order_in_nested_containers() -> None:
+    from dataclasses import dataclass
+
+    from graphviz_app.tracing.model_check.capture import map_tensors, tensors_in
+
+    @dataclass
+    class Out:
+        a: torch.Tensor
+        rest: Any
+
+    t = [torch.tensor(float(k)) for k in range(6)]
+    value = (t[0], {"x": t[1], "y": [t[2], Out(t[3], (t[4], None))]}, "text", t[5])
+    assert [float(x) for x in tensors_in(value)] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    counter = iter(range(10, 16))
+    mapped = map_tensors(value, lambda _: torch.tensor(float(next(counter))))
+    assert [float(x) for x in tensors_in(mapped)] == [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]
+    assert isinstance(mapped[1]["y"][1], Out) and mapped[2] == "text"
