@@ -14,7 +14,8 @@ import torch
 from ...analysis.model_check import ModelCheck, Status, UnitKind, Verdict
 from ...errors import ModelCheckError
 from .capture import Call, Site, Step, capture, cuda_devices
-from .probes import NotCheckable, Options, Outcome, narrow, screen
+from .narrowing import narrow
+from .probes import NotCheckable, Options, Outcome, screen
 from .units import Budget, BudgetSpent, Unit, suppressed
 
 __all__ = ["check_model", "STRATEGIES", "KINKS"]
