@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.waiting import wait_until
+from waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.waiting import wait_until
+from waiting import wait_until
 
 from graphviz_app.runner import JobTimeout, JobUsage, RunnerError
 from graphviz_app.web.fairness import FairRunner
