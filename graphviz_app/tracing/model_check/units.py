@@ -145,7 +145,8 @@ def _input_names(call: Call) -> list[str]:
     except (TypeError, ValueError):
         params = []
     if call.kind == UnitKind.FUNCTION and params:
-        params = params[1:]  # ctx
+        separate = getattr(call.target, "setup_context", None) is not torch.autograd.Function.setup_context
+        params = params if separate else params[1:]  # forward(ctx, ...) unless a setup_context takes ctx
     names: list[str] = []
     for j, value in enumerate(call.args):
         base = params[j] if j < len(params) and not params[j].startswith("*") else f"argument {j}"

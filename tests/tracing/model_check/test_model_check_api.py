@@ -279,3 +279,32 @@ def test_tensors_are_found_and_replaced_in_the_same_order_in_nested_containers()
     mapped = map_tensors(value, lambda _: torch.tensor(float(next(counter))))
     assert [float(x) for x in tensors_in(mapped)] == [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]
     assert isinstance(mapped[1]["y"][1], Out) and mapped[2] == "text"
+
+
+def test_a_function_with_setup_context_names_its_inputs_from_forward() -> None:
+    class ScaleByW(torch.autograd.Function):
+        @staticmethod
+        def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return x * w
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            x, w = ctx.saved_tensors
+            return g * w, 3 * g * x  # the gradient for w is 3 x too large
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return ScaleByW.apply(x, self.w)
+
+    torch.manual_seed(0)
+    (culprit,) = check_model(Net(), torch.randn(3, 4, requires_grad=True)).culprits
+    assert (culprit.name, culprit.input) == ("ScaleByW.backward", "w input")
+    assert culprit.ratio == pytest.approx(3.0, rel=1e-6)
