@@ -120,14 +120,3 @@ def test_bad_calls_say_what_to_do(argv: list[str], message: str, script: Path, t
     code, _, err = _run([a.format(script=script, tmp=tmp_path) for a in argv], capsys)
     assert code == 2 and message in err
 
-
-def test_progress_draws_a_bar_on_stderr(script: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from graphviz_app.cli.worker import close
-
-    close()  # a worker started by an earlier test writes to the stderr it was started with
-    code = cli.main(["check", f"{script}:clean", "--modules", "--progress"])
-    _, err = capfd.readouterr()  # the worker writes to the stderr both processes share
-    bars = [line for line in err.splitlines() if line.startswith("graphviz-app check: [")]
-    assert code == 0 and bars and bars[-1].startswith("graphviz-app check: [" + "#" * 30 + "] ")
-    done, total = bars[-1].split()[3].split("/")
-    assert done == total and int(total) >= 3
