@@ -211,9 +211,14 @@ class EngineReplay:
         self._check_peak(self.live)
         ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
         released_after, leaf = self.recompute.released_after, NodeKind.LEAF
+        block_of, recomputed, done = plan.block_of, plan.recomputed, set()
         while ready:
             _, node = heapq.heappop(ready)
             before = self.live
+            block = block_of.get(node)
+            if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
+                done.add(block)
+                self._recompute_block(block)
             for key in deferred.get(node, ()):  # a checkpointed module's forward runs again
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
@@ -221,9 +226,22 @@ class EngineReplay:
             peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
+            for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
+                if key in self.refs:
+                    self._release(key)
             self.order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
+
+    def _recompute_block(self, block: str) -> None:
+        """Hold every saved tensor the block's recompute makes, for the op that will unpack it."""
+        plan = self.plan
+        for saver in plan.block_savers.get(block, ()):
+            if saver not in plan.reachable:
+                continue
+            for key, size in plan.recomputed[saver]:
+                if size:
+                    self._hold(key, size, _SAVED, saver)
 
     def _run_leaf(self, node: str) -> int:
         """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy."""
