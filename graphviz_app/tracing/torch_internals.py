@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "checkpoint_packs",
+    "checkpoint_inputs",
     "TorchDispatchMode",
     "view_base",
     "version_counter",
@@ -633,6 +634,31 @@ def checkpoint_packs(fn: Any) -> dict[str, Pack]:
     them (`name`, `name[i]` for a list, `saved_tensors[i]` for a custom Function). A value packed by
     another hook, or a frame that recorded no metadata (`determinism_check="none"`), is left out.
     """
+    out: dict[str, Pack] = {}
+    for name, raw in _raw_saved(fn):
+        found_pack = _checkpoint_pack(raw)
+        if found_pack is not None:
+            out[name] = found_pack
+    return out
+
+
+def checkpoint_inputs(fn: Any) -> tuple[int, tuple[torch.Tensor, ...]] | None:
+    """(block, the tensors it keeps as its inputs) for the first of the node's saved tensors that non-reentrant
+    `torch.utils.checkpoint` packed (the checkpoint keeps its inputs until the block's backward is done);
+    None when it packed none."""
+    for _, raw in _raw_saved(fn):
+        frame = _checkpoint_frame(raw)
+        if frame is not None:
+            try:
+                args = frame.get_inputs()
+            except (AttributeError, RuntimeError, TypeError):
+                return None
+            return (id(frame), tuple(a for a in args if isinstance(a, torch.Tensor)))
+    return None
+
+
+def _raw_saved(fn: Any) -> list[tuple[str, Any]]:
+    """(name, raw SavedVariable) of each of a node's saved tensors, named as `saved_values` names them."""
     cls = type(fn)
     spec = _spec_by_type.get(cls, _UNKNOWN)
     if spec is _UNKNOWN:
@@ -648,20 +674,20 @@ def checkpoint_packs(fn: Any) -> dict[str, Pack]:
                 raws.extend((f"{name}[{i}]", r) for i, r in enumerate(raw))
             elif raw is not None:
                 raws.append((name, raw))
-    out: dict[str, Pack] = {}
-    for name, raw in raws:
-        found_pack = _checkpoint_pack(raw)
-        if found_pack is not None:
-            out[name] = found_pack
-    return out
+    return raws
 
 
-def _checkpoint_pack(raw: Any) -> Pack | None:
+def _checkpoint_frame(raw: Any) -> Any:
     hook = getattr(raw, "unpack_hook", None)
     if hook is None:
         return None
     frame = _closure_value(hook, "frame")
-    if frame is None or not hasattr(frame, "weak_holders"):
+    return frame if frame is not None and hasattr(frame, "weak_holders") else None
+
+
+def _checkpoint_pack(raw: Any) -> Pack | None:
+    frame = _checkpoint_frame(raw)
+    if frame is None:
         return None
     try:
         holder = raw.data

@@ -45,3 +45,29 @@ def test_the_recompute_is_alive_during_the_blocks_backward(batch: int) -> None:
     assert m.predicted.forward_peak_bytes is not None and m.predicted.forward_peak_bytes < hand  # the backward's
     assert any("under non-reentrant checkpointing are recomputed" in n for n in m.predicted.notes)
     assert not any("does not count that recompute" in n for n in m.predicted.notes)
+
+
+class TwoCheckpointedMLPs(torch.nn.Module):
+    """Two `CheckpointedMLP` blocks in a row: the second block's input is kept by its checkpoint alone."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.first, self.second = CheckpointedMLP(d), CheckpointedMLP(d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.utils.checkpoint.checkpoint(self.first.mlp, x, use_reentrant=False)
+        return torch.utils.checkpoint.checkpoint(self.second.mlp, h, use_reentrant=False).sum()
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_block_input_only_the_checkpoint_keeps_is_held_until_its_backward(batch: int) -> None:
+    # As backward starts the step holds the loss and its gradient (4 B each) and h, the first block's output
+    # (4 d rows B), which only the second block's checkpoint keeps (no op outside a block saves it).
+    d, rows = 16, 16 * batch
+    x = torch.randn(rows, d, generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    m = measure(TwoCheckpointedMLPs(d), x)
+    spec = StepSpec(lambda: TwoCheckpointedMLPs(d), lambda b: ((x,), {}), lambda out: out)
+    assert m.predicted.steps[0].before == 8 + 4 * d * rows
+    assert m.measured.steps[0].after == m.predicted.steps[0].before  # the measured gradient made, as replayed
+    assert m.predicted.peak_bytes == m.measured.peak_bytes == memtracker_peak(spec, batch).peak_bytes

@@ -175,6 +175,11 @@ class EngineReplay:
             self._hold(key, size, _SAVED, owner)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
+        # Non-reentrant checkpointing keeps each block's inputs until the block's last saver has run.
+        self.block_left = {b: sum(1 for s in savers if s in plan.reachable) for b, savers in plan.block_savers.items()}
+        for block, size in plan.block_kept.items():
+            if size:
+                self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
             self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
@@ -229,6 +234,10 @@ class EngineReplay:
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
                 if key in self.refs:
                     self._release(key)
+            if block is not None:
+                self.block_left[block] -= 1
+                if self.block_left[block] == 0 and f"kept:{block}" in self.refs:
+                    self._release(f"kept:{block}")
             self.order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps

@@ -7,7 +7,11 @@ once every gradient it waits for has arrived. A node's saved tensors are release
 it has run (unless `retain_graph`), its input buffer when it has consumed it. Where
 torch differs: with several devices each device's nodes run on that device's own
 thread, interleaved as the threads go; reentrant checkpointing runs a nested backward
-inside the checkpointed node (its recompute is not in this graph).
+inside the checkpointed node (its recompute is not in this graph). Non-reentrant
+checkpointing is replayed when the graph says what its recompute makes (traced by
+`measure`/`forecast`): the block's saved tensors are made again just before its first
+backward node that needs one, and the inputs only the checkpoint keeps stay until the
+block's backward is done.
 """
 
 from __future__ import annotations
@@ -129,8 +133,9 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     if modelled:
         notes.append(f"{modelled} saved tensor(s) in {len(plan.block_savers)} block(s) under non-reentrant "
                      "checkpointing are recomputed just before the block's first backward node that needs one and "
-                     "held until their node has run; not counted: the recompute's own temporaries, and a tensor "
-                     "two ops saved is counted for each (parameters and block inputs are told apart by shape)")
+                     "held until their node has run, the inputs only a checkpoint keeps until its block's backward "
+                     "is done; not counted: the recompute's own temporaries, and a tensor two ops saved is counted "
+                     "for each (parameters and block inputs are told apart by shape)")
     if packed:
         notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
                      "backward recomputes them just before the block's backward; the replay does not count that "

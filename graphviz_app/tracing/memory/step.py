@@ -134,7 +134,8 @@ def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tup
     notes: list[str] = []
     with Walker(options, notes) as walker:
         graph = walker.walk(named)
-        return graph, walker.fn_by_node_id()
+        fns = walker.fn_by_node_id()
+        return mark_recomputed(graph, fns, walker.describe.known_storage, options.given), fns
 
 
 def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
@@ -203,7 +204,6 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
             counter.paused = True
         graph, fns = _walk(step, named, saved)
         graph = name_reentrant_blocks(graph, fns, step.model)
-        graph = mark_recomputed(graph, fns)
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
         if counter is None:
             return StepRun(graph, roots, None)
