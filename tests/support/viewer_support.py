@@ -96,6 +96,17 @@ def chain_graph(ops: int) -> Graph:
     return Graph(tuple(nodes), tuple(edges))
 
 
+def wide_graph(ops: int = 120) -> Graph:
+    """`ops` independent ops in module `wide` (one box of more items than the viewer lays out on the page),
+    summed outside it into the output."""
+    nodes = [Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "SumBackward0")]
+    edges = [Edge("n1", "n0")]
+    for k in range(ops):
+        nodes.append(Node(f"n{k + 2}", NodeKind.OP, f"MulBackward{k}", module="wide"))
+        edges.append(Edge(f"n{k + 2}", "n1", slot=k))
+    return Graph(tuple(nodes), tuple(edges), modules=(ModuleInfo("", "Net", 0, 0), ModuleInfo("wide", "Wide", 0, 0)))
+
+
 def open_viewer(page: Any, path: Path, fragment: str = "") -> Any:
     """Open the HTML file in `page` and wait until the viewer has drawn its first view (or failed)."""
     page.goto(path.as_uri() + fragment)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from firefox_bidi import Firefox, firefox
 from torch import nn
-from viewer_support import module_graph
+from viewer_support import module_graph, wide_graph
 
 from graphviz_app import save, trace_model
 
@@ -112,4 +112,22 @@ def test_a_hostile_node_name_shows_as_text_and_runs_nothing(browser: Firefox, tm
     assert HOSTILE_NAME in browser.evaluate(context, "document.querySelector('[data-node=n2]').textContent")
     assert HOSTILE_NAME in browser.evaluate(
         context, "document.querySelector('[data-testid=viewer-details]').textContent")
+    assert browser.page_errors() == [] and browser.dialogs() == []
+
+
+def test_the_opening_view_and_a_box_laid_out_in_the_worker(browser: Firefox, tmp_path: Path) -> None:
+    path = save(wide_graph(), tmp_path / "wide.html")
+    context = _open(browser, path.as_uri())
+    assert browser.evaluate(context, "document.querySelector('[data-testid=graph-viewer]').dataset.openingLevel") == "1"
+    browser.evaluate(context, """(() => {
+      const box = document.querySelector("[data-module='wide'].gv-closed .gv-shape");
+      for (const type of ['pointerdown', 'pointerup']) {
+        box.dispatchEvent(new PointerEvent(type, {bubbles: true, button: 0, pointerId: 1}));
+      }
+      return true;
+    })()""")
+    done = "(v => v.dataset.waiting === '0' && v.dataset.workerLayouts === '1')" \
+           "(document.querySelector('[data-testid=graph-viewer]'))"
+    browser.wait_for(context, done, timeout=READY_TIMEOUT, what="the wide box laid out in the worker")
+    assert browser.evaluate(context, "document.querySelectorAll('[data-node]').length") == 122
     assert browser.page_errors() == [] and browser.dialogs() == []

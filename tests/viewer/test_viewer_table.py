@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from real_models import gpt2
 from viewer_support import module_graph, open_viewer, with_order
 
 from graphviz_app.viewer import viewer_html
@@ -34,3 +35,15 @@ def test_the_table_lists_modules_sorts_and_a_click_selects_the_box(page, tmp_pat
     assert page.locator(".gv-details-title").inner_text() == "blocks.0–2: Block ×3"
     assert "gv-row-selected" in rows.nth(1).get_attribute("class")
     assert page.errors == []
+
+
+def test_gpt2s_head_names_the_embedding_it_is_tied_to(page, tmp_path: Path) -> None:  # noqa: ANN001
+    path = tmp_path / "gpt2.html"
+    path.write_text(viewer_html(gpt2(layers=2)), encoding="utf-8")
+    open_viewer(page, path)
+    page.get_by_test_id("viewer-table-button").click()
+    table = page.get_by_test_id("viewer-table")
+    tied = table.locator("thead th").all_inner_texts().index("tied parameters")
+    cells = {r[0]: r[tied] for r in (row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all())}
+    assert cells["lm_head"] == "transformer.wte.weight"
+    assert [name for name, t in cells.items() if t] == ["lm_head"]  # no other module borrows a parameter

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from viewer_support import open_viewer
+from viewer_support import open_viewer, wide_graph
 
-from graphviz_app.model import Edge, Graph, ModuleInfo, Node, NodeKind
+from graphviz_app.model import Graph
 from graphviz_app.viewer import viewer_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -16,13 +16,7 @@ WIDE = 120  # ops in one module box: more than BIG (layout.js), fewer than a box
 
 
 def _wide_graph() -> Graph:
-    """`WIDE` independent ops in module `wide`, summed outside it into the output."""
-    nodes = [Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "SumBackward0")]
-    edges = [Edge("n1", "n0")]
-    for k in range(WIDE):
-        nodes.append(Node(f"n{k + 2}", NodeKind.OP, f"MulBackward{k}", module="wide"))
-        edges.append(Edge(f"n{k + 2}", "n1", slot=k))
-    return Graph(tuple(nodes), tuple(edges), modules=(ModuleInfo("", "Net", 0, 0), ModuleInfo("wide", "Wide", 0, 0)))
+    return wide_graph(WIDE)
 
 
 def test_a_big_box_is_laid_out_in_the_worker_after_a_placeholder(page, tmp_path: Path) -> None:  # noqa: ANN001

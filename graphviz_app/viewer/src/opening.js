@@ -6,6 +6,10 @@
 
 /** @typedef {import("./tree.js").Tree} Tree */
 
+// Boxes of the first level that does not fit whole tried one by one, at most: each try lays out that box
+// and the boxes around it again, and the first view must stay quick on a wide model.
+export const MAX_TRIES = 12;
+
 /**
  * The module boxes that hold other boxes, by depth below the graph (levels[0]: depth 1), each
  * level's boxes in the order they are met; a box is listed only when the boxes around it are.
@@ -40,7 +44,7 @@ export function pickOpen(levels, fits) {
   for (const level of levels) {
     const all = open.concat(level);
     if (fits(all)) { open = all; continue; }
-    for (const g of level) {
+    for (const g of level.slice(0, MAX_TRIES)) {
       const more = open.concat([g]);
       if (fits(more)) open = more;
     }

@@ -155,3 +155,24 @@ export function download(blob, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
 }
+
+/**
+ * Save a picture: "view.svg", "drawing.svg", "view.png" or "drawing.png" (what is on screen, or all of it).
+ * @param {{svg: SVGSVGElement, viewport: SVGGElement, panzoom: import("./panzoom.js").PanZoom,
+ *          scene: import("./types.js").Scene, title: string}} from  the viewer's picture and view
+ * @param {string} what
+ * @returns {Promise<void>}
+ */
+export async function savePicture(from, what) {
+  const [part, kind] = what.split(".");
+  const pz = from.panzoom, { W, H } = pz.size();
+  const view = part === "view";
+  const region = view ? { x: -pz.tx / pz.k, y: -pz.ty / pz.k, w: W / pz.k, h: H / pz.k } :
+    { x: -10, y: -10, w: from.scene.width + 20, h: from.scene.height + 20 };
+  const scale = view ? pz.k : 1;
+  const text = svgPicture(from.svg, from.viewport, region, scale, from.title || "autograd graph");
+  const name = fileName(from.title || "graph", view ? `view.${kind}` : kind);
+  if (kind === "svg") return download(new Blob([text], { type: "image/svg+xml" }), name);
+  const w = region.w * scale, h = region.h * scale;
+  download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
+}

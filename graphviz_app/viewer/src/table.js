@@ -20,6 +20,7 @@ import { h } from "./dom.js";
  * @property {Record<string, number | null>} values  per overlay key, the box's value
  * @property {string} dtype  the most common among its tensors ("" for none)
  * @property {string} device
+ * @property {string} tied  the parameters of other modules its ops use (tied weights), by name
  * @property {number[]} children  the rows below it, by box
  */
 
@@ -48,6 +49,7 @@ export function moduleRows(graph, tree, overlays) {
       if (t.device) devices[g].set(t.device, (devices[g].get(t.device) || 0) + 1);
     }
   }
+  const tied = tiedParameters(graph);
   /** @type {Map<number, ModuleRow>} */
   const rows = new Map();
   /** @type {number[]} */
@@ -69,11 +71,34 @@ export function moduleRows(graph, tree, overlays) {
     const values = {};
     for (const o of overlays) values[o.key] = (o.group || [])[g] ?? null;
     rows.set(g, { g, depth: depth[g], name: tree.kind[g] === "roll" ? tree.label[g] : name, type: (info && info.type) || "",
-      params, ops: tree.ops[g], values, dtype: commonest(dtypes[g]), device: commonest(devices[g]), children: [] });
+      params, ops: tree.ops[g], values, dtype: commonest(dtypes[g]), device: commonest(devices[g]),
+      tied: [...(tied.get(name) || [])].join(", "), children: [] });
     if (p > 0) rows.get(p).children.push(g);
     else top.push(g);
   }
   return { rows, top };
+}
+
+/**
+ * Per module: the parameters of another module (not one around it) that its ops use, as tied weights
+ * are (GPT-2's lm_head uses transformer.wte.weight).
+ * @param {GraphData} graph
+ * @returns {Map<string, Set<string>>}
+ */
+export function tiedParameters(graph) {
+  /** @type {Map<string, Set<string>>} */
+  const found = new Map();
+  for (let e = 0; e < graph.m; e++) {
+    const s = graph.src[e], d = graph.dst[e];
+    const owner = graph.module(s), user = graph.module(d);
+    if (graph.kind(s) !== "leaf" || owner === null || user === null || user === owner) continue;
+    // a module's own parameter used inside it, or a child's used by the module around it: not shared
+    if (owner === "" || user === "" || user.startsWith(owner + ".") || owner.startsWith(user + ".")) continue;
+    let names = found.get(user);
+    if (!names) found.set(user, names = new Set());
+    names.add(graph.name(s));
+  }
+  return found;
 }
 
 /** The key seen most often ("" for none). @param {Map<string, number>} counts @returns {string} */
@@ -104,7 +129,8 @@ export function columns(overlays) {
     cols.push({ key: k, label, unit: o.unit || "", value: (r) => r.values[k] ?? NaN });
   }
   cols.push({ key: "dtype", label: "dtype", unit: "text", value: (r) => r.dtype },
-    { key: "device", label: "device", unit: "text", value: (r) => r.device });
+    { key: "device", label: "device", unit: "text", value: (r) => r.device },
+    { key: "tied", label: "tied parameters", unit: "text", value: (r) => r.tied });
   return cols;
 }
 

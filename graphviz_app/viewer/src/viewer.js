@@ -11,7 +11,7 @@ import { onKey } from "./keys.js";
 import { Layouts } from "./layout.js";
 import { drawMarks } from "./marks.js";
 import { moduleLevels, pickOpen } from "./opening.js";
-import { download, fileName, pngPicture, pngRatio, svgPicture } from "./picture.js";
+import { savePicture } from "./picture.js";
 import { PanZoom, READABLE_K, fitScaleOf } from "./panzoom.js";
 import { buildScene } from "./scene.js";
 import { Search } from "./search.js";
@@ -292,19 +292,8 @@ export class Viewer {
    */
   async exportPicture(what) {
     const t0 = performance.now();
-    const [part, kind] = what.split(".");
-    const pz = this.panzoom, { W, H } = pz.size();
-    const view = part === "view";
-    const region = view ? { x: -pz.tx / pz.k, y: -pz.ty / pz.k, w: W / pz.k, h: H / pz.k } :
-      { x: -10, y: -10, w: this.scene.width + 20, h: this.scene.height + 20 };
-    const scale = view ? pz.k : 1;
-    const text = svgPicture(this.svg, this.viewport, region, scale, this.data.title || "autograd graph");
-    const name = fileName(this.data.title || "graph", view ? `view.${kind}` : kind);
-    if (kind === "svg") download(new Blob([text], { type: "image/svg+xml" }), name);
-    else {
-      const w = region.w * scale, h = region.h * scale;
-      download(await pngPicture(text, w, h, pngRatio(w, h, window.devicePixelRatio > 1 ? window.devicePixelRatio : 2)), name);
-    }
+    await savePicture({ svg: this.svg, viewport: this.viewport, panzoom: this.panzoom, scene: this.scene,
+      title: this.data.title || "" }, what);
     this.root.dataset.lastExportMs = (performance.now() - t0).toFixed(1);
   }
   /** Show or hide the module table. @param {boolean} show */

@@ -32,19 +32,20 @@ export class LayoutWorker {
     /** @type {Map<number, {resolve: (json: string) => void, reject: (e: Error) => void}>} */
     this.waiting = new Map();
     this.broken = false;
-    worker.onmessage = (/** @type {MessageEvent<LayoutReply>} */ ev) => {
+    worker.addEventListener("message", (/** @type {MessageEvent<LayoutReply>} */ ev) => {
       const reply = ev.data, w = this.waiting.get(reply.id);
       if (!w) return;
       this.waiting.delete(reply.id);
       if ("json" in reply) w.resolve(reply.json);
       else w.reject(new Error("the layout failed: " + reply.error));
-    };
-    worker.onerror = (ev) => {
+    });
+    // (a listener, not an on-error property: the page's text never holds that attribute-like name)
+    worker.addEventListener("error", (ev) => {
       ev.preventDefault();
       this.broken = true;  // a page whose policy forbids the worker: lay out on the main thread
       for (const w of this.waiting.values()) w.reject(new Error("the layout worker stopped"));
       this.waiting.clear();
-    };
+    });
   }
   /** Graphviz's json0 for `dot`, laid out in the worker. @param {string} dot @returns {Promise<string>} */
   run(dot) {

@@ -1,7 +1,7 @@
 // @ts-check
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { moduleLevels, pickOpen } from "../src/opening.js";
+import { MAX_TRIES, moduleLevels, pickOpen } from "../src/opening.js";
 import { boxNamed, loaded } from "./support.js";
 
 test("only modules holding boxes open: a module of ops alone and a roll stay one box", () => {
@@ -23,4 +23,12 @@ test("when even the closed graph does not fit, it says so and opens nothing", ()
   const picked = pickOpen([[1]], (open) => { tried.push(open); return false; });
   assert.deepEqual(picked, { open: [0], fits: false });
   assert.equal(tried.length, 1);
+});
+
+test("a wide level is tried box by box only up to MAX_TRIES", () => {
+  const wide = Array.from({ length: 100 }, (_, k) => k + 1);
+  let tries = 0;
+  const picked = pickOpen([wide], (open) => { tries += 1; return open.length <= 3; });
+  assert.equal(tries, 2 + MAX_TRIES);  // the graph, the whole level, then MAX_TRIES boxes
+  assert.deepEqual(picked.open, [0, 1, 2]);
 });

@@ -1,8 +1,9 @@
 // @ts-check
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { columns, moduleRows, ordered } from "../src/table.js";
-import { boxNamed, loaded } from "./support.js";
+import { GraphData } from "../src/graph.js";
+import { columns, moduleRows, ordered, tiedParameters } from "../src/table.js";
+import { boxNamed, fixture, loaded, nodeNamed } from "./support.js";
 
 test("one row per module, a roll as one row with its instances' parameters, children under parents", () => {
   const { data, graph, tree } = loaded("modules");
@@ -23,7 +24,7 @@ test("the columns: the built-in colourings then your own, named for a person", (
   const { data } = loaded("modules");
   const labels = columns([...data.overlays, { key: "user:latency", label: "latency", node: [] }]).map((c) => c.label);
   assert.deepEqual(labels, ["module", "type", "parameters", "ops", "saved bytes", "bytes at the peak", "gradient norm",
-    "latency", "dtype", "device"]);
+    "latency", "dtype", "device", "tied parameters"]);
 });
 
 test("sorting orders siblings only: a child stays under its parent", () => {
@@ -39,4 +40,16 @@ test("sorting orders siblings only: a child stays under its parent", () => {
 test("a graph without modules has no rows", () => {
   const { data, graph, tree } = loaded("chain");
   assert.equal(moduleRows(graph, tree, data.overlays).rows.size, 0);
+});
+
+test("a parameter of one module used by another's ops is named as tied in the user's row", () => {
+  const data = fixture("modules");
+  const graph = new GraphData(data.graph);
+  assert.equal(tiedParameters(graph).size, 0, "each block uses its own weight");
+  // GPT-2's tying: the head's op uses blocks.0.fc.weight
+  const weight = nodeNamed(graph, "blocks.0.fc.weight"), sum = nodeNamed(graph, "SumBackward0");
+  data.graph.edges.src.push(weight);
+  data.graph.edges.dst.push(sum);
+  const tied = tiedParameters(new GraphData(data.graph));
+  assert.deepEqual([...tied.get("head")], ["blocks.0.fc.weight"]);
 });
