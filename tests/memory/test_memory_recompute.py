@@ -7,6 +7,8 @@ import torch
 import torch.utils.checkpoint
 from mem_oracle import StepSpec, memtracker_peak
 
+from graphviz_app import trace_model
+from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.memory import measure
 
 
@@ -71,3 +73,12 @@ def test_a_block_input_only_the_checkpoint_keeps_is_held_until_its_backward(batc
     assert m.predicted.steps[0].before == 8 + 4 * d * rows
     assert m.measured.steps[0].after == m.predicted.steps[0].before  # the measured gradient made, as replayed
     assert m.predicted.peak_bytes == m.measured.peak_bytes == memtracker_peak(spec, batch).peak_bytes
+
+
+def test_a_graph_without_the_recompute_sizes_says_the_replay_leaves_it_out() -> None:
+    # trace_model does not read the checkpoint's frame: its timeline must say the recompute is not counted.
+    x = torch.randn(16, 16, generator=torch.Generator().manual_seed(0))
+    notes = memory_timeline(trace_model(CheckpointedMLP(16), x)).notes
+    assert any("4 saved tensor(s) are packed by a saved-tensor hook" in n and "does not count that recompute" in n
+               for n in notes)
+    assert not any("under non-reentrant checkpointing are recomputed" in n for n in notes)
