@@ -24,9 +24,7 @@ KNOWN: dict[tuple[str, int, str], str] = {
     ("t5", 1, "replay"): "op-backward temporaries inside T5's attention and layer norm are not modelled",
     ("t5", 4, "replay"): "as at batch 1",
     ("bart", 1, "replay"): "op-backward temporaries, as t5",
-    ("gpt2-gc", 4, "replay"): "non-reentrant recompute (transformers' checkpointing) is not in the graph",
     ("llama-gc-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
-    ("tiny-gpt-ckpt", 8, "replay"): "non-reentrant recompute is not in the graph",
     ("tiny-gpt-ckpt-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
     ("gpt2-bf16-autocast", 1, "replay"): "autocast casts' temporaries in backward are not modelled",
 }

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 
 from ...model import EdgeKind, Graph, Node, NodeKind
 
-__all__ = ["BackwardPlan", "plan_backward"]
+__all__ = ["BackwardPlan", "plan_backward", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR"]
+
+# On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
+# bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
+RECOMPUTE_BLOCK_ATTR = "checkpoint block"
+RECOMPUTED_BYTES_ATTR = "recomputed bytes"
+# On one packed saved tensor of a block: the bytes of the block's inputs only its checkpoint keeps (until
+# the block's backward is done).
+CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 
 # Ops of unknown recency run after those of known recency, in walk order.
 _UNKNOWN_RECENCY = 1 << 62
@@ -26,6 +34,9 @@ class BackwardPlan:
     parameters, buffers, inputs or leaves); `results` the (op, storage) pairs
     where an op saves its own output (`result`), not one of its inputs;
     `outputs` the storages the user holds, each with the output node that names it.
+    `recomputed[n]` lists (key, bytes) of the saved tensors non-reentrant checkpointing recomputes
+    for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
+    `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps.
     """
 
     nodes: dict[str, Node]
@@ -42,6 +53,10 @@ class BackwardPlan:
     notes: list[str] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)
     results: set[tuple[str, str]] = field(default_factory=set)
+    recomputed: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    block_of: dict[str, str] = field(default_factory=dict)
+    block_savers: dict[str, list[str]] = field(default_factory=dict)
+    block_kept: dict[str, int] = field(default_factory=dict)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -100,6 +115,8 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
     nodes = plan.nodes
     for e in graph.edges:
         src, dst = nodes[e.src], nodes[e.dst]
+        if e.kind is EdgeKind.SAVED and src.attrs and _recomputed(plan, src, e.dst):
+            continue
         if e.kind is EdgeKind.SAVED:
             counted = _counted_key(src, skip) if src.kind is NodeKind.SAVED else None
             if counted is not None:
@@ -120,6 +137,22 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
                 plan.roots.append((src.id, e.output_nr, size, item))
         elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OP and src.kind in (NodeKind.OP, NodeKind.LEAF):
             plan.sends.setdefault(dst.id, []).append((src.id, e.output_nr, e.slot))
+
+
+def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
+    """Record a saved tensor checkpointing recomputes (with its block and bytes known); whether it was one."""
+    attrs = dict(saved.attrs)
+    block, size = attrs.get(RECOMPUTE_BLOCK_ATTR), attrs.get(RECOMPUTED_BYTES_ATTR)
+    if block is None or size is None:
+        return False
+    plan.recomputed.setdefault(saver, []).append((f"recompute:{saved.id}", int(size)))
+    kept = attrs.get(CHECKPOINT_KEPT_ATTR)
+    if kept is not None:
+        plan.block_kept[block] = plan.block_kept.get(block, 0) + int(kept)
+    if saver not in plan.block_of:
+        plan.block_of[saver] = block
+        plan.block_savers.setdefault(block, []).append(saver)
+    return True
 
 
 def _reach(plan: BackwardPlan) -> None:

@@ -175,6 +175,11 @@ class EngineReplay:
             self._hold(key, size, _SAVED, owner)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
+        # Non-reentrant checkpointing keeps each block's inputs until the block's last saver has run.
+        self.block_left = {b: sum(1 for s in savers if s in plan.reachable) for b, savers in plan.block_savers.items()}
+        for block, size in plan.block_kept.items():
+            if size:
+                self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
             self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
@@ -211,9 +216,14 @@ class EngineReplay:
         self._check_peak(self.live)
         ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
         released_after, leaf = self.recompute.released_after, NodeKind.LEAF
+        block_of, recomputed, done = plan.block_of, plan.recomputed, set()
         while ready:
             _, node = heapq.heappop(ready)
             before = self.live
+            block = block_of.get(node)
+            if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
+                done.add(block)
+                self._recompute_block(block)
             for key in deferred.get(node, ()):  # a checkpointed module's forward runs again
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
@@ -221,9 +231,26 @@ class EngineReplay:
             peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
+            for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
+                if key in self.refs:
+                    self._release(key)
+            if block is not None:
+                self.block_left[block] -= 1
+                if self.block_left[block] == 0 and f"kept:{block}" in self.refs:
+                    self._release(f"kept:{block}")
             self.order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
+
+    def _recompute_block(self, block: str) -> None:
+        """Hold every saved tensor the block's recompute makes, for the op that will unpack it."""
+        plan = self.plan
+        for saver in plan.block_savers.get(block, ()):
+            if saver not in plan.reachable:
+                continue
+            for key, size in plan.recomputed[saver]:
+                if size:
+                    self._hold(key, size, _SAVED, saver)
 
     def _run_leaf(self, node: str) -> int:
         """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy."""

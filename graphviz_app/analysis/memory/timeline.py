@@ -7,7 +7,11 @@ once every gradient it waits for has arrived. A node's saved tensors are release
 it has run (unless `retain_graph`), its input buffer when it has consumed it. Where
 torch differs: with several devices each device's nodes run on that device's own
 thread, interleaved as the threads go; reentrant checkpointing runs a nested backward
-inside the checkpointed node (its recompute is not in this graph).
+inside the checkpointed node (its recompute is not in this graph). Non-reentrant
+checkpointing is replayed when the graph says what its recompute makes (traced by
+`measure`/`forecast`): the block's saved tensors are made again just before its first
+backward node that needs one, and the inputs only the checkpoint keeps stay until the
+block's backward is done.
 """
 
 from __future__ import annotations
@@ -122,8 +126,16 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
         notes.append("no saved tensor in the graph (traced with show_saved=False, or an op-only graph): "
                      "only gradients and outputs are counted")
     freed_nodes = [n for n in graph.nodes if n.kind is NodeKind.SAVED and n.tensor is not None and n.tensor.freed]
-    packed = sum(1 for n in freed_nodes if (STATE_ATTR, PACKED_BY_HOOK) in n.attrs)
-    freed = len(freed_nodes) - packed
+    packed_all = sum(1 for n in freed_nodes if (STATE_ATTR, PACKED_BY_HOOK) in n.attrs)
+    freed = len(freed_nodes) - packed_all
+    modelled = sum(len(v) for v in plan.recomputed.values())
+    packed = packed_all - modelled
+    if modelled:
+        notes.append(f"{modelled} saved tensor(s) in {len(plan.block_savers)} block(s) under non-reentrant "
+                     "checkpointing are recomputed just before the block's first backward node that needs one and "
+                     "held until their node has run, the inputs only a checkpoint keeps until its block's backward "
+                     "is done; not counted: the recompute's own temporaries, and a tensor two ops saved is counted "
+                     "for each (parameters and block inputs are told apart by shape)")
     if packed:
         notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
                      "backward recomputes them just before the block's backward; the replay does not count that "

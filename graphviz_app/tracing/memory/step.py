@@ -22,6 +22,7 @@ from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 from .grouped_mm import meta_grouped_mm
+from .recompute import mark_recomputed
 from .reentrant import name_reentrant_blocks
 from .rnn import meta_lstm
 
@@ -133,7 +134,8 @@ def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tup
     notes: list[str] = []
     with Walker(options, notes) as walker:
         graph = walker.walk(named)
-        return graph, walker.fn_by_node_id()
+        fns = walker.fn_by_node_id()
+        return mark_recomputed(graph, fns, walker.describe.known_storage, options.given), fns
 
 
 def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
