@@ -173,7 +173,17 @@ html, body {{ margin: 0; height: 100%; }}
     started = true;
     run(message.js).catch(function (e) {{ note("Could not start the viewer: " + e); }});
   }});
-  setTimeout(function () {{ if (!started) note({missing}); }}, 8000);
+  // Ask until answered: a front end may run the script beside this frame after the frame has loaded.
+  var asked = 0;
+  var asking = setInterval(function () {{
+    asked += 1;
+    if (started || asked > 40) {{
+      clearInterval(asking);
+      if (!started) note({missing});
+      return;
+    }}
+    window.parent.postMessage({{kind: "graphviz-app-ready"}}, "*");
+  }}, 250);
   window.parent.postMessage({{kind: "graphviz-app-ready"}}, "*");
 }})();
 </script>
