@@ -12,7 +12,7 @@ import argparse
 import torch
 from torch import nn
 
-from graphviz_app.memory import advise_checkpoints, forecast, largest_batch_for
+from graphviz_app.memory import advise_checkpoints, forecast, largest_batch_for, total_bytes
 from graphviz_app.model import human_bytes
 
 
@@ -52,13 +52,15 @@ def main(layers: int) -> None:
     print(f"GPT with {layers} blocks, {sum(p.numel() for p in model.parameters()):,} parameters, context 64")
     for batch in (1, 8, 32):
         step = forecast(model, idx, batch=batch, dtype=torch.bfloat16)
-        print(f"  batch {batch:>2}: bfloat16 autocast step peaks at {human_bytes(step.timeline.peak_bytes)} "
+        print(f"  batch {batch:>2}: bfloat16 autocast step peaks at {human_bytes(step.peak_bytes)} "
               f"(forecast on meta)")
     budget = 64 * 1024**2
     fits = largest_batch_for(model, idx, budget_bytes=budget, optimizer="adam", dtype=torch.bfloat16)
     print(f"  largest batch within {human_bytes(budget)} with Adam's state: {fits}")
-    peak = forecast(model, idx, device="cpu").timeline.peak_bytes
-    plan = advise_checkpoints(model, idx, budget_bytes=int(peak * 0.6), verify=True)
+    step = forecast(model, idx, policy="cpu")
+    # a budget is the whole step on the device: here what exists anyway plus 60% of today's peak
+    budget = total_bytes(step) - step.peak_bytes + int(step.peak_bytes * 0.6)
+    plan = advise_checkpoints(model, idx, budget_bytes=budget, verify=True)
     print(plan)
 
 

@@ -1,9 +1,4 @@
-"""Find the parts of fn that run under `torch.no_grad()` or `torch.inference_mode()` on differentiated tensors.
-
-Finite differences re-run the whole of fn and see through such a block; autograd does
-not: its Jacobian leaves that part out. A pair that disagrees for this reason is
-neither side's mistake, and says so (`Blame.DETACHED`), instead of blaming the backward.
-"""
+"""Find the parts of fn that run under `torch.no_grad()` or `torch.inference_mode()` on differentiated tensors."""
 
 from __future__ import annotations
 
@@ -14,10 +9,12 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves
 
 from gradcheck.report import Blame, Check, PairReport
 
+# Finite differences re-run the whole of fn and see through such a block; autograd does
+# not: its Jacobian leaves that part out. A pair that disagrees for this reason is
+# neither side's mistake, and says so (`Blame.DETACHED`), instead of blaming the backward.
 __all__ = ["detached_calls", "settle_detached", "detached_note"]
 
 # Blames a detached block explains: the backward or the derivation "wrong", or all sides apart.
@@ -49,7 +46,7 @@ class _Watch(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        tensors = _tensors((args, kwargs))
         if torch.is_grad_enabled():
             for t in tensors:
                 origin = None if t.requires_grad else self._origin(t)
@@ -60,10 +57,23 @@ class _Watch(TorchFunctionMode):
         if any(sources):
             origin = next((self._origin(t) for t in tensors if self._origin(t) is not None), None)
             name = origin or getattr(func, "__name__", None) or str(func)
-            for r in tree_leaves(result):
-                if isinstance(r, torch.Tensor):
-                    self.made[id(r)] = (weakref.ref(r), name)
+            for r in _tensors(result):
+                self.made[id(r)] = (weakref.ref(r), name)
         return result
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in a call's arguments or result: nested tuples, lists and dicts (iterative)."""
+    found, todo = [], [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+    return found
 
 
 def detached_calls(fn: Callable[..., Any], leaves: Sequence[Any]) -> list[str]:

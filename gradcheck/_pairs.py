@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from gradcheck._compare import PairData, Probe, compare_pair
-from gradcheck._probe import KINK_COLUMNS, probe_columns, probe_steps
+from gradcheck.probes import KINK_COLUMNS, probe_columns, probe_steps
 from gradcheck.report import Blame, PairReport
 
 __all__ = ["Differences", "judge", "judge_direction"]

@@ -23,7 +23,8 @@ there passes it (the first step's rounding); finite differences agreeing at both
 steps while autograd does not blame autograd; steps disagreeing with each other
 blame the differences. Then every element is compared, which says which elements
 disagree, unless that comparison is larger than `FULL_WORK_LIMIT`: then the screened
-report stands, with a note saying so (screen=False compares every element anyway).
+report stands, with a note saying so and a sampled block of elements compared
+(`_sample`); screen=False compares every element anyway.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gradcheck._chunks import plan_chunk, run_chunked
 from gradcheck._detached import settle_detached
 from gradcheck._inputs import autograd_copies, call_outputs, checked_outputs
 from gradcheck._numerical import NumericalResult, directional_differences
+from gradcheck._sample import sampled_notes
 from gradcheck._setup import hand_jacobians, numerical_base
 from gradcheck._state import CheckOutcome, RunState, build_report
 from gradcheck.report import Blame, Check, Comparison, Element, PairReport
@@ -124,7 +126,7 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
             for o in s.checked for i in s.diff
         ]
     if not all(p.passed for p in pairs):
-        settled = _second_step(s, leaves, base, v, u, (autograd, numerical, hand), pairs, sizes)
+        settled = _second_step(s, (leaves, outs), base, v, u, (autograd, numerical, hand), pairs, sizes)
         if settled is None:
             return None
         pairs = settled
@@ -135,7 +137,7 @@ def run_screen(state: RunState, expected: Any) -> CheckOutcome | None:
 
 def _second_step(
     s: RunState,
-    leaves: Sequence[Any],
+    graph: tuple[Sequence[Any], Sequence[torch.Tensor]],
     base: list[torch.Tensor],
     v: dict[int, torch.Tensor],
     u: dict[int, torch.Tensor],
@@ -150,6 +152,7 @@ def _second_step(
     then the screened pairs stand, with a note saying why no element was located.
     """
     autograd, first, hand = sides
+    leaves, outs = graph
     step = s.opts.eps * SECOND_STEP
     with s.clock("numerical"):
         found = _numerical_side(s, base, v, u, step)
@@ -181,9 +184,13 @@ def _second_step(
     s.notes.append(
         f"screen: the probes disagree at eps={s.opts.eps:g} and at a second step of {step:g}; comparing every "
         f"element would take {work:,} input-element evaluations (2 evaluations of fn per input element), above "
-        f"the {FULL_WORK_LIMIT:,} this check allows, so no element is located. Check a smaller input (the same "
-        "code computes its gradient), or pass screen=False (CLI: --every-element) to compare every element anyway"
+        f"the {FULL_WORK_LIMIT:,} this check allows, so only a sample of elements is compared. Check a smaller "
+        "input (the same code computes its gradient), or pass screen=False (CLI: --every-element) to compare "
+        "every element anyway"
     )
+    with s.clock("numerical"):
+        missed = [(p.output_index, p.input_index) for p in settled if not p.passed]
+        s.notes += sampled_notes(s, leaves, outs, base, missed)
     return settled
 
 

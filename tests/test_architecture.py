@@ -63,7 +63,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "graphviz_app.jobs": frozenset({
         "graphviz_app.web", "graphviz_app.runner", "graphviz_app.viewer", "graphviz_app.drawing",
         "graphviz_app.analysis", "graphviz_app.model", "graphviz_app.errors", "graphviz_app.expr",
-        "graphviz_app.tracing", "gradcheck",
+        "graphviz_app.tracing", "graphviz_app.tracing.model_check", "gradcheck",
     }),
     # The package itself and its top-level glue (make_dot, old module paths) compose the layers.
     "graphviz_app": frozenset({

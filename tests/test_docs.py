@@ -41,8 +41,8 @@ def _run(block: Block, namespace: dict[str, object]) -> str:
     return printed.getvalue()
 
 
-# Pages whose examples take more than a few seconds (torch.compile, a 6-layer encoder in the language).
-SLOW = {"docs/tracing.md", "docs/expressions.md"}
+# Pages whose examples take more than a few seconds (torch.compile, a 6-layer encoder in the language, ranks).
+SLOW = {"docs/tracing.md", "docs/expressions.md", "docs/distributed.md"}
 PAGES_WITH_CODE = [
     pytest.param(page, id=name, marks=[pytest.mark.slow] if name in SLOW else [])
     for page in PAGES

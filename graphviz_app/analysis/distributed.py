@@ -17,13 +17,15 @@ class CollectiveEvent:
     `all_reduce`, ...), `bytes` the bytes of the buffers it wrote (an all-gather's
     output, a reduce-scatter's input, an all-reduce's tensor), `phase` one of
     "forward", "backward", "optimizer", and `live_bytes` what the step held when
-    it ran.
+    it ran. `node` is the id of the graph's backward node running when it was
+    issued (a traced step's backward only; None otherwise).
     """
 
     op: str
     bytes: int
     phase: str
     live_bytes: int
+    node: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,8 @@ class RankMemory:
             "grads_bytes": self.grads_bytes, "optimizer_bytes": self.optimizer_bytes,
             "buffers_bytes": self.buffers_bytes, "inputs_bytes": self.inputs_bytes,
             "buckets_bytes": self.buckets_bytes, "total_bytes": self.total_bytes,
-            "collectives": [{"op": c.op, "bytes": c.bytes, "phase": c.phase} for c in self.collectives],
+            "collectives": [{"op": c.op, "bytes": c.bytes, "phase": c.phase,
+                             **({"node": c.node} if c.node is not None else {})} for c in self.collectives],
             "notes": list(self.notes),
             **({"tracker": self.tracker, "tracker_bytes": self.tracker_bytes} if self.tracker else {}),
         }

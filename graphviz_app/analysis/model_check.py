@@ -171,6 +171,8 @@ class ModelCheck:
         for v in self.culprits[1:]:
             lines.append(f"also: {v.headline()}")
         for v in self.culprits:
+            if v.element is not None:
+                lines.append(f"  {v.label}: at {v.element}")
             lines += [f"  {v.label}: {n}" for n in v.notes]
         c = self.counts()
         lines.append(

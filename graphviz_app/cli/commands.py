@@ -25,6 +25,7 @@ from ..runner import RunnerError
 from .diff import add_diff_parser, run_diff
 from .files import FileProblem, check_output, check_script, named_path, read_input, read_program
 from .memory import add_memory_parser, run_memory
+from .model_check import ModulesUsageError, add_module_options, report_text, run_model_check
 from .numbers import LONGEST_TIMEOUT_S, device, real, whole
 from .progress import Deadline, Progress
 from .saved import WHOLE_GRAPH_FORMATS, is_saved_graph, load_saved_graph, output_format
@@ -70,6 +71,20 @@ expressions, scripts), 3 the environment failed (Graphviz or streamlit missing, 
 """
 
 
+_RENDER_DESCRIPTION = """\
+Draw the autograd graph of SCRIPT.py:FUNCTION, of an expression, or of a graph saved as JSON.
+FUNCTION takes no arguments and returns one of:
+  the output tensor(s)                       return loss
+  the output and what names its leaves       return loss, model
+                                             return loss, model.named_parameters()
+  a model and its inputs, run under record() return model, x
+  so its modules can be drawn                return model, (x, y)
+  ... with keyword inputs                    return model, (x,), {'labels': y}
+  a dict, 'args', 'kwargs' and 'loss' optional (with 'loss' the graph drawn is of loss(output)):
+      return {'model': model, 'args': (x,), 'kwargs': {...}, 'loss': lambda out: out.loss}
+Notes on the graph go to stderr."""
+
+
 class _Fail(Exception):
     """A failure already worded for people, with its exit code."""
 
@@ -97,14 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=_Parser)
     render = sub.add_parser(
         "render", help="draw the graph of a script's function or of an expression",
-        description="Draw the autograd graph of SCRIPT.py:FUNCTION, of an expression, or of a graph saved "
-        "as JSON. The function takes no arguments and returns one of: the output tensor(s) (return loss); "
-        "the output and its model or parameters, to name them (return loss, model; return loss, "
-        "model.named_parameters()); a model and its inputs, run under record() so modules can be drawn "
-        "(return model, x; return model, (x, y)); a model, its positional and its keyword inputs "
-        "(return model, (x,), {'labels': y}); or a dict {'model': model, 'args': (x,), 'kwargs': {...}, "
-        "'loss': lambda out: out.loss} ('args', 'kwargs' and 'loss' optional; the graph drawn is of "
-        "loss(output) when 'loss' is given). Notes on the graph go to stderr.",
+        description=_RENDER_DESCRIPTION,
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     render.add_argument("target", nargs="?", metavar="SCRIPT.py:FUNCTION | EXPRESSION | SAVED.json")
@@ -138,34 +146,36 @@ def build_parser() -> argparse.ArgumentParser:
                         f"is above {PURE_ABOVE_WORK:,}, where graphviz-pure is measured faster)")
     _program_options(render)
     check = sub.add_parser(
-        "check", help="check an expression's gradients against finite differences",
+        "check", help="check an expression's gradients (or a model's, module by module) against finite differences",
         description="Check autograd's gradients of an expression against finite differences, and "
-        "optionally against a hand-derived gradient. Exit 0 when it passes, 1 when it fails.",
+        "optionally against a hand-derived gradient; with SCRIPT.py:FUNC --modules, the backward of every module "
+        "of the model FUNC returns. Exit 0 when it passes, 1 when it fails.",
         epilog=LANGUAGE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("target", nargs="?", metavar="EXPRESSION")
+    check.add_argument("target", nargs="?", metavar="EXPRESSION | SCRIPT.py:FUNC")
     check.add_argument("--expected", metavar="EXPR",
                        help="hand-derived gradient, e.g. \"2*(x+2)/3\" (one per --wrt name, comma-separated)")
     check.add_argument("--wrt", metavar="NAMES",
                        help="variables to differentiate, comma-separated (default: those with requires_grad=True)")
-    check.add_argument("--eps", type=real(0.0, low_open=True), default=1e-6,
-                       help="finite-difference step (default 1e-6)")
-    check.add_argument("--atol", type=real(0.0), default=1e-5, help="absolute tolerance (default 1e-5)")
-    check.add_argument("--rtol", type=real(0.0), default=1e-3, help="relative tolerance (default 1e-3)")
+    check.add_argument("--eps", type=real(0.0, low_open=True), help="finite-difference step (default 1e-6)")
+    check.add_argument("--atol", type=real(0.0), help="absolute tolerance (default 1e-5; 1e-7 with --modules)")
+    check.add_argument("--rtol", type=real(0.0), help="relative tolerance (default 1e-3; 1e-5 with --modules)")
     check.add_argument("--fast", action="store_true", help="fast mode: random projections instead of full Jacobians")
     check.add_argument("--fwd", action="store_true",
                        help="also check forward mode (jvp) against finite differences and reverse mode")
     check.add_argument("--order", type=whole(1, 2), default=1, metavar="{1,2}",
                        help="2: also check second order (double backward, Hessian-vector products); default 1")
-    check.add_argument("--kinks", choices=("fail", "warn", "pass"), default="fail",
+    check.add_argument("--kinks", choices=("fail", "warn", "pass"),
                        help="at a verified kink (relu at 0) where each gradient is a valid one-sided or "
-                       "sub-gradient: fail (default), pass with a warning on stderr, or pass with a note")
+                       "sub-gradient: fail (default; pass with --modules), pass with a warning on stderr, or pass "
+                       "with a note")
     check.add_argument("--every-element", action="store_true",
                        help="compare every Jacobian element even when all of the screen's random probes agree "
                        "(by default a Jacobian too large to list is screened first)")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     _time_options(check)
     _program_options(check)
+    add_module_options(check)
     add_memory_parser(sub)
     serve = sub.add_parser("serve", help="start the web page", description="Start the web page (needs streamlit).")
     serve.add_argument("--host", default="127.0.0.1",
@@ -422,6 +432,15 @@ def _check_script(path: Path) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.modules:
+        return _check_modules(args)
+    if _SCRIPT.match(args.target or "") and not (args.var or args.program):
+        raise _Fail(f"{args.target} names a script: add --modules to check the model its function returns, "
+                    "module by module")
+    args.eps = 1e-6 if args.eps is None else args.eps
+    args.atol = 1e-5 if args.atol is None else args.atol
+    args.rtol = 1e-3 if args.rtol is None else args.rtol
+    args.kinks = args.kinks or "fail"
     composed = _compose(args)
     try:
         program = parse(composed.source)
@@ -451,6 +470,15 @@ def _check(args: argparse.Namespace) -> int:
     for message in warned:
         print(f"graphviz-app check: warning: {message}", file=sys.stderr)
     print(json.dumps(report, indent=2) if args.json else text)
+    return EXIT_OK if passed else EXIT_CHECK_FAILED
+
+
+def _check_modules(args: argparse.Namespace) -> int:
+    try:
+        passed, text, report, written = run_model_check(args)
+    except ModulesUsageError as e:
+        raise _Fail(str(e)) from e
+    print(report_text(passed, text, report, written, args.json))
     return EXIT_OK if passed else EXIT_CHECK_FAILED
 
 

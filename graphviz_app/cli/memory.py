@@ -74,9 +74,11 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan, measure, "
                         "print predicted against measured")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
-    memory.add_argument("--world-size", metavar="N[,N...]", help="a distributed job (FUNC wraps the model with "
-                        "fully_shard, parallelize_module): forecast each rank's step at these world sizes, e.g. "
-                        "8,64,512, on a fake cluster (fake process group, fake tensors: nothing allocated)")
+    memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
+                        help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "
+                        "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
+                        "process group, fake tensors: nothing allocated); with --measure and one small world size, "
+                        "also run that many real gloo ranks here")
     memory.add_argument("--json", action="store_true", help="print JSON")
     memory.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: running FUNC, forecasting, measuring (default "

@@ -1,4 +1,5 @@
-"""`graphviz-app memory SCRIPT.py:FUNC --world-size 8,64,512`: a distributed job's memory per rank, forecast.
+"""`graphviz-app memory SCRIPT.py:FUNC --world-size 8,64,512`: a distributed job's memory per rank, forecast
+(and, with `--world-size 2 --measure`, measured on that many real gloo ranks).
 
 This side parses and prints; FUNC runs in the script worker
 (`graphviz_app.jobs.distributed`), once per world size, inside a fake process
@@ -11,41 +12,38 @@ import argparse
 import json
 import os
 
+from ..analysis.memory.fit import parse_bytes
 from ..errors import TraceError
 from ..runner import JobRef, RunnerError
 from .worker import run_script_job, script_stopped
 
-__all__ = ["DISTRIBUTED_JOB", "world_sizes", "run_world_sizes"]
+__all__ = ["DISTRIBUTED_JOB", "run_world_sizes"]
 
 DISTRIBUTED_JOB = JobRef("graphviz_app.jobs.distributed", "world_sizes_job")
-_ALONE = (("batch", "--batch"), ("seq_len", "--seq-len"), ("budget", "--budget"), ("measure", "--measure"),
-          ("checkpoint", "--checkpoint"), ("verify", "--verify"), ("output", "-o"), ("cast", "--cast"),
+_MAX_REAL_RANKS = 8  # each rank is a process of its own on this machine
+_ALONE = (("seq_len", "--seq-len"), ("checkpoint", "--checkpoint"), ("verify", "--verify"), ("output", "-o"),
+          ("cast", "--cast"),
           ("retain_graph", "--retain-graph"))
-
-
-def world_sizes(text: str) -> list[int]:
-    """`--world-size 8,64,512` as numbers; a TraceError says what is expected.
-
-    >>> world_sizes("8, 64,512")
-    [8, 64, 512]
-    """
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(s < 1 for s in sizes):
-        raise TraceError(f"--world-size expects numbers of ranks separated by commas, e.g. 8,64,512; found {text!r}")
-    return sizes
 
 
 def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
     """Forecast the job at each `--world-size` in the script worker; print the table (or `--json`)."""
-    sizes = world_sizes(args.world_size)
+    sizes = list(args.world_size)  # the parser made them whole numbers from 1 up
     given = [flag for attr, flag in _ALONE if getattr(args, attr, None)]
     if given:
         raise TraceError(f"--world-size forecasts the step as FUNC returns it; {', '.join(given)} cannot go with it "
                          "(to measure real ranks, run the script under torchrun with measure_rank, or run_ranks: "
                          "see docs/distributed.md)")
+    if args.measure and (args.batch or args.budget):
+        raise TraceError("--measure with --world-size runs the step as FUNC returns it: leave out --batch and --budget")
+    batches: tuple[int | None, ...] = tuple(args.batch) if args.batch else (None,)
+    try:
+        budget = parse_bytes(args.budget) if args.budget else None
+    except ValueError as e:
+        raise TraceError(f"--budget: {e}") from e
+    if args.measure and (len(sizes) != 1 or sizes[0] > _MAX_REAL_RANKS):
+        raise TraceError(f"--measure with --world-size runs that many real gloo ranks on this machine: give one "
+                         f"world size of at most {_MAX_REAL_RANKS}, found {','.join(map(str, sizes))}")
     if args.device not in (None, "meta"):
         raise TraceError(f"--world-size forecasts on fake tensors (meta): leave out --device or give meta, found "
                          f"{args.device!r}")
@@ -54,7 +52,8 @@ def run_world_sizes(args: argparse.Namespace, path: str, func: str) -> int:
                          "optimizer it returns): leave out --dtype and --optimizer")
     seconds = args.timeout or 1800.0
     try:
-        report, text = run_script_job(DISTRIBUTED_JOB, path, func, args.target, sizes, os.getcwd(), seconds=seconds)
+        report, text = run_script_job(DISTRIBUTED_JOB, path, func, args.target, sizes, os.getcwd(), bool(args.measure),
+                                      tuple(batches), budget, seconds=seconds)
     except RunnerError as e:
         raise TraceError(script_stopped(args.target, e, seconds)) from e
     print(json.dumps(report, indent=2) if args.json else text)

@@ -1,14 +1,4 @@
-"""The one way text from a model, a file or a program is written into DOT: a quoted, escaped string.
-
-Graphviz reads three languages inside a quoted string: DOT's own (`\\"` and a
-backslash before a line end), escString's (`\\n`, `\\l`, `\\N`, `\\G`, ...) in
-labels, and HTML character entities (`&lt;`) in labels and SVG titles.
-`graphviz.quote()` handles only the first, and not a final backslash, so a
-name ending in one closed the string and the rest was read as DOT
-attributes (`URL=`, `image=`). Every id, label and note goes through
-`dot_string` (or `dot_lines` for a label of several lines), always quoted,
-never an HTML-like `<...>` string.
-"""
+"""The one way text from a model, a file or a program is written into DOT: a quoted, escaped string."""
 
 from __future__ import annotations
 
@@ -18,6 +8,14 @@ from collections.abc import Container, Iterable
 
 from graphviz.quoting import NoHtml
 
+# Graphviz reads three languages inside a quoted string: DOT's own (`\"` and a
+# backslash before a line end), escString's (`\n`, `\l`, `\N`, `\G`, ...) in
+# labels, and HTML character entities (`&lt;`) in labels and SVG titles.
+# `graphviz.quote()` handles only the first, and not a final backslash, so a
+# name ending in one closed the string and the rest was read as DOT
+# attributes (`URL=`, `image=`). Every id, label and note goes through
+# `dot_string` (or `dot_lines` for a label of several lines), always quoted,
+# never an HTML-like `<...>` string.
 __all__ = [
     "dot_id", "free_id", "dot_string", "dot_lines", "escape_text", "escaped_string", "graphviz_attr", "html_text",
     "FORBIDDEN_ATTRS",

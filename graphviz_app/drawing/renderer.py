@@ -156,8 +156,8 @@ def export(graph: Graph, fmt: str, *, options: DrawOptions | None = None, **keyw
         fmt: the format.
         options: the drawing options as one record (`DrawOptions`); the defaults when None.
         **keywords: any field of `DrawOptions` (rankdir, legend, max_attr_chars, depth, roll,
-            expanded, clusters, color_by, engine, timeout, progress, measured), replacing that
-            field of `options`.
+            expanded, clusters, color_by, engine, timeout, progress, measured, overlays), replacing
+            that field of `options`.
 
     Raises:
         UnsupportedFormatError: `fmt` is none of those, or `measured` is given for a format other than html.
@@ -177,12 +177,7 @@ def _export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
         raise UnsupportedFormatError(
             f"cannot write format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}"
         )
-    if o.measured is not None and fmt != "html":
-        raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
-                                     "write a .html file, or leave out measured=")
-    if o.overlays and fmt != "html":
-        raise UnsupportedFormatError(f"overlays are colourings of the HTML viewer only, not of {fmt!r}: "
-                                     "write a .html file, or leave out overlays=")
+    _refuse_html_only(o, fmt)
     if fmt in ("html", "model-explorer"):
         # Compiled regions open onto their ops, under module-like names: the viewer folds them as boxes.
         return _viewer_export(show_regions(graph, expanded=region_names(graph)), fmt, o)
@@ -217,10 +212,20 @@ def export_drawing(
         layouts stopped on the way with whether the machine was busy then.
     """
     o = DrawOptions.of(options, keywords, caller="export_drawing")
+    _refuse_html_only(o, fmt)
+    return _export_drawing(graph, fmt, o)
+
+
+def _refuse_html_only(o: DrawOptions, fmt: str) -> None:
+    """Raise UnsupportedFormatError for an option only the HTML viewer shows, given for another format."""
+    if fmt == "html":
+        return
     if o.measured is not None:
         raise UnsupportedFormatError(f"a measurement is shown by the HTML viewer only, not in {fmt!r}: "
-                                     "leave out measured=")
-    return _export_drawing(graph, fmt, o)
+                                     "write a .html file, or leave out measured=")
+    if o.overlays:
+        raise UnsupportedFormatError(f"overlays are colourings of the HTML viewer only, not of {fmt!r}: "
+                                     "write a .html file, or leave out overlays=")
 
 
 def _export_drawing(graph: Graph, fmt: str, o: DrawOptions) -> Drawing:

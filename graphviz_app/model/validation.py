@@ -1,9 +1,4 @@
-"""Check a graph read from JSON field by field: types, ranges, unique ids, edge ends, no cycles.
-
-Reading builds the records first (both the schema-2 and the compact schema-3 reader),
-then `check_graph` walks them once; every problem is a `SchemaError` naming the field,
-e.g. `nodes[3] ('n3').tensor.bytes holds the wrong kind of value: expected a whole number >= 0, found '12' (str)`.
-"""
+"""Check a graph read from JSON field by field: types, ranges, unique ids, edge ends, no cycles."""
 
 from __future__ import annotations
 
@@ -14,6 +9,10 @@ from typing import Any
 from ..errors import SchemaError
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
 
+# Reading builds the records first (both the schema-2 and the compact schema-3 reader),
+# then `check_graph` walks them once; every problem is a `SchemaError` naming the field,
+# e.g. `nodes[3] ('n3').tensor.bytes holds the wrong kind of value: expected a whole number >= 0,
+# found '12' (str)`.
 __all__ = ["MAX_COUNT", "check_graph"]
 
 MAX_COUNT = 2**62  # sizes, counts and byte totals above this are no tensor's (and overflow int64 sums)

@@ -90,7 +90,8 @@ class IsolatedRunner:
 
     # public -------------------------------------------------------------
     def run(self, job: Callable[..., Any] | JobRef, *args: Any, time_limit: float | None = None,
-            memory_limit: int | None = None, cancel: threading.Event | None = None, nice: int = 0) -> Any:
+            memory_limit: int | None = None, cancel: threading.Event | None = None, nice: int = 0,
+            demote: tuple[float, int] | None = None) -> Any:
         """Run ``job(*args)`` in a worker and return its result.
 
         Args:
@@ -104,6 +105,8 @@ class IsolatedRunner:
             nice: Lower the job's CPU priority by this much (0 to 19; POSIX): the
                 pool's other jobs get the CPU first (`priority`). Its worker is
                 raised back afterwards, or retired where that is not allowed.
+            demote: ``(seconds, nice)``: a job still running after `seconds` is lowered to
+                `nice` (a job expected to be quick that is not yields the CPU from then on).
 
         Raises:
             JobTimeout: past the time limit, or the hard deadline the job set.
@@ -116,6 +119,7 @@ class IsolatedRunner:
         """
         limit = self.time_limit if time_limit is None else time_limit
         memory = self.memory_limit if memory_limit is None else memory_limit
+        self._local.usage = None  # a job that never starts (busy, not picklable) measured nothing
         for attempt in range(2):
             worker = self._acquire(wait=limit)
             if nice > 0 and set_nice(worker.process.pid, nice):
@@ -132,7 +136,7 @@ class IsolatedRunner:
                 raise JobNotPortable(
                     f"the job and its arguments must be picklable (a top-level function of an "
                     f"importable module): {type(e).__name__}: {e}") from e
-            return self._collect(worker, limit, memory, cancel, CpuClock(worker.process.pid))
+            return self._collect(worker, limit, memory, cancel, CpuClock(worker.process.pid), demote)
         raise AssertionError("unreachable")
 
     def last_usage(self) -> JobUsage | None:
@@ -186,10 +190,10 @@ class IsolatedRunner:
 
     # internals ------------------------------------------------------------
     def _collect(self, worker: Worker, limit: float, memory: int | None, cancel: threading.Event | None,
-                 clock: CpuClock) -> Any:
+                 clock: CpuClock, demote: tuple[float, int] | None = None) -> Any:
         self._local.usage = None
         try:
-            ready = wait_for_answer(worker.conn, limit, cancel)
+            ready = self._wait(worker, limit, cancel, demote)
             message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._local.usage = clock.stop()
@@ -221,6 +225,19 @@ class IsolatedRunner:
                 exc.add_note("Traceback in the worker process:\n" + message[2])
             raise exc
         return message[1]
+
+    @staticmethod
+    def _wait(worker: Worker, limit: float, cancel: threading.Event | None,
+              demote: tuple[float, int] | None) -> bool:
+        """Wait for the job's answer; lower the worker's priority once the job outlasts `demote`'s seconds."""
+        if demote is None or demote[0] >= limit:
+            return wait_for_answer(worker.conn, limit, cancel)
+        after, nice = demote
+        if wait_for_answer(worker.conn, after, cancel):
+            return True
+        if nice > worker.nice and set_nice(worker.process.pid, nice):
+            worker.nice = nice
+        return wait_for_answer(worker.conn, limit - after, cancel)
 
     def _acquire(self, *, wait: float) -> Worker:
         deadline = time.monotonic() + wait

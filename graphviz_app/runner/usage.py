@@ -67,7 +67,7 @@ def group_cpu_seconds(pid: int, *, children_running: bool = True) -> float | Non
     ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
     if children_running:
         try:
-            entries = [e for e in os.listdir("/proc") if e.isdigit() and int(e) != pid]
+            entries = [e for e in os.listdir("/proc") if e.isascii() and e.isdigit() and int(e) != pid]
         except OSError:
             entries = []
         for entry in entries:

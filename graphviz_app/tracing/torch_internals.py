@@ -59,6 +59,8 @@ __all__ = [
     "wrap_run_backward",
     "is_leaf_node",
     "fused_attention_ops",
+    "fake_mode_and_converter",
+    "grouped_mm_op",
     "fake_tensor_api",
     "fake_store",
     "wait_tensor_op",
@@ -66,7 +68,6 @@ __all__ = [
     "root_mesh",
     "memory_trackers",
     "fsdp_unsharded_params",
-    "fake_mode_and_converter",
 ]
 
 _SAVED_PREFIX = "_saved_"
@@ -584,6 +585,13 @@ def fake_mode_and_converter() -> tuple[Any, Callable[[Any, torch.Tensor, torch.d
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     return mode, mode.fake_tensor_converter.from_meta_and_device
+
+
+def grouped_mm_op() -> Any:
+    """The grouped matmul op of mixture-of-experts layers (`aten::_grouped_mm`, private), or None in a torch
+    without it."""
+    packet = getattr(torch.ops.aten, "_grouped_mm", None)
+    return getattr(packet, "default", None) if packet is not None else None
 
 
 def fsdp_unsharded_params() -> dict[int, tuple[Any, Any, str | None]]:

@@ -17,10 +17,10 @@ DIST: Traversable | Path = resources.files("graphviz_app.viewer") / "dist"
 
 _MISSING = (
     "the interactive viewer's browser bundle ({name}) is missing from {folder}: this copy of graphviz-app was "
-    "installed without it (built from a checkout where npm had not run). To get it: reinstall graphviz-app from "
-    "a wheel that carries it (`pip install --force-reinstall <wheel file or URL>`), or in a source checkout run "
-    "`npm ci && npm run build` in graphviz_app/viewer (Node.js 18 or later on PATH; `make setup` does both), "
-    "then reinstall. The static formats (.svg, .png, .pdf, .dot, .json) need no bundle"
+    "installed without it. To get it: reinstall graphviz-app from a wheel, or from a source checkout with "
+    "`pip install .` (building the wheel runs npm: Node.js 18 or later and npm on PATH); for an editable install "
+    "(`pip install -e .`) run `npm ci && npm run build` in graphviz_app/viewer (`make setup` does both). "
+    "The static formats (.svg, .png, .pdf, .dot, .json) need no bundle"
 )
 
 

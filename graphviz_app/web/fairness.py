@@ -31,6 +31,9 @@ limit) starve everyone else. `FairRunner` sits in front of it:
 - each job runs at its lane's CPU priority (`lanes.NICE`: light 0, heavy 10,
   suspects 19), so on a machine with fewer cores than workers the runaways
   yield the CPU to the small programs beside them instead of sharing it evenly;
+  a light job still running after `lanes.DEMOTE_S` is lowered to the heavy
+  priority (a runaway whose text looked small takes the CPU for seconds, not
+  for its whole time limit), and its cost is measured for next time;
 - a job waits at most `max_wait_s` (suspects `suspect_wait_s`) for a worker,
   then is answered "busy" instead of waiting out a runaway.
 
@@ -56,10 +59,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runner import IsolatedRunner, JobCancelled, JobRef, JobTimeout, JobUsage, RunnerBusy, RunnerError
-from .cache import layout_stopped_by_load
-from .lanes import NICE, CostBook, Lane, lane
+from ..runner import IsolatedRunner, JobCancelled, JobRef, JobUsage, RunnerBusy, RunnerError
+from .lanes import DEMOTE_S, NICE, CostBook, Lane, lane
 from .program_cost import Verdict, judge
+from .relabel import relabel_layout_time_out, relabel_time_out
 from .results import Failure
 
 # A job: a picklable top-level function, or one named by module and function.
@@ -177,37 +180,43 @@ class FairRunner:
         key = _job_key(job, args)
         verdict = self._judge(args[0]) if args and isinstance(args[0], str) else "unknown"
         ticket = self._admit(session, key, kind=_kind(job), digest=digest, verdict=verdict)
-        started, timed_out = self._clock(), False
+        # What the run says of the program's cost: "ran" (measured), "limit" (a time or memory limit: heavy),
+        # "unmeasured" (a killed worker, a busy pool: nothing about the program).
+        started, outcome = self._clock(), "ran"
         try:
-            result = self.runner.run(job, *args, cancel=ticket.stop, nice=NICE[ticket.lane])
+            # A light job still running after DEMOTE_S was not light: it yields the CPU from then on.
+            demote = (DEMOTE_S, NICE["heavy"]) if ticket.light else None
+            result = self.runner.run(job, *args, cancel=ticket.stop, nice=NICE[ticket.lane], demote=demote)
         except RunnerError as e:
             if e.kind == "cancelled":
                 raise JobCancelled("a newer run from the same page replaced this one while it ran, "
                                    "so it was stopped") from e
             if e.kind != "time":
+                outcome = "limit" if e.kind == "memory" else "unmeasured"
                 raise
-            timed_out = True
+            outcome = "limit"
             self._mark_suspect(session, key)
-            raise _relabel_time_out(e.message, ticket.peak, self._usage()) from e
+            raise relabel_time_out(e.message, ticket.peak, self._usage()) from e
         else:
             if isinstance(result, Failure) and result.kind == "time":  # the evaluator's own time limit
-                timed_out = True
+                outcome = "limit"
                 self._mark_suspect(session, key)
-                found = _relabel_time_out(result.message, ticket.peak, self._usage())
+                found = relabel_time_out(result.message, ticket.peak, self._usage())
                 return Failure(found.message, kind=found.kind, line=result.line, col=result.col,
                                excerpt=result.excerpt)
             if isinstance(result, Failure) and result.kind == "render":
-                return _relabel_layout_time_out(result, self._usage())
+                return relabel_layout_time_out(result, self._usage())
             return result
         finally:
-            self._measure(ticket, key, self._clock() - started, timed_out)
+            if outcome != "unmeasured":
+                self._measure(ticket, key, self._clock() - started, timed_out=outcome == "limit")
             with self._cond:
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
-    def _measure(self, ticket: _Ticket, key: Hashable, wall_s: float, timed_out: bool) -> None:
+    def _measure(self, ticket: _Ticket, key: Hashable, wall_s: float, *, timed_out: bool) -> None:
         """Keep what the job cost: CPU seconds where the runner measured them (a loaded machine
-        stretches the wall time of every job alike), else wall seconds; a time-out costs infinity."""
+        stretches the wall time of every job alike), else wall seconds; a time or memory limit costs infinity."""
         usage = self._usage()
         spent = math.inf if timed_out else (usage.cpu_s if usage is not None and usage.cpu_s is not None
                                             else wall_s)
@@ -370,39 +379,3 @@ def _job_key(job: Job, args: tuple[Any, ...]) -> Hashable:
     """The same job again: its function and first argument (the program, for the page's jobs)."""
     first = args[0] if args and isinstance(args[0], str) else None
     return None if first is None else ("job", _kind(job), hash(first))
-
-
-def _relabel_time_out(message: str, peak: int, usage: JobUsage | None) -> JobTimeout:
-    """`time` when other programs took the CPU the job needed (measured), `overtime` when it had one to itself."""
-    share = None if usage is None else usage.share
-    if usage is not None and share is not None:
-        if not usage.busy:
-            return JobTimeout(
-                f"{message}. It had a CPU to itself ({share:.0%} of one, measured over its {usage.wall_s:.1f} s), "
-                "so it would stop at the same point again: a retry will not help", kind="overtime")
-        return JobTimeout(
-            f"{message}. The machine was busy: it got {share:.0%} of a CPU over its {usage.wall_s:.1f} s "
-            "(measured), so it may pass at a quieter moment", kind="time")
-    # Not measured (no /proc): judged from the page's own jobs only, and said so.
-    if peak <= 1:
-        return JobTimeout(
-            f"{message}. No other program of this page ran beside it (the CPU it got was not measured here), "
-            "so it would likely stop at the same point again: a retry will not help", kind="overtime")
-    return JobTimeout(
-        f"{message}. {peak - 1} other program{'s' if peak > 2 else ''} ran beside it, so it "
-        "may pass at a quieter moment", kind="time")
-
-
-def _relabel_layout_time_out(result: Failure, usage: JobUsage | None) -> Failure:
-    """A layout stopped at its deadline because the machine was busy: `time` (retry, never cached)."""
-    if not layout_stopped_by_load(result) and not (usage is not None and usage.busy and _layout_timed_out(result)):
-        return result
-    text = result.message
-    if "the machine was busy" not in text and usage is not None and usage.share is not None:
-        text += (f". The machine was busy: the job got {usage.share:.0%} of a CPU over its {usage.wall_s:.1f} s "
-                 "(measured), so it may pass at a quieter moment")
-    return Failure(text, kind="time", line=result.line, col=result.col, excerpt=result.excerpt)
-
-
-def _layout_timed_out(result: Failure) -> bool:
-    return result.kind == "render" and " took over " in result.message and "laying out" in result.message

@@ -19,12 +19,15 @@ from typing import Literal
 
 from .program_cost import Verdict
 
-__all__ = ["Lane", "NICE", "lane", "CostBook"]
+__all__ = ["Lane", "NICE", "DEMOTE_S", "lane", "CostBook"]
 
 Lane = Literal["light", "heavy", "suspect"]
 # The CPU priority (nice value) a job of each lane runs at: a heavy job yields the CPU to light ones,
 # a suspect's (a page whose program ran to the time limit) to everyone.
 NICE: dict[Lane, int] = {"light": 0, "heavy": 10, "suspect": 19}
+# Wall seconds after which a light job still running is lowered to the heavy lane's priority: a light
+# program takes well under a second of CPU; under load its wall time stretches, so a margin.
+DEMOTE_S = 4.0
 
 
 def lane(*, suspect: bool, verdict: Verdict, program_s: float | None, session_s: float | None,

@@ -89,7 +89,7 @@ def test_a_wrong_count_of_expected_values_is_said_to_be_in_expected(capsys: pyte
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--order", "3"], "argument --order: invalid choice: 3"),
+        (["--order", "3"], "argument --order: expected a whole number from 1 to 2, found 3"),
         (["--kinks", "ignore"], "argument --kinks: invalid choice: 'ignore'"),
         (["--fast", "--fwd"], "fast=True compares random projections of the reverse-mode Jacobian only"),
     ],

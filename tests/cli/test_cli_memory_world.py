@@ -9,13 +9,16 @@ import dist_jobs
 import pytest
 
 from graphviz_app.cli import commands as cli
-from graphviz_app.tracing.distributed.fake_cluster import forecast_world
+from graphviz_app.tracing.distributed.fake_cluster import forecast_world, largest_batch_world
 
 JOBS = Path(dist_jobs.__file__)
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(argv)
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # refused by the parser (a size not written plainly)
+        code = e.code if isinstance(e.code, int) else -1
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -46,10 +49,15 @@ def test_the_table_has_a_row_per_world_size(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--world-size", "0"], "--world-size expects numbers of ranks separated by commas"),
-    (["--world-size", "8,x"], "--world-size expects numbers of ranks"),
-    (["--world-size", "8", "--measure"], "--measure cannot go with it"),
-    (["--world-size", "8", "--batch", "4"], "--batch cannot go with it"),
+    (["--world-size", "0"], "argument --world-size: expected a whole number from 1"),
+    (["--world-size", "8,x"], "argument --world-size: expected a whole number"),
+    (["--world-size", "2,4", "--measure"], "give one world size of at most 8"),
+    (["--world-size", "16", "--measure"], "give one world size of at most 8"),
+    (["--world-size", "8", "--checkpoint"], "--checkpoint cannot go with it"),
+    (["--world-size", "8", "--seq-len", "4"], "--seq-len cannot go with it"),
+    (["--world-size", "8", "--batch", "0"], "argument --batch: expected a whole number from 1"),
+    (["--world-size", "8", "--budget", "lots"], "--budget: "),
+    (["--world-size", "2", "--measure", "--batch", "4"], "leave out --batch and --budget"),
     (["--world-size", "8", "--device", "cpu"], "--world-size forecasts on fake tensors (meta)"),
     (["--world-size", "8", "--optimizer", "adam"], "takes the precision and optimizer from FUNC"),
 ])
@@ -64,3 +72,31 @@ def test_a_func_that_raises_on_the_fake_cluster_is_named_with_the_world_size(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(["memory", f"{JOBS}:ddp", "--world-size", "4"], capsys)
     assert code == 2 and "failed at world size 4: DDP cannot run on fake tensors" in err, err
+
+
+@pytest.mark.slow  # two real gloo ranks, each a fresh process importing torch, started from the CLI's worker
+def test_measure_runs_real_ranks_and_each_equals_the_forecast_and_the_tracker(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "2", "--measure", "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    forecast = report["world_sizes"][0]
+    assert [m["rank"] for m in report["measured"]] == [0, 1] and report["peak_rank"] == 0
+    for measured in report["measured"]:
+        assert measured["total_bytes"] == forecast["total_bytes"] == measured["tracker_bytes"]
+        assert measured["tracker"] == "FSDPMemTracker"
+
+
+@pytest.mark.slow
+def test_batches_and_budget_give_an_entry_per_world_size_and_batch_and_the_largest_batch_per_gpu(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "8", "--batch", "2,8", "--budget", "3000000",
+                         "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert [(e["world_size"], e["batch"]) for e in report["world_sizes"]] == [(8, 2), (8, 8)]
+    for entry in report["world_sizes"]:
+        library = forecast_world(dist_jobs.job("fsdp"), world_size=8, batch=entry["batch"])
+        assert entry["total_bytes"] == library.total_bytes
+    assert report["largest_batch"] == [
+        {"world_size": 8, "batch": largest_batch_world(dist_jobs.job("fsdp"), world_size=8, budget_bytes=3_000_000)}]

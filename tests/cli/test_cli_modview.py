@@ -140,7 +140,7 @@ def test_a_model_and_inputs_are_traced_with_their_modules(runs: dict, work: Path
         ("number",
          "m.py:number returned int, not tensors: return the output tensor(s) (return loss), "
          "the output and its parameters"),
-        ("negative_depth", "depth must be a whole number >= 0"),
+        ("negative_depth", "argument --depth: expected a whole number from 0 to 2,147,483,647, found -1"),
     ],
 )
 def test_unusable_returns_and_options_exit_2_with_one_line(runs: dict, name: str, message: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from graphviz_app.cli import commands as cli
 from graphviz_app.drawing.layout import PURE_ABOVE_WORK
+from graphviz_app.runner import JobOutOfMemory, WorkerCrashed
 
 RENDER = ["render", "x.sum()", "--var", "x=torch.ones(2, requires_grad=True)", "-o", "never.svg"]
 CHECK = ["check", "x.sum()", "--var", "x=torch.ones(2, requires_grad=True)"]
@@ -98,3 +99,42 @@ def test_memory_help_states_the_size_range(capsys: pytest.CaptureFixture[str]) -
     text = " ".join(capsys.readouterr().out.split())
     assert "e.g. 1,8,32, each from 1 to 2,147,483,647" in text
     assert "the second dimension of every input of 2+ dims, from 1 to 2,147,483,647" in text
+
+
+OUT_OF_MEMORY = [
+    (["--batch", "100000000"], JobOutOfMemory("the job ran out of the machine's memory: use smaller tensors"), True),
+    (["--seq-len", "100000"], WorkerCrashed("the worker process was killed by SIGKILL", exit_code=-9), True),
+    (["--batch", "100000000", "--device", "meta"], JobOutOfMemory("the job ran out of the machine's memory"), False),
+    ([], JobOutOfMemory("the job ran out of the machine's memory: use smaller tensors"), False),
+]
+
+
+@pytest.mark.parametrize(("extra", "error", "hinted"), OUT_OF_MEMORY, ids=["batch", "seq-len", "meta", "as-given"])
+def test_a_step_too_large_for_the_machine_offers_a_forecast_on_meta(
+    extra: list[str], error: Exception, hinted: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from graphviz_app.cli import memory
+
+    script = tmp_path / "model.py"
+    script.write_text("def build():\n    pass\n")
+
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(memory, "run_script_job", out_of_memory)
+    assert cli.main(["memory", f"{script}:build", *extra]) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "could not finish" in err and "Traceback" not in err
+    hint = "may not fit in this machine's memory: forecast it without allocating anything with --device meta"
+    assert (hint in err) is hinted, err
+
+
+@pytest.mark.parametrize("text", ["1_6", "\u0668", "8,\u00b2", "0", "1e3", ","])
+def test_world_sizes_are_plain_digits_too(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["memory", "job.py:build", "--world-size", text])
+    err = capsys.readouterr().err
+    assert stopped.value.code == cli.EXIT_BAD_INPUT, err
+    assert re.search(r"argument --world-size: .*(whole number|sizes separated by commas)", err), err
+    assert err.count("\n") == 1 and "Traceback" not in err

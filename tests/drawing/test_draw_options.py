@@ -78,3 +78,5 @@ def test_a_measurement_is_for_html_only_whichever_function_is_given_it() -> None
         export(_graph(), "dot", measured=marker)
     with pytest.raises(UnsupportedFormatError, match="a measurement is shown by the HTML viewer only"):
         export_drawing(_graph(), "svg", measured=marker)
+    with pytest.raises(UnsupportedFormatError, match="overlays are colourings of the HTML viewer only, not of 'svg'"):
+        export_drawing(_graph(), "svg", overlays={"latency": {"n1": 1.0}})

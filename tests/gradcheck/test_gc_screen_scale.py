@@ -43,7 +43,7 @@ def test_a_correct_gradient_of_200000_inputs_passes_on_the_screen(fn: object) ->
 
 
 @pytest.mark.slow
-def test_a_wrong_gradient_of_200000_inputs_fails_and_says_why_no_element_is_located(
+def test_a_wrong_gradient_of_200000_inputs_fails_and_locates_a_sample(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_ScaledSquare, "factor", 1.01)
@@ -52,6 +52,8 @@ def test_a_wrong_gradient_of_200000_inputs_fails_and_says_why_no_element_is_loca
     assert report.pairs[0].blame == Blame.AUTOGRAD  # the two steps agree with each other, not with autograd
     note = next(n for n in report.notes if n.startswith("screen: the probes disagree"))
     assert f"above the {FULL_WORK_LIMIT:,} this check allows" in note and "screen=False" in note
+    sampled = next(n for n in report.notes if n.startswith("sampled: "))
+    assert "1 x 16 block of output 0, input 0" in sampled and "16 disagree" in sampled  # each one is 1% off
 
 
 def test_the_same_wrong_gradient_small_is_compared_element_by_element(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,3 +89,30 @@ def test_one_wrong_element_of_a_large_output_is_still_found() -> None:
 
     report = check(_OneOff.apply, _x())
     assert not report.passed and report.pairs[0].blame == Blame.AUTOGRAD
+
+
+class _WrongExp(torch.autograd.Function):
+    """exp with a backward 1% off: a diagonal Jacobian, 200,000 x 200,000."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        return g * y * 1.01
+
+
+@pytest.mark.slow
+def test_the_sample_of_a_diagonal_jacobian_lands_on_its_diagonal() -> None:
+    torch.manual_seed(0)
+    report = check(_WrongExp.apply, torch.randn(400, 500, dtype=torch.float64, requires_grad=True))
+    assert not report.passed and report.pairs[0].blame == Blame.AUTOGRAD
+    sampled = next(n for n in report.notes if n.startswith("sampled: "))
+    assert "16 x 16 block" in sampled and "16 disagree" in sampled
+    where = sampled.split("the worst, ")[1].split(":")[0]  # out[r, c] in[r, c]: the same element
+    out_index, in_index = where.removeprefix("out").split(" in")
+    assert out_index == in_index

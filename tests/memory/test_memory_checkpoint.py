@@ -75,7 +75,7 @@ def test_no_plan_when_the_peak_is_already_under_the_budget() -> None:
     peak, run = _predicted(_step())
     plan = plan_checkpoints(run.graph, peak, roots=run.roots)
     assert plan.modules == () and plan.reached and plan.predicted_peak_after == peak
-    assert "already under the budget" in str(plan)
+    assert "already under the peak's budget" in str(plan)
 
 
 def test_an_unreachable_budget_gives_the_lowest_plan_and_says_so() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from mem_oracle import StepSpec, memtracker_peak
 from mem_zoo import TinyGPT
 
 from graphviz_app import trace_model
 from graphviz_app.errors import TraceError
-from graphviz_app.memory import advise_checkpoints, measure
+from graphviz_app.memory import advise_checkpoints, forecast, measure
 from graphviz_app.tracing.memory.checkpointing import checkpointed
 
 
@@ -56,3 +57,35 @@ def test_a_module_list_cannot_be_checkpointed() -> None:
     with pytest.raises(TraceError, match="'blocks', a ModuleList whose forward never runs: name its members"):
         with checkpointed(TinyGPT(), ["blocks"]):
             pass
+
+
+def test_reentrant_blocks_stay_visible_as_their_modules() -> None:
+    graph = measure(TinyGPT(reentrant=True), _ids()).graph
+    blocks = [n for n in graph.nodes if n.name == "CheckpointFunctionBackward"]
+    assert sorted(n.module for n in blocks) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
+    assert all(dict(n.attrs)["checkpoint"].startswith("reentrant") for n in blocks)
+    assert {"blocks.0", "blocks.3"} <= {r.module for r in graph.module_summary()}
+
+
+def test_when_checkpointing_cannot_help_the_plan_says_what_holds_the_peak() -> None:
+    from mem_zoo import LeafTwice
+
+    plan = advise_checkpoints(LeafTwice(256), torch.randn(8, 256), budget_bytes=1)
+    text = str(plan)
+    assert not plan.modules and not plan.reached
+    assert "gradients in flight 768.0 KiB" in text and "register_post_accumulate_grad_hook" in text
+    assert "is cannot get under" not in text
+    assert plan.to_dict()["held_at_peak"]["gradients"] == 3 * 4 * 256 * 256 + 4
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_checkpointed_step_is_memtrackers_measured_and_forecast(reentrant: bool, batch: int) -> None:
+    ids = _ids(batch) % 128
+    spec = StepSpec(lambda: TinyGPT(vocab=128, d=32, layers=2, reentrant=reentrant), lambda b: ((ids,), {}),
+                    lambda out: out)
+    oracle = memtracker_peak(spec, batch).peak_bytes
+    torch.manual_seed(0)
+    model = TinyGPT(vocab=128, d=32, layers=2, reentrant=reentrant)
+    assert measure(model, ids).measured.peak_bytes == oracle
+    assert forecast(model, ids, policy="cpu").peak_bytes == oracle

@@ -44,7 +44,9 @@ def _alive(pid: int) -> bool:
 
 def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "worker.pid"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # the job is this module: the worker imports it, and with it the helpers in tests/support
+    paths = [str(ROOT), str(ROOT / "tests" / "support"), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(pid_file)], env=env, cwd=ROOT)
     worker = 0
     try:

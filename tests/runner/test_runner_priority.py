@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -51,6 +52,20 @@ def test_the_pool_keeps_working_when_the_worker_could_not_be_raised_back(
     value, fresh = runner.run(niceness)
     assert value == os.getpriority(os.PRIO_PROCESS, 0)
     assert fresh != niced  # the lowered worker was retired, not handed on
+
+
+def slow_niceness(seconds: float) -> tuple[int, int]:
+    """The worker's nice value after running `seconds`."""
+    time.sleep(seconds)
+    return niceness()
+
+
+def test_a_job_that_outlasts_its_demotion_time_is_lowered_and_a_quick_one_is_not(runner: IsolatedRunner) -> None:
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    quick, _ = runner.run(niceness, demote=(30.0, 7))
+    slow, _ = runner.run(slow_niceness, 1.5, demote=(0.2, 7))
+    after, _ = runner.run(niceness)
+    assert (quick, slow, after) == (base, min(base + 7, 19), base)
 
 
 def test_set_nice_of_a_process_that_is_gone_says_so() -> None:

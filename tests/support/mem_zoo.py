@@ -269,6 +269,12 @@ ZOO: tuple[ZooModel, ...] = (
     _plain_model("gru-tagger", GRUTagger, lambda b: (b, 48), ids=200, tags=("rnn", "forward-peak")),
     _plain_model("lstm-lm", LSTMLM, lambda b: (b, 24), ids=300, tags=("rnn",)),
     _plain_model("conv-bn", ConvBN, lambda b: (b, 3, 32, 32), tags=("vision", "batchnorm")),
+    _lm("roberta-mlm", "RobertaConfig", "RobertaForMaskedLM",
+        dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+             max_position_embeddings=80), tags=("tied", "hf")),
+    _plain_model("torch-encoder", lambda: nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, batch_first=True), 2, enable_nested_tensor=False),
+        lambda b: (b, 24, 64), tags=("attention",)),
 )
 
 

@@ -96,7 +96,9 @@ def test_trace_model_equals_record_then_trace() -> None:
     assert graph.modules == by_hand.modules
     mul = next(n for n in graph.nodes if n.name == "MulBackward0")
     assert mul.tensor is not None and mul.tensor.shape == (3, 7)
-    assert mul.source is not None and mul.source.startswith(f"{__name__.rpartition('.')[2]}.py:")
+    # the file is named from the working directory or a sys.path folder: tests/tracing/... from the repo root
+    assert mul.source is not None
+    assert mul.source.partition(":")[0].endswith(f"{__name__.rpartition('.')[2]}.py"), mul.source
 
 
 def test_trace_model_forwards_trace_options() -> None:

@@ -15,8 +15,8 @@ from graphviz_app.drawing.notebook import SVG_MAX_NODES
 from graphviz_app.errors import RenderError
 from graphviz_app.viewer import bundle, viewer_html
 
-HOW_TO_GET_IT = (r"missing from .*: this copy of graphviz-app was installed without it.*"
-                 r"pip install --force-reinstall.*npm ci && npm run build.*need no bundle")
+HOW_TO_GET_IT = (r"missing from .*: this copy of graphviz-app was installed without it.*reinstall graphviz-app "
+                 r"from a wheel.*`pip install \.`.*Node\.js 18.*npm ci && npm run build.*need no bundle")
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ class FakePool:
     def __init__(self, max_workers: int = 4, time_limit: float = 15.0) -> None:
         self.max_workers, self.time_limit = max_workers, time_limit
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0,
+            demote: tuple[float, int] | None = None) -> Any:
         return job(*args)
 
 
@@ -32,7 +33,8 @@ class StoppablePool(FakePool):
         super().__init__()
         self.started: list[str] = []
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0,
+            demote: tuple[float, int] | None = None) -> Any:
         self.started.append(job.__name__)
         out: list[Any] = []
         worker = threading.Thread(target=lambda: out.append(job(*args)), daemon=True)

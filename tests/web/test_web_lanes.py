@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from waiting import wait_until
 
-from graphviz_app.runner import JobTimeout, JobUsage, RunnerError
+from graphviz_app.runner import JobOutOfMemory, JobTimeout, JobUsage, RunnerError, WorkerCrashed
 from graphviz_app.web.fairness import FairRunner
-from graphviz_app.web.lanes import NICE, CostBook, lane
+from graphviz_app.web.lanes import DEMOTE_S, NICE, CostBook, lane
 
 LIGHT_S = 2.0
 
@@ -79,10 +79,13 @@ class MeasuringPool:
 
     def __init__(self) -> None:
         self.nice: list[tuple[str, int]] = []
+        self.demote: list[tuple[float, int] | None] = []
         self._local = threading.local()
 
-    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0) -> Any:
+    def run(self, job: Callable[..., Any], *args: Any, cancel: threading.Event | None = None, nice: int = 0,
+            demote: tuple[float, int] | None = None) -> Any:
         self.nice.append((args[0] if args else job.__name__, nice))
+        self.demote.append(demote)
         self._local.usage = None
         result = job(*args)
         self._local.usage = JobUsage(wall_s=result[1], cpu_s=result[1])
@@ -173,3 +176,29 @@ def test_each_lane_runs_at_its_cpu_priority() -> None:
         fair.run("red team", timed_out, HEAVY_TEXT + " # 2")
     fair.run("red team", costs, LIGHT_TEXT + " # 3", 0.01)  # a suspect now, whatever its text
     assert [n for _, n in pool.nice] == [NICE["light"], NICE["heavy"], NICE["heavy"], NICE["suspect"]]
+    # A light job that outlasts DEMOTE_S yields the CPU from then on; the others already run lower.
+    assert pool.demote == [(DEMOTE_S, NICE["heavy"]), None, None, None]
+
+
+def behaves(program: str, outcome: float | str) -> tuple[str, float]:
+    """The page's one job function: takes `outcome` CPU seconds, or runs out of memory, or loses its worker."""
+    if outcome == "memory":
+        raise JobOutOfMemory("the job ran out of its memory limit (2.0 GiB): use smaller tensors")
+    if outcome == "killed":
+        raise WorkerCrashed("the worker process was killed by SIGKILL", exit_code=-9)
+    assert isinstance(outcome, float)
+    return program, outcome
+
+
+def test_a_program_that_ran_out_of_memory_is_heavy_next_time_and_a_killed_worker_says_nothing() -> None:
+    pool = MeasuringPool()
+    fair = FairRunner(pool)  # type: ignore[arg-type]
+    bomb, killed = LIGHT_TEXT + "  # bomb", LIGHT_TEXT + "  # killed"
+    with pytest.raises(RunnerError, match="memory limit"):
+        fair.run("bomber", behaves, bomb, "memory")
+    fair.run("visitor", behaves, bomb, 0.01)  # the same program from another page: heavy lane
+    fair.run("visitor", behaves, LIGHT_TEXT, 0.01)  # quick: the visitor's page is light again
+    with pytest.raises(RunnerError, match="killed by SIGKILL"):
+        fair.run("visitor", behaves, killed, "killed")  # an operator killed the worker
+    fair.run("visitor", behaves, killed, 0.01)  # neither the program nor the page was marked
+    assert [n for _, n in pool.nice] == [NICE["light"], NICE["heavy"], NICE["light"], NICE["light"], NICE["light"]]

@@ -85,7 +85,7 @@ class MeasuredPool:
     def __init__(self, usage: JobUsage) -> None:
         self.usage = usage
 
-    def run(self, job, *args, cancel=None, nice=0):  # noqa: ANN001, ANN002, ANN201
+    def run(self, job, *args, cancel=None, nice=0, demote=None):  # noqa: ANN001, ANN002, ANN201
         return job(*args)
 
     def last_usage(self) -> JobUsage:

@@ -38,7 +38,7 @@ def test_module_depth_and_roll_travel_in_the_link() -> None:
 def test_a_bad_depth_in_a_link_is_reported_and_the_viewer_picks_the_level(raw: str, problem: str) -> None:
     state, problems = from_query({"depth": raw})
     assert state.options.module_depth == 0
-    assert problems == [f"ignored ?depth={raw}: expected a whole number {problem}"]
+    assert problems == [f"ignored ?depth={raw}: expected a whole number {problem} written with the digits 0-9"]
 
 
 # The worker's result -----------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 from ...model import Graph, NodeKind, human_bytes
 from .flops import forward_flops
 from .plan import BackwardPlan, plan_backward
-from .records import MemoryTimeline
+from .records import HolderKind, MemoryTimeline
 from .replay import EngineReplay, Recompute
 
 __all__ = ["CheckpointPlan", "plan_checkpoints", "recompute_for", "checkpointed_timeline", "POOL", "REPLAYS"]
@@ -43,6 +43,7 @@ class CheckpointPlan:
     freed: tuple[tuple[str, int], ...] = ()
     measured_peak_before: int | None = None
     measured_peak_after: int | None = None
+    held_at_peak: tuple[tuple[str, int], ...] = ()
 
     @property
     def reached(self) -> bool:
@@ -56,22 +57,27 @@ class CheckpointPlan:
             "recompute_flops": self.recompute_flops, "forward_flops": self.forward_flops,
             "freed": dict(self.freed),
             "measured_peak_before": self.measured_peak_before, "measured_peak_after": self.measured_peak_after,
+            "held_at_peak": dict(self.held_at_peak),
         }
 
     def __str__(self) -> str:
         if not self.modules:
             if self.reached:
                 return (f"no checkpoint needed: the predicted peak {human_bytes(self.predicted_peak_before)} is "
-                        f"already under the budget {human_bytes(self.budget_bytes)}")
-            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under the "
-                    f"budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what holds "
-                    "the peak is not them (parameter gradients at the end of backward, the logits, a gradient "
-                    "being made); levers that do lower it: free each .grad as soon as it is accumulated "
-                    "(optimizer in backward, register_post_accumulate_grad_hook), autocast bfloat16, a smaller "
-                    "micro-batch with gradient accumulation, a loss computed in chunks over the vocabulary")
+                        f"already under the peak's budget {human_bytes(self.budget_bytes)}")
+            held = ", ".join(f"{HolderKind(kind).label} {human_bytes(size)}" for kind, size in self.held_at_peak
+                             if size)
+            grads = dict(self.held_at_peak).get(HolderKind.GRADS.value, 0)
+            lever = (f" (up to {human_bytes(grads)} here: the .grad held at the peak)" if grads else "")
+            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under "
+                    f"the peak's budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what "
+                    f"holds the peak is mostly not them{f' ({held})' if held else ''}; levers that do lower it: free "
+                    f"each .grad as soon as it is accumulated{lever} (optimizer in backward, "
+                    "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
+                    "accumulation, a loss computed in chunks over the vocabulary")
         share = self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
         lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
-                 f" -> {human_bytes(self.predicted_peak_after)} (budget {human_bytes(self.budget_bytes)}"
+                 f" -> {human_bytes(self.predicted_peak_after)} (the peak's budget {human_bytes(self.budget_bytes)}"
                  f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
         if self.measured_peak_after is not None:
@@ -196,8 +202,19 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
         if trial_peak <= budget_bytes or (peak > budget_bytes and trial_peak <= peak):
             chosen, peak = trial, trial_peak
     ordered = sorted(chosen, key=modules.names.index)
+    held = () if chosen else _held_at_peak(plan, retain_graph)
     return CheckpointPlan(tuple(ordered), budget_bytes, before, peak, sum(cost[m] for m in chosen), total,
-                          tuple((m, freed[m]) for m in ordered))
+                          tuple((m, freed[m]) for m in ordered), held_at_peak=held)
+
+
+def _held_at_peak(plan: BackwardPlan, retain_graph: bool) -> tuple[tuple[str, int], ...]:
+    """Bytes alive at the replay's peak by holder kind (HolderKind values, in its order)."""
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    replay.run()
+    totals = dict.fromkeys((k.value for k in HolderKind), 0)
+    for kind, _, size in replay.alive_at_peak().values():
+        totals[kind] += size
+    return tuple(totals.items())
 
 
 # Candidate modules a plan is chosen from, and the most replays one plan may take.

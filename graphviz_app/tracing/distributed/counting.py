@@ -85,8 +85,9 @@ class RankStorages(LiveStorages):
         out = super().__torch_dispatch__(func, types, args, kwargs)
         if func.namespace in _COLLECTIVES and func is not _WAIT and not self.paused:
             sizes = [t.numel() * t.element_size() for t in _tensors_in((args, kwargs, out))]
+            node = self.marks[-1][0] if self.marks else None  # the backward node running, when marked
             self.events.append(CollectiveEvent(func.__name__.split(".")[0], max(sizes, default=0), self.phase,
-                                               self.live))
+                                               self.live, node))
         return out
 
     def _storage_resized(self, st: torch.UntypedStorage) -> None:

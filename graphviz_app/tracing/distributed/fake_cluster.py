@@ -12,6 +12,7 @@ real rank's (`run_rank_step`); torch's FSDPMemTracker works the same way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -20,11 +21,13 @@ import torch.distributed as dist
 import torch.distributed.device_mesh as device_mesh
 
 from ...analysis.distributed import RankMemory
+from ...analysis.memory.fit import largest_batch
 from ...errors import DistributedError
+from ..memory.forecast import resized
 from ..torch_internals import fake_store, fake_tensor_api
 from .rank_step import rank_step, run_rank_step
 
-__all__ = ["fake_cluster", "forecast_world", "forecast_worlds"]
+__all__ = ["fake_cluster", "forecast_world", "forecast_worlds", "largest_batch_world"]
 
 _MESH_INIT = device_mesh.DeviceMesh.__init__
 FakeTensor, FakeTensorMode, unset_fake_temporarily, _ = fake_tensor_api()
@@ -69,12 +72,13 @@ def fake_cluster(world_size: int, rank: int = 0) -> Iterator[Any]:
 
 
 def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, where: str = "FUNC",
-                   warmup: int | None = None) -> RankMemory:
+                   warmup: int | None = None, batch: int | None = None) -> RankMemory:
     """`rank`'s step of `func`'s job on `world_size` GPUs, forecast on a fake cluster (nothing allocated).
 
     `func` takes no arguments, builds and wraps the model as the training script
     does (reading `dist.get_world_size()` and `dist.get_rank()`), and returns it
-    with its inputs (and optimizer) in a form `rank_step` takes.
+    with its inputs (and optimizer) in a form `rank_step` takes. `batch` sets the
+    first dimension of every input tensor (the batch per GPU).
 
     Raises:
         DistributedError: `func` failed (its message, with the world size), or returned no step.
@@ -87,6 +91,9 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
         except Exception as e:  # noqa: BLE001 - the user's FUNC: say where and at which size, keep the cause
             raise DistributedError(_func_failed(where, world_size, e)) from e
         step = rank_step(result, where)
+        if batch is not None:
+            step = dataclasses.replace(step, args=resized(step.args, batch=batch),
+                                       kwargs=resized(dict(step.kwargs), batch=batch))
         try:
             return run_rank_step(step, rank=rank, world_size=world_size, warmup=warmup)
         except DistributedError:
@@ -97,9 +104,20 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
 
 
 def forecast_worlds(func: Callable[[], Any], world_sizes: Sequence[int], *, rank: int = 0, where: str = "FUNC",
-                    warmup: int | None = None) -> tuple[RankMemory, ...]:
+                    warmup: int | None = None, batch: int | None = None) -> tuple[RankMemory, ...]:
     """`forecast_world` at each of `world_sizes`, in order."""
-    return tuple(forecast_world(func, world_size=n, rank=rank, where=where, warmup=warmup) for n in world_sizes)
+    return tuple(forecast_world(func, world_size=n, rank=rank, where=where, warmup=warmup, batch=batch)
+                 for n in world_sizes)
+
+
+def largest_batch_world(func: Callable[[], Any], *, world_size: int, budget_bytes: int, rank: int = 0,
+                        where: str = "FUNC") -> int:
+    """The largest batch per GPU whose forecast total (`RankMemory.total_bytes`) fits `budget_bytes` on each
+    rank at `world_size` (0: not even 1); a handful of forecasts (`largest_batch`'s search)."""
+    def total(batch: int) -> int:
+        return forecast_world(func, world_size=world_size, rank=rank, where=where, batch=batch).total_bytes
+
+    return largest_batch(total, budget_bytes)
 
 
 def _first_line(e: BaseException) -> str:

@@ -205,6 +205,10 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
     model = step.model
     buckets = ddp_buckets(model)
     notes: list[str] = []
+    if strategy == "replicated" and world_size > 1:
+        notes.append(f"the model is not wrapped (no fully_shard, DDP or parallelize_module): each of the "
+                     f"{world_size} ranks holds the whole model and runs the whole step, with no collective; "
+                     "wrap it in FUNC as the training script does")
     if buckets:
         view = bool(getattr(model, "gradient_as_bucket_view", False))
         notes.append(f"DDP: {len(buckets)} gradient bucket(s) of {', '.join(str(b) for b in buckets)} bytes "

@@ -11,21 +11,23 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import os
-import queue
+import pickle
 import socket
+import subprocess
 import sys
+import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from ...analysis.distributed import RankMemory, RankTable, rank_table
 from ...errors import DistributedError
 from .rank_step import RankStep, rank_step, run_rank_step
 
-__all__ = ["measure_rank", "gather_ranks", "run_ranks", "load_func"]
+__all__ = ["measure_rank", "gather_ranks", "run_ranks", "load_func", "rank_process"]
 
 
 def measure_rank(result: Any, *, where: str = "FUNC", warmup: int | None = None,
@@ -84,11 +86,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rank_main(rank: int, world_size: int, port: int, target: str, with_torch_tracker: bool, timeout_s: float,
-               out: Any) -> None:
-    """One rank: join the gloo group, run FUNC's step measured, gather on rank 0, report to the launcher."""
+def rank_process(rank: int, world_size: int, port: int, target: str, with_torch_tracker: bool, timeout_s: float,
+                 out: Path) -> None:
+    """One rank (a process of its own): join the gloo group, run FUNC's step measured, gather on rank 0, and
+    write what it has for the launcher to `out` (pickled: ("table" | "done" | "error", rank, value))."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank))
+    message: tuple[str, int, Any]
     try:
         dist.init_process_group("gloo", rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=timeout_s))
@@ -99,22 +103,38 @@ def _rank_main(rank: int, world_size: int, port: int, target: str, with_torch_tr
             raise DistributedError(f"{target} failed on rank {rank}: {type(e).__name__}: {e}") from e
         mine = measure_rank(result, where=target, with_torch_tracker=with_torch_tracker)
         table = gather_ranks(mine)
-        out.put(("table", rank, table) if table is not None else ("done", rank, None))
+        message = ("table", rank, table) if table is not None else ("done", rank, None)
     except BaseException as e:  # noqa: BLE001 - whatever a rank raises reaches the launcher as text
         text = str(e) if isinstance(e, DistributedError) else f"{type(e).__name__}: {e}"
-        out.put(("error", rank, text + "\n" + "".join(traceback.format_exception(e)[-3:])))
+        message = ("error", rank, text + "\n" + "".join(traceback.format_exception(e)[-3:]))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+    partial = out.with_suffix(".part")
+    partial.write_bytes(pickle.dumps(message))
+    partial.replace(out)  # whole or not at all: the launcher reads it once it exists
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=30)
 
 
 def run_ranks(target: str, *, nprocs: int = 2, timeout_s: float = 300.0,
               with_torch_tracker: bool = False) -> RankTable:
     """Start `nprocs` gloo ranks, each running `SCRIPT.py:FUNC`'s step measured; every rank's figures.
 
-    Each rank is a fresh process (spawned) that loads the script and calls FUNC
-    inside the process group, as torchrun would start it. When one rank raises,
-    or the ranks have not finished in `timeout_s`, every rank is stopped.
+    Each rank is a fresh Python process (as torchrun starts them, on this
+    machine's loopback) that loads the script and calls FUNC inside the process
+    group. When one rank raises, or the ranks have not finished in `timeout_s`,
+    every rank is stopped. Works from any process, a daemon worker included.
 
     Raises:
         DistributedError: a rank raised (its rank and message), a rank died, or the time ran out.
@@ -122,45 +142,48 @@ def run_ranks(target: str, *, nprocs: int = 2, timeout_s: float = 300.0,
     if nprocs < 1:
         raise DistributedError(f"run_ranks needs at least one rank, got {nprocs}")
     load_func(target)  # a wrong target is said here, once, not by every rank
-    context = mp.get_context("spawn")
-    out = context.Queue()
     port = _free_port()
-    procs = [context.Process(target=_rank_main, args=(r, nprocs, port, target, with_torch_tracker, timeout_s, out),
-                             daemon=True) for r in range(nprocs)]
-    for p in procs:
-        p.start()
-    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout_s)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the same graphviz_app
     table: RankTable | None = None
-    finished: set[int] = set()
-    try:
-        while len(finished) < nprocs:
-            left = (deadline - datetime.datetime.now()).total_seconds()
-            if left <= 0:
-                raise DistributedError(f"the {nprocs} ranks of {target} did not finish in {timeout_s:g} s: every "
-                                       "rank was stopped")
-            try:
-                kind, rank, value = out.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in finished]
-                if dead:
-                    raise DistributedError(f"rank {dead[0]} of {target} died (exit code {procs[dead[0]].exitcode}) "
-                                           "without a message: every rank was stopped") from None
-                continue
-            if kind == "error":
-                raise DistributedError(f"rank {rank} of {target} raised: {value.strip()}\nevery rank was stopped")
-            finished.add(rank)
-            if kind == "table":
-                table = value
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=30)
-        out.close()
+    with tempfile.TemporaryDirectory(prefix="graphviz-app-ranks-") as folder:
+        outs = [Path(folder) / f"rank{r}.pickle" for r in range(nprocs)]
+        logs = [(Path(folder) / f"rank{r}.log").open("wb") for r in range(nprocs)]
+        procs = [subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(r), str(nprocs), str(port), target, str(int(with_torch_tracker)),
+             str(timeout_s), str(outs[r])], env=env, stdin=subprocess.DEVNULL, stdout=logs[r],
+            stderr=subprocess.STDOUT) for r in range(nprocs)]
+        deadline = time.monotonic() + timeout_s
+        finished: set[int] = set()
+        try:
+            while len(finished) < nprocs:
+                if time.monotonic() > deadline:
+                    raise DistributedError(f"the {nprocs} ranks of {target} did not finish in {timeout_s:g} s: "
+                                           "every rank was stopped")
+                for r, (p, out) in enumerate(zip(procs, outs, strict=True)):
+                    if r in finished:
+                        continue
+                    if out.exists():
+                        kind, rank, value = pickle.loads(out.read_bytes())
+                        if kind == "error":
+                            raise DistributedError(f"rank {rank} of {target} raised: {value.strip()}\n"
+                                                   "every rank was stopped")
+                        finished.add(r)
+                        table = value if kind == "table" else table
+                    elif p.poll() is not None:
+                        tail = Path(logs[r].name).read_text(errors="replace").strip().splitlines()[-3:]
+                        raise DistributedError(f"rank {r} of {target} died (exit code {p.returncode}) without a "
+                                               f"message: every rank was stopped; its last output: {' | '.join(tail)}")
+                time.sleep(0.05)
+        finally:
+            _stop(procs)
+            for log in logs:
+                log.close()
     if table is None:
         raise DistributedError(f"rank 0 of {target} sent no table")
     return table
+
+
+_CHILD = ("import sys\nfrom pathlib import Path\n"
+          "from graphviz_app.tracing.distributed.ranks import rank_process\n"
+          "a = sys.argv[1:]\n"
+          "rank_process(int(a[0]), int(a[1]), int(a[2]), a[3], a[4] == '1', float(a[5]), Path(a[6]))\n")

@@ -13,13 +13,15 @@ from typing import Any
 
 import torch
 
-from ..torch_internals import TorchDispatchMode
+from ..torch_internals import TorchDispatchMode, grouped_mm_op
 
 __all__ = ["meta_grouped_mm", "grouped_mm_shape"]
 
+_OP = grouped_mm_op()
+
 
 def grouped_mm_shape(a: torch.Size, b: torch.Size, groups: int | None) -> tuple[int, ...] | None:
-    """The output shape of `torch._grouped_mm(a, b, offs)` (`groups`: the length of `offs`), or None.
+    """The output shape of the grouped matmul of `a` and `b` (`groups`: the length of its offsets), or None.
 
     >>> grouped_mm_shape(torch.Size([10, 4]), torch.Size([3, 4, 6]), 3)
     (10, 6)
@@ -46,7 +48,7 @@ class meta_grouped_mm(TorchDispatchMode):  # noqa: N801 - used as a context, lik
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func is torch.ops.aten._grouped_mm.default and len(args) >= 2 and all(map(_is_shape_only, args[:2])):
+        if func is _OP and _OP is not None and len(args) >= 2 and all(map(_is_shape_only, args[:2])):
             a, b = args[0], args[1]
             offs = args[2] if len(args) > 2 else kwargs.get("offs")
             shape = grouped_mm_shape(a.shape, b.shape, offs.shape[0] if isinstance(offs, torch.Tensor) else None)

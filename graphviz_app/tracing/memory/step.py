@@ -22,6 +22,7 @@ from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 from .grouped_mm import meta_grouped_mm
+from .reentrant import name_reentrant_blocks
 from .rnn import meta_lstm
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
@@ -200,6 +201,7 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         if counter is not None:
             counter.paused = True
         graph, fns = _walk(step, named, saved)
+        graph = name_reentrant_blocks(graph, fns, step.model)
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
         if counter is None:
             return StepRun(graph, roots, None)

@@ -7,6 +7,7 @@ own code made, so that `units` can re-run exactly that call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import linecache
@@ -22,7 +23,8 @@ import torch
 from ...analysis.model_check import UnitKind
 from ..recorder import _shown_path, _user_source
 
-__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute"]
+__all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute",
+           "cuda_devices"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -54,6 +56,7 @@ class Call:
     kwargs: dict[str, Any]
     grad_inputs: tuple[bool, ...]
     rng: torch.Tensor
+    cuda_rng: list[torch.Tensor] | None
     buffers: dict[str, torch.Tensor]
     parent: int | None
     depth: int
@@ -73,13 +76,27 @@ class Step:
 
 
 def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -> Any:
-    """`value` with every tensor in nested tuples, lists and dicts replaced by `fn(tensor)`, in order."""
+    """`value` with every tensor in nested tuples, lists, dicts and dataclasses replaced by `fn(tensor)`, in order.
+
+    The order is `tensors_in`'s. Containers are rebuilt as their own type where it allows
+    (a namedtuple, a transformers `ModelOutput`), else as a plain dict.
+    """
     if isinstance(value, torch.Tensor):
         return fn(value)
     if depth > 20:
         return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {f.name: map_tensors(getattr(value, f.name), fn, depth + 1) for f in dataclasses.fields(value)}
+        try:
+            return dataclasses.replace(value, **changed)
+        except (TypeError, ValueError):
+            return changed
     if isinstance(value, dict):
-        return type(value)((k, map_tensors(v, fn, depth + 1)) for k, v in value.items())
+        items = [(k, map_tensors(v, fn, depth + 1)) for k, v in value.items()]
+        try:
+            return type(value)(items)
+        except (TypeError, ValueError):
+            return dict(items)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
         return type(value)(*(map_tensors(v, fn, depth + 1) for v in value))
     if isinstance(value, (tuple, list)):
@@ -88,14 +105,25 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors in nested tuples, lists and dicts, in `map_tensors` order."""
+    """The tensors in nested tuples, lists, dicts and dataclasses, in `map_tensors` order."""
     found: list[torch.Tensor] = []
-
-    def keep(t: torch.Tensor) -> torch.Tensor:
-        found.append(t)
-        return t
-
-    map_tensors(value, keep)
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:  # depth first, left to right: the order map_tensors visits them
+        item, depth = todo.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+            continue
+        if depth > 20:
+            continue
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            children = [getattr(item, f.name) for f in dataclasses.fields(item)]
+        elif isinstance(item, dict):
+            children = list(item.values())
+        elif isinstance(item, (tuple, list)):
+            children = list(item)
+        else:
+            continue
+        todo.extend((child, depth + 1) for child in reversed(children))
     return found
 
 
@@ -103,21 +131,23 @@ def source_of(fn: Any) -> str | None:
     """`"model.py:41"`: the `def` line of a function, the path as the graph shows source lines."""
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     code = getattr(fn, "__code__", None)
-    return None if code is None else _def_line(code)
+    return None if code is None else _def_line(code.co_filename, code.co_firstlineno)
 
 
+# Keyed by file and line, not by the code object: equal code objects compiled from two files
+# compare equal (co_filename is not part of a code object's equality) and would share a line.
 @functools.lru_cache(maxsize=4096)
-def _def_line(code: Any) -> str:
+def _def_line(filename: str, first_line: int) -> str:
     """The line of `def` itself: `co_firstlineno` is the first decorator's (`@staticmethod`)."""
-    line = code.co_firstlineno
+    line = first_line
     for offset in range(50):
-        text = linecache.getline(code.co_filename, line + offset).lstrip()
+        text = linecache.getline(filename, line + offset).lstrip()
         if text.startswith(("def ", "async def ")):
             line += offset
             break
         if not text.startswith("@") and offset:
             break
-    return f"{_shown_path(code.co_filename)}:{line}"
+    return f"{_shown_path(filename)}:{line}"
 
 
 def caller_site(depth: int) -> tuple[str, int] | None:
@@ -146,7 +176,8 @@ class _Capture:
         call = Call(
             index=len(self.calls), kind=kind, path=path, type_name=name.split(".")[0], name=name, source=source,
             target=target, args=map_tensors(args, _copy), kwargs=map_tensors(kwargs, _copy),
-            grad_inputs=tuple(t.requires_grad for t in flat), rng=torch.get_rng_state(), buffers=buffers,
+            grad_inputs=tuple(t.requires_grad for t in flat), rng=torch.get_rng_state(), cuda_rng=_cuda_rng(),
+            buffers=buffers,
             parent=parent, depth=0 if parent is None else self.calls[parent].depth + 1, size=size,
         )
         self.calls.append(call)
@@ -198,6 +229,17 @@ class _Capture:
         if source is not None:
             source = source.split(" in ")[0]
         self.calls[self.stack[-1]].sites.append(Site(kind, name, source, where[0], where[1]))
+
+
+def cuda_devices() -> list[int]:
+    """The CUDA devices whose generators a check saves and restores: all, once CUDA is in use; else none."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return list(range(torch.cuda.device_count()))
+    return []
+
+
+def _cuda_rng() -> list[torch.Tensor] | None:
+    return torch.cuda.get_rng_state_all() if cuda_devices() else None
 
 
 def set_attribute(owner: Any, name: str, value: Any) -> None:

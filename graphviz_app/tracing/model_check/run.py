@@ -13,8 +13,9 @@ import torch
 
 from ...analysis.model_check import ModelCheck, Status, UnitKind, Verdict
 from ...errors import ModelCheckError
-from .capture import Call, Site, Step, capture
-from .probes import NotCheckable, Options, Outcome, narrow, screen
+from .capture import Call, Site, Step, capture, cuda_devices
+from .narrowing import narrow
+from .probes import NotCheckable, Options, Outcome, screen
 from .units import Budget, BudgetSpent, Unit, suppressed
 
 __all__ = ["check_model", "STRATEGIES", "KINKS"]
@@ -61,7 +62,7 @@ def check_model(
         model: the `nn.Module` to check (train or eval mode, as it is).
         args: positional inputs of the forward.
         strategy: "all" checks every unit, children before parents, largest first;
-            "bisect" checks the model, then only the children of what failed.
+            "bisect" checks the model, then only the children of what did not pass.
         include: fnmatch patterns of module paths to check (`"blocks.*"`); empty: all.
         skip: fnmatch patterns of module paths not to check.
         max_evaluations: stop after this many forward evaluations (None: no limit).
@@ -96,7 +97,7 @@ def check_model(
     opts = _options(model, strategy, probes, eps, atol, rtol, kinks, tuple(modes), order, seed, max_evaluations)
     started = time.monotonic()
     budget = Budget(max_evaluations, seconds)
-    with torch.random.fork_rng(devices=[]):  # the caller's random state is as it was, whatever ran
+    with torch.random.fork_rng(devices=cuda_devices()):  # the caller's random state is as it was, whatever ran
         step = _capture(model, args, kwargs)
         checker = _Checker(step.calls, opts, budget, include, skip, progress)
         checker.traverse(strategy)
@@ -189,7 +190,7 @@ class _Checker:
             c = todo.pop(0)
             self.check(c)
             below = sorted((calls[i] for i in c.children), key=lambda c: (-c.size, c.index))
-            if self.results[c.index].status == Status.FAILED:
+            if self.results[c.index].status != Status.PASSED:  # failed, or could not say: look inside
                 todo = below + todo
             else:
                 for d in self._descendants(c):
@@ -223,9 +224,10 @@ class _Checker:
             self._set(c, Status.NOT_CHECKED, why or "the budget ran out")
             return
         started, used = time.monotonic(), self.budget.used
-        unit = Unit(c, self.budget)
-        cost = {"notes": tuple(unit.notes)}
+        cost: dict[str, Any] = {"notes": ()}
         try:
+            unit = Unit(c, self.budget)
+            cost["notes"] = tuple(unit.notes)
             out = screen(unit, self.opts)
         except BudgetSpent:
             self._set(c, Status.NOT_CHECKED, "the budget ran out")

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ...analysis.model_check import UnitKind
-from .capture import Call, Site, caller_site, map_tensors, set_attribute, tensors_in
+from .capture import Call, Site, caller_site, cuda_devices, map_tensors, set_attribute, tensors_in
 
 __all__ = ["Budget", "BudgetSpent", "Unit", "suppressed"]
 
@@ -101,8 +101,11 @@ class Unit:
                 flat[pos] = value.clone()  # in-place ops in the forward act on a copy, never on the leaf
         it = iter(flat)
         args, kwargs = map_tensors((self.call.args, self.call.kwargs), lambda _: next(it))
-        with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        cuda = self.call.cuda_rng
+        with torch.random.fork_rng(devices=cuda_devices() if cuda else []), torch.enable_grad():
             torch.set_rng_state(self.call.rng)
+            if cuda:  # dropout on a GPU draws from the device's generator
+                torch.cuda.set_rng_state_all(cuda)
             if self.call.kind == UnitKind.MODULE:
                 params = dict(self.params)
                 for name, slot in self.param_slots.items():
@@ -142,7 +145,8 @@ def _input_names(call: Call) -> list[str]:
     except (TypeError, ValueError):
         params = []
     if call.kind == UnitKind.FUNCTION and params:
-        params = params[1:]  # ctx
+        separate = getattr(call.target, "setup_context", None) is not torch.autograd.Function.setup_context
+        params = params if separate else params[1:]  # forward(ctx, ...) unless a setup_context takes ctx
     names: list[str] = []
     for j, value in enumerate(call.args):
         base = params[j] if j < len(params) and not params[j].startswith("*") else f"argument {j}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dist_jobs
 import pytest
 import torch
 import torch.distributed as dist
@@ -13,7 +14,12 @@ from torch.distributed._tools.mem_tracker import MemTracker
 
 from graphviz_app.analysis.distributed import format_what_ifs
 from graphviz_app.errors import DistributedError
-from graphviz_app.tracing.distributed.fake_cluster import fake_cluster, forecast_world, forecast_worlds
+from graphviz_app.tracing.distributed.fake_cluster import (
+    fake_cluster,
+    forecast_world,
+    forecast_worlds,
+    largest_batch_world,
+)
 from graphviz_app.tracing.distributed.what_if import what_if
 
 
@@ -22,12 +28,14 @@ def _total(snapshot: dict[Any, Any]) -> int:
     return int(per_device["Total"])
 
 
-def torch_tracker_peak(name: str, world_size: int) -> int:
+def torch_tracker_peak(name: str, world_size: int, batch: int | None = None) -> int:
     """The peak of rank 0's steady step by FSDPMemTracker (FSDP jobs) or MemTracker (others), in the same fake
     process group and FakeTensorMode (`fake_cluster` sets them up; torch's trackers count), looped as torch's
     docs loop them."""
     with fake_cluster(world_size):
         model, x, opt = BUILDERS[name](mesh_for(name, world_size))
+        if batch is not None:
+            x = torch.randn(batch, SEQ, D)
         if name.startswith("fsdp"):
             tracker: MemTracker = FSDPMemTracker(model, opt)
             tracker.track_inputs((x,))
@@ -151,3 +159,19 @@ def test_what_if_keeps_every_setup_in_order_with_a_reason_where_it_has_no_figure
     assert bf16.peak_bytes < reshard.peak_bytes  # half-size gathered parameters and activations
     assert "DDP cannot run on fake tensors" in (rows[3].error or "")
     assert "ddp" in format_what_ifs(rows).splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_the_largest_batch_per_gpu_fits_the_budget_by_fsdp_mem_tracker_and_one_more_does_not() -> None:
+    budget = 3_000_000
+    batch = largest_batch_world(job("fsdp"), world_size=8, budget_bytes=budget)
+    assert batch > 1
+    assert torch_tracker_peak("fsdp", 8, batch) <= budget < torch_tracker_peak("fsdp", 8, batch + 1)
+    assert forecast_world(job("fsdp"), world_size=8, batch=batch).inputs_bytes == batch * SEQ * D * 4
+
+
+def test_a_func_that_wraps_nothing_is_told_so_and_holds_the_whole_model() -> None:
+    r = forecast_world(dist_jobs.no_process_group_needed, world_size=8)
+    assert r.strategy == "replicated" and r.collectives == ()
+    assert r.params_bytes == sum(p.numel() * 4 for p in plain_model(1).parameters())
+    assert any("the model is not wrapped (no fully_shard, DDP or parallelize_module)" in n for n in r.notes)

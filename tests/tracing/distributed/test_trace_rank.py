@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import dist_jobs
 import pytest
 import torch
@@ -9,7 +11,9 @@ import torch
 from graphviz_app import trace_model
 from graphviz_app.model import Graph, NodeKind
 from graphviz_app.model.compact import to_compact
-from graphviz_app.tracing.distributed.fake_cluster import fake_cluster
+from graphviz_app.tracing.distributed.fake_cluster import fake_cluster, forecast_world
+from graphviz_app.tracing.distributed.rank_graph import trace_rank_step
+from graphviz_app.tracing.distributed.rank_step import rank_step
 
 
 def _trace(name: str, world_size: int = 2) -> tuple[Graph, torch.nn.Module]:
@@ -69,3 +73,19 @@ def test_a_plain_trace_has_no_sharding() -> None:
     graph = trace_model(dist_jobs.plain_model(1), torch.ones(2, 4, dist_jobs.D))
     assert all(n.tensor is None or n.tensor.sharding is None for n in graph.nodes)
     assert "sharding" not in graph.to_json()
+
+
+def test_backward_collectives_are_placed_on_the_graph_node_running_when_issued() -> None:
+    with fake_cluster(4):
+        step = rank_step(dist_jobs.job("fsdp")())
+        traced = trace_rank_step(step, rank=0, world_size=4)
+    ids = {n.id for n in traced.graph.nodes}
+    events = traced.memory.collectives
+    assert all(e.node is None for e in events if e.phase == "forward")
+    scatters = [e for e in events if e.op == "_reduce_scatter_base_"]
+    assert len(scatters) == 3 and all(e.node in ids for e in scatters), scatters
+    # a unit's gradients are reduce-scattered once its backward is done: at its post-backward boundary node
+    # or after it, never before the backward started
+    assert {traced.graph.node(e.node).module for e in scatters[:2]} == {"2", "1"}
+    assert traced.memory == dataclasses.replace(forecast_world(dist_jobs.job("fsdp"), world_size=4),
+                                                collectives=traced.memory.collectives)

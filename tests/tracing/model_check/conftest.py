@@ -1,4 +1,4 @@
-"""Model-check fixtures: one torch thread on the shared machine (the planted-bug models: support/mc_models.py)."""
+"""Model-check fixtures: one torch thread on the shared machine (the models live in tests/support/mc_models.py)."""
 
 from __future__ import annotations
 

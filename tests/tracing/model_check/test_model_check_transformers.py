@@ -44,6 +44,20 @@ def test_a_wrong_function_planted_in_gpt2_by_a_forward_hook_is_named() -> None:
     result = check_model(model, torch.randint(0, 50, (2, 8)))
     (culprit,) = result.culprits
     assert (culprit.path, culprit.name) == ("transformer.h.1.mlp.act", "ScaledIdentity.backward")
-    assert culprit.source == f"mc_models.py:{def_line(ScaledIdentity.backward)}"
+    assert culprit.source is not None and culprit.source.endswith(f"mc_models.py:{def_line(ScaledIdentity.backward)}")
     assert culprit.ratio == pytest.approx(1.02, rel=1e-6)
     assert all(v.culprit or v.explained_by for v in result.verdicts if v.status == Status.FAILED)
+
+
+def test_a_diffusers_unet_passes_and_its_output_dataclass_is_read() -> None:
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.UNet2DModel(
+        sample_size=8, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(8, 16),
+        down_block_types=("DownBlock2D", "AttnDownBlock2D"), up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        norm_num_groups=4, attention_head_dim=8)
+    result = check_model(model, torch.randn(2, 3, 8, 8), torch.tensor([10, 20]))
+    assert result.passed, str(result)
+    root = next(v for v in result.verdicts if v.path == "")
+    assert root.status == Status.PASSED  # the UNet2DOutput dataclass holds the output tensor
+    assert {v.path for v in result.verdicts if v.status == Status.NOT_CHECKABLE} == {"time_proj"}

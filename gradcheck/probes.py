@@ -6,6 +6,7 @@ slopes: about h f'' where f is smooth (so it doubles with the step), the same at
 and 2h at a corner (relu at 0), and halving at a step. Central differences at h and
 2h differ by about 3 h^2 f''' (Richardson): when that is far below their gap to
 autograd, and the gap far above the rounding floor, finite differences are right.
+Public: the model check (`graphviz_app.tracing.model_check`) judges its probes with `probe_steps` too.
 """
 
 from __future__ import annotations

@@ -1,0 +1,174 @@
+"""The screen's shared pieces: its options and outcome, a unit at its inputs with its random directions, comparison.
+
+`screen` (in `probes`) uses them, and so do forward mode and second order (`modes`) and the
+narrowing of a failure to an input and an element (`narrowing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from .units import BudgetSpent, Unit
+
+__all__ = ["EPS64", "NotCheckable", "Options", "Outcome", "Probed", "signs", "compare", "constant_ratio"]
+
+EPS64 = 2.220446049250313e-16
+
+
+class NotCheckable(Exception):
+    """The unit cannot be checked; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The screen's knobs (see `check_model`)."""
+
+    probes: int = 12
+    eps: float = 1e-6
+    atol: float = 1e-7
+    rtol: float = 1e-5
+    kinks: str = "pass"
+    seed: int = 0
+    modes: tuple[str, ...] = ("rev",)
+    order: int = 1
+
+
+@dataclass
+class Outcome:
+    """What the screen found; on failure, what `narrow` needs to go on."""
+
+    passed: bool
+    check: str = "rev"
+    abs_error: float | None = None
+    rel_error: float | None = None
+    ratio: float | None = None
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    column: int = 0
+    row: int = 0
+    parts: torch.Tensor | None = None  # (inputs, k, k): each input's share of autograd's probes
+    tol: float = 0.0
+
+
+def signs(gen: torch.Generator, k: int, n: int) -> torch.Tensor:
+    return torch.randint(0, 2, (k, n), generator=gen, dtype=torch.float64) * 2 - 1
+
+
+class Probed:
+    """The unit at its inputs, with the random directions and projections the screen shares."""
+
+    def __init__(self, unit: Unit, opts: Options) -> None:
+        self.unit, self.opts = unit, opts
+        self.xs = [d.value for d in unit.inputs]
+        self.h = opts.eps
+
+    def run(self, xs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Outputs at `xs`, computed as the base was (leaves that require grad: the same code paths)."""
+        leaves = [x.detach().requires_grad_() for x in xs]
+        return [y.detach() for y in self.unit(leaves)]
+
+    def project(self, ys: Sequence[torch.Tensor]) -> torch.Tensor:
+        """(k,) numbers v_a^T y over every output."""
+        total = torch.zeros(self.k, dtype=torch.float64)
+        for v, y in zip(self.v, ys, strict=True):
+            total += v @ y.reshape(-1).to(device=v.device, dtype=torch.float64)
+        return total
+
+    def moved(self, direction: Sequence[torch.Tensor | None], step: float) -> torch.Tensor:
+        xs = [x if d is None else x + step * d.reshape(x.shape).to(x.device)
+              for x, d in zip(self.xs, direction, strict=True)]
+        return self.project(self.run(xs))
+
+    def setup(self) -> None:
+        if not self.xs:
+            raise NotCheckable("nothing to differentiate: no floating input requires grad and no parameter does")
+        self.leaves = [x.clone().requires_grad_() for x in self.xs]
+        try:
+            self.outs = self.unit(self.leaves)
+        except BudgetSpent:
+            raise
+        except Exception as e:
+            raise NotCheckable(f"its forward raised {type(e).__name__} when re-run in float64 copies: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}") from e
+        if not self.outs:
+            raise NotCheckable("it returns no floating-point tensor")
+        self.y0 = [y.detach() for y in self.outs]
+        again = self.run(self.xs)
+        if len(again) != len(self.y0) or any(not torch.equal(a, b) for a, b in zip(again, self.y0, strict=True)):
+            raise NotCheckable(
+                "two runs at the same inputs and random state gave different outputs: randomness that is not "
+                "torch's global generator (Python's random, numpy, a private Generator) or a non-deterministic "
+                "kernel; seed it inside the forward, or call model.eval()")
+        k = self.k = self.opts.probes
+        gen = torch.Generator().manual_seed(self.opts.seed)
+        self.v = [signs(gen, k, y.numel()) for y in self.y0]
+        self.u = [signs(gen, k, x.numel()) for x in self.xs]
+        for u, d in zip(self.u, self.unit.inputs, strict=True):
+            if d.moved is not None:
+                u *= d.moved.reshape(-1).to(u)
+        self.y0p = self.project(self.y0)
+        self.floor = 4 * EPS64 * sum(float(y.abs().sum()) for y in self.y0) / self.h
+
+    def autograd_parts(self) -> torch.Tensor:
+        """(inputs, k, k): input i's share of v_a^T J u_b by k backward passes."""
+        k = self.k
+        parts = torch.zeros(len(self.xs), k, k, dtype=torch.float64)
+        live = [(o, y) for o, y in enumerate(self.outs) if y.requires_grad]
+        if not live:
+            return parts
+        for a in range(k):
+            grads = torch.autograd.grad(
+                [y for _, y in live], self.leaves,
+                grad_outputs=[self.v[o][a].reshape(y.shape).to(y) for o, y in live],
+                retain_graph=True, allow_unused=True)
+            for i, g in enumerate(grads):
+                if g is not None:
+                    parts[i, a] = self.u[i] @ g.detach().reshape(-1).cpu()
+        return parts
+
+    def backward_along(self, weights: Sequence[torch.Tensor], b: int) -> float:
+        """w^T J u_b by one backward pass through the base graph, w given per output."""
+        live = [(o, y) for o, y in enumerate(self.outs) if y.requires_grad]
+        if not live:
+            return 0.0
+        grads = torch.autograd.grad([y for _, y in live], self.leaves,
+                                    [weights[o].reshape(y.shape).to(y) for o, y in live],
+                                    retain_graph=True, allow_unused=True)
+        return float(sum(float(self.u[i][b] @ g.detach().reshape(-1).cpu()) for i, g in enumerate(grads)
+                         if g is not None))
+
+    def along(self, b: int, step: float, only: int | None = None) -> torch.Tensor:
+        direction = [self.u[i][b] if only in (None, i) else None for i in range(len(self.xs))]
+        return self.moved(direction, step)
+
+
+def compare(autograd: torch.Tensor, numerical: torch.Tensor, p: Probed, opts: Options,
+             check: str = "rev") -> Outcome:
+    gap = (autograd - numerical).abs()
+    scale = max(float(autograd.abs().max()), float(numerical.abs().max()))
+    tol = opts.atol + opts.rtol * scale + p.floor
+    if not bool(torch.isfinite(gap).all()):
+        return Outcome(False, check=check, reason="a probe is NaN or infinite", tol=tol)
+    worst = int(gap.argmax())
+    row, column = divmod(worst, gap.shape[1])
+    biggest = float(gap.max())
+    out = Outcome(biggest <= tol, check=check, abs_error=biggest, rel_error=biggest / scale if scale else float("inf"),
+                  row=row, column=column, tol=tol)
+    if not out.passed:
+        out.ratio = constant_ratio(autograd, numerical, tol, opts.rtol)
+    return out
+
+
+def constant_ratio(autograd: torch.Tensor, numerical: torch.Tensor, tol: float, rtol: float) -> float | None:
+    """r when autograd is r x finite differences on every probe (a wrong factor), else None."""
+    denominator = float((numerical * numerical).sum())
+    if denominator == 0:
+        return None
+    r = float((autograd * numerical).sum()) / denominator
+    if float((autograd - r * numerical).abs().max()) <= tol and abs(r - 1) > rtol:
+        return r
+    return None
