@@ -6,35 +6,51 @@ import base64
 import html
 from collections.abc import Callable
 
+from ..analysis.collapse import collapse
+from ..analysis.module_tree import module_depth, node_modules
 from ..errors import GraphvizAppError
 from ..model import Graph
 from ..viewer import notebook_html
 from .renderer import export
 
-__all__ = ["SVG_MAX_NODES", "mimebundle", "static_html"]
+__all__ = ["SVG_MAX_NODES", "PICTURE_MAX_BOXES", "mimebundle", "module_picture", "static_html"]
 
 # Above this many nodes the static SVG is left out: laying it out takes longer than a cell should
 # (3,000 nodes take dot 3 s here, 10,000 over 200 s); the viewer folds any size.
 SVG_MAX_NODES = 2000
 
+# The static picture draws the deepest module level (repeats rolled) with at most this many nodes: the
+# model's structure, legible on a cell's width and a few tens of kB, not every op.
+PICTURE_MAX_BOXES = 80
 
-def mimebundle(graph: Graph) -> dict[str, str]:
+# The viewer's script goes into the first cell output of this kernel only (gzipped, ~0.7 MB); later
+# cells' frames get it from the page (`viewer.html.notebook_html`).
+_PAGE = {"bundle_sent": False}
+
+
+def mimebundle(graph: Graph, *, standalone: bool = False) -> dict[str, str]:
     """The representations a notebook front end picks from: the interactive viewer (HTML) and a static SVG.
 
     Front ends that show HTML (Jupyter, VS Code) show the viewer, opening on the same fitted view as
-    the HTML file; the others show the SVG (graphs of at most `SVG_MAX_NODES` nodes). Without a
-    layout program the SVG is left out. Without the viewer's bundle the HTML is the static picture
+    the HTML file; its script is carried by the first such output of the kernel only (later cells'
+    frames get it from the page). The others show the SVG: the module-level picture
+    (`module_picture`), when it has at most `SVG_MAX_NODES` nodes. `standalone`: the HTML carries the
+    script whatever went before and is not counted as the page's copy (`Graph._repr_html_`, shown
+    alone). Without a layout program the SVG is left out. Without the viewer's bundle the HTML is the static picture
     (or, when there is none either, no picture) under a note saying what is missing and how to get it,
     so there is always an HTML form and this never raises for a missing part.
     """
     bundle: dict[str, str] = {"text/plain": repr(graph)}
-    viewer, viewer_problem = _attempt(lambda: notebook_html(graph))
-    if len(graph.nodes) <= SVG_MAX_NODES:
-        svg, svg_problem = _attempt(lambda: export(graph, "svg").decode())
+    carry = standalone or not _PAGE["bundle_sent"]
+    viewer, viewer_problem = _attempt(lambda: notebook_html(graph, with_bundle=carry))
+    picture = module_picture(graph)
+    if len(picture.nodes) <= SVG_MAX_NODES:
+        svg, svg_problem = _attempt(lambda: export(picture, "svg").decode())
     else:
         svg, svg_problem = None, (f"no static picture in a cell above {SVG_MAX_NODES:,} nodes "
-                                  f"({len(graph.nodes):,} here): save(graph, \"graph.svg\") draws one")
+                                  f"({len(picture.nodes):,} here): save(graph, \"graph.svg\") draws one")
     if viewer is not None:
+        _PAGE["bundle_sent"] = _PAGE["bundle_sent"] or not standalone
         bundle["text/html"] = viewer
     else:
         notes = [f"The interactive viewer cannot be shown: {viewer_problem}."]
@@ -46,6 +62,30 @@ def mimebundle(graph: Graph) -> dict[str, str]:
     if svg is not None:
         bundle["image/svg+xml"] = svg
     return bundle
+
+
+def module_picture(graph: Graph) -> Graph:
+    """`graph` collapsed to its module structure: the deepest module depth (repeats rolled) drawing at most
+    `PICTURE_MAX_BOXES` nodes, else depth 0; `graph` itself when it has no modules or is that small already.
+
+    >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
+    >>> g = Graph((Node("n0", NodeKind.OP, "ReluBackward0", module="act"),
+    ...            Node("n1", NodeKind.OP, "AddmmBackward0", module="fc.inner")), (Edge("n1", "n0"),))
+    >>> len(module_picture(g).nodes)
+    2
+    """
+    if len(graph.nodes) <= PICTURE_MAX_BOXES:
+        return graph
+    owners = {m for m in node_modules(graph).values() if m is not None}
+    if not owners:
+        return graph
+    chosen = collapse(graph, depth=0, roll=True)
+    for depth in range(1, max(module_depth(m) for m in owners) + 1):
+        deeper = collapse(graph, depth=depth, roll=True)
+        if len(deeper.nodes) > PICTURE_MAX_BOXES:
+            break
+        chosen = deeper
+    return chosen
 
 
 def static_html(svg: str | None, note: str) -> str:

@@ -218,9 +218,13 @@ class Graph:
         return mimebundle(self)
 
     def _repr_html_(self) -> str:
-        """The interactive viewer, or without its bundle the static picture with a note saying why."""
-        return self._repr_mimebundle_()["text/html"]
+        """The interactive viewer (carrying its script), or without its bundle the static picture with a note."""
+        from ..drawing.notebook import mimebundle  # door up: the drawing of the model
+
+        return mimebundle(self, standalone=True)["text/html"]
 
     def _repr_svg_(self) -> str | None:
         """The static picture; None (IPython shows another form) when none could be drawn."""
-        return self._repr_mimebundle_().get("image/svg+xml")
+        from ..drawing.notebook import mimebundle  # door up: the drawing of the model
+
+        return mimebundle(self, standalone=True).get("image/svg+xml")

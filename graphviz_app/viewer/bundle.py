@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from ..errors import RenderError
 
-__all__ = ["DIST", "bundle_js", "bundle_css"]
+__all__ = ["DIST", "bundle_js", "bundle_css", "bundle_gzip"]
 
 # Where the bundle is read from: dist/ beside this module, package data in a built wheel.
 DIST: Traversable | Path = resources.files("graphviz_app.viewer") / "dist"
@@ -54,3 +56,19 @@ def bundle_css() -> str:
         RenderError: the bundle is missing (the message says how to get it).
     """
     return _read(DIST, "viewer.css")
+
+
+_GZIPPED: dict[str, str] = {}  # the script's text -> its gzip in base64, made once per process
+
+
+def bundle_gzip() -> str:
+    """The viewer's script gzipped (level 9, no time stamp) in base64: what a notebook carries once per page.
+
+    Raises:
+        RenderError: the bundle is missing (the message says how to get it).
+    """
+    text = bundle_js()
+    if text not in _GZIPPED:
+        packed = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+        _GZIPPED[text] = base64.b64encode(packed).decode("ascii")
+    return _GZIPPED[text]

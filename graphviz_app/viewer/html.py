@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.memory import MeasuredMemory
 from ..model import Graph
-from .bundle import bundle_css, bundle_js
+from .bundle import bundle_css, bundle_gzip, bundle_js
 from .payload import UserOverlays, encode, payload
 
 __all__ = ["CONTENT_SECURITY_POLICY", "viewer_html", "page_html", "notebook_html"]
@@ -75,12 +76,117 @@ def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "
     return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured, user=overlays))
 
 
-def notebook_html(graph: Graph, *, height: int = 640) -> str:
-    """The viewer for a notebook cell: the whole page in a sandboxed frame (scripts run, pictures download).
+def notebook_html(graph: Graph, *, height: int = 640, with_bundle: bool = True) -> str:
+    """The viewer for a notebook cell: a sandboxed frame (scripts run, pictures download) holding the payload.
 
-    Jupyter front ends differ in whether they run a cell's scripts; a frame's own page always does.
+    The frame's page holds the styles, the gzipped payload and a small loader, not the 1.6 MB script: the
+    script travels once per notebook, gzipped, in the output of the cell made with `with_bundle` (a
+    ``<script type="application/octet-stream" id="graphviz-app-bundle">``), and a script beside each frame
+    hands it to the frame when the frame asks (``postMessage``; a sandboxed frame reads nothing of the
+    notebook's page). The front end remembers it once seen, so a cell run again still draws. Jupyter front
+    ends differ in whether they run a cell's scripts; a frame's own page always does.
+
+    Raises:
+        RenderError: the viewer's bundle is not built.
     """
-    page = viewer_html(graph)
-    return (f'<iframe class="graphviz-app-viewer" title="autograd graph" sandbox="allow-scripts allow-downloads" '
+    page = _NOTEBOOK_PAGE.format(csp=CONTENT_SECURITY_POLICY, css=bundle_css(), data=encode(payload(graph)),
+                                 missing=json.dumps(_NO_BUNDLE))
+    carried = ""
+    if with_bundle:
+        carried = f'<script type="application/octet-stream" id="graphviz-app-bundle">{bundle_gzip()}</script>'
+    return (f'<div class="graphviz-app-cell">{carried}'
+            f'<iframe class="graphviz-app-viewer" title="autograd graph" sandbox="allow-scripts allow-downloads" '
             f'style="width: 100%; height: {int(height)}px; border: 0" srcdoc="{html.escape(page, quote=True)}">'
-            "</iframe>")
+            f"</iframe><script>{_HAND_OVER}</script></div>")
+
+
+_NO_BUNDLE = (
+    "The viewer's script is not on this page: it travels once, in the first graph cell's output of a kernel "
+    "session, and the front end did not hand it over (that output was cleared, or the notebook is not trusted, "
+    "so its scripts do not run). Trust the notebook, or restart the kernel and run all cells."
+)
+
+# In the notebook's page, beside each frame: answer a frame asking for the script with the gzipped bundle
+# found on the page (remembered once found, so a later cell still gets it after the first is run again).
+_HAND_OVER = """(function () {
+  var w = window;
+  function bundle() {
+    if (!w.__graphvizAppBundle) {
+      var el = document.getElementById("graphviz-app-bundle");
+      if (el) w.__graphvizAppBundle = el.textContent;
+    }
+    return w.__graphvizAppBundle || null;
+  }
+  function send(target) { target.postMessage({kind: "graphviz-app-bundle", js: bundle()}, "*"); }
+  bundle();
+  if (!w.__graphvizAppListening) {
+    w.__graphvizAppListening = true;
+    w.addEventListener("message", function (event) {
+      if (event.data && event.data.kind === "graphviz-app-ready" && event.source) send(event.source);
+    });
+  }
+})();"""
+
+_NOTEBOOK_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="generator" content="graphviz-app">
+<title>autograd graph</title>
+<style>
+html, body {{ margin: 0; height: 100%; }}
+#gv-root {{ height: 100vh; box-sizing: border-box; padding: 6px; }}
+.gv-wait {{ font: 13px sans-serif; color: #8a4b00; }}
+{css}
+</style>
+</head>
+<body>
+<div id="gv-root"></div>
+<script type="application/octet-stream" id="gv-payload">{data}</script>
+<script>
+(function () {{
+  var root = document.getElementById("gv-root");
+  var started = false;
+  function note(text) {{
+    var p = document.createElement("p");
+    p.className = "gv-wait";
+    p.setAttribute("data-testid", "viewer-no-bundle");
+    p.textContent = text;
+    root.replaceChildren(p);
+  }}
+  function run(js) {{
+    var bytes = Uint8Array.from(atob(js), function (c) {{ return c.charCodeAt(0); }});
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(function (text) {{
+      var script = document.createElement("script");
+      script.textContent = text;  // runs as the page's inline script, so the layout worker can start from it
+      document.head.appendChild(script);
+      root.replaceChildren();
+      GraphvizAppViewer.mount(root, document.getElementById("gv-payload").textContent, {{focus: false}});
+    }});
+  }}
+  window.addEventListener("message", function (event) {{
+    var message = event.data;
+    if (event.source !== window.parent || !message || message.kind !== "graphviz-app-bundle" || started) return;
+    if (typeof message.js !== "string") {{ note({missing}); return; }}
+    started = true;
+    run(message.js).catch(function (e) {{ note("Could not start the viewer: " + e); }});
+  }});
+  // Ask until answered: a front end may run the script beside this frame after the frame has loaded.
+  var asked = 0;
+  var asking = setInterval(function () {{
+    asked += 1;
+    if (started || asked > 40) {{
+      clearInterval(asking);
+      if (!started) note({missing});
+      return;
+    }}
+    window.parent.postMessage({{kind: "graphviz-app-ready"}}, "*");
+  }}, 250);
+  window.parent.postMessage({{kind: "graphviz-app-ready"}}, "*");
+}})();
+</script>
+</body>
+</html>
+"""

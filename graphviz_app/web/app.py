@@ -564,7 +564,8 @@ def main() -> None:
     st.title("See, and check, PyTorch's autograd graph")
     link_warnings(options)
     gallery()
-    left, right = st.columns([4, 7], gap="large")
+    # The editor beside the program's values; the graph below them at the page's full width.
+    left, right = st.columns([3, 2], gap="large")
     with left:
         _, problem = editor()
         open_saved_box()
@@ -573,12 +574,11 @@ def main() -> None:
     # pressing Run again, or the next visitor, runs the program again.
     result = analyze(st.session_state.submitted, options) if saved is None else None
     with right:
-        if result is None and saved is not None:
-            results(saved, options, saved=True)
-        elif result is not None:
-            results(result, options, shown=problem)
-    with left:
         values(result)
+    if result is None and saved is not None:
+        results(saved, options, saved=True)
+    elif result is not None:
+        results(result, options, shown=problem)
     st.divider()
     if result is not None:
         check_panel(result, options)

@@ -70,5 +70,6 @@ def test_the_viewer_comes_back_with_its_bundle(monkeypatch: pytest.MonkeyPatch, 
     with monkeypatch.context() as patch:
         patch.setattr(bundle, "DIST", empty)
         assert "<iframe" not in module_graph(2)._repr_html_()
-    assert module_graph(2)._repr_html_().startswith('<iframe class="graphviz-app-viewer"')
+    shown = module_graph(2)._repr_html_()
+    assert '<iframe class="graphviz-app-viewer"' in shown and 'id="graphviz-app-bundle"' in shown
     assert "GraphvizAppViewer.mount" in viewer_html(module_graph(2))

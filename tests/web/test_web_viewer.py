@@ -91,6 +91,17 @@ def test_the_viewer_is_on_the_page_and_not_blank(page, server, program: str, ext
     assert box["width"] <= pane["width"] + 1 and box["height"] <= pane["height"] + 1
 
 
+def test_the_graph_gets_the_full_width_below_the_editor(page, server) -> None:  # noqa: ANN001
+    open_graph(page, server, SEED)
+    pane = page.get_by_test_id("viewer-pane").bounding_box()
+    content = page.get_by_test_id("stMainBlockContainer").evaluate(  # the page's width inside its padding
+        "e => { const s = getComputedStyle(e); return e.clientWidth - parseFloat(s.paddingLeft)"
+        " - parseFloat(s.paddingRight); }")
+    editor = page.get_by_test_id("stCode").or_(page.locator(".monaco-editor, .ace_editor, textarea")).first
+    assert pane["width"] >= 0.97 * content, (pane, content)
+    assert pane["y"] >= editor.bounding_box()["y"] + editor.bounding_box()["height"]
+
+
 def test_labels_open_readable_at_least_10_px(page, server) -> None:  # noqa: ANN001
     open_graph(page, server, example("transformer").program)
     sizes = page.locator(f"{READY} [data-node] text").evaluate_all(
