@@ -9,7 +9,9 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 SUPPORT = TESTS / "support"
-DATA = {"golden", "__pycache__"}  # folders of data beside the tests, not tests of a module
+# Folders of data beside the tests, not tests of a module; artifacts/ holds the screenshots the browser tests
+# write as they run (git-ignored), so it exists or not depending on what ran first.
+DATA = {"golden", "__pycache__", "artifacts"}
 
 
 def _test_folders() -> list[Path]:
