@@ -193,15 +193,15 @@ class IsolatedRunner:
                  clock: CpuClock, demote: tuple[float, int] | None = None) -> Any:
         self._local.usage = None
         try:
-            ready = self._wait(worker, limit, cancel, demote)
+            ready = self._wait(worker, limit, cancel, demote, clock)
             message: Any = worker.conn.recv() if ready else None
         except (EOFError, OSError):
             self._local.usage = clock.stop()
             self._retire(worker)
             if ended_by_hard_deadline(worker):
                 raise JobTimeout(
-                    "the job ran past the hard time limit it set for one step (runner.deadline) and was "
-                    "stopped inside one operation: use smaller tensors or fewer loop iterations") from None
+                    "the job ran longer than the time limit it set for one step and was stopped inside one "
+                    "operation: use smaller tensors or fewer loop iterations") from None
             raise crash_of(worker) from None
         except Cancelled:
             self._retire(worker)
@@ -228,16 +228,17 @@ class IsolatedRunner:
 
     @staticmethod
     def _wait(worker: Worker, limit: float, cancel: threading.Event | None,
-              demote: tuple[float, int] | None) -> bool:
-        """Wait for the job's answer; lower the worker's priority once the job outlasts `demote`'s seconds."""
+              demote: tuple[float, int] | None, clock: CpuClock) -> bool:
+        """Wait for the job's answer, its CPU sampled; lower the worker's priority once the job outlasts
+        `demote`'s seconds."""
         if demote is None or demote[0] >= limit:
-            return wait_for_answer(worker.conn, limit, cancel)
+            return wait_for_answer(worker.conn, limit, cancel, clock.sample)
         after, nice = demote
-        if wait_for_answer(worker.conn, after, cancel):
+        if wait_for_answer(worker.conn, after, cancel, clock.sample):
             return True
         if nice > worker.nice and set_nice(worker.process.pid, nice):
             worker.nice = nice
-        return wait_for_answer(worker.conn, limit - after, cancel)
+        return wait_for_answer(worker.conn, limit - after, cancel, clock.sample)
 
     def _acquire(self, *, wait: float) -> Worker:
         deadline = time.monotonic() + wait

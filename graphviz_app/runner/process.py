@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -24,6 +24,7 @@ __all__ = ["Worker", "Cancelled", "context", "start_worker", "stop_worker", "wai
 
 START_TIMEOUT_S = 120.0  # a cold start imports torch; generous on a busy machine
 _CANCEL_POLL_S = 0.05  # how soon a cancelled job's worker is killed
+_TICK_S = 1.0  # how often a waiting caller samples the job (its CPU clock)
 
 
 @dataclass
@@ -78,18 +79,28 @@ def start_worker(ctx: Any, threads: int, name: str) -> Worker:
     return worker
 
 
-def wait_for_answer(conn: Connection, limit: float, cancel: threading.Event | None) -> bool:
-    """True when the worker answered within `limit` seconds; raises Cancelled when `cancel` is set first."""
-    if cancel is None:
+def wait_for_answer(conn: Connection, limit: float, cancel: threading.Event | None,
+                    tick: Callable[[], None] | None = None) -> bool:
+    """True when the worker answered within `limit` seconds; raises Cancelled when `cancel` is set first.
+
+    `tick` runs about once a second while the job runs: the job's CPU clock samples there, so a
+    worker that dies (a hard deadline) still leaves a measurement of the CPU it got.
+    """
+    if cancel is None and tick is None:
         return conn.poll(limit)
+    step = _CANCEL_POLL_S if cancel is not None else _TICK_S
     deadline = time.monotonic() + limit
+    next_tick = time.monotonic() + _TICK_S
     while True:
         left = deadline - time.monotonic()
-        if conn.poll(max(0.0, min(left, _CANCEL_POLL_S))):
+        if conn.poll(max(0.0, min(left, step))):
             return True
-        if cancel.is_set():
+        if cancel is not None and cancel.is_set():
             raise Cancelled
-        if left <= _CANCEL_POLL_S:
+        if tick is not None and time.monotonic() >= next_tick:
+            tick()
+            next_tick = time.monotonic() + _TICK_S
+        if left <= step:
             return conn.poll(0)
 
 

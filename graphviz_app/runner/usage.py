@@ -84,9 +84,25 @@ class CpuClock:
         self.pid = pid
         self.start = time.monotonic()
         self.cpu0 = None if pid is None else group_cpu_seconds(pid, children_running=False)
+        self._last: JobUsage | None = None  # the latest sample, for a worker gone before `stop`
+
+    def sample(self) -> None:
+        """Read the usage now and keep it: a worker that dies (a hard deadline) can no longer be read."""
+        usage = self._read(children_running=True)
+        if usage.cpu_s is not None:
+            self._last = usage
 
     def stop(self, *, children_running: bool = False) -> JobUsage:
-        """The usage so far; `children_running` adds group members still running (at a time-out)."""
+        """The usage so far; `children_running` adds group members still running (at a time-out).
+
+        When the worker is gone, the latest sample (over the time it covers), else no CPU figure.
+        """
+        usage = self._read(children_running=children_running)
+        if usage.cpu_s is None and self._last is not None:
+            return self._last
+        return usage
+
+    def _read(self, *, children_running: bool) -> JobUsage:
         wall = time.monotonic() - self.start
         if self.pid is None or self.cpu0 is None:
             return JobUsage(wall, None)
