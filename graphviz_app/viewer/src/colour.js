@@ -92,9 +92,14 @@ export function textOn(fill) {
   return contrast(fill, "#000000") >= contrast(fill, "#ffffff") ? "#000000" : "#ffffff";
 }
 
-/** A number in words: bytes as KiB/MiB/GiB, others to 4 digits. @param {number | null | undefined} v @param {string} [unit] @returns {string} */
+/**
+ * A number in words: bytes as KiB/MiB/GiB, others to 4 digits. A value that is not a number (a saved
+ * file's or an overlay's text, a flag) is shown as its text, never formatted as one.
+ * @param {number | string | boolean | null | undefined} v @param {string} [unit] @returns {string}
+ */
 export function format(v, unit) {
   if (v === null || v === undefined) return "—";
+  if (typeof v !== "number") return String(v);
   if (unit === "bytes") return bytes(v);
   return Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : +v.toPrecision(4) + "";
 }

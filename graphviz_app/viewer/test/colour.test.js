@@ -34,6 +34,10 @@ test("numbers read as a person writes them", () => {
   assert.equal(format(123456), "1.23e+5");
   assert.equal(format(0.0001), "1.00e-4");
   assert.equal(format(2048, "bytes"), "2.0 KiB");
+  // not a number (a string from a saved file or an overlay, a flag): its text, never a TypeError
+  assert.equal(format("12", "bytes"), "12");
+  assert.equal(format("<b>x</b>"), "<b>x</b>");
+  assert.equal(format(true), "true");
   assert.equal(bytes(512), "512 B");
   assert.equal(bytes(3 * 1024 ** 3), "3.0 GiB");
   assert.equal(bytes(32.00000000000001), "32 B");
