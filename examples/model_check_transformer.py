@@ -17,7 +17,7 @@ from torch import nn
 
 from graphviz_app import trace_model
 from graphviz_app.drawing.check_style import save_check
-from graphviz_app.tracing.model_check import check_model
+from graphviz_app import check_model
 
 
 class ScaledSoftmax(torch.autograd.Function):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
-    "assert_same_graph", "memory_timeline",
+    "assert_same_graph", "memory_timeline", "check_model",
 ]
 
 # Where each name lives; the imports under TYPE_CHECKING below are the same arrows, written
@@ -30,6 +30,7 @@ _HOMES = {
     "diff": "graphviz_app.analysis.diff",
     "assert_same_graph": "graphviz_app.analysis.diff",
     "memory_timeline": "graphviz_app.analysis.memory",
+    "check_model": "graphviz_app.tracing.model_check",
 }
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from .compat import make_dot
     from .drawing.renderer import render, save
     from .model import Graph
+    from .tracing.model_check import check_model
     from .tracing.module_trace import trace_model
     from .tracing.orders import record_orders
     from .tracing.recorder import record

@@ -68,7 +68,7 @@ LAYERS: dict[str, frozenset[str]] = {
     # The package itself and its top-level glue (make_dot, old module paths) compose the layers.
     "graphviz_app": frozenset({
         "graphviz_app.viewer", "graphviz_app.drawing", "graphviz_app.analysis", "graphviz_app.model",
-        "graphviz_app.errors", "graphviz_app.tracing",
+        "graphviz_app.errors", "graphviz_app.tracing", "graphviz_app.tracing.model_check",
     }),
     "gradcheck": frozenset(),
 }
