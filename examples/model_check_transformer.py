@@ -15,9 +15,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from graphviz_app import trace_model
+from graphviz_app import check_model, trace_model
 from graphviz_app.drawing.check_style import save_check
-from graphviz_app import check_model
 
 
 class ScaledSoftmax(torch.autograd.Function):
