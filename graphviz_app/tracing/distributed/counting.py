@@ -15,7 +15,7 @@ import torch
 from torch.distributed.tensor import DTensor
 
 from ...analysis.distributed import CollectiveEvent
-from ..memory.counting import LiveStorages
+from ..memory.counting import LiveStorages, tensors_in
 from ..torch_internals import fake_tensor_api, wait_tensor_op
 
 __all__ = ["RankStorages"]
@@ -23,21 +23,6 @@ __all__ = ["RankStorages"]
 _WAIT = wait_tensor_op()
 _ACTIVE_FAKE_MODE = fake_tensor_api()[3]
 _COLLECTIVES = frozenset({"c10d", "_c10d_functional"})
-
-
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors in an op's arguments and result (nested in tuples, lists and dicts)."""
-    found: list[torch.Tensor] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            found.append(item)
-        elif isinstance(item, (tuple, list)):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-    return found
 
 
 class RankStorages(LiveStorages):
@@ -84,7 +69,7 @@ class RankStorages(LiveStorages):
             return args[0]
         out = super().__torch_dispatch__(func, types, args, kwargs)
         if func.namespace in _COLLECTIVES and func is not _WAIT and not self.paused:
-            sizes = [t.numel() * t.element_size() for t in _tensors_in((args, kwargs, out))]
+            sizes = [t.numel() * t.element_size() for t in tensors_in((args, kwargs, out))]
             node = self.marks[-1][0] if self.marks else None  # the backward node running, when marked
             self.events.append(CollectiveEvent(func.__name__.split(".")[0], max(sizes, default=0), self.phase,
                                                self.live, node))

@@ -9,10 +9,10 @@ import torch
 
 from ..torch_internals import TorchDispatchMode
 
-__all__ = ["LiveStorages", "LiveCuda"]
+__all__ = ["LiveStorages", "LiveCuda", "tensors_in"]
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors_in(value: Any) -> list[torch.Tensor]:
     """The tensors in an op's result or arguments (tensors, and tuples, lists and dicts of them)."""
     found: list[torch.Tensor] = []
     stack = [value]
@@ -61,7 +61,7 @@ class LiveStorages(TorchDispatchMode):
         if self.paused:
             return out
         inputs: set[int] | None = None
-        for t in _tensors(out):
+        for t in tensors_in(out):
             st = _storage(t)
             if st is None:
                 continue
@@ -69,7 +69,7 @@ class LiveStorages(TorchDispatchMode):
                 self._follow_resize(st)  # an out= op may grow a storage counted before (MemTracker counts it)
                 continue
             if inputs is None:
-                inputs = {id(s) for s in map(_storage, _tensors((args, kwargs))) if s is not None}
+                inputs = {id(s) for s in map(_storage, tensors_in((args, kwargs))) if s is not None}
             if id(st) not in inputs:
                 self._count(st)
         return out
