@@ -56,7 +56,7 @@ class DrawOptions:
         progress: called with a line of text at each step of a layout and every few
             seconds while one runs (the CLI prints them on stderr).
         measured: html only: a measurement of the step the graph was traced from
-            (`graphviz_app.tracing.memory.measure(...).measured`), charted beside the prediction.
+            (`graphviz_app.memory.measure(...).measured`), charted beside the prediction.
         overlays: html only: your own numbers, ``{name: {node id or module name: value}}``, each a
             colouring of the viewer (`graphviz_app.viewer.payload.user_overlays`).
 

@@ -50,7 +50,7 @@ def payload(
         depth: open on the module boxes down to this depth (`tree.open_to_depth`); None
             (or 0): the viewer opens the deepest module level whose drawing fits its pane with
             labels at least 10 px high (`"open"` then holds `tree.initial_open`, for older viewers).
-        measured: a measurement of the step `graph` was traced from (`tracing.memory.measure(...)
+        measured: a measurement of the step `graph` was traced from (`graphviz_app.memory.measure(...)
             .measured`): its live bytes per backward step are charted beside the predicted ones.
         user: your own numbers, one colouring each (`user_overlays`).
 
