@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
+from waiting import process_alive, wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -27,18 +27,6 @@ def hangs():
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 @pytest.mark.slow  # the script worker imports torch before the function runs
 def test_a_cli_killed_while_the_function_runs_takes_its_worker_with_it(tmp_path: Path) -> None:
     (tmp_path / "steps.py").write_text(SCRIPT)
@@ -50,12 +38,13 @@ def test_a_cli_killed_while_the_function_runs_takes_its_worker_with_it(tmp_path:
     try:
         wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=180, what="the function starting")
         worker = int(pid_file.read_text())
-        assert worker != cli.pid and _alive(worker)
+        assert worker != cli.pid and process_alive(worker)
         cli.send_signal(signal.SIGKILL)
         cli.wait(30)
-        wait_until(lambda: not _alive(worker), timeout=30, what=f"worker {worker} ending after the CLI's SIGKILL")
+        wait_until(lambda: not process_alive(worker), timeout=30,
+                   what=f"worker {worker} ending after the CLI's SIGKILL")
     finally:
         if cli.poll() is None:
             cli.kill()
-        if worker and _alive(worker):
+        if worker and process_alive(worker):
             os.kill(worker, signal.SIGKILL)

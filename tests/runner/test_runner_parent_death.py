@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
+from waiting import process_alive, wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -30,18 +30,6 @@ def sleeper(pid_file: str) -> None:
     time.sleep(600)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie has ended; its parent reaps it
-
-
 def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "worker.pid"
     # the job is this module: the worker imports it, and with it the helpers in tests/support
@@ -52,12 +40,13 @@ def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) ->
     try:
         wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=120, what="the job starting")
         worker = int(pid_file.read_text())
-        assert _alive(worker)
+        assert process_alive(worker)
         owner.send_signal(signal.SIGKILL)
         owner.wait(30)
-        wait_until(lambda: not _alive(worker), timeout=30, what=f"worker {worker} ending after its owner's SIGKILL")
+        wait_until(lambda: not process_alive(worker), timeout=30,
+                   what=f"worker {worker} ending after its owner's SIGKILL")
     finally:
         if owner.poll() is None:
             owner.kill()
-        if worker and _alive(worker):
+        if worker and process_alive(worker):
             os.kill(worker, signal.SIGKILL)  # never leave it behind, even when the test fails

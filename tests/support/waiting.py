@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["wait_until"]
+__all__ = ["wait_until", "process_alive"]
 
 
 def wait_until(condition: Callable[[], object], *, timeout: float, what: str) -> None:
@@ -24,3 +26,16 @@ def wait_until(condition: Callable[[], object], *, timeout: float, what: str) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {timeout:g} s")
         time.sleep(0.05)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a zombie has ended (its parent reaps it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
