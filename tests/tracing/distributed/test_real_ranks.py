@@ -1,10 +1,9 @@
 """Real 2-rank gloo runs: every rank measured, checked against PyTorch's tracker on the same step and against the
 fake-cluster forecast; a rank that raises or a job that hangs stops every rank.
 
-Why these comparisons are deterministic: PyTorch's tracker follows the very step our counter follows, in the
-same process at the same time, so however collective timing orders the frees both see the same order. And on
-gloo (CPU) the collectives of FSDP2 and DDP run on the calling thread (no side streams), so a step's frees
-happen in program order: here every rank's figure was equal across ranks and repeated runs, to the byte.
+Why the comparisons are close: PyTorch's tracker follows the very step our counter follows, in the same process
+at the same time. Our figure was equal across ranks and repeated runs, to the byte; the tracker's simultaneous
+peak can come out one collective buffer higher in some runs (see the first test).
 """
 
 from __future__ import annotations
@@ -30,7 +29,13 @@ def test_every_rank_agrees_with_torch_tracker_and_the_fake_cluster_forecast(name
     assert [r.rank for r in table.ranks] == [0, 1]
     for r in table.ranks:
         assert r.tracker_bytes is not None
-        assert abs(r.total_bytes - r.tracker_bytes) <= 0.03 * r.tracker_bytes, (name, r.rank, r, r.tracker_bytes)
+        # The tracker's peak is what was live at one moment, and on gloo a collective's buffers are let go when
+        # gloo's worker thread is done with them: in some runs (1 in 4 with a low gc threshold here, once in CI)
+        # the tracker's peak fell where one more buffer was still held (+59,136 and +67,008 bytes on fsdp_mixed,
+        # under its largest buffer, 132,352). Our figure was the same in every run.
+        held_late = max((e.bytes for e in r.collectives), default=0)
+        assert -0.03 * r.tracker_bytes <= r.tracker_bytes - r.total_bytes <= 0.03 * r.tracker_bytes + held_late, \
+            (name, r.rank, r, r.tracker_bytes)
         assert abs(forecast.total_bytes - r.total_bytes) <= 0.03 * r.total_bytes, (name, r.rank, forecast, r)
         assert r.params_bytes == forecast.params_bytes  # the rank holds the local shards the forecast counts
     assert table.peak_rank == max(table.ranks, key=lambda r: (r.total_bytes, -r.rank)).rank
