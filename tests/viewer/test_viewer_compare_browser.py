@@ -126,3 +126,50 @@ def test_two_graphs_of_ten_thousand_nodes_open_and_follow(page, tmp_path: Path) 
     assert "blocks.1234.fc.weight" in b.locator(".gv-node.gv-selected").text_content()
     assert "2500 blocks ⟷ 2499 blocks: 4 removed" in page.get_by_test_id("compare-summary").inner_text()
     assert page.errors == []
+
+
+# For every node outlined by change: WCAG contrast of its labels on its fill, and of its outline on the pane.
+_CHANGE_CONTRASTS = """() => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const v = rgb(c).map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+  };
+  const ratio = (a, b) => { const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x); return (hi + 0.05) / (lo + 0.05); };
+  const found = [];
+  for (const item of document.querySelectorAll('.gv-cmp-removed, .gv-cmp-added, .gv-cmp-changed')) {
+    if (!item.closest('.gv-viewport')) continue;
+    const shape = item.querySelector(':scope > .gv-shape');
+    const pane = getComputedStyle(item.closest('[data-testid=viewer-pane]')).backgroundColor;
+    for (const t of item.querySelectorAll(':scope > text')) {
+      found.push([item.getAttribute('class'), ratio(getComputedStyle(t).fill, getComputedStyle(shape).fill),
+                  ratio(getComputedStyle(shape).stroke, pane), lum(pane)]);
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_change_colours_are_readable_in_both_themes_and_the_toggle_sets_both_panes(
+        page, tmp_path: Path, scheme: str) -> None:  # noqa: ANN001
+    page.emulate_media(color_scheme=scheme)
+    a, b = _open(page, _pair_file(tmp_path))
+    for pane in (a, b):
+        pane.get_by_test_id("viewer-search").fill("mat1")
+        pane.get_by_test_id("viewer-search").press("Enter")  # opens boxes down to a mat1: removed or changed
+    a.get_by_test_id("viewer-search").fill("blocks.2.fc.weight")
+    a.get_by_test_id("viewer-search").press("Enter")
+    seen = page.evaluate(_CHANGE_CONTRASTS)
+    kinds = {c.split("gv-cmp-")[1].split()[0] for c, *_ in seen}
+    assert {"removed", "changed"} <= kinds, seen
+    assert all((lum < 0.1) == (scheme == "dark") for *_, lum in seen)  # the panes follow the system
+    low = [(c, round(text, 2), round(edge, 2)) for c, text, edge, _ in seen if text < 4.5 or edge < 3]
+    assert not low, f"{scheme}: change colours below 4.5:1 (text) or 3:1 (outline): {low}"
+    a.get_by_test_id("viewer-theme").click()
+    themes = page.eval_on_selector_all("[data-testid=graph-viewer], [data-testid=compare]",
+                                       "els => els.map(e => e.dataset.theme)")
+    assert themes == ["light" if scheme == "dark" else "dark"] * 3
+    low = [(c, round(text, 2), round(edge, 2)) for c, text, edge, _ in page.evaluate(_CHANGE_CONTRASTS)
+           if text < 4.5 or edge < 3]
+    assert not low, f"after the toggle: {low}"

@@ -174,7 +174,12 @@ export function mountPanes(root, data, vizInstance, options) {
   for (const v of [a, b]) {
     v.panzoom.onMove = (pz) => link.moved(pz);
     link.moved(v.panzoom);
-    const fit = v.ui.buttons.fit, end = v.ui.buttons.end, collapse = v.ui.buttons.collapse;
+    const fit = v.ui.buttons.fit, end = v.ui.buttons.end, collapse = v.ui.buttons.collapse, theme = v.ui.buttons.theme;
+    const toggleTheme = theme.onclick;
+    theme.onclick = (ev) => {  // both panes and the line above them take the theme chosen
+      toggleTheme.call(theme, ev);
+      for (const e of [a.root, b.root, top]) e.dataset.theme = v.root.dataset.theme;
+    };
     fit.onclick = () => link._quietly(() => { a.panzoom.fit(); b.panzoom.fit(); });
     end.onclick = () => link._quietly(() => { a.showOutput(); b.showOutput(); });
     collapse.onclick = () => link._quietly(() => {
