@@ -135,7 +135,10 @@ _CHANGE_CONTRASTS = """() => {
     const v = rgb(c).map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
     return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
   };
-  const ratio = (a, b) => { const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x); return (hi + 0.05) / (lo + 0.05); };
+  const ratio = (a, b) => {
+    const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
   const found = [];
   for (const item of document.querySelectorAll('.gv-cmp-removed, .gv-cmp-added, .gv-cmp-changed')) {
     if (!item.closest('.gv-viewport')) continue;
