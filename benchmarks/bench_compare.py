@@ -11,7 +11,8 @@ Figures go into benchmarks/README.md (section compare) by hand.
    pane a (laid out and drawn in both panes).
 2. Save: an n-op chain (`y * 1.5`, `sin`, `+ 1` in turn: ops that save tensors, scalars and attributes)
    traced with its tensors; CPU time (`time.thread_time()`) of `trace()` against `save(graph, "x.html")`,
-   and where save's time goes (the steps of `viewer.payload.payload`, timed one by one). Built, traced and
+   and where save's time goes (the steps of `viewer.payload.payload`, timed one by one with the GC paused as
+   payload() pauses it). Built, traced and
    saved on the big-stack thread (freeing a long chain recurses).
 """
 
@@ -126,6 +127,7 @@ def saving(n: int) -> None:
             save_cpu, path = _cpu(lambda: save(graph, Path(tmp) / "x.html"))
             size = path.stat().st_size
         gc.collect()
+        gc.disable()  # as payload() builds them (viewer.payload._gc_paused)
         steps = {}
         steps["build_tree"], tree = _cpu(lambda: build_tree(graph))
         steps["to_compact"], _ = _cpu(lambda: to_compact(graph))
@@ -134,6 +136,7 @@ def saving(n: int) -> None:
         steps["initial_open"], _ = _cpu(lambda: initial_open(tree))
         data = payload(graph)
         steps["encode (JSON + gzip + base64)"], _ = _cpu(lambda: encode(data))
+        gc.enable()
         load = subprocess.run(["cat", "/proc/loadavg"], capture_output=True, text=True).stdout.split()[:3]
         print(f"save: {n:,}-op chain traced with its tensors: {len(graph.nodes):,} nodes, "
               f"{len(graph.edges):,} edges; load {' '.join(load)}")
