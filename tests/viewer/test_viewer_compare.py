@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import re
 from pathlib import Path
 
 import pytest
-from viewer_support import compare_pair, module_graph
+from viewer_support import compare_pair, module_graph, with_order
 
 from graphviz_app import diff, save
 from graphviz_app.analysis.diff_view import STATUSES, pair_view
@@ -106,3 +107,20 @@ def test_a_graph_against_itself_has_every_node_matched_and_nothing_coloured() ->
     data = compare_payload(g, g)
     assert data["match"][0] == list(range(len(g.nodes))) and set(data["status"][1]) == {0}
     assert data["summary"] == "the graphs are the same"
+
+
+def test_bytes_at_the_peak_and_gradient_norm_changes_are_colourings_when_both_graphs_have_them() -> None:
+    a, b = compare_pair()
+    a, b = with_order(a), with_order(b)
+    head = next(i for i, n in enumerate(b.nodes) if n.module == "head")
+    grad = dataclasses.replace(b.nodes[head].grad, norm=0.75)  # 0.5 in graph a
+    b = dataclasses.replace(b, nodes=tuple(dataclasses.replace(n, grad=grad) if i == head else n
+                                           for i, n in enumerate(b.nodes)))
+    data = compare_payload(a, b, labels=("fp32", "bf16"))
+    for side in (0, 1):
+        overlays = {o["key"]: o for o in data["panes"][side]["overlays"]}
+        assert {"delta:memory", "delta:held", "delta:gradient", "delta:dtype"} <= set(overlays)
+        i = head if side else data["match"][1][head]
+        assert overlays["delta:gradient"]["node"][i] == pytest.approx(0.25)  # b − a on both sides
+        assert overlays["delta:gradient"]["group"][0] == pytest.approx(0.25)  # the largest change inside
+        assert overlays["delta:held"]["label"] == "Δ bytes at the peak (bf16 − fp32)"
