@@ -287,6 +287,9 @@ def save(
         TypeError: a keyword names no option.
     """
     if isinstance(graph, tuple):
+        other = sorted(set(keywords) - {"rankdir"}) + (["format"] if format else []) + (["options"] if options else [])
+        if other:
+            raise TypeError(f"save() of a pair of graphs takes labels= and rankdir= only, not {', '.join(other)}")
         return _save_pair(graph, Path(path), labels, rankdir=keywords.get("rankdir", "TB"))
     if labels is not None:
         raise TypeError("save(labels=...) names the panes of a pair of graphs: pass (graph_a, graph_b)")

@@ -83,6 +83,8 @@ def test_save_writes_a_pair_as_one_self_contained_html_file_and_refuses_other_fo
         save((a, b), tmp_path / "cmp.svg")
     with pytest.raises(TypeError, match=r"labels=\.\.\.\) names the panes of a pair"):
         save(a, tmp_path / "one.html", labels=("a", "b"))
+    with pytest.raises(TypeError, match="a pair of graphs takes labels= and rankdir= only, not depth, overlays"):
+        save((a, b), tmp_path / "cmp.html", depth=2, overlays={"x": {}})
     with pytest.raises(TypeError, match="graph_b must be a Graph"):
         compare_html(a, "b.json")  # type: ignore[arg-type]
 
