@@ -176,3 +176,18 @@ def test_change_colours_are_readable_in_both_themes_and_the_toggle_sets_both_pan
     low = [(c, round(text, 2), round(edge, 2)) for c, text, edge, _ in page.evaluate(_CHANGE_CONTRASTS)
            if text < 4.5 or edge < 3]
     assert not low, f"after the toggle: {low}"
+
+
+def test_stepping_a_rolled_box_steps_its_counterpart_unless_the_other_lacks_that_layer(page, tmp_path: Path) -> None:  # noqa: ANN001
+    a, b = _open(page, _pair_file(tmp_path))
+    a.locator("[data-roll='blocks.0']").click()
+
+    def shown(pane: Any) -> str:
+        return pane.locator("[data-roll='blocks.0'] .gv-instance").text_content()
+
+    assert (shown(a), shown(b)) == ("1 of 3", "1 of 2")
+    a.locator("[data-roll='blocks.0'] .gv-next-instance").click()
+    assert (shown(a), shown(b)) == ("2 of 3", "2 of 2")
+    a.locator("[data-roll='blocks.0'] .gv-next-instance").click()  # blocks.2: only in fp32
+    assert (shown(a), shown(b)) == ("3 of 3", "2 of 2")
+    assert page.errors == []

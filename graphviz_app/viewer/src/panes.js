@@ -38,7 +38,8 @@ class PaneViewer extends Viewer {
   /** @param {number} g @param {number} by */
   step(g, by) {
     super.step(g, by);
-    if (this.link) this.link.follow(this, (o, gb) => { o.tree.setInstance(gb, this.tree.shown(g)); o.refresh(); }, g);
+    const shown = this.tree.shown(g);  // an instance the other repeat lacks (a layer only here): it stays
+    if (this.link) this.link.follow(this, (o, gb) => { if (shown < o.tree.count[gb]) { o.tree.setInstance(gb, shown); o.refresh(); } }, g);
   }
   /** @param {string} key @param {boolean} [redraw] */
   _colour(key, redraw = true) {
