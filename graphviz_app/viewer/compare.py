@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.diff import GraphDiff
+from ..analysis.diff import EdgeOnly, GraphDiff
 from ..analysis.diff_view import STATUSES, pair_view
 from ..model import Graph
 from .bundle import bundle_css, bundle_js
@@ -29,7 +29,8 @@ def compare_payload(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = (
     ``{"format": "graphviz-app-compare", "version": 1, "title", "labels": [a, b], "panes": [payload a,
     payload b], "match": [[b index or -1 per node of a], [a index or -1 per node of b]], "status":
     [[code per node of a], [code per node of b]] (codes index `STATUSES`: same, added, removed,
-    changed), "changes": [{node index: [[what, before, after], ...]}, {...}], "counts": diff counts,
+    changed), "changes": [{node index: [[what, before, after], ...]}, {...}], "edges": [[edge index only in
+    a, ...], [... only in b]], "counts": diff counts,
     "summary": str}``. Each pane's overlays gain the change b − a of the built-in colourings both graphs
     have (`DELTA_KEYS`, keys "delta:memory", ...) and "delta:dtype" (1 where the dtype changed).
 
@@ -62,9 +63,16 @@ def compare_payload(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = (
         "status": [[STATUSES.index(s) for s in pair.status_a], [STATUSES.index(s) for s in pair.status_b]],
         "changes": [{str(i): [list(r) for r in rows] for i, rows in changes.items()}
                     for changes in (pair.changes_a, pair.changes_b)],
+        "edges": [_edges_only(graph_a, pair.diff.edges_only_a), _edges_only(graph_b, pair.diff.edges_only_b)],
         "counts": pair.diff.counts(),
         "summary": summary,
     }
+
+
+def _edges_only(graph: Graph, only: Sequence[EdgeOnly]) -> list[int]:
+    """The indices of `graph`'s edges that the other graph lacks."""
+    ends = {(e.src, e.dst, e.kind) for e in only}
+    return [k for k, e in enumerate(graph.edges) if (e.src, e.dst, e.kind) in ends]
 
 
 def _labels(labels: Sequence[str]) -> tuple[str, str]:

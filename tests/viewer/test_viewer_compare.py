@@ -59,6 +59,10 @@ def test_the_payload_holds_both_graphs_the_alignment_and_the_change_of_saved_byt
         unmatched = [i for i, j in enumerate(data["match"][side]) if j < 0]
         assert all(overlays["delta:memory"]["node"][i] is None for i in unmatched)
     assert {STATUSES[c] for c in data["status"][0]} == {"same", "removed", "changed"}
+    found = diff(a, b)
+    for side, graph, only in ((0, a, found.edges_only_a), (1, b, found.edges_only_b)):
+        named = {(graph.edges[k].src, graph.edges[k].dst) for k in data["edges"][side]}
+        assert named == {(e.src, e.dst) for e in only} and named
 
 
 @pytest.mark.parametrize(("labels", "words"), [

@@ -75,6 +75,9 @@ def test_a_removed_layer_shows_as_removed_and_has_no_counterpart(page, tmp_path:
     assert dash not in ("", "none")  # an unmatched node is dashed
     assert re.search(r"in bf16\s+none: only in fp32 \(removed\)", a.get_by_test_id("viewer-details").inner_text())
     assert b.locator(".gv-selected").count() == 0  # nothing to select in bf16
+    weight_id = node.get_attribute("data-node")
+    edge = a.locator(f"path[data-edge^='{weight_id}>']")
+    assert edge.count() == 1 and "gv-cmp-edge-removed" in edge.get_attribute("class")  # its edge: only in fp32
     assert a.locator("[data-module='blocks.2.fc'].gv-cmp-holds-removed").count() == 1
     summary = page.get_by_test_id("compare-summary").inner_text()
     assert summary == "fp32 ⟷ bf16: 4 removed (only in fp32), 0 added (only in bf16), 2 changed"

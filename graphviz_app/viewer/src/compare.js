@@ -24,6 +24,7 @@ export const HOLDS = { added: 1, removed: 2, changed: 4 };
  * @property {[number[], number[]]} status  per side, per node: the index of its status in STATUSES
  * @property {[Record<string, [string, string, string][]>, Record<string, [string, string, string][]>]} changes
  *   per side: a changed node's rows (what, before, after), by its index
+ * @property {[number[], number[]]} [edges]  per side: the indices of the edges the other graph lacks
  * @property {Record<string, number>} counts
  * @property {string} summary
  */
@@ -67,6 +68,7 @@ export function checkCompare(raw) {
     }
   }
   if (!Array.isArray(data.changes) || data.changes.length !== 2) data.changes = [{}, {}];
+  if (!Array.isArray(data.edges) || data.edges.length !== 2) data.edges = [[], []];
   return data;
 }
 
@@ -156,4 +158,16 @@ export function summaryText(data) {
   const [a, b] = data.labels;
   return `${a} ⟷ ${b}: ${count(0, 2)} removed (only in ${a}), ${count(1, 1)} added (only in ${b}), ` +
     `${count(1, 3)} changed`;
+}
+
+/**
+ * The edges of one side the other graph lacks, as the drawing names them ("srcId>dstId").
+ * @param {number[]} only  edge indices
+ * @param {{src: number[], dst: number[], id: (i: number) => string}} graph
+ * @returns {Set<string>}
+ */
+export function edgeNames(only, graph) {
+  const found = new Set();
+  for (const e of only) if (e >= 0 && e < graph.src.length) found.add(graph.id(graph.src[e]) + ">" + graph.id(graph.dst[e]));
+  return found;
 }

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { HOLDS, STATUSES, boxHolds, checkCompare, compareRows, holdsClass, matchBoxes, summaryText } from "../src/compare.js";
+import { HOLDS, STATUSES, boxHolds, checkCompare, compareRows, edgeNames, holdsClass, matchBoxes, summaryText } from "../src/compare.js";
 import { GraphData } from "../src/graph.js";
 import { Tree } from "../src/tree.js";
 
@@ -75,4 +75,17 @@ test("damaged compare data is refused with what is wrong", () => {
   const broken = raw();
   broken.panes[1].graph.edges.src[0] = 999;
   assert.throws(() => checkCompare(broken), /graph bf16: edge 0 joins nodes 999/);
+});
+
+test("the edges only one graph has are named as the drawing names them", () => {
+  const { data, a, b } = loadedPair();
+  const removed = edgeNames(data.edges[0], a.graph), added = edgeNames(data.edges[1], b.graph);
+  assert.ok([...removed, ...added].every((name) => /^n\d+>n\d+$/.test(name)));
+  // blocks.2's weight feeds its AddmmBackward0 in fp32 only.
+  const weight = [...Array(a.graph.n).keys()].find((i) => a.graph.name(i) === "blocks.2.fc.weight");
+  assert.ok([...removed].some((name) => name.startsWith(a.graph.id(weight) + ">")));
+  // bf16 has no node fp32 lacks; its new edge joins blocks.1's act to the head, which fed on blocks.2 before.
+  assert.ok(!data.match[1].includes(-1));
+  const head = [...Array(b.graph.n).keys()].find((i) => b.graph.module(i) === "head");
+  assert.ok([...added].some((name) => name.endsWith(">" + b.graph.id(head))), [...added].join(", "));
 });
