@@ -104,6 +104,8 @@ def _deltas(own: dict[str, Any], other: dict[str, Any], match: Sequence[int], ow
     theirs = {o["key"]: o for o in other["overlays"]}
     chain = _chains(own["tree"])
     node_group = own["tree"]["node_group"]
+    columns = own["graph"]
+    is_op = [columns["strings"][k] == "op" for k in columns["nodes"]["kind"]]
     for key, (words, how) in DELTA_KEYS.items():
         if key not in mine or key not in theirs:
             continue
@@ -119,6 +121,8 @@ def _deltas(own: dict[str, Any], other: dict[str, Any], match: Sequence[int], ow
                 continue
             value = (b or 0.0) - (a or 0.0)  # a value missing on one side of bytes: none held there
             node[i] = value
+            if key == "memory" and is_op[i]:
+                continue  # an op's saved bytes are its saved tensors': a box counts them once, by the tensors
             for g in chain[node_group[i]]:
                 old = group[g]
                 if how == "sum":

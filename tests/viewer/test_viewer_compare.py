@@ -56,6 +56,10 @@ def test_the_payload_holds_both_graphs_the_alignment_and_the_change_of_saved_byt
         assert all(overlays["delta:dtype"]["node"][i] == 1.0 for i in saved)
         assert overlays["delta:memory"]["symmetric"] is True and overlays["delta:memory"]["label"].endswith(
             "(bf16 − fp32)")
+        box = next(g for g, (k, m) in enumerate(zip(data["panes"][side]["tree"]["kind"],
+                                                     data["panes"][side]["tree"]["module"], strict=True))
+                   if k == "module" and m == "blocks.0.fc")
+        assert overlays["delta:memory"]["group"][box] == -16.0  # its one saved tensor's change, counted once
         unmatched = [i for i, j in enumerate(data["match"][side]) if j < 0]
         assert all(overlays["delta:memory"]["node"][i] is None for i in unmatched)
     assert {STATUSES[c] for c in data["status"][0]} == {"same", "removed", "changed"}
