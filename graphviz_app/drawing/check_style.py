@@ -8,7 +8,7 @@ from typing import Any
 from graphviz.quoting import attr_list
 
 from ..analysis.model_check import ModelCheck, Verdict
-from ..analysis.model_check_nodes import CHECK_CODES, check_code, module_verdicts, node_verdicts
+from ..analysis.model_check_nodes import CHECK_CODES, check_code, node_verdicts
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Edge, Graph, Node
 from .dot_text import escape_text, graphviz_attr
@@ -20,6 +20,7 @@ __all__ = ["CHECK_LOOK", "CHECK_FORMATS", "CheckOverlay", "check_viewer_overlay"
 CHECK_LOOK = {
     CHECK_CODES["passed"]: ("#d3f9d8", "#2f9e44", "backward agrees with finite differences"),
     CHECK_CODES["unchecked"]: ("#f1f3f5", "#868e96", "not checked, or not checkable"),
+    CHECK_CODES["detached"]: ("#e7f5ff", "#1c7ed6", "detached: no gradient path (a .detach()), no wrong backward"),
     CHECK_CODES["explained"]: ("#ffe8cc", "#e8590c", "fails because of a culprit inside"),
     CHECK_CODES["culprit"]: ("#ffc9c9", "#e03131", "the culprit: its backward is wrong"),
 }
@@ -64,30 +65,16 @@ def _line(verdict: Verdict) -> str:
 
 
 def check_viewer_overlay(graph: Graph, check: ModelCheck) -> dict[str, Any]:
-    """The interactive viewer's "check" colouring (see `graphviz_app.viewer`): codes per node and box.
+    """The interactive viewer's "check" colouring (see `graphviz_app.viewer.check`): codes per node and box.
 
-    Each module box holds its module's verdict code (`CHECK_CODES`); the culprit's nodes are flagged.
+    Each module box holds its module's verdict code (`CHECK_CODES`) and its words (`text`);
+    the culprit's nodes are flagged.
     """
-    from ..viewer.tree import build_tree
+    from ..viewer.check import check_overlay
 
-    by_node = node_verdicts(graph, check)
-    values: list[float | None] = [None if n.id not in by_node else check_code(by_node[n.id]) for n in graph.nodes]
-    by_module = module_verdicts(check)
-    tree = build_tree(graph)
-    group: list[float | None] = [None] * len(tree.parent)
-    for g, path in enumerate(tree.module):
-        if path is not None and path in by_module:
-            group[g] = check_code(by_module[path])
-    for i, value in enumerate(values):  # rolled and folded boxes: the worst code inside
-        g = tree.node_group[i]
-        while value is not None and g >= 0 and (group[g] is None or group[g] < value):  # type: ignore[operator]
-            if tree.module[g] is not None and tree.module[g] in by_module:
-                break
-            group[g] = value
-            g = tree.parent[g]
-    flags = [i for i, v in enumerate(values) if v == CHECK_CODES["culprit"]]
-    return {"key": "check", "label": "check: 0 passed, 1 not checked, 2 fails inside, 3 culprit",
-            "scale": "linear", "unit": "", "node": values, "group": group, "flag": flags}
+    found = check_overlay(graph, None, check)
+    return found[0] if found else {"key": "check", "label": "check: nothing checked", "scale": "linear", "unit": "",
+                                   "node": [None] * len(graph.nodes), "group": [], "flag": []}
 
 
 def export_check(graph: Graph, check: ModelCheck, fmt: str, *, rankdir: str = "TB") -> bytes:

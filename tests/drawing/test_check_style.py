@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphviz_app.analysis.model_check import ModelCheck, Status, UnitKind, Verdict
+from graphviz_app.analysis.model_check_nodes import CHECK_CODES
 from graphviz_app.drawing.check_style import CHECK_LOOK, check_viewer_overlay, export_check, save_check
 from graphviz_app.errors import UnsupportedFormatError
 from graphviz_app.model import Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind
@@ -29,7 +30,7 @@ CHECK = ModelCheck(
 
 def test_the_dot_colours_the_culprit_and_names_its_line_as_text() -> None:
     dot = export_check(GRAPH, CHECK, "dot").decode()
-    culprit_fill, passed_fill = CHECK_LOOK[3][0], CHECK_LOOK[0][0]
+    culprit_fill, passed_fill = CHECK_LOOK[CHECK_CODES["culprit"]][0], CHECK_LOOK[CHECK_CODES["passed"]][0]
     n1 = next(line for line in dot.splitlines() if line.strip().startswith("n1 "))
     n2 = next(line for line in dot.splitlines() if line.strip().startswith("n2 "))
     assert culprit_fill in n1 and "penwidth=3" in n1 and passed_fill in n2
@@ -40,9 +41,10 @@ def test_the_dot_colours_the_culprit_and_names_its_line_as_text() -> None:
 def test_the_viewer_overlay_codes_nodes_and_boxes_and_flags_the_culprit() -> None:
     overlay = check_viewer_overlay(GRAPH, CHECK)
     assert overlay["key"] == "check" and overlay["scale"] == "linear"
-    assert overlay["node"] == [None, 3, 0]
-    assert overlay["flag"] == [1]
-    assert 3 in overlay["group"] and 0 in overlay["group"]
+    assert overlay["node"] == [None, CHECK_CODES["culprit"], CHECK_CODES["passed"]]
+    assert overlay["flag"] == [1] and overlay["mark"] == [1]
+    assert CHECK_CODES["culprit"] in overlay["group"] and CHECK_CODES["passed"] in overlay["group"]
+    assert 'culprit Evil"].backward: 2 x (x input)' in overlay["text"]  # the module table's words
 
 
 def test_the_html_page_carries_the_check(tmp_path: pytest.TempPathFactory) -> None:
