@@ -9,7 +9,8 @@ from ..model import Graph, NodeKind
 from ..model.checks import Status, UnitKind, Verdict
 from .model_check import ModelCheck
 
-__all__ = ["CHECK_CODES", "check_code", "module_verdicts", "node_verdicts", "with_check", "verdicts_of"]
+__all__ = ["CHECK_CODES", "check_code", "check_finding", "module_verdicts", "node_verdicts", "with_check",
+           "verdicts_of"]
 
 # A verdict as the "check" colouring holds it (linear scale: worse is larger).
 CHECK_CODES = {"passed": 0, "unchecked": 1, "detached": 2, "explained": 3, "culprit": 4}
@@ -39,6 +40,21 @@ def with_check(graph: Graph, check: ModelCheck) -> Graph:
     if not isinstance(check, ModelCheck):
         raise TypeError(f"with_check(graph, check) takes check_model's result, got {type(check).__name__}")
     return replace(graph, checks=check.verdicts)
+
+
+def check_finding(source: Verdicts) -> str:
+    """One line: the culprit's headline, else the first gradient cut's, else the counts per status.
+
+    >>> check_finding([Verdict("fc", UnitKind.MODULE, "Linear", "Linear.forward", None, Status.PASSED)])
+    'model check: 1 passed'
+    """
+    verdicts = verdicts_of(source)
+    named = [v for v in verdicts if v.culprit and v.status == Status.FAILED]
+    named += [v for v in verdicts if v.status == Status.DETACHED and v.explained_by is None]
+    if named:
+        return named[0].headline()
+    counts = {s: sum(1 for v in verdicts if v.status == s) for s in Status.ALL}
+    return "model check: " + (", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no verdicts")
 
 
 def check_code(verdict: Verdict) -> int:

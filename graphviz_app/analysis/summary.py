@@ -6,6 +6,7 @@ from collections import Counter
 
 from ..model import PACKED_BY_HOOK, STATE_ATTR, Graph, Summary
 from ..model.checks import Status
+from .model_check_nodes import check_finding
 from .module_tree import held_bytes
 
 __all__ = ["summarize"]
@@ -48,9 +49,9 @@ def _checks(graph: Graph) -> tuple[tuple[tuple[str, int], ...], str | None]:
     if not graph.checks:
         return (), None
     counts = Counter(v.status for v in graph.checks)
-    named = [v for v in graph.checks if v.culprit and v.status == Status.FAILED]
-    named += [v for v in graph.checks if v.status == Status.DETACHED and v.explained_by is None]
-    return tuple((s, counts[s]) for s in Status.ALL if counts[s]), named[0].headline() if named else None
+    finding = check_finding(graph.checks)
+    named = not finding.startswith("model check: ")  # a culprit's or a cut's line, not the counts again
+    return tuple((s, counts[s]) for s in Status.ALL if counts[s]), finding if named else None
 
 
 def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:

@@ -5,63 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from graphviz.quoting import attr_list
-
-from ..analysis.model_check import ModelCheck, Verdict
-from ..analysis.model_check_nodes import CHECK_CODES, check_code, node_verdicts
+from ..analysis.model_check import ModelCheck
 from ..errors import RenderError, UnsupportedFormatError
-from ..model import Edge, Graph, Node
-from .dot_text import escape_text, graphviz_attr
+from ..model import Graph
+from .check_overlay import CHECK_LOOK, CheckOverlay
 from .renderer import RANKDIRS, _draw
 
 __all__ = ["CHECK_LOOK", "CHECK_FORMATS", "CheckOverlay", "check_viewer_overlay", "export_check", "save_check"]
 
-# Code -> (fill, border, words for the legend).
-CHECK_LOOK = {
-    CHECK_CODES["passed"]: ("#d3f9d8", "#2f9e44", "backward agrees with finite differences"),
-    CHECK_CODES["unchecked"]: ("#f1f3f5", "#868e96", "not checked, or not checkable"),
-    CHECK_CODES["detached"]: ("#e7f5ff", "#1c7ed6", "detached: no gradient path (a .detach()), no wrong backward"),
-    CHECK_CODES["explained"]: ("#ffe8cc", "#e8590c", "fails because of a culprit inside"),
-    CHECK_CODES["culprit"]: ("#ffc9c9", "#e03131", "the culprit: its backward is wrong"),
-}
 CHECK_FORMATS = ("dot", "html")
-
-
-class CheckOverlay:
-    """Per-node attributes of a drawing coloured by check verdict (the renderer's overlay)."""
-
-    def __init__(self, graph: Graph, check: ModelCheck) -> None:
-        self.check = check
-        self.verdicts = node_verdicts(graph, check)
-
-    def node(self, node: Node, label: str) -> tuple[str, str]:
-        verdict = self.verdicts.get(node.id)
-        if verdict is None:
-            return label, ""
-        code = check_code(verdict)
-        fill, border, _ = CHECK_LOOK[code]
-        style = {"fillcolor": fill, "color": border, "penwidth": "3" if code == CHECK_CODES["culprit"] else "1"}
-        if code == CHECK_CODES["culprit"]:
-            label += "\\n" + escape_text(_line(verdict))  # the label's lines come escaped (dot_text)
-        return label, attr_list(kwargs=style)[2:-1] + " "
-
-    def edge_attrs(self, edge: Edge) -> str | None:
-        return None
-
-    def legend_rows(self) -> list[str]:
-        import html
-
-        rows = ['<TR><TD COLSPAN="2"><B>model check</B></TD></TR>']
-        for fill, _, words in CHECK_LOOK.values():
-            rows.append(f'<TR><TD BGCOLOR="{fill}"> </TD><TD>{html.escape(words)}</TD></TR>')
-        return rows
-
-    def graph_attrs(self) -> dict[str, str]:
-        return {"label": graphviz_attr(self.check.first_line()), "labelloc": "t"}
-
-
-def _line(verdict: Verdict) -> str:
-    return f"{verdict.name}, {verdict.source}" if verdict.source else verdict.name
 
 
 def check_viewer_overlay(graph: Graph, check: ModelCheck) -> dict[str, Any]:

@@ -53,3 +53,21 @@ def test_the_html_page_carries_the_check(tmp_path: pytest.TempPathFactory) -> No
     assert text.startswith("<!DOCTYPE html>") and "Evil&quot;]" in text
     with pytest.raises(UnsupportedFormatError, match="cannot write a check drawing as 'png'"):
         export_check(GRAPH, CHECK, "png")
+
+
+def test_a_graph_carrying_its_check_draws_it_with_color_by_check_and_a_graph_without_says_what_to_do() -> None:
+    from graphviz_app.analysis.model_check_nodes import with_check
+    from graphviz_app.drawing.renderer import export
+    from graphviz_app.errors import RenderError
+
+    carried = Graph.from_json(with_check(GRAPH, CHECK).to_json())  # as saved and read back
+    dot = export(carried, "dot", color_by="check").decode()
+    n1 = next(line for line in dot.splitlines() if line.strip().startswith("n1 "))
+    assert CHECK_LOOK[CHECK_CODES["culprit"]][0] in n1 and "penwidth=3" in n1
+    assert 'Evil\\"].backward, a\\\\b.py:3' in n1
+    assert "backward is 2 x finite differences" in dot  # the culprit's line heads the picture
+    drawn = [line.strip() for line in export_check(GRAPH, CHECK, "dot").decode().splitlines()]
+    assert n1.strip() in drawn  # the culprit drawn as export_check draws it from the live result
+    with pytest.raises(RenderError, match="color_by='check' colours by a model check's verdicts and this graph "
+                                          "carries none: draw with_check"):
+        export(GRAPH, "dot", color_by="check")
