@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.model_check import ModelCheck
+from ..analysis.model_check_nodes import with_check
 from ..errors import RenderError, UnsupportedFormatError
 from ..model import Graph
 from .check_overlay import CHECK_LOOK, CheckOverlay
@@ -13,7 +14,7 @@ from .renderer import RANKDIRS, _draw
 
 __all__ = ["CHECK_LOOK", "CHECK_FORMATS", "CheckOverlay", "check_viewer_overlay", "export_check", "save_check"]
 
-CHECK_FORMATS = ("dot", "html")
+CHECK_FORMATS = ("dot", "html", "json")
 
 
 def check_viewer_overlay(graph: Graph, check: ModelCheck) -> dict[str, Any]:
@@ -30,7 +31,9 @@ def check_viewer_overlay(graph: Graph, check: ModelCheck) -> dict[str, Any]:
 
 
 def export_check(graph: Graph, check: ModelCheck, fmt: str, *, rankdir: str = "TB") -> bytes:
-    """The graph coloured by check verdict: "html" the interactive viewer, "dot" the Graphviz text.
+    """The graph coloured by check verdict: "html" the interactive viewer, "dot" the Graphviz text,
+    "json" the saved graph carrying the verdicts (`with_check`; `Graph.from_json` reads it back).
+    The HTML page's graph carries them too.
 
     Raises:
         UnsupportedFormatError: `fmt` is not one of CHECK_FORMATS.
@@ -45,18 +48,19 @@ def export_check(graph: Graph, check: ModelCheck, fmt: str, *, rankdir: str = "T
     if fmt == "dot":
         return _draw(graph, rankdir=rankdir, legend=True, max_attr_chars=50, clusters=True, color_by="device",
                      overlay=CheckOverlay(graph, check)).source.encode()
+    carried = with_check(graph, check)
+    if fmt == "json":
+        return carried.to_json().encode()
     from ..viewer import page_html, payload
 
-    data = payload(graph, title=check.first_line(), rankdir=rankdir,
-                   extra_overlays=[check_viewer_overlay(graph, check)])
-    return page_html(data).encode()
+    return page_html(payload(carried, title=check.first_line(), rankdir=rankdir)).encode()
 
 
 def save_check(graph: Graph, check: ModelCheck, path: str | Path, *, rankdir: str = "TB") -> Path:
     """Write `export_check`'s drawing to `path`, the format chosen by its suffix; returns the path.
 
     Raises:
-        UnsupportedFormatError: the suffix is not .dot or .html.
+        UnsupportedFormatError: the suffix is not .dot, .html or .json.
         RenderError: the file cannot be written.
     """
     path = Path(path)

@@ -71,3 +71,9 @@ def test_a_graph_carrying_its_check_draws_it_with_color_by_check_and_a_graph_wit
     with pytest.raises(RenderError, match="color_by='check' colours by a model check's verdicts and this graph "
                                           "carries none: draw with_check"):
         export(GRAPH, "dot", color_by="check")
+
+
+def test_the_check_saved_as_json_is_the_graph_carrying_its_verdicts(tmp_path: pytest.TempPathFactory) -> None:
+    path = save_check(GRAPH, CHECK, tmp_path / "check.json")  # type: ignore[operator]
+    back = Graph.from_json(path.read_text())
+    assert back.checks == CHECK.verdicts and back.nodes == GRAPH.nodes
