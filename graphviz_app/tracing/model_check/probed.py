@@ -96,6 +96,17 @@ class Probed:
               for x, d in zip(self.xs, direction, strict=True)]
         return self.project(self.run(xs))
 
+    def shift(self, size: float) -> None:
+        """Move the point: every differentiated value by size (1 + |x|) in random signs (not the fixed rows)."""
+        gen = torch.Generator().manual_seed(self.opts.seed + 1)
+        moved = []
+        for x, d in zip(self.xs, self.unit.inputs, strict=True):
+            r = signs(gen, 1, x.numel())[0].reshape(x.shape).to(x)
+            if d.moved is not None:
+                r = r * d.moved.reshape(x.shape).to(x)
+            moved.append(x + size * (1 + x.abs()) * r)
+        self.xs = moved
+
     def setup(self) -> None:
         if not self.xs:
             raise NotCheckable("nothing to differentiate: no floating input requires grad and no parameter does")

@@ -10,6 +10,8 @@ about 2^(1-k). Along a direction whose probe misses, `gradcheck`'s kink test (st
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from gradcheck.probes import probe_steps
@@ -21,9 +23,18 @@ from .units import BudgetSpent, Unit
 __all__ = ["Float64Failed", "NotCheckable", "Options", "Outcome", "screen"]
 
 
-def screen(unit: Unit, opts: Options) -> Outcome:
-    """Screen `unit`'s backward; raises NotCheckable, or BudgetSpent when the budget runs out."""
+# How far a unit's inputs move off a kink for the second look (relative: x + KINK_SHIFT (1 + |x|) r).
+KINK_SHIFT = 1e-4
+
+
+def screen(unit: Unit, opts: Options, *, shift: float = 0.0) -> Outcome:
+    """Screen `unit`'s backward; raises NotCheckable, or BudgetSpent when the budget runs out.
+
+    `shift` > 0 screens it at its inputs moved by `shift` (1 + |x|) in random signs instead (off a kink).
+    """
     p = Probed(unit, opts)
+    if shift:
+        p.shift(shift)
     p.setup()
     try:
         parts = p.autograd_parts()
@@ -43,7 +54,10 @@ def screen(unit: Unit, opts: Options) -> Outcome:
     outcome.parts = parts
     if not outcome.passed and outcome.reason is None:
         _kinks(outcome, autograd, numerical, p, opts)
-    p.outs = []  # frees the graph kept for the kink test's backward passes
+        p.outs = []  # frees the graph kept for the kink test's backward passes
+        if outcome.passed and not shift:
+            _off_kink(outcome, unit, opts)
+    p.outs = []
     outcome.checks.append("rev")
     if unit.dtype != torch.float64:
         if "fwd" in opts.modes or opts.order == 2:
@@ -54,6 +68,31 @@ def screen(unit: Unit, opts: Options) -> Outcome:
     if outcome.passed and opts.order == 2:
         check_second(outcome, p, opts)
     return outcome
+
+def _off_kink(out: Outcome, unit: Unit, opts: Options) -> None:
+    """A unit accepted at kinks is screened again at inputs moved off them, as finite differences need.
+
+    At the step's own point the kinked outputs were judged only against their one-sided slopes;
+    moved by KINK_SHIFT (1 + |x|) in random signs (far beyond the step h, so the differences stay
+    on one side), the same probes judge the backward near the corner too: a backward wrong just
+    beside a kink fails here.
+    """
+    again = screen(unit, dataclasses.replace(opts, modes=("rev",), order=1), shift=KINK_SHIFT)
+    where = f"re-checked at inputs moved off the kink by {KINK_SHIFT:g} x (1 + |x|), in random signs"
+    if again.passed:
+        crossed = any("crossed a kink" in n for n in again.notes)
+        out.notes.append(f"{where}: passed" + (", though it crossed other kinks there" if crossed else ""))
+        return
+    if again.reason is not None:
+        found = again.reason
+    elif again.ratio is not None:
+        found = f"backward is {again.ratio:.3g} x finite differences"
+    else:
+        found = f"backward differs from finite differences by {again.abs_error:.2g} (relative {again.rel_error:.2g})"
+    out.passed = False
+    out.reason = f"off the kink ({where}): {found}"
+    out.abs_error, out.rel_error, out.ratio = again.abs_error, again.rel_error, again.ratio
+
 
 def _kinks(out: Outcome, autograd: torch.Tensor, numerical: torch.Tensor, p: Probed, opts: Options) -> None:
     """Probes that missed only through outputs at a kink pass under kinks="pass"; the outcome says so.
@@ -118,6 +157,5 @@ def _kinks(out: Outcome, autograd: torch.Tensor, numerical: torch.Tensor, p: Pro
     out.ratio = None
     out.notes.append(f"{int(bad.sum())} probe(s) crossed a kink (ReLU at 0, max-pool ties, abs at 0) at {masked} "
                      f"output element(s) and agree without them: passed under kinks={opts.kinks!r}. At those elements "
-                     "finite differences give no derivative, so there the check is inconclusive: it saw only that the "
-                     "backward lies between the slopes on either side. To judge them fully, check again at inputs "
-                     "moved off the kink (a little noise)")
+                     "finite differences give no derivative, so at the step's own point the check is inconclusive "
+                     "there: it saw only that the backward lies between the slopes on either side")

@@ -78,7 +78,30 @@ def test_a_subgradient_at_the_kink_passes_and_the_verdict_says_the_point_is_inco
     notes = [n for n in unit.notes if "crossed a kink" in n]
     if at_zero != 0.5:  # 0.5 is the central difference itself: no probe misses, nothing to say
         (note,) = notes
-        assert "the check is inconclusive" in note and "moved off the kink" in note
+        assert "at the step's own point the check is inconclusive there" in note
+        assert "re-checked at inputs moved off the kink by 0.0001 x (1 + |x|), in random signs: passed" in unit.notes
     off = _on_the_kink().detach() + 1e-3  # moved off the corner, as the note says: a plain pass, no kink
     again = check_model(torch.nn.Sequential(_Act(fn), torch.nn.Linear(6, 3)), off.requires_grad_())
     assert again.passed and not any("kink" in n for v in again.verdicts for n in v.notes)
+
+
+def test_a_backward_wrong_just_beside_the_kink_is_found_by_the_check_moved_off_it() -> None:
+    class NearlyRelu(torch.autograd.Function):
+        """ReLU whose backward is 0 up to 1e-3, not up to 0: right at 0, wrong just beside it."""
+
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(x)
+            return x.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            (x,) = ctx.saved_tensors
+            return g * (x > 1e-3).to(g)
+
+    x = _on_the_kink()
+    assert bool(((x.abs() > 0) & (x.abs() < 1e-3)).sum() == 0)  # wrong nowhere at the step's own point
+    result = check_model(torch.nn.Sequential(_Act(NearlyRelu), torch.nn.Linear(6, 3)), x)
+    (culprit,) = result.culprits
+    assert culprit.name == "NearlyRelu.backward"
+    assert culprit.reason is not None and culprit.reason.startswith("off the kink (re-checked at inputs moved off")
