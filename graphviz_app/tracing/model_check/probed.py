@@ -97,11 +97,13 @@ class Probed:
         return self.project(self.run(xs))
 
     def shift(self, size: float) -> None:
-        """Move the point: every differentiated value by size (1 + |x|) in random signs (not the fixed rows)."""
+        """Move the point: every differentiated value by size (1 + |x|) times a random factor of 0.5 to 1.5 in
+        random sign (not the fixed rows); the spread in size breaks ties (equal zeros under a max-pool)."""
         gen = torch.Generator().manual_seed(self.opts.seed + 1)
         moved = []
         for x, d in zip(self.xs, self.unit.inputs, strict=True):
-            r = signs(gen, 1, x.numel())[0].reshape(x.shape).to(x)
+            spread = 0.5 + torch.rand(x.numel(), generator=gen, dtype=torch.float64)
+            r = (signs(gen, 1, x.numel())[0] * spread).reshape(x.shape).to(x)
             if d.moved is not None:
                 r = r * d.moved.reshape(x.shape).to(x)
             moved.append(x + size * (1 + x.abs()) * r)

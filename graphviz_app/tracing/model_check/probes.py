@@ -23,7 +23,7 @@ from .units import BudgetSpent, Unit
 __all__ = ["Float64Failed", "NotCheckable", "Options", "Outcome", "screen"]
 
 
-# How far a unit's inputs move off a kink for the second look (relative: x + KINK_SHIFT (1 + |x|) r).
+# How far a unit's inputs move off a kink for the second look (x + KINK_SHIFT (1 + |x|) r, |r| in 0.5..1.5).
 KINK_SHIFT = 1e-4
 
 
@@ -78,7 +78,7 @@ def _off_kink(out: Outcome, unit: Unit, opts: Options) -> None:
     beside a kink fails here.
     """
     again = screen(unit, dataclasses.replace(opts, modes=("rev",), order=1), shift=KINK_SHIFT)
-    where = f"re-checked at inputs moved off the kink by {KINK_SHIFT:g} x (1 + |x|), in random signs"
+    where = f"re-checked at inputs moved off the kink by about {KINK_SHIFT:g} x (1 + |x|), in random signs"
     if again.passed:
         crossed = any("crossed a kink" in n for n in again.notes)
         out.notes.append(f"{where}: passed" + (", though it crossed other kinks there" if crossed else ""))
