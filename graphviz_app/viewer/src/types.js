@@ -75,6 +75,8 @@
  * @property {boolean} [truncated]
  * @property {ModuleRow[]} [modules]
  * @property {number | null} [nonfinite_origin]
+ * @property {Array<Record<string, unknown>>} [checks]  a model check's verdicts (model/checks.py); the viewer
+ *   reads them through the "check" overlay, whose `text` holds each box's verdict in words
  */
 
 /** @typedef {"root" | "module" | "roll" | "fold" | "part"} BoxKind */
