@@ -13,7 +13,8 @@ Figures go into benchmarks/README.md (section compare) by hand.
    traced with its tensors; CPU time (`time.thread_time()`) of `trace()` against `save(graph, "x.html")`,
    and where save's time goes (the steps of `viewer.payload.payload`, timed one by one with the GC paused as
    payload() pauses it). Built, traced and
-   saved on the big-stack thread (freeing a long chain recurses).
+   saved on the big-stack thread (freeing a long chain recurses). Then the file's first view in Chromium and
+   one click on its first closed box.
 """
 
 from __future__ import annotations
@@ -108,6 +109,21 @@ def compare(layers: int, runs: int) -> None:
     print(f"- open a box in pane a, laid out and drawn in both panes: {statistics.median(opened):.0f} ms (median)")
 
 
+def _open_in_chromium(path: Path, runs: int) -> tuple[float, float]:
+    """The single viewer's first view (median of `runs` loads) and one click on its first closed box, in ms."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        first = first_view(page, path, "[data-testid=graph-viewer][data-state=ready]", "[data-testid=graph-viewer]",
+                           runs)
+        page.locator(".gv-closed").first.click()
+        box = float(page.get_attribute("[data-testid=graph-viewer]", "data-last-refresh-ms"))
+        browser.close()
+    return first, box
+
+
 def chain(n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     x = torch.ones(2, requires_grad=True)
     y = x
@@ -116,7 +132,7 @@ def chain(n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     return y, {"x": x}
 
 
-def saving(n: int) -> None:
+def saving(n: int, runs: int) -> None:
     def work() -> None:
         y, params = chain(n)
         gc.collect()
@@ -126,6 +142,7 @@ def saving(n: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             save_cpu, path = _cpu(lambda: save(graph, Path(tmp) / "x.html"))
             size = path.stat().st_size
+            first, box = _open_in_chromium(path, runs)
         gc.collect()
         gc.disable()  # as payload() builds them (viewer.payload._gc_paused)
         steps = {}
@@ -142,6 +159,7 @@ def saving(n: int) -> None:
               f"{len(graph.edges):,} edges; load {' '.join(load)}")
         print(f"- CPU s: trace {trace_cpu:.2f}, save(graph, 'x.html') {save_cpu:.2f} "
               f"({save_cpu / trace_cpu:.2f}x the trace); file {size / 1e6:.1f} MB")
+        print(f"- Chromium: first view {first:.0f} ms (median of {runs}), opening the first closed box {box:.0f} ms")
         total = sum(steps.values())
         for name, s in steps.items():
             print(f"  - {name}: {s:.2f} s ({100 * s / total:.0f}% of the steps timed one by one)")
@@ -159,7 +177,7 @@ def main() -> None:
     if not args.skip_compare:
         compare(args.layers, args.runs)
     if args.chain:
-        saving(args.chain)
+        saving(args.chain, args.runs)
 
 
 if __name__ == "__main__":
