@@ -31,6 +31,7 @@ from .analysis.memory.fit import fit, largest_batch
 from .model import Graph
 from .tracing.memory.checkpointing import runnable_modules, verify_plan
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
+from .tracing.memory.levers import with_levers
 from .tracing.memory.step import Step, run_step
 
 __all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
@@ -114,9 +115,16 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
                        **kwargs: Any) -> CheckpointPlan:
     """Modules to checkpoint so the step fits `budget_bytes` (the whole step, as in `largest_batch_for`: the
     plan's own `budget_bytes` is what that leaves for the peak); with `verify`, the plan applied and the step
-    measured before and after (on the model's device)."""
+    measured before and after (on the model's device).
+
+    When the plan does not reach the budget (what holds the peak is not saved tensors: `.grad`, logits), its
+    `levers` predict the peak with each lever that lowers it otherwise, forecast on fake tensors: each `.grad`
+    freed once accumulated, autocast bfloat16, micro-batches with gradient accumulation, a chunked loss (a
+    what-if of the replay); with `verify`, each one that needs no change to the person's code is applied to
+    the real step and measured."""
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
     plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model))
-    return verify_plan(step, plan) if verify and plan.modules else plan
+    plan = verify_plan(step, plan) if verify and plan.modules else plan
+    return with_levers(step, plan, verify=verify)

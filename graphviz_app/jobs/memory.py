@@ -23,6 +23,7 @@ from ..drawing.renderer import save
 from ..errors import TraceError
 from ..tracing.memory.checkpointing import runnable_modules, verify_plan
 from ..tracing.memory.forecast import Prediction, predict, step_variant
+from ..tracing.memory.levers import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
 from .script_forms import model_call
 
@@ -211,4 +212,4 @@ def _plan(step: Step, prediction: Prediction, request: MemoryRequest) -> Checkpo
                             runnable=runnable_modules(step.model))
     if request.verify and plan.modules:
         plan = verify_plan(step, plan, retain_graph=request.retain_graph)
-    return plan
+    return with_levers(step, plan, verify=request.verify)
