@@ -66,6 +66,7 @@ def _gpt_spec(autocast: torch.dtype | None = None) -> StepSpec:
     return StepSpec(TinyGPT, lambda b: ((ids[:b],), {}), lambda out: out, autocast=autocast)
 
 
+@pytest.mark.slow
 def test_autocast_and_micro_batches_are_predicted_measured_and_memtrackers() -> None:
     spec = _gpt_spec()
     torch.manual_seed(0)

@@ -20,7 +20,7 @@ from torch.distributed._tools.mem_tracker import MemTracker
 from torch.utils._pytree import tree_leaves
 
 __all__ = ["StepSpec", "OracleRun", "ZooRow", "memtracker_peak", "memtracker_fake_peak", "memtracker_accumulated_peak",
-           "compare"]
+           "frozen_as_buffers", "compare"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,20 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
+def frozen_as_buffers(model: torch.nn.Module) -> None:
+    """Make every frozen parameter (requires_grad False) a buffer holding the same tensor: MemTracker installs a
+    gradient hook on every parameter and raises on a frozen one ("cannot register a hook on a tensor that doesn't
+    require gradient": Whisper's sinusoidal positions). A frozen parameter gets no gradient, so the step runs the
+    same ops on the same storages either way; MemTracker counts it with the model's tensors, left out below."""
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is not None and not param.requires_grad:
+                del module._parameters[name]
+                module.register_buffer(name, param.data)
+
+
 def _tracked_step(spec: StepSpec, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    frozen_as_buffers(model)
     for p in model.parameters():
         p.grad = None
     tracker = MemTracker()

@@ -33,6 +33,8 @@ class CheckpointPlan:
     `reached` says whether the predicted peak after is at most the budget;
     `freed` gives, per module, the saved bytes the forward no longer keeps.
     `measured_peak_before` and `measured_peak_after` are filled by a verify run.
+    `replay_peaks` is (before, after) as the replay predicted them when `predicted_peak_before/after` come from
+    running the step with and without the modules checkpointed on fake tensors (`forecast_plan`).
     `levers`, when the plan does not reach the budget and the step could be run again, predict (and once
     verified, measure) what lowers the peak otherwise, from the step's forecast peak `levers_baseline`.
     """
@@ -49,6 +51,7 @@ class CheckpointPlan:
     held_at_peak: tuple[tuple[str, int], ...] = ()
     levers: tuple[Lever, ...] = ()
     levers_baseline: int | None = None
+    replay_peaks: tuple[int, int] | None = None
 
     @property
     def reached(self) -> bool:
@@ -63,6 +66,8 @@ class CheckpointPlan:
             "freed": dict(self.freed),
             "measured_peak_before": self.measured_peak_before, "measured_peak_after": self.measured_peak_after,
             "held_at_peak": dict(self.held_at_peak),
+            "replay_peak_before": self.replay_peaks[0] if self.replay_peaks else None,
+            "replay_peak_after": self.replay_peaks[1] if self.replay_peaks else None,
             "levers_baseline_bytes": self.levers_baseline, "levers": [lever.to_dict() for lever in self.levers],
         }
 
@@ -81,6 +86,9 @@ class CheckpointPlan:
         lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
                  f" -> {human_bytes(self.predicted_peak_after)} (the peak's budget {human_bytes(self.budget_bytes)}"
                  f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
+        if self.replay_peaks is not None:
+            lines.append(f"  forecast with and without them on fake tensors; the graph's replay chose them "
+                         f"({human_bytes(self.replay_peaks[0])} -> {human_bytes(self.replay_peaks[1])})")
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
         if self.measured_peak_after is not None:
             lines.append(f"verified: applied non-reentrant checkpointing to {', '.join(self.modules)}")
