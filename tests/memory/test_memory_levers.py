@@ -143,3 +143,15 @@ def test_the_advice_prints_each_lever_predicted_and_measured_and_says_why_the_lo
     levers = plan.to_dict()["levers"]
     assert [lv["lever"] for lv in levers] == ["free_grads", "autocast_bf16", "micro_batch", "chunked_loss"]
     assert all(lv["predicted_peak_bytes"] < plan.levers_baseline for lv in levers if lv["lever"] != "free_grads")
+
+
+def test_a_loss_that_captures_its_target_is_forecast_on_meta_and_verified() -> None:
+    # The target the loss captures is moved to meta with the step, not made a fake tensor: the levers fall back to
+    # meta there, as forecast() does, and still equal the real step.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(1000, 32), nn.Linear(32, 1000))
+    ids = torch.randint(0, 1000, (8, 64), generator=torch.Generator().manual_seed(0))
+    levers = _levers(Step(model, (ids,), loss=lambda out: F.cross_entropy(out.flatten(0, 1), ids.flatten())))
+    verified = [lv for lv in levers.values() if lv.measured_peak is not None]  # type: ignore[attr-defined]
+    assert len(verified) == 3
+    assert all(lv.predicted_peak == lv.measured_peak for lv in verified)  # type: ignore[attr-defined]

@@ -68,13 +68,13 @@ class Lever:
         """One line: the lever, its predicted peak against `before` and the `budget`, measured if verified.
 
         >>> Lever(LeverKind.FREE_GRADS, "free each .grad", 600, "on fake tensors").line(1000, 700)
-        '- free each .grad: predicted peak 1000 B -> 600 B (under the budget 700 B; on fake tensors)'
+        "- free each .grad: predicted peak 1000 B -> 600 B (under the peak's budget 700 B; on fake tensors)"
         """
         if self.predicted_peak is None:
             return f"- {self.what}: does not apply here ({self.reason})"
         under = "under" if self.predicted_peak <= budget else "still over"
         text = (f"- {self.what}: predicted peak {human_bytes(before)} -> {human_bytes(self.predicted_peak)} "
-                f"({under} the budget {human_bytes(budget)}; {self.how})")
+                f"({under} the peak's budget {human_bytes(budget)}; {self.how})")
         if self.measured_peak is not None:
             text += (f"\n    verified: measured {human_bytes(self.measured_before or 0)} -> "
                      f"{human_bytes(self.measured_peak)} (predicted {human_bytes(self.predicted_peak)})")

@@ -13,7 +13,7 @@ import torch.utils.checkpoint
 
 from ...analysis.memory.checkpoint import CheckpointPlan
 from ...errors import TraceError
-from .levers import shadow_step, step_peak
+from .levers import shadow_peak
 from .step import Step, run_step
 
 __all__ = ["checkpointed", "verify_plan", "runnable_modules", "forecast_plan"]
@@ -85,10 +85,8 @@ def forecast_plan(step: Step, plan: CheckpointPlan) -> CheckpointPlan:
     if not plan.modules:
         return plan
     try:
-        shadow = shadow_step(step)
-        before = step_peak(shadow)[0]
-        with checkpointed(shadow.model, plan.modules):
-            after = step_peak(shadow)[0]
+        before = shadow_peak(step)[0]
+        after = shadow_peak(step, wrap=lambda model: checkpointed(model, plan.modules))[0]
     except (RuntimeError, NotImplementedError, TypeError, ValueError):
         return plan  # a step that only runs for real (a value read): the replay's prediction stands
     return dataclasses.replace(plan, predicted_peak_before=before, predicted_peak_after=after,

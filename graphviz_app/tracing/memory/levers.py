@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import typing
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -34,7 +34,7 @@ from .rnn import WORKSPACE_NAME
 from .step import Step, run_step, step_outputs
 
 __all__ = ["free_grads", "lever_forecasts", "verify_levers", "with_levers", "accumulated_peak", "step_batch",
-           "shadow_step", "step_peak",
+           "shadow_step", "shadow_peak", "step_peak",
            "FREE_GRADS_CODE", "CHUNKED_LOSS_CODE"]
 
 FREE_GRADS_CODE = (
@@ -92,6 +92,26 @@ def shadow_step(step: Step) -> Step:
     if policy == "cpu" and not any(isinstance(m, torch.nn.LSTM) for m in step.model.modules()):
         return fake_step(meta)
     return meta
+
+
+def shadow_peak(step: Step, *, free: bool = False,
+                wrap: Callable[[torch.nn.Module], contextlib.AbstractContextManager[Any]] | None = None,
+                ) -> tuple[int, int]:
+    """`step_peak` of the step with nothing allocated (`shadow_step`), with `wrap(model)` around the run when given
+    (checkpointing modules); where the step cannot run on fake CPU tensors (a target the loss captures stays on
+    meta, a value read), on meta, as `forecast` falls back."""
+    first = shadow_step(step)
+    tries = [first]
+    if first.mode is not None:  # fake tensors: meta is the fallback
+        tries.append(step_variant(step, device="meta", policy=_policy(step)))
+    for i, shadow in enumerate(tries):
+        try:
+            with wrap(shadow.model) if wrap is not None else contextlib.nullcontext():
+                return step_peak(shadow, free=free)
+        except Exception:  # noqa: BLE001 - any failure on fake tensors: meta next, as forecast() does
+            if i == len(tries) - 1:
+                raise
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def step_peak(step: Step, *, free: bool = False) -> tuple[int, int]:
@@ -164,14 +184,14 @@ def _micro_batch(step: Step, batch: int | None, budget: int) -> Lever:
     k = 2
     while k <= batch:
         micro = -(-batch // k)
-        shadow = shadow_step(step_variant(step, batch=micro))
-        first, _ = step_peak(shadow)
-        rest, grads = step_peak(shadow, free=True)
+        micro_step = step_variant(step, batch=micro)
+        first, _ = shadow_peak(micro_step)
+        rest, grads = shadow_peak(micro_step, free=True)
         peak = max(first, grads + rest)
         if best is not None and best.predicted_peak is not None and peak >= best.predicted_peak:
             break  # smaller micro-batches no longer lower it: every .grad held between them is the floor
         how = (f"{k} micro-batches of {micro}: the larger of the first one's peak {human_bytes(first)} and, for "
-               f"the next, every .grad {human_bytes(grads)} + {human_bytes(rest)}; forecast on fake tensors")
+               f"the next, every .grad {human_bytes(grads)} + {human_bytes(rest)}; forecast allocating nothing")
         best = Lever(LeverKind.MICRO_BATCH, f"{k} micro-batches of {micro} with gradient accumulation", peak, how,
                      micro_batches=(k, micro))
         if peak <= budget or micro == 1:
@@ -191,11 +211,10 @@ def lever_forecasts(step: Step, budget: int, *, baseline: Prediction | None = No
     if baseline is None:
         baseline = predict(step_variant(step, device="meta", policy=policy))
     levers: list[Lever] = []
-    shadow = shadow_step(step)
-    peak, grads = step_peak(shadow, free=True)
+    peak, grads = shadow_peak(step, free=True)
     levers.append(Lever(LeverKind.FREE_GRADS, "free each .grad as soon as it is accumulated (optimizer in backward, "
                         "register_post_accumulate_grad_hook)", peak,
-                        f"{human_bytes(grads)} of .grad, each dropped once accumulated; forecast on fake tensors",
+                        f"{human_bytes(grads)} of .grad, each dropped once accumulated; forecast allocating nothing",
                         manual=f"to do it in training: {FREE_GRADS_CODE}"))
     float32 = any(p.dtype == torch.float32 for p in step.model.parameters())
     lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())
@@ -207,10 +226,10 @@ def lever_forecasts(step: Step, budget: int, *, baseline: Prediction | None = No
                   "bfloat16 on the real device")
         levers.append(Lever(LeverKind.AUTOCAST, "autocast bfloat16", None, reason=reason))
     else:
-        bf16, _ = step_peak(shadow_step(dataclasses.replace(step, autocast=torch.bfloat16, autocast_policy=policy)))
+        bf16, _ = shadow_peak(dataclasses.replace(step, autocast=torch.bfloat16, autocast_policy=policy))
         levers.append(Lever(LeverKind.AUTOCAST, "autocast bfloat16", bf16,
                             f"the forward under torch.autocast('{policy}', torch.bfloat16), {policy.upper()}'s cast "
-                            "lists; forecast on fake tensors"))
+                            "lists; forecast allocating nothing"))
     budget_left = budget
     levers.append(_micro_batch(step, step_batch(step), budget_left))
     forward = baseline.measured.forward_peak_bytes if baseline.measured is not None else None
