@@ -71,7 +71,7 @@ class Lever:
         "- free each .grad: predicted peak 1000 B -> 600 B (under the peak's budget 700 B; on fake tensors)"
         """
         if self.predicted_peak is None:
-            return f"- {self.what}: does not apply here ({self.reason})"
+            return f"- {self.what}: not predicted ({self.reason})"
         under = "under" if self.predicted_peak <= budget else "still over"
         text = (f"- {self.what}: predicted peak {human_bytes(before)} -> {human_bytes(self.predicted_peak)} "
                 f"({under} the peak's budget {human_bytes(budget)}; {self.how})")

@@ -201,21 +201,36 @@ def _micro_batch(step: Step, batch: int | None, budget: int) -> Lever:
     return best
 
 
+def _guarded(kind: LeverKind, what: str, predict_one: Callable[[], Lever]) -> Lever:
+    """`predict_one()`, or where the changed step cannot run allocating nothing, the lever with the reason."""
+    try:
+        return predict_one()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        first = str(e).splitlines()[0][:160] if str(e) else ""
+        return Lever(kind, what, None, reason=f"the changed step could not run on fake tensors or meta "
+                     f"({type(e).__name__}: {first}): measure it on the real device")
+
+
 def lever_forecasts(step: Step, budget: int, *, baseline: Prediction | None = None) -> tuple[int, tuple[Lever, ...]]:
     """The step's forecast peak as it is, and each lever's predicted peak (`budget`: the peak's share of the
     budget; the micro-batch lever takes the fewest micro-batches, halving, that get under it).
 
-    `baseline`, the step's forecast on fake tensors or meta, is made here when not given.
+    `baseline`, the step's forecast on fake tensors or meta, is made here when not given. A lever whose changed
+    step cannot run there says so in its `reason`.
     """
     policy = _policy(step)
     if baseline is None:
         baseline = predict(step_variant(step, device="meta", policy=policy))
-    levers: list[Lever] = []
-    peak, grads = shadow_peak(step, free=True)
-    levers.append(Lever(LeverKind.FREE_GRADS, "free each .grad as soon as it is accumulated (optimizer in backward, "
-                        "register_post_accumulate_grad_hook)", peak,
-                        f"{human_bytes(grads)} of .grad, each dropped once accumulated; forecast allocating nothing",
-                        manual=f"to do it in training: {FREE_GRADS_CODE}"))
+    free_what = ("free each .grad as soon as it is accumulated (optimizer in backward, "
+                 "register_post_accumulate_grad_hook)")
+
+    def free() -> Lever:
+        peak, grads = shadow_peak(step, free=True)
+        return Lever(LeverKind.FREE_GRADS, free_what, peak,
+                     f"{human_bytes(grads)} of .grad, each dropped once accumulated; forecast allocating nothing",
+                     manual=f"to do it in training: {FREE_GRADS_CODE}")
+
+    levers = [_guarded(LeverKind.FREE_GRADS, free_what, free)]
     float32 = any(p.dtype == torch.float32 for p in step.model.parameters())
     lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())
     if step.autocast is not None or not float32 or lstm:
@@ -226,12 +241,15 @@ def lever_forecasts(step: Step, budget: int, *, baseline: Prediction | None = No
                   "bfloat16 on the real device")
         levers.append(Lever(LeverKind.AUTOCAST, "autocast bfloat16", None, reason=reason))
     else:
-        bf16, _ = shadow_peak(dataclasses.replace(step, autocast=torch.bfloat16, autocast_policy=policy))
-        levers.append(Lever(LeverKind.AUTOCAST, "autocast bfloat16", bf16,
-                            f"the forward under torch.autocast('{policy}', torch.bfloat16), {policy.upper()}'s cast "
-                            "lists; forecast allocating nothing"))
-    budget_left = budget
-    levers.append(_micro_batch(step, step_batch(step), budget_left))
+        def bf16() -> Lever:
+            peak, _ = shadow_peak(dataclasses.replace(step, autocast=torch.bfloat16, autocast_policy=policy))
+            return Lever(LeverKind.AUTOCAST, "autocast bfloat16", peak,
+                         f"the forward under torch.autocast('{policy}', torch.bfloat16), {policy.upper()}'s cast "
+                         "lists; forecast allocating nothing")
+
+        levers.append(_guarded(LeverKind.AUTOCAST, "autocast bfloat16", bf16))
+    micro_what = "a smaller micro-batch with gradient accumulation"
+    levers.append(_guarded(LeverKind.MICRO_BATCH, micro_what, lambda: _micro_batch(step, step_batch(step), budget)))
     forward = baseline.measured.forward_peak_bytes if baseline.measured is not None else None
     chunked = chunked_loss_peak(baseline.graph, roots=baseline.roots, forward_peak=forward)
     what = f"a loss computed in {CHUNKS} chunks over the vocabulary"
