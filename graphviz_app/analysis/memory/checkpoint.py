@@ -161,21 +161,28 @@ def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recomput
     kept: set[str] = set()
     last = max((n for n in inside if n in rank), key=rank.__getitem__, default=None)
     by_size = {k: plan.storage_bytes[k] for k in keys}
+    entering: list[tuple[str, int, str]] = []  # (src, output_nr, dst) for each tensor entering M
     for dst in inside:
-        for src, output_nr, _ in plan.sends.get(dst, ()):
-            if src in inside or plan.nodes[src].kind is not NodeKind.OP:
-                continue
-            size = plan.output_bytes(src, output_nr)
-            # an op saving its own result (tanh, exp) does not save the tensor entering the module
-            match = next((k for k in plan.saved_by.get(dst, ())
-                          if by_size.get(k) == size and (dst, k) not in plan.results), None)
-            if match is not None:
-                kept.add(match)
-            elif last is not None and size:
-                key = f"checkpoint input {module}:{src}:{output_nr}"
-                if key not in recompute.kept:
-                    recompute.kept[key] = (size, dst)
-                    recompute.released_after.setdefault(last, []).append(key)
+        entering.extend((src, output_nr, dst) for src, output_nr, _ in plan.sends.get(dst, ())
+                        if src not in inside and plan.nodes[src].kind is NodeKind.OP)
+    matched: set[tuple[str, int]] = set()
+    for src, output_nr, dst in entering:
+        size = plan.output_bytes(src, output_nr)
+        # an op saving its own result (tanh, exp) does not save the tensor entering the module
+        match = next((k for k in plan.saved_by.get(dst, ())
+                      if by_size.get(k) == size and (dst, k) not in plan.results), None)
+        if match is not None:
+            kept.add(match)
+            matched.add((src, output_nr))
+    for src, output_nr, dst in entering:
+        size = plan.output_bytes(src, output_nr)
+        # One tensor entering M twice (a residual: the block's norm saves x, its add only reads it) is kept once.
+        if (src, output_nr) in matched or last is None or not size:
+            continue
+        key = f"checkpoint input {module}:{src}:{output_nr}"
+        if key not in recompute.kept:
+            recompute.kept[key] = (size, dst)
+            recompute.released_after.setdefault(last, []).append(key)
     return kept
 
 
