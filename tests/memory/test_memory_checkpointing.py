@@ -52,6 +52,12 @@ def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> 
     assert plan.measured_peak_after is not None and plan.measured_peak_before is not None
     assert plan.measured_peak_after < plan.measured_peak_before
     assert f"applied non-reentrant checkpointing to {', '.join(plan.modules)}" in str(plan)
+    # The peaks the plan states are forecast on fake tensors with and without the modules checkpointed: the real
+    # step's, to the byte here; the replay that chose them is kept beside.
+    assert (plan.predicted_peak_before, plan.predicted_peak_after) == (plan.measured_peak_before,
+                                                                       plan.measured_peak_after)
+    assert plan.replay_peaks is not None and plan.to_dict()["replay_peak_after"] == plan.replay_peaks[1]
+    assert "forecast with and without them on fake tensors" in str(plan)
 
 
 def test_a_module_list_cannot_be_checkpointed() -> None:

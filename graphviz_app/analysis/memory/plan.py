@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ...model import EdgeKind, Graph, Node, NodeKind
+from ...model import FORWARD_PEAK_ATTR, EdgeKind, Graph, Node, NodeKind
 
-__all__ = ["BackwardPlan", "plan_backward", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR"]
+__all__ = ["BackwardPlan", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR",
+           "CHECKPOINT_KEPT_ATTR"]
 
 # On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
 # bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
@@ -36,7 +38,8 @@ class BackwardPlan:
     `outputs` the storages the user holds, each with the output node that names it.
     `recomputed[n]` lists (key, bytes) of the saved tensors non-reentrant checkpointing recomputes
     for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
-    `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps.
+    `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps. `forward_peak` is the forward's
+    own peak the run that made the graph left on its roots (`with_forward_peak`), None when it left none.
     """
 
     nodes: dict[str, Node]
@@ -57,6 +60,7 @@ class BackwardPlan:
     block_of: dict[str, str] = field(default_factory=dict)
     block_savers: dict[str, list[str]] = field(default_factory=dict)
     block_kept: dict[str, int] = field(default_factory=dict)
+    forward_peak: int | None = None
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -103,12 +107,31 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
             if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
     _read_edges(graph, plan, wanted, skip)
     _reach(plan)
+    peaks = [int(v) for n in outputs if n.id in wanted for k, v in n.attrs if k == FORWARD_PEAK_ATTR]
+    plan.forward_peak = max(peaks) if peaks else None
     for n in outputs:
         counted = _counted_key(n, skip)
         if counted is not None:
             plan.outputs.setdefault(counted[0], n.id)
             plan.storage_bytes[counted[0]] = max(plan.storage_bytes.get(counted[0], 0), counted[1])
     return plan
+
+
+def with_forward_peak(graph: Graph, roots: Collection[str], peak: int) -> Graph:
+    """`graph` with the forward's own peak (bytes, counted as the step ran) on its root output nodes, so that it
+    travels with the graph through `save` and `load` and `memory_timeline` of the loaded graph knows it.
+
+    >>> from graphviz_app.model import Node, NodeKind
+    >>> g = with_forward_peak(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()), ["n0"], 96)
+    >>> g.nodes[0].attrs, plan_backward(g).forward_peak
+    ((('forward peak bytes', '96'),), 96)
+    """
+    wanted = set(roots)
+    nodes = tuple(
+        dataclasses.replace(n, attrs=(*((k, v) for k, v in n.attrs if k != FORWARD_PEAK_ATTR),
+                                      (FORWARD_PEAK_ATTR, str(peak))))
+        if n.id in wanted and n.kind is NodeKind.OUTPUT else n for n in graph.nodes)
+    return dataclasses.replace(graph, nodes=nodes)
 
 
 def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[str]) -> None:

@@ -65,6 +65,8 @@ def memory_timeline(
     36
     """
     plan = plan_backward(graph, roots)
+    if forward_peak_bytes is None:  # a graph saved after a run carries the forward's peak on its roots
+        forward_peak_bytes = plan.forward_peak
     replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
     steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
