@@ -68,7 +68,7 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     if run.measured is None:  # run_step measures unless told not to
         raise RuntimeError("run_step returned no measurement")
     timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph,
-                               forward_peak_bytes=run.measured.forward_peak_bytes)
+                               forward_peak_bytes=run.measured.forward_peak_bytes, sums_in_place=run.sums_in_place)
     return Measurement(run.graph, timeline, run.measured)
 
 

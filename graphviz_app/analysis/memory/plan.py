@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...model import EdgeKind, Graph, Node, NodeKind
+from .op_bytes import read_op_bytes
 
 __all__ = ["BackwardPlan", "plan_backward", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR"]
 
@@ -37,6 +38,8 @@ class BackwardPlan:
     `recomputed[n]` lists (key, bytes) of the saved tensors non-reentrant checkpointing recomputes
     for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
     `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps.
+    `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
+    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran.
     """
 
     nodes: dict[str, Node]
@@ -57,6 +60,8 @@ class BackwardPlan:
     block_of: dict[str, str] = field(default_factory=dict)
     block_savers: dict[str, list[str]] = field(default_factory=dict)
     block_kept: dict[str, int] = field(default_factory=dict)
+    temporaries: dict[str, int] = field(default_factory=dict)
+    nested: dict[str, int] = field(default_factory=dict)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -102,6 +107,7 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     skip = {n.tensor.storage for n in graph.nodes
             if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
     _read_edges(graph, plan, wanted, skip)
+    plan.temporaries, plan.nested = read_op_bytes(graph.nodes)
     _reach(plan)
     for n in outputs:
         counted = _counted_key(n, skip)

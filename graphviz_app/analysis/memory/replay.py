@@ -51,8 +51,10 @@ class EngineReplay:
     """
 
     def __init__(self, plan: BackwardPlan, *, retain_graph: bool, recompute: Recompute | None = None,
-                 track: bool = False) -> None:
+                 track: bool = False, sums_in_place: bool = True) -> None:
         self.plan = plan
+        self.sums_in_place = sums_in_place
+        self.temporaries = _temporaries(plan)
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
@@ -129,9 +131,14 @@ class EngineReplay:
             self._release(v[0])
 
     def _exclusive(self, value: int) -> bool:
-        """Whether torch sums into this buffered gradient in place: one holder of the tensor and of its storage,
-        not expanded, and not a view (a gradient that came through `t()` or `view()` is summed into a new
-        tensor: measured on tied embeddings and on a weight used twice, torch 2.13)."""
+        """Whether torch sums into this buffered gradient in place (InputBuffer::accumulate): one holder of the
+        tensor and of its storage, not expanded, not a view (a gradient that came through `t()` or `view()` keeps
+        its base, so its storage has two holders). Never while a TorchDispatchMode is on (`sums_in_place` False):
+        torch then treats every tensor as a subclass and sums into a new one. Both read from torch.profiler's
+        memory events, torch 2.13: three uses of a weight (w * 2, w * 3, w * 4) peak at two gradients plain and
+        at three under a no-op mode."""
+        if not self.sums_in_place:
+            return False
         key, holders, logical = self.values[value]
         return holders == 1 and self.refs[key] == 1 and logical <= self.size[key] and value not in self.views
 
@@ -291,7 +298,15 @@ class EngineReplay:
                 made.append((target, output_nr, incoming))
             else:
                 made.append((target, output_nr, self._alloc(need, node, need)))
+        nested = plan.nested.get(node)
+        if nested:  # a reentrant checkpoint's nested backward made its block's .grad
+            self._hold(f"nested:{node}", nested, _GRADS, node)
+        temporaries = self.temporaries.get(node)
+        if temporaries:  # made and freed inside the op's backward, beyond what it returns
+            self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
         peak = self._check_peak(self.live)
+        if temporaries:
+            self._release(f"temporaries:{node}")
         for value in inputs.values():
             self._drop(value)
         if not self.retain_graph:
@@ -310,3 +325,14 @@ class EngineReplay:
 def _copy_key(key: str) -> str:
     """The storage key of the copy a checkpoint's recompute makes of saved storage `key`."""
     return f"{key} recomputed"
+
+
+def _temporaries(plan: BackwardPlan) -> dict[str, int]:
+    """Each op's temporaries as recorded, less the recomputed saved tensors it unpacked: those were alive inside
+    the op when it was measured and gone when it returned, and the replay holds them already (until it has run)."""
+    found = {}
+    for node, size in plan.temporaries.items():
+        left = size - sum(b for _, b in plan.recomputed.get(node, ()))
+        if left > 0:
+            found[node] = left
+    return found

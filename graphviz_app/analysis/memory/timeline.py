@@ -16,6 +16,7 @@ block's backward is done.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
 from collections.abc import Collection
 
@@ -29,7 +30,7 @@ __all__ = ["memory_timeline"]
 
 def memory_timeline(
     graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None,
-    forward_peak_bytes: int | None = None,
+    forward_peak_bytes: int | None = None, sums_in_place: bool = True,
 ) -> MemoryTimeline:
     """Replay backward over `graph` and count the bytes alive at every step.
 
@@ -47,6 +48,9 @@ def memory_timeline(
             `out.sum().backward()` gives.
         forward_peak_bytes: the forward's own peak, counted as the step ran (`measure`,
             `forecast` pass it); the timeline's peak is the larger of it and the backward's.
+        sums_in_place: torch sums a second gradient for one tensor into the first in place when nothing else
+            holds it, as a plain step does; False for a step run under a TorchDispatchMode (PyTorch's
+            MemTracker, FakeTensorMode, `measure` on CPU), where torch always sums into a new tensor.
 
     Returns:
         A MemoryTimeline: steps, the peak, who holds what at the peak.
@@ -64,8 +68,20 @@ def memory_timeline(
     >>> memory_timeline(g).peak_bytes
     36
     """
+    # Tens of thousands of small records: the cyclic GC would rescan them over and over (none forms a cycle).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _timeline(graph, retain_graph, roots, forward_peak_bytes, sums_in_place)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, forward_peak_bytes: int | None,
+              sums_in_place: bool) -> MemoryTimeline:
     plan = plan_backward(graph, roots)
-    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True, sums_in_place=sums_in_place)
     steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
     peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)

@@ -25,6 +25,7 @@ from .grouped_mm import meta_grouped_mm
 from .recompute import mark_recomputed
 from .reentrant import name_reentrant_blocks
 from .rnn import meta_lstm
+from .temporaries import OpBytes, mark_op_bytes, watch_op_bytes
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
 
@@ -60,6 +61,13 @@ class StepRun:
     graph: Graph
     roots: tuple[str, ...]
     measured: MeasuredMemory | None
+
+    @property
+    def sums_in_place(self) -> bool:
+        """Whether backward ran as a plain step does, summing gradients in place where torch may: False when it
+        was counted under a dispatch mode (on CPU, meta or fake tensors), where torch always sums into a new
+        tensor (`memory_timeline(..., sums_in_place=)` replays the same)."""
+        return self.measured is None or self.measured.method == "cuda"
 
 
 def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
@@ -208,6 +216,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         if counter is None:
             return StepRun(graph, roots, None)
         handles = [fn.register_prehook(_marker(counter, node_id)) for node_id, fn in fns.items()]
+        op_bytes = OpBytes()
+        handles += watch_op_bytes(counter, fns, graph, op_bytes)
         del fns
         counter.paused = False
         counter.mark(None)
@@ -219,6 +229,7 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
             for h in handles:
                 h.remove()
         del tensors, grads, outputs, loss, named
+    graph = mark_op_bytes(graph, op_bytes)
     steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
     device = counter.device if isinstance(counter, LiveCuda) else _device_of(step)
     method = "cuda" if isinstance(counter, LiveCuda) else "storages"
