@@ -146,21 +146,33 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     freed = len(freed_nodes) - packed_all
     modelled = sum(len(v) for v in plan.recomputed.values())
     packed = packed_all - modelled
+    recorded = bool(plan.temporaries)
     if modelled:
+        own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
+               else "not counted: the recompute's own temporaries")
         notes.append(f"{modelled} saved tensor(s) in {len(plan.block_savers)} block(s) under non-reentrant "
                      "checkpointing are recomputed just before the block's first backward node that needs one and "
                      "held until their node has run, the inputs only a checkpoint keeps until its block's backward "
-                     "is done; not counted: the recompute's own temporaries, and a tensor two ops saved is counted "
+                     f"is done; {own}; a tensor two ops saved is counted "
                      "for each (parameters and block inputs are told apart by shape)")
     if packed:
         notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
                      "backward recomputes them just before the block's backward; the replay does not count that "
                      "recompute (measure() and forecast() do)")
-    reentrant = sum(1 for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward")
-    if reentrant:
-        notes.append(f"{reentrant} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs "
-                     "its forward again and a nested backward inside that node, neither in this graph; the replay "
-                     "counts only the block's input and output (measure() and forecast() count the rest)")
+    blocks = [n.id for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward"]
+    counted = sum(1 for b in blocks if b in plan.temporaries or b in plan.nested)
+    if counted:
+        notes.append(f"{counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs its "
+                     "forward again and a nested backward inside that node, neither in this graph; counted as the "
+                     "step ran: the most they held at once inside the node, and the .grad of the block's "
+                     "parameters they leave (a parameter also used outside the block is counted twice)")
+    if len(blocks) > counted:
+        notes.append(f"{len(blocks) - counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): "
+                     "each runs its forward again and a nested backward inside that node, neither in this graph; the "
+                     "replay counts only the block's input and output (measure() and forecast() count the rest)")
+    if not recorded and any(n.kind is NodeKind.OP for n in graph.nodes):
+        notes.append("the temporaries each op's backward makes and frees inside (beyond the gradients it returns) "
+                     "are not in this graph: measure() and forecast() record them as the step runs")
     if freed:
         notes.append(f"{freed} saved tensor(s) were already freed by backward() when traced: trace before "
                      "backward() to count them")
