@@ -119,30 +119,46 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
 
 def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[str]) -> None:
     nodes = plan.nodes
+    saved_kind, data_kind = EdgeKind.SAVED, EdgeKind.DATA
+    saved_node, output_node, op_node = NodeKind.SAVED, NodeKind.OUTPUT, NodeKind.OP
+    senders = (NodeKind.OP, NodeKind.LEAF)
+    storage_bytes, savers_of, saved_by, sends = plan.storage_bytes, plan.savers, plan.saved_by, plan.sends
     for e in graph.edges:
-        src, dst = nodes[e.src], nodes[e.dst]
-        if e.kind is EdgeKind.SAVED and src.attrs and _recomputed(plan, src, e.dst):
-            continue
-        if e.kind is EdgeKind.SAVED:
-            counted = _counted_key(src, skip) if src.kind is NodeKind.SAVED else None
-            if counted is not None:
-                key, size = counted
-                plan.storage_bytes[key] = max(plan.storage_bytes.get(key, 0), size)
-                savers = plan.savers.setdefault(key, [])
-                if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
-                    savers.append(e.dst)
-                    plan.saved_by.setdefault(e.dst, []).append(key)
-                if src.name.startswith("result"):
-                    plan.results.add((e.dst, key))
-        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OUTPUT:
-            plan.output_op[dst.id] = src.id
-            if dst.id in wanted and src.kind is NodeKind.OP:
-                t = dst.tensor
-                size = t.bytes if t is not None else 0
-                item = size // t.numel if t is not None and t.numel else size
-                plan.roots.append((src.id, e.output_nr, size, item))
-        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OP and src.kind in (NodeKind.OP, NodeKind.LEAF):
-            plan.sends.setdefault(dst.id, []).append((src.id, e.output_nr, e.slot))
+        kind = e.kind
+        src = nodes[e.src]
+        if kind is saved_kind:
+            if src.attrs and _recomputed(plan, src, e.dst):
+                continue
+            counted = _counted_key(src, skip) if src.kind is saved_node else None
+            if counted is None:
+                continue
+            key, size = counted
+            if storage_bytes.get(key, -1) < size:
+                storage_bytes[key] = size
+            savers = savers_of.get(key)
+            if savers is None:
+                savers = savers_of[key] = []
+            if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
+                savers.append(e.dst)
+                saved_by.setdefault(e.dst, []).append(key)
+            if src.name.startswith("result"):
+                plan.results.add((e.dst, key))
+        elif kind is data_kind:
+            dst_kind = nodes[e.dst].kind
+            if dst_kind is op_node:
+                if src.kind in senders:
+                    found = sends.get(e.dst)
+                    if found is None:
+                        sends[e.dst] = [(e.src, e.output_nr, e.slot)]
+                    else:
+                        found.append((e.src, e.output_nr, e.slot))
+            elif dst_kind is output_node:
+                plan.output_op[e.dst] = e.src
+                if e.dst in wanted and src.kind is op_node:
+                    t = nodes[e.dst].tensor
+                    size = t.bytes if t is not None else 0
+                    item = size // t.numel if t is not None and t.numel else size
+                    plan.roots.append((e.src, e.output_nr, size, item))
 
 
 def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:

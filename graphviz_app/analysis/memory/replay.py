@@ -14,6 +14,7 @@ from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 __all__ = ["EngineReplay", "Recompute"]
 
 _NEVER = 1 << 62
+_UNKNOWN_RECENCY = 1 << 62  # as plan.priority: ops of unknown recency run after those of known recency
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
@@ -55,6 +56,8 @@ class EngineReplay:
         self.plan = plan
         self.sums_in_place = sums_in_place
         self.temporaries = _temporaries(plan)
+        self.extra = set(self.temporaries) | set(plan.nested)
+        self.priority = _priorities(plan)
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
@@ -163,11 +166,15 @@ class EngineReplay:
     def _hold_saved(self, key: str, copy: bool = False) -> None:
         """Hold a saved storage for its savers (those holding a checkpoint's copy apart), or, with `copy`,
         the copy for them."""
-        away = self.recompute.copies.get(key, frozenset())
-        savers = [s for s in self.plan.savers[key] if (s in away) == copy]
-        if not savers:
-            return
-        pending = sum(1 for s in savers if s in self.plan.reachable)
+        savers = self.plan.savers[key]
+        copies = self.recompute.copies
+        if copies or copy:
+            away = copies.get(key, frozenset())
+            savers = [s for s in savers if (s in away) == copy]
+            if not savers:
+                return
+        reachable = self.plan.reachable
+        pending = (1 if savers[0] in reachable else 0) if len(savers) == 1 else sum(1 for s in savers if s in reachable)
         # Held for good: the graph retained, or a saver that backward never runs.
         count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
         self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], _SAVED, savers[0], count)
@@ -191,7 +198,7 @@ class EngineReplay:
             value = self._alloc(item, op, size)
             self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
-        self.ready = [(plan.priority(n), n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
+        self.ready = [(self.priority[n], n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
                       if self.deps.get(n, 0) == 0]
         heapq.heapify(self.ready)
 
@@ -224,9 +231,20 @@ class EngineReplay:
         ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
         released_after, leaf = self.recompute.released_after, NodeKind.LEAF
         block_of, recomputed, done = plan.block_of, plan.recomputed, set()
+        # Nodes with checkpointing work around them; the rest (nearly all) take the short way.
+        special = {*block_of, *deferred, *recopied, *released_after, *recomputed}
+        nodes, order, pop = plan.nodes, self.order, heapq.heappop
+        run_leaf, run_op = self._run_leaf, self._run_op
         while ready:
-            _, node = heapq.heappop(ready)
+            node = pop(ready)[1]
             before = self.live
+            if node not in special:
+                peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
+                after = self.live
+                order.append(node)
+                steps.append(MemoryStep(node, before, peak if peak > before and peak > after
+                                        else (before if before > after else after), after))
+                continue
             block = block_of.get(node)
             if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
                 done.add(block)
@@ -235,7 +253,7 @@ class EngineReplay:
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
                 self._hold_saved(key, copy=True)
-            peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
+            peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
@@ -245,7 +263,7 @@ class EngineReplay:
                 self.block_left[block] -= 1
                 if self.block_left[block] == 0 and f"kept:{block}" in self.refs:
                     self._release(f"kept:{block}")
-            self.order.append(node)
+            order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
 
@@ -277,7 +295,7 @@ class EngineReplay:
         return peak
 
     def _run_op(self, node: str) -> int:
-        plan = self.plan
+        plan, values = self.plan, self.values
         inputs = self.buffers.pop(node, None) or {}
         incoming = inputs.get(0)
         if incoming is None and inputs:
@@ -287,39 +305,49 @@ class EngineReplay:
         own = sizes.get(node, 0)
         view, same, first = name in VIEWS, name in SAME_WHEN_SAME_SIZE, name in SAME_FIRST
         made: list[tuple[str, int, int]] = []
+        alloc = self._alloc
         for target, output_nr, slot in plan.sends.get(node, ()):
             need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
             if incoming is None:
-                made.append((target, output_nr, self._alloc(need, node, need)))
+                made.append((target, output_nr, alloc(need, node, need)))
             elif view:
                 made.append((target, output_nr, self._view(incoming, need)))
             elif need == own and (same or (first and slot == 0)):
-                self.values[incoming][1] += 1
+                values[incoming][1] += 1
                 made.append((target, output_nr, incoming))
             else:
-                made.append((target, output_nr, self._alloc(need, node, need)))
-        nested = plan.nested.get(node)
-        if nested:  # a reentrant checkpoint's nested backward made its block's .grad
-            self._hold(f"nested:{node}", nested, _GRADS, node)
-        temporaries = self.temporaries.get(node)
-        if temporaries:  # made and freed inside the op's backward, beyond what it returns
-            self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
-        peak = self._check_peak(self.live)
-        if temporaries:
+                made.append((target, output_nr, alloc(need, node, need)))
+        if node in self.extra:
+            self._extra(node)
+        peak = live = self.live
+        if live > self.best:
+            self.best, self.best_moment = live, self.moment
+        if node in self.temporaries:
             self._release(f"temporaries:{node}")
+        drop = self._drop
         for value in inputs.values():
-            self._drop(value)
+            drop(value)
         if not self.retain_graph:
-            copies = self.recompute.copies
+            copies, release = self.recompute.copies, self._release
             for key in plan.saved_by.get(node, ()):
-                self._release(_copy_key(key) if node in copies.get(key, ()) else key)
-        deps, ready = self.deps, self.ready
+                release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
+        deps, ready, deliver, push, priority = self.deps, self.ready, self._deliver, heapq.heappush, self.priority
         for target, output_nr, value in made:
-            peak = self._deliver(target, output_nr, value, peak)
+            peak = deliver(target, output_nr, value, peak)
             deps[target] -= 1
             if deps[target] == 0:
-                heapq.heappush(ready, (plan.priority(target), target))
+                push(ready, (priority[target], target))
         return peak
+
+    def _extra(self, node: str) -> None:
+        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay), and the
+        temporaries its backward made and freed inside (released once the peak is read)."""
+        nested = self.plan.nested.get(node)
+        if nested:
+            self._hold(f"nested:{node}", nested, _GRADS, node)
+        temporaries = self.temporaries.get(node)
+        if temporaries:
+            self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
 
 
 def _copy_key(key: str) -> str:
@@ -335,4 +363,17 @@ def _temporaries(plan: BackwardPlan) -> dict[str, int]:
         left = size - sum(b for _, b in plan.recomputed.get(node, ()))
         if left > 0:
             found[node] = left
+    return found
+
+
+def _priorities(plan: BackwardPlan) -> dict[str, tuple[int, int, int]]:
+    """`plan.priority` of every node backward runs, read once (the ready queue compares them)."""
+    nodes, index, leaf = plan.nodes, plan.index, NodeKind.LEAF
+    found = {}
+    for n in plan.reachable:
+        node = nodes[n]
+        if node.kind is leaf:
+            found[n] = (0, 0, index[n])
+        else:
+            found[n] = (1, node.recency if node.recency is not None else _UNKNOWN_RECENCY, index[n])
     return found

@@ -83,14 +83,16 @@ def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, f
     plan = plan_backward(graph, roots)
     replay = EngineReplay(plan, retain_graph=retain_graph, track=True, sums_in_place=sums_in_place)
     steps = replay.run()
-    peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
+    top = max(s.peak for s in steps)
+    peak_step = next(i for i, s in enumerate(steps) if s.peak == top)  # the first step reaching it
     peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
     owners = _last_savers(plan, replay.order)
     snapshot = {key: (kind, owners.get(key, owner) if kind == HolderKind.SAVED.value else owner, size)
                 for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
-    for key, savers in plan.savers.items():
-        held[owners.get(key, savers[0])] += plan.storage_bytes[key]
+    storage_bytes = plan.storage_bytes
+    for key, owner in owners.items():
+        held[owner] += storage_bytes[key]
     held_at_peak: Counter[str] = Counter()
     for _, owner, size in snapshot.values():
         held_at_peak[owner] += size
@@ -111,7 +113,8 @@ def _last_savers(plan: BackwardPlan, order: list[str]) -> dict[str, str]:
     """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs."""
     ran = {node: i for i, node in enumerate(order)}
     never = len(order)
-    return {key: max(savers, key=lambda s: (ran.get(s, never), -plan.index[s]))
+    index = plan.index
+    return {key: savers[0] if len(savers) == 1 else max(savers, key=lambda s: (ran.get(s, never), -index[s]))
             for key, savers in plan.savers.items()}
 
 
