@@ -10,7 +10,7 @@ from mem_oracle import StepSpec, memtracker_peak
 from torch.profiler import ProfilerActivity, profile
 
 from graphviz_app import memory_timeline, trace_model
-from graphviz_app.analysis.memory.op_bytes import NESTED_GRADS_ATTR, TEMPORARIES_ATTR
+from graphviz_app.analysis.memory.op_bytes import NESTED_GRADS_ATTR, REENTRANT_KEEPS_ATTR, TEMPORARIES_ATTR
 from graphviz_app.memory import measure
 
 
@@ -138,3 +138,33 @@ def test_sums_are_in_place_in_a_plain_step_and_new_under_a_dispatch_mode(d: int)
     assert m.measured.peak_bytes == memtracker_peak(spec, 1).peak_bytes
     assert 3 * g < m.measured.peak_bytes < 3 * g + 64
     assert abs(m.predicted.peak_bytes - m.measured.peak_bytes) <= 8
+
+
+class ReentrantWithTuple(torch.nn.Module):
+    """A reentrant block given a tuple (as rotary cos and sin are): the checkpoint keeps the tuple as it is."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(d))
+        self.up = torch.nn.Linear(d, d, bias=False)
+
+    def block(self, h: torch.Tensor, extra: tuple[torch.Tensor]) -> torch.Tensor:
+        return self.up(h * extra[0])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        extra = (x * 2.0,)  # made in the step, no grad: no graph node describes it
+        return torch.utils.checkpoint.checkpoint(self.block, x * self.scale, extra, use_reentrant=True).sum()
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_what_a_reentrant_checkpoint_keeps_of_other_arguments_is_held(batch: int) -> None:
+    # x * 2.0 (4 d rows B) stays alive in the checkpoint's ctx.inputs for the whole step: the replay holds it.
+    d, rows = 16, 16 * batch
+    x = _x(rows, d)
+    torch.manual_seed(0)
+    m = measure(ReentrantWithTuple(d), x)
+    block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
+    assert dict(block.attrs)[REENTRANT_KEEPS_ATTR] == str(4 * d * rows)
+    spec = StepSpec(lambda: ReentrantWithTuple(d), lambda b: ((x,), {}), lambda out: out)
+    assert m.predicted.peak_bytes == m.measured.peak_bytes == memtracker_peak(spec, batch).peak_bytes
+    assert m.predicted.steps[0].after == m.measured.steps[0].after  # the end of the forward: it is held there

@@ -39,7 +39,8 @@ class BackwardPlan:
     for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
     `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps.
     `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
-    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran.
+    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
+    `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
     """
 
     nodes: dict[str, Node]
@@ -62,6 +63,7 @@ class BackwardPlan:
     block_kept: dict[str, int] = field(default_factory=dict)
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
+    reentrant_keeps: dict[str, int] = field(default_factory=dict)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -107,7 +109,7 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     skip = {n.tensor.storage for n in graph.nodes
             if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
     _read_edges(graph, plan, wanted, skip)
-    plan.temporaries, plan.nested = read_op_bytes(graph.nodes)
+    plan.temporaries, plan.nested, plan.reentrant_keeps = read_op_bytes(graph.nodes)
     _reach(plan)
     for n in outputs:
         counted = _counted_key(n, skip)

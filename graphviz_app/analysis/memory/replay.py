@@ -187,6 +187,8 @@ class EngineReplay:
                 self._hold_saved(key)
         for key, (size, owner) in self.recompute.kept.items():
             self._hold(key, size, _SAVED, owner)
+        for node, size in plan.reentrant_keeps.items():  # kept by the node until the graph is freed
+            self._hold(f"reentrant keeps:{node}", size, _SAVED, node)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
         # Non-reentrant checkpointing keeps each block's inputs until the block's last saver has run.

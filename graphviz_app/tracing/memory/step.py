@@ -24,7 +24,7 @@ from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 from .grouped_mm import meta_grouped_mm
 from .recompute import mark_recomputed
-from .reentrant import name_reentrant_blocks
+from .reentrant import mark_reentrant_keeps, name_reentrant_blocks
 from .rnn import meta_lstm
 from .temporaries import OpBytes, mark_op_bytes, watch_op_bytes
 
@@ -157,7 +157,8 @@ def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tup
     with Walker(options, notes) as walker:
         graph = walker.walk(named)
         fns = walker.fn_by_node_id()
-        return mark_recomputed(graph, fns, walker.describe.known_storage, options.given), fns
+        graph = mark_recomputed(graph, fns, walker.describe.known_storage, options.given)
+        return mark_reentrant_keeps(graph, fns, walker.describe.known_storage, options.given), fns
 
 
 def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
