@@ -61,10 +61,8 @@ class EngineReplay:
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
-        self.size: dict[str, int] = {}
-        self.refs: dict[str, int] = {}
-        self.kind: dict[str, str] = {}
-        self.owner: dict[str, str] = {}
+        # storage key -> [references, bytes, kind, owner] (one table: the replay's hottest lookups)
+        self.store: dict[str, list[Any]] = {}
         # value id -> [storage key, holders, logical bytes]
         self.values: dict[int, list[Any]] = {}
         self.views: set[int] = set()  # values that are views of another value's storage
@@ -75,37 +73,35 @@ class EngineReplay:
         self.track = track
         self.moment = 0  # counts changes to what is alive (with `track`)
         self.best, self.best_moment = -1, 0
-        # storage key -> [(moment, kind, owner), ...], then the moment it went
-        self.history: dict[str, list[tuple[int, str, str]]] = {}
-        self.died: dict[str, int] = {}
-        self.sizes: dict[str, int] = {}
+        # storage key -> [bytes, the moment it went (_NEVER while alive), (moment, kind, owner), ...]
+        self.history: dict[str, list[Any]] = {}
         self._start()
 
     # -- storages and values -------------------------------------------------
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
-        if key not in self.refs:
-            self.refs[key] = 0
-            self.size[key] = size
-            self.kind[key] = kind
-            self.owner[key] = owner
-            self.live += size
-            if self.track:
-                self.moment += 1
-                self.history[key] = [(self.moment, kind, owner)]
-                self.sizes[key] = size
-        self.refs[key] += count
+        entry = self.store.get(key)
+        if entry is not None:
+            entry[0] += count
+            return
+        self.store[key] = [count, size, kind, owner]
+        self.live += size
+        if self.track:
+            self.moment += 1
+            self.history[key] = [size, _NEVER, (self.moment, kind, owner)]
 
     def _release(self, key: str) -> None:
-        self.refs[key] -= 1
-        if self.refs[key] == 0:
-            self.live -= self.size.pop(key)
-            del self.refs[key], self.kind[key], self.owner[key]
+        entry = self.store[key]
+        entry[0] -= 1
+        if entry[0] == 0:
+            self.live -= entry[1]
+            del self.store[key]
             if self.track:
                 self.moment += 1
-                self.died[key] = self.moment
+                self.history[key][1] = self.moment
 
     def _relabel(self, key: str, kind: str, owner: str) -> None:
-        self.kind[key], self.owner[key] = kind, owner
+        entry = self.store[key]
+        entry[2], entry[3] = kind, owner
         if self.track:
             self.moment += 1
             self.history[key].append((self.moment, kind, owner))
@@ -119,7 +115,7 @@ class EngineReplay:
 
     def _view(self, value: int, logical: int) -> int:
         key = self.values[value][0]
-        self.refs[key] += 1
+        self.store[key][0] += 1
         self._next += 1
         self.values[self._next] = [key, 1, logical]
         self.views.add(self._next)
@@ -143,7 +139,8 @@ class EngineReplay:
         if not self.sums_in_place:
             return False
         key, holders, logical = self.values[value]
-        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key] and value not in self.views
+        entry = self.store[key]
+        return holders == 1 and entry[0] == 1 and logical <= entry[1] and value not in self.views
 
     def _check_peak(self, peak: int) -> int:
         live = self.live
@@ -155,11 +152,11 @@ class EngineReplay:
         """Storage key -> (kind, owner, bytes) of what was alive when the peak was first reached (needs `track`)."""
         at = self.best_moment
         found: dict[str, tuple[str, str, int]] = {}
-        for key, changes in self.history.items():
-            if changes[0][0] > at or self.died.get(key, _NEVER) <= at:
+        for key, (size, died, *changes) in self.history.items():
+            if changes[0][0] > at or died <= at:
                 continue
             _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
-            found[key] = (kind, owner, self.sizes[key])
+            found[key] = (kind, owner, size)
         return found
 
     # -- the step ------------------------------------------------------------
@@ -198,7 +195,7 @@ class EngineReplay:
                 self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
-            self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
+            self.store[self.values[value][0]][0] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
         self.ready = [(self.priority[n], n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
                       if self.deps.get(n, 0) == 0]
@@ -213,7 +210,8 @@ class EngineReplay:
         if old is None:
             slot[output_nr] = value
             key = self.values[value][0]
-            if self.refs[key] == 1 and self.kind[key] == _GRADIENTS:
+            entry = self.store[key]
+            if entry[0] == 1 and entry[2] == _GRADIENTS:
                 self._relabel(key, _GRADIENTS, target)
             return peak
         if self._exclusive(old):  # InputBuffer::accumulate: old.add_(var) in place, else old + var, a new tensor
@@ -259,11 +257,11 @@ class EngineReplay:
             for key in released_after.get(node, ()):
                 self._release(key)
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
-                if key in self.refs:
+                if key in self.store:
                     self._release(key)
             if block is not None:
                 self.block_left[block] -= 1
-                if self.block_left[block] == 0 and f"kept:{block}" in self.refs:
+                if self.block_left[block] == 0 and f"kept:{block}" in self.store:
                     self._release(f"kept:{block}")
             order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
@@ -288,7 +286,7 @@ class EngineReplay:
             return peak
         key = self.values[value][0]
         leaf_bytes = self.plan.sizes.get(node, 0)
-        if self.values[value][1] == 1 and self.size[key] >= leaf_bytes:
+        if self.values[value][1] == 1 and self.store[key][1] >= leaf_bytes:
             self._relabel(key, _GRADS, node)  # stolen: the value stays, held by .grad
             return peak
         self._hold(f"grad:{node}", leaf_bytes, _GRADS, node)
