@@ -70,7 +70,8 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     if run.measured is None:  # run_step measures unless told not to
         raise RuntimeError("run_step returned no measurement")
     graph = with_forward_peak(run.graph, run.roots, run.measured.forward_peak_bytes)  # kept by save and load
-    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph)
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph,
+                               sums_in_place=run.sums_in_place)
     return Measurement(graph, timeline, run.measured)
 
 

@@ -183,7 +183,7 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
 
 def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:
     """Predicted (from the measured step's own graph, so the ids agree) against measured, per backward node."""
-    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph, sums_in_place=run.sums_in_place)
     rows = []
     for r in side_by_side(timeline, run.measured) if run.measured is not None else ():
         node = run.graph.node(r.node) if r.node is not None else None

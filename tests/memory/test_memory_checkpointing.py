@@ -8,7 +8,7 @@ import torch
 from mem_oracle import StepSpec, memtracker_peak
 from mem_zoo import TinyGPT
 
-from graphviz_app import trace_model
+from graphviz_app import memory_timeline, trace_model
 from graphviz_app.errors import TraceError
 from graphviz_app.memory import advise_checkpoints, forecast, measure
 from graphviz_app.tracing.memory.checkpointing import checkpointed
@@ -35,10 +35,15 @@ def test_gradients_through_non_reentrant_checkpointing_are_torchs() -> None:
 def test_the_timeline_says_what_checkpointing_leaves_out() -> None:
     notes = measure(TinyGPT(reentrant=False), _ids()).predicted.notes
     assert any("4 block(s) under non-reentrant checkpointing are recomputed" in n for n in notes)
-    assert any("not counted: the recompute's own temporaries" in n for n in notes)
+    assert any("the recompute's own temporaries are counted with the op that unpacked first" in n for n in notes)
     assert not any("freed by backward()" in n for n in notes)
     reentrant = measure(TinyGPT(reentrant=True), _ids()).predicted.notes
-    assert any("4 block(s) under reentrant checkpointing" in n for n in reentrant)
+    assert any("4 block(s) under reentrant checkpointing" in n and "counted as the step ran" in n for n in reentrant)
+    # A graph alone (no backward ran) says what it cannot count.
+    alone = memory_timeline(trace_model(TinyGPT(reentrant=True), _ids())).notes
+    assert any("4 block(s) under reentrant checkpointing" in n and "counts only the block's input" in n
+               for n in alone)
+    assert any("temporaries each op's backward makes" in n for n in alone)
 
 
 def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> None:

@@ -23,14 +23,6 @@ KNOWN: dict[tuple[str, int, str], str] = {
     ("bart", 4, "measure"): "0.8% under MemTracker, as t5",
     ("whisper", 4, "measure"): "0.57% under MemTracker, as t5 (our counter nested inside MemTracker reads its "
                                "figure to the byte: tests/memory/test_memory_whisper.py)",
-    ("whisper", 4, "replay"): "0.943, not traced further (an encoder-decoder, as t5 and bart, whose gap is "
-                              "op-backward temporaries)",
-    ("t5", 1, "replay"): "op-backward temporaries inside T5's attention and layer norm are not modelled",
-    ("t5", 4, "replay"): "as at batch 1",
-    ("bart", 1, "replay"): "op-backward temporaries, as t5",
-    ("llama-gc-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
-    ("tiny-gpt-ckpt-reentrant", 1, "replay"): "reentrant checkpointing's nested backward is not in the graph",
-    ("gpt2-bf16-autocast", 1, "replay"): "autocast casts' temporaries in backward are not modelled",
 }
 
 

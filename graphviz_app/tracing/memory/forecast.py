@@ -302,7 +302,8 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
                 run = run_step(fake, retain_graph=retain_graph)
             forward = run.measured.forward_peak_bytes if run.measured is not None else None
             graph = _carrying(with_lstm_workspaces(run.graph), run.roots, forward)
-            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward,
+                               sums_in_place=run.sums_in_place)
             timeline = dataclasses.replace(timeline, notes=(*timeline.notes, "forecast on fake CPU tensors "
                                                             "(FakeTensorMode): nothing allocated"))
             return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
@@ -320,7 +321,8 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
         backward_note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
     forward = run.measured.forward_peak_bytes if run.measured is not None else None
     graph = _carrying(with_lstm_workspaces(run.graph), run.roots, forward)
-    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward,
+                               sums_in_place=run.sums_in_place)
     fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
     rnns = sorted({type(m).__name__ for m in step.model.modules()
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
