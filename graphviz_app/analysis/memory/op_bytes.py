@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from ...model import Node, NodeKind
 
-__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "read_op_bytes"]
+__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "read_op_bytes", "read_op_attrs"]
 
 # On an op: the most bytes its backward had alive at once beyond what it left alive when it returned (the
 # temporaries it made and freed inside: a pow in PowBackward0, a cast under autocast, a reentrant checkpoint's
@@ -28,13 +28,17 @@ def read_op_bytes(nodes: Iterable[Node]) -> tuple[dict[str, int], dict[str, int]
     nested: dict[str, int] = {}
     keeps: dict[str, int] = {}
     for n in nodes:
-        if not n.attrs or n.kind is not NodeKind.OP:
-            continue
-        for name, text in n.attrs:
-            if name == TEMPORARIES_ATTR:
-                temporaries[n.id] = int(text)
-            elif name == NESTED_GRADS_ATTR:
-                nested[n.id] = int(text)
-            elif name == REENTRANT_KEEPS_ATTR:
-                keeps[n.id] = int(text)
+        if n.attrs and n.kind is NodeKind.OP:
+            read_op_attrs(n, temporaries, nested, keeps)
     return temporaries, nested, keeps
+
+
+def read_op_attrs(n: Node, temporaries: dict[str, int], nested: dict[str, int], keeps: dict[str, int]) -> None:
+    """Add op `n`'s recorded bytes (if any) to the three tables `read_op_bytes` returns."""
+    for name, text in n.attrs:
+        if name == TEMPORARIES_ATTR:
+            temporaries[n.id] = int(text)
+        elif name == NESTED_GRADS_ATTR:
+            nested[n.id] = int(text)
+        elif name == REENTRANT_KEEPS_ATTR:
+            keeps[n.id] = int(text)

@@ -7,8 +7,8 @@ from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ...model import FORWARD_PEAK_ATTR, EdgeKind, Graph, Node, NodeKind
-from .op_bytes import read_op_bytes
+from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
+from .op_bytes import read_op_attrs
 
 __all__ = ["BackwardPlan", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR",
            "CHECKPOINT_KEPT_ATTR"]
@@ -23,6 +23,22 @@ CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 
 # Ops of unknown recency run after those of known recency, in walk order.
 _UNKNOWN_RECENCY = 1 << 62
+# Below every op's rank: leaves (AccumulateGrad) run first (`BackwardPlan.ranks`).
+_LEAF_RANK = -(1 << 100)
+
+
+@dataclass(slots=True)
+class GraphFacts:
+    """What the timeline's notes say about a graph, counted while its nodes are read: ops, saved-tensor nodes, those
+    backward had freed when traced (`freed`) and, of them, those a saved-tensor hook packed (`packed`); the ops of
+    reentrant checkpoints (`reentrant`); whether some op has no recency."""
+
+    ops: int = 0
+    saved: int = 0
+    freed: int = 0
+    packed: int = 0
+    reentrant: list[str] = field(default_factory=list)
+    unknown_recency: bool = False
 
 
 @dataclass(slots=True)
@@ -44,6 +60,8 @@ class BackwardPlan:
     `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
     the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
     `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
+    `ranks[n]` is `priority(n)` as one int (ops and leaves; a leaf's is negative), read with the nodes in one pass;
+    `facts` counts what the timeline's notes tell (`GraphFacts`).
     """
 
     nodes: dict[str, Node]
@@ -68,6 +86,8 @@ class BackwardPlan:
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
     reentrant_keeps: dict[str, int] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
+    facts: GraphFacts = field(default_factory=lambda: GraphFacts())
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -100,20 +120,13 @@ def _counted_key(n: Node, skip: set[str]) -> tuple[str, int] | None:
 
 def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> BackwardPlan:
     """Read `graph` into a BackwardPlan; `roots` are the output node ids backward starts from (default all)."""
-    nodes = {n.id: n for n in graph.nodes}
-    plan = BackwardPlan(nodes, {n.id: i for i, n in enumerate(graph.nodes)})
-    plan.sizes = {n.id: n.tensor.bytes for n in graph.nodes
-                  if n.tensor is not None and n.kind in (NodeKind.OP, NodeKind.LEAF)}
-    outputs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
+    plan, outputs, skip = _read_nodes(graph)
     wanted = {n.id for n in outputs} if roots is None else set(roots)
     unknown = sorted(wanted - {n.id for n in outputs})
     if unknown:
         raise ValueError(f"roots must be output node ids of the graph; {', '.join(unknown)} are not "
                          f"(its outputs: {', '.join(n.id for n in outputs) or 'none'})")
-    skip = {n.tensor.storage for n in graph.nodes
-            if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
     _read_edges(graph, plan, wanted, skip)
-    plan.temporaries, plan.nested, plan.reentrant_keeps = read_op_bytes(graph.nodes)
     _reach(plan)
     peaks = [int(v) for n in outputs if n.id in wanted for k, v in n.attrs if k == FORWARD_PEAK_ATTR]
     plan.forward_peak = max(peaks) if peaks else None
@@ -123,6 +136,58 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
             plan.outputs.setdefault(counted[0], n.id)
             plan.storage_bytes[counted[0]] = max(plan.storage_bytes.get(counted[0], 0), counted[1])
     return plan
+
+
+def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
+    """The plan's per-node tables, its output nodes and the leaves' storages, in one pass over the nodes (a graph
+    of 100,000 nodes does not fit in the CPU's caches: each pass over it costs as much as the work done in it)."""
+    nodes: dict[str, Node] = {}
+    index: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    ranks: dict[str, int] = {}
+    outputs: list[Node] = []
+    skip: set[str] = set()
+    facts = GraphFacts()
+    temporaries: dict[str, int] = {}
+    nested: dict[str, int] = {}
+    keeps: dict[str, int] = {}
+    op, leaf, saved, output = NodeKind.OP, NodeKind.LEAF, NodeKind.SAVED, NodeKind.OUTPUT
+    packed_state = (STATE_ATTR, PACKED_BY_HOOK)
+    step = len(graph.nodes) + 1
+    for i, n in enumerate(graph.nodes):
+        nid, kind, t = n.id, n.kind, n.tensor
+        nodes[nid] = n
+        index[nid] = i
+        if kind is op:
+            facts.ops += 1
+            if t is not None:
+                sizes[nid] = t.bytes
+            recency = n.recency
+            if recency is None:
+                recency = _UNKNOWN_RECENCY
+                facts.unknown_recency = True
+            ranks[nid] = recency * step + i
+            if n.attrs:
+                read_op_attrs(n, temporaries, nested, keeps)
+            if n.name == "CheckpointFunctionBackward":
+                facts.reentrant.append(nid)
+        elif kind is saved:
+            facts.saved += 1
+            if t is not None and t.freed:
+                facts.freed += 1
+                if packed_state in n.attrs:
+                    facts.packed += 1
+        elif kind is leaf:
+            ranks[nid] = _LEAF_RANK + i
+            if t is not None:
+                sizes[nid] = t.bytes
+                if t.storage is not None:
+                    skip.add(t.storage)
+        elif kind is output:
+            outputs.append(n)
+    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=temporaries, nested=nested, reentrant_keeps=keeps,
+                        ranks=ranks, facts=facts)
+    return plan, outputs, skip
 
 
 def with_forward_peak(graph: Graph, roots: Collection[str], peak: int) -> Graph:

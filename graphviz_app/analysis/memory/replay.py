@@ -15,6 +15,7 @@ __all__ = ["EngineReplay", "Recompute"]
 
 _NEVER = 1 << 62
 _UNKNOWN_RECENCY = 1 << 62  # as plan.priority: ops of unknown recency run after those of known recency
+_LEAF_RANK = -(1 << 100)  # as plan.ranks: below every op's
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
@@ -45,9 +46,10 @@ class EngineReplay:
     anything refers to it: an op that saved it and has not run, the user (an
     output), a gradient value. A gradient value is one tensor: the same value
     may sit in several input buffers (add passes its gradient on unchanged), a
-    view is a new value on the same storage. `owner[key]` names the node that
-    holds a storage, `kind[key]` how (a `HolderKind` value). With
-    `track`, every storage's life is logged so `alive_at_peak()` can say,
+    view is a new value on the same storage. Each storage is one entry
+    `[references, bytes, kind, owner, history, key]` (kind a `HolderKind` value, owner the node holding it);
+    `store` finds the named ones (saved tensors, outputs, a leaf's `.grad`), a gradient's is reached through
+    its values only. With `track`, every storage's life is logged so `alive_at_peak()` can say,
     after the run, what was alive when the peak was first reached.
     """
 
@@ -57,79 +59,78 @@ class EngineReplay:
         self.sums_in_place = sums_in_place
         self.temporaries = _temporaries(plan)
         self.extra = set(self.temporaries) | set(plan.nested)
-        self.priority = _priorities(plan)
+        self.priority = plan.ranks or _priorities(plan)
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
-        # storage key -> [references, bytes, kind, owner] (one table: the replay's hottest lookups)
+        # storage key -> [references, bytes, kind, owner, history or None, key] (the named storages)
         self.store: dict[str, list[Any]] = {}
-        # value id -> [storage key, holders, logical bytes]
-        self.values: dict[int, list[Any]] = {}
-        self.views: set[int] = set()  # values that are views of another value's storage
-        self.buffers: dict[str, dict[int, int]] = {}
+        # op -> {output_nr: value}; a value is [storage entry, holders, logical bytes, whether a view]
+        self.buffers: dict[str, dict[int, list[Any]]] = {}
         self.live = 0
         self.order: list[str] = []
         self._next = 0
         self.track = track
         self.moment = 0  # counts changes to what is alive (with `track`)
         self.best, self.best_moment = -1, 0
-        # storage key -> [bytes, the moment it went (_NEVER while alive), (moment, kind, owner), ...]
-        self.history: dict[str, list[Any]] = {}
+        # one per storage's life: [key, bytes, the moment it went (_NEVER while alive), (moment, kind, owner), ...]
+        self.history: list[list[Any]] = []
         self._start()
 
     # -- storages and values -------------------------------------------------
+    def _new(self, key: Any, size: int, kind: str, owner: str, count: int) -> list[Any]:
+        self.live += size
+        if self.track:
+            self.moment += 1
+            life = [key, size, _NEVER, (self.moment, kind, owner)]
+            self.history.append(life)
+            return [count, size, kind, owner, life, key]
+        return [count, size, kind, owner, None, key]
+
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
         entry = self.store.get(key)
         if entry is not None:
             entry[0] += count
             return
-        self.store[key] = [count, size, kind, owner]
-        self.live += size
-        if self.track:
-            self.moment += 1
-            self.history[key] = [size, _NEVER, (self.moment, kind, owner)]
+        self.store[key] = self._new(key, size, kind, owner, count)
 
     def _release(self, key: str) -> None:
         entry = self.store[key]
         entry[0] -= 1
         if entry[0] == 0:
-            self.live -= entry[1]
             del self.store[key]
-            if self.track:
+            self.live -= entry[1]
+            if entry[4] is not None:
                 self.moment += 1
-                self.history[key][1] = self.moment
+                entry[4][2] = self.moment
 
-    def _relabel(self, key: str, kind: str, owner: str) -> None:
-        entry = self.store[key]
+    def _release_entry(self, entry: list[Any]) -> None:
+        entry[0] -= 1
+        if entry[0] == 0:
+            if type(entry[5]) is str:
+                del self.store[entry[5]]
+            self.live -= entry[1]
+            if entry[4] is not None:
+                self.moment += 1
+                entry[4][2] = self.moment
+
+    def _relabel(self, entry: list[Any], kind: str, owner: str) -> None:
         entry[2], entry[3] = kind, owner
-        if self.track:
+        if entry[4] is not None:
             self.moment += 1
-            self.history[key].append((self.moment, kind, owner))
+            entry[4].append((self.moment, kind, owner))
 
-    def _alloc(self, size: int, owner: str, logical: int) -> int:
+    def _alloc(self, size: int, owner: str, logical: int) -> list[Any]:
+        """A new gradient value on a storage of its own (a number for its key: never looked up)."""
         self._next += 1
-        key = f"g{self._next}"
-        self._hold(key, size, _GRADIENTS, owner)
-        self.values[self._next] = [key, 1, logical]
-        return self._next
+        return [self._new(self._next, size, _GRADIENTS, owner, 1), 1, logical, False]
 
-    def _view(self, value: int, logical: int) -> int:
-        key = self.values[value][0]
-        self.store[key][0] += 1
-        self._next += 1
-        self.values[self._next] = [key, 1, logical]
-        self.views.add(self._next)
-        return self._next
+    def _drop(self, value: list[Any]) -> None:
+        value[1] -= 1
+        if value[1] == 0:
+            self._release_entry(value[0])
 
-    def _drop(self, value: int) -> None:
-        v = self.values[value]
-        v[1] -= 1
-        if v[1] == 0:
-            del self.values[value]
-            self.views.discard(value)
-            self._release(v[0])
-
-    def _exclusive(self, value: int) -> bool:
+    def _exclusive(self, value: list[Any]) -> bool:
         """Whether torch sums into this buffered gradient in place (InputBuffer::accumulate): one holder of the
         tensor and of its storage, not expanded, not a view (a gradient that came through `t()` or `view()` keeps
         its base, so its storage has two holders). Never while a TorchDispatchMode is on (`sums_in_place` False):
@@ -138,9 +139,8 @@ class EngineReplay:
         at three under a no-op mode."""
         if not self.sums_in_place:
             return False
-        key, holders, logical = self.values[value]
-        entry = self.store[key]
-        return holders == 1 and entry[0] == 1 and logical <= entry[1] and value not in self.views
+        entry, holders, logical, view = value
+        return holders == 1 and entry[0] == 1 and logical <= entry[1] and not view
 
     def _check_peak(self, peak: int) -> int:
         live = self.live
@@ -148,14 +148,17 @@ class EngineReplay:
             self.best, self.best_moment = live, self.moment
         return peak if peak > live else live
 
-    def alive_at_peak(self) -> dict[str, tuple[str, str, int]]:
+    def alive_at_peak(self) -> dict[Any, tuple[str, str, int]]:
         """Storage key -> (kind, owner, bytes) of what was alive when the peak was first reached (needs `track`)."""
         at = self.best_moment
-        found: dict[str, tuple[str, str, int]] = {}
-        for key, (size, died, *changes) in self.history.items():
+        found: dict[Any, tuple[str, str, int]] = {}
+        for key, size, died, *changes in self.history:
             if changes[0][0] > at or died <= at:
                 continue
-            _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
+            if len(changes) == 1:
+                _, kind, owner = changes[0]
+            else:
+                _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
             found[key] = (kind, owner, size)
         return found
 
@@ -179,9 +182,20 @@ class EngineReplay:
     def _start(self) -> None:
         plan = self.plan
         skipped = self.recompute.skipped
-        for key in plan.savers:
-            if key not in skipped:
-                self._hold_saved(key)
+        if skipped or self.recompute.copies:
+            for key in plan.savers:
+                if key not in skipped:
+                    self._hold_saved(key)
+        else:  # the usual case, without the calls: every saved storage held by its savers
+            reachable, storage_bytes, retain, new, store = (plan.reachable, plan.storage_bytes, self.retain_graph,
+                                                            self._new, self.store)
+            for key, savers in plan.savers.items():
+                if len(savers) == 1:
+                    count = 1 if retain or savers[0] in reachable else 2
+                else:
+                    pending = sum(1 for s in savers if s in reachable)
+                    count = 1 if retain else pending + (1 if pending < len(savers) else 0)
+                store[key] = new(key, storage_bytes[key], _SAVED, savers[0], count)
         for key, (size, owner) in self.recompute.kept.items():
             self._hold(key, size, _SAVED, owner)
         for node, size in plan.reentrant_keeps.items():  # kept by the node until the graph is freed
@@ -195,55 +209,59 @@ class EngineReplay:
                 self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
-            self.store[self.values[value][0]][0] += 1  # backward() holds the gradients it starts from until it returns
+            value[0][0] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
         self.ready = [(self.priority[n], n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
                       if self.deps.get(n, 0) == 0]
         heapq.heapify(self.ready)
 
-    def _deliver(self, target: str, output_nr: int, value: int, peak: int) -> int:
+    def _deliver(self, target: str, output_nr: int, value: list[Any], peak: int) -> int:
         """Put a gradient into `target`'s input buffer, summing with one already there (InputBuffer::add)."""
         slot = self.buffers.get(target)
         if slot is None:
-            slot = self.buffers[target] = {}
-        old = slot.get(output_nr)
-        if old is None:
+            self.buffers[target] = {output_nr: value}
+        else:
+            old = slot.get(output_nr)
+            if old is not None:
+                return self._sum(target, output_nr, old, value, peak)
             slot[output_nr] = value
-            key = self.values[value][0]
-            entry = self.store[key]
-            if entry[0] == 1 and entry[2] == _GRADIENTS:
-                self._relabel(key, _GRADIENTS, target)
-            return peak
-        if self._exclusive(old):  # InputBuffer::accumulate: old.add_(var) in place, else old + var, a new tensor
+        entry = value[0]
+        if entry[0] == 1 and entry[2] == _GRADIENTS:
+            self._relabel(entry, _GRADIENTS, target)
+        return peak
+
+    def _sum(self, target: str, output_nr: int, old: list[Any], value: list[Any], peak: int) -> int:
+        """A second gradient for one input: InputBuffer::accumulate, `old.add_(var)` in place, else `old + var`,
+        a new tensor."""
+        if self._exclusive(old):
             self._drop(value)
         else:
-            logical = self.values[old][2]
-            slot[output_nr] = self._alloc(logical, target, logical)
+            logical = old[2]
+            self.buffers[target][output_nr] = self._alloc(logical, target, logical)
             peak = self._check_peak(peak)
             self._drop(old)
             self._drop(value)
         return peak
-
     def run(self) -> list[MemoryStep]:
         """Run backward to the end; one MemoryStep for the end of the forward, then one per node run."""
         steps = [MemoryStep(None, self.live, self.live, self.live)]
         self._check_peak(self.live)
         ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
-        released_after, leaf = self.recompute.released_after, NodeKind.LEAF
+        released_after = self.recompute.released_after
         block_of, recomputed, done = plan.block_of, plan.recomputed, set()
         # Nodes with checkpointing work around them; the rest (nearly all) take the short way.
         special = {*block_of, *deferred, *recopied, *released_after, *recomputed}
-        nodes, order, pop = plan.nodes, self.order, heapq.heappop
+        order, pop, add_step = self.order, heapq.heappop, steps.append
         run_leaf, run_op = self._run_leaf, self._run_op
         while ready:
-            node = pop(ready)[1]
+            rank, node = pop(ready)
             before = self.live
             if node not in special:
-                peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
+                peak = run_leaf(node) if rank < 0 else run_op(node)  # a leaf's rank is below every op's
                 after = self.live
                 order.append(node)
-                steps.append(MemoryStep(node, before, peak if peak > before and peak > after
-                                        else (before if before > after else after), after))
+                add_step(MemoryStep(node, before, peak if peak > before and peak > after
+                                    else (before if before > after else after), after))
                 continue
             block = block_of.get(node)
             if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
@@ -253,7 +271,7 @@ class EngineReplay:
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
                 self._hold_saved(key, copy=True)
-            peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
+            peak = run_leaf(node) if rank < 0 else run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
@@ -264,7 +282,7 @@ class EngineReplay:
                 if self.block_left[block] == 0 and f"kept:{block}" in self.store:
                     self._release(f"kept:{block}")
             order.append(node)
-            steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
+            add_step(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
 
     def _recompute_block(self, block: str) -> None:
@@ -284,10 +302,9 @@ class EngineReplay:
         peak = self.live
         if value is None:
             return peak
-        key = self.values[value][0]
         leaf_bytes = self.plan.sizes.get(node, 0)
-        if self.values[value][1] == 1 and self.store[key][1] >= leaf_bytes:
-            self._relabel(key, _GRADS, node)  # stolen: the value stays, held by .grad
+        if value[1] == 1 and value[0][1] >= leaf_bytes:
+            self._relabel(value[0], _GRADS, node)  # stolen: the value stays, held by .grad
             return peak
         self._hold(f"grad:{node}", leaf_bytes, _GRADS, node)
         peak = self._check_peak(peak)
@@ -295,7 +312,7 @@ class EngineReplay:
         return peak
 
     def _run_op(self, node: str) -> int:
-        plan, values = self.plan, self.values
+        plan = self.plan
         inputs = self.buffers.pop(node, None) or {}
         incoming = inputs.get(0)
         if incoming is None and inputs:
@@ -304,16 +321,17 @@ class EngineReplay:
         sizes = plan.sizes
         own = sizes.get(node, 0)
         view, same, first = name in VIEWS, name in SAME_WHEN_SAME_SIZE, name in SAME_FIRST
-        made: list[tuple[str, int, int]] = []
+        made: list[tuple[str, int, list[Any]]] = []
         alloc = self._alloc
         for target, output_nr, slot in plan.sends.get(node, ()):
             need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
             if incoming is None:
                 made.append((target, output_nr, alloc(need, node, need)))
             elif view:
-                made.append((target, output_nr, self._view(incoming, need)))
+                incoming[0][0] += 1  # a new value on the incoming gradient's storage
+                made.append((target, output_nr, [incoming[0], 1, need, True]))
             elif need == own and (same or (first and slot == 0)):
-                values[incoming][1] += 1
+                incoming[1] += 1
                 made.append((target, output_nr, incoming))
             else:
                 made.append((target, output_nr, alloc(need, node, need)))
@@ -350,6 +368,7 @@ class EngineReplay:
             self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
 
 
+
 def _copy_key(key: str) -> str:
     """The storage key of the copy a checkpoint's recompute makes of saved storage `key`."""
     return f"{key} recomputed"
@@ -366,14 +385,15 @@ def _temporaries(plan: BackwardPlan) -> dict[str, int]:
     return found
 
 
-def _priorities(plan: BackwardPlan) -> dict[str, tuple[int, int, int]]:
-    """`plan.priority` of every node backward runs, read once (the ready queue compares them)."""
+def _priorities(plan: BackwardPlan) -> dict[str, int]:
+    """`plan.priority` of every node backward runs as one int, as `plan.ranks` (for a plan made without them)."""
     nodes, index, leaf = plan.nodes, plan.index, NodeKind.LEAF
+    step = len(nodes) + 1
     found = {}
     for n in plan.reachable:
         node = nodes[n]
         if node.kind is leaf:
-            found[n] = (0, 0, index[n])
+            found[n] = _LEAF_RANK + index[n]
         else:
-            found[n] = (1, node.recency if node.recency is not None else _UNKNOWN_RECENCY, index[n])
+            found[n] = (node.recency if node.recency is not None else _UNKNOWN_RECENCY) * step + index[n]
     return found

@@ -20,7 +20,7 @@ import gc
 from collections import Counter, defaultdict
 from collections.abc import Collection
 
-from ...model import PACKED_BY_HOOK, STATE_ATTR, Graph, NodeKind
+from ...model import Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
 from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
@@ -143,14 +143,13 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
                      "measure() or forecast() count it as the step runs")
     if graph.truncated:
         notes.append("the graph was cut off by max_nodes: ops further from the output are not counted")
-    if not any(n.kind is NodeKind.SAVED for n in graph.nodes):
+    facts = plan.facts
+    if not facts.saved:
         notes.append("no saved tensor in the graph (traced with show_saved=False, or an op-only graph): "
                      "only gradients and outputs are counted")
-    freed_nodes = [n for n in graph.nodes if n.kind is NodeKind.SAVED and n.tensor is not None and n.tensor.freed]
-    packed_all = sum(1 for n in freed_nodes if (STATE_ATTR, PACKED_BY_HOOK) in n.attrs)
-    freed = len(freed_nodes) - packed_all
+    freed = facts.freed - facts.packed
     modelled = sum(len(v) for v in plan.recomputed.values())
-    packed = packed_all - modelled
+    packed = facts.packed - modelled
     recorded = bool(plan.temporaries)
     if modelled:
         own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
@@ -164,7 +163,7 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
         notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
                      "backward recomputes them just before the block's backward; the replay does not count that "
                      "recompute (measure() and forecast() do)")
-    blocks = [n.id for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward"]
+    blocks = facts.reentrant
     counted = sum(1 for b in blocks if b in plan.temporaries or b in plan.nested)
     if counted:
         notes.append(f"{counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs its "
@@ -175,12 +174,12 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
         notes.append(f"{len(blocks) - counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): "
                      "each runs its forward again and a nested backward inside that node, neither in this graph; the "
                      "replay counts only the block's input and output (measure() and forecast() count the rest)")
-    if not recorded and any(n.kind is NodeKind.OP for n in graph.nodes):
+    if not recorded and facts.ops:
         notes.append("the temporaries each op's backward makes and frees inside (beyond the gradients it returns) "
                      "are not in this graph: measure() and forecast() record them as the step runs")
     if freed:
         notes.append(f"{freed} saved tensor(s) were already freed by backward() when traced: trace before "
                      "backward() to count them")
-    if any(n.kind is NodeKind.OP and n.recency is None for n in graph.nodes):
+    if facts.unknown_recency:
         notes.append("some ops have no recency (a graph from an older file): they run in walk order")
     return notes
