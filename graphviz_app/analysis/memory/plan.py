@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
 from .op_bytes import read_op_attrs
+from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR",
            "CHECKPOINT_KEPT_ATTR"]
@@ -23,6 +24,8 @@ CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 
 # Ops of unknown recency run after those of known recency, in walk order.
 _UNKNOWN_RECENCY = 1 << 62
+# How an op makes its inputs' gradients (`BackwardPlan.makes`; rules.py): absent, a new tensor for each.
+MAKES_VIEW, MAKES_SAME, MAKES_SAME_FIRST = 1, 2, 3
 # Below every op's rank: leaves (AccumulateGrad) run first (`BackwardPlan.ranks`).
 _LEAF_RANK = -(1 << 100)
 
@@ -61,7 +64,9 @@ class BackwardPlan:
     the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
     `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
     `ranks[n]` is `priority(n)` as one int (ops and leaves; a leaf's is negative), read with the nodes in one pass;
-    `facts` counts what the timeline's notes tell (`GraphFacts`).
+    `makes[n]` says how op `n` makes its inputs' gradients when not as new tensors (MAKES_VIEW: views of the
+    gradient it got; MAKES_SAME: that gradient itself where the sizes agree; MAKES_SAME_FIRST: so for its
+    first input only); `facts` counts what the timeline's notes tell (`GraphFacts`).
     """
 
     nodes: dict[str, Node]
@@ -87,6 +92,7 @@ class BackwardPlan:
     nested: dict[str, int] = field(default_factory=dict)
     reentrant_keeps: dict[str, int] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
+    makes: dict[str, int] = field(default_factory=dict)
     facts: GraphFacts = field(default_factory=lambda: GraphFacts())
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
@@ -145,6 +151,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     index: dict[str, int] = {}
     sizes: dict[str, int] = {}
     ranks: dict[str, int] = {}
+    makes: dict[str, int] = {}
     outputs: list[Node] = []
     skip: set[str] = set()
     facts = GraphFacts()
@@ -169,7 +176,14 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
             ranks[nid] = recency * step + i
             if n.attrs:
                 read_op_attrs(n, temporaries, nested, keeps)
-            if n.name == "CheckpointFunctionBackward":
+            name = n.name
+            if name in VIEWS:
+                makes[nid] = MAKES_VIEW
+            elif name in SAME_WHEN_SAME_SIZE:
+                makes[nid] = MAKES_SAME
+            elif name in SAME_FIRST:
+                makes[nid] = MAKES_SAME_FIRST
+            elif name == "CheckpointFunctionBackward":
                 facts.reentrant.append(nid)
         elif kind is saved:
             facts.saved += 1
@@ -186,7 +200,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
         elif kind is output:
             outputs.append(n)
     plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=temporaries, nested=nested, reentrant_keeps=keeps,
-                        ranks=ranks, facts=facts)
+                        ranks=ranks, makes=makes, facts=facts)
     return plan, outputs, skip
 
 

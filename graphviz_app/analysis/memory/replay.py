@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import NodeKind
-from .plan import BackwardPlan
+from .plan import MAKES_SAME, MAKES_SAME_FIRST, MAKES_VIEW, BackwardPlan
 from .records import HolderKind, MemoryStep
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
@@ -60,6 +60,7 @@ class EngineReplay:
         self.temporaries = _temporaries(plan)
         self.extra = set(self.temporaries) | set(plan.nested)
         self.priority = plan.ranks or _priorities(plan)
+        self.makes = plan.makes if plan.ranks else _makes(plan)  # both read with the nodes
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
@@ -312,29 +313,34 @@ class EngineReplay:
         return peak
 
     def _run_op(self, node: str) -> int:
+        """One op's backward: its gradients made, its temporaries, its input buffer and saved tensors released,
+        its gradients delivered (`_deliver`, written out for a target's first gradient: the usual case)."""
         plan = self.plan
-        inputs = self.buffers.pop(node, None) or {}
-        incoming = inputs.get(0)
-        if incoming is None and inputs:
-            incoming = next(iter(inputs.values()))
-        name = plan.nodes[node].name
-        sizes = plan.sizes
-        own = sizes.get(node, 0)
-        view, same, first = name in VIEWS, name in SAME_WHEN_SAME_SIZE, name in SAME_FIRST
-        made: list[tuple[str, int, list[Any]]] = []
-        alloc = self._alloc
-        for target, output_nr, slot in plan.sends.get(node, ()):
-            need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
+        inputs = self.buffers.pop(node, None)
+        incoming = None
+        if inputs:
+            incoming = inputs.get(0)
             if incoming is None:
-                made.append((target, output_nr, alloc(need, node, need)))
-            elif view:
-                incoming[0][0] += 1  # a new value on the incoming gradient's storage
-                made.append((target, output_nr, [incoming[0], 1, need, True]))
-            elif need == own and (same or (first and slot == 0)):
-                incoming[1] += 1
-                made.append((target, output_nr, incoming))
-            else:
-                made.append((target, output_nr, alloc(need, node, need)))
+                incoming = next(iter(inputs.values()))
+        sizes = plan.sizes
+        made: list[tuple[str, int, list[Any]]] = []
+        sends = plan.sends.get(node)
+        if sends:
+            makes = self.makes.get(node, 0)
+            own = sizes.get(node, 0) if makes else -1
+            alloc = self._alloc
+            for target, output_nr, at in sends:
+                need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
+                if incoming is None:
+                    made.append((target, output_nr, alloc(need, node, need)))
+                elif makes == MAKES_VIEW:
+                    incoming[0][0] += 1  # a new value on the incoming gradient's storage
+                    made.append((target, output_nr, [incoming[0], 1, need, True]))
+                elif need == own and (makes == MAKES_SAME or at == 0):  # MAKES_SAME_FIRST at slot 0
+                    incoming[1] += 1
+                    made.append((target, output_nr, incoming))
+                else:
+                    made.append((target, output_nr, alloc(need, node, need)))
         if node in self.extra:
             self._extra(node)
         peak = live = self.live
@@ -342,19 +348,31 @@ class EngineReplay:
             self.best, self.best_moment = live, self.moment
         if node in self.temporaries:
             self._release(f"temporaries:{node}")
-        drop = self._drop
-        for value in inputs.values():
-            drop(value)
+        if inputs:
+            release_entry = self._release_entry
+            for value in inputs.values():
+                value[1] -= 1
+                if value[1] == 0:
+                    release_entry(value[0])
         if not self.retain_graph:
-            copies, release = self.recompute.copies, self._release
-            for key in plan.saved_by.get(node, ()):
-                release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
-        deps, ready, deliver, push, priority = self.deps, self.ready, self._deliver, heapq.heappush, self.priority
+            saved = plan.saved_by.get(node)
+            if saved:
+                copies, release = self.recompute.copies, self._release
+                for key in saved:
+                    release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
+        deps, buffers, priority = self.deps, self.buffers, self.priority
         for target, output_nr, value in made:
-            peak = deliver(target, output_nr, value, peak)
-            deps[target] -= 1
-            if deps[target] == 0:
-                push(ready, (priority[target], target))
+            if target not in buffers:
+                buffers[target] = {output_nr: value}
+                entry = value[0]
+                if entry[0] == 1 and entry[2] == _GRADIENTS:
+                    self._relabel(entry, _GRADIENTS, target)
+            else:
+                peak = self._deliver(target, output_nr, value, peak)
+            left = deps[target] - 1
+            deps[target] = left
+            if left == 0:
+                heapq.heappush(self.ready, (priority[target], target))
         return peak
 
     def _extra(self, node: str) -> None:
@@ -396,4 +414,18 @@ def _priorities(plan: BackwardPlan) -> dict[str, int]:
             found[n] = _LEAF_RANK + index[n]
         else:
             found[n] = (node.recency if node.recency is not None else _UNKNOWN_RECENCY) * step + index[n]
+    return found
+
+
+def _makes(plan: BackwardPlan) -> dict[str, int]:
+    """`plan.makes` for a plan made without it."""
+    found = {}
+    for n, node in plan.nodes.items():
+        name = node.name
+        if name in VIEWS:
+            found[n] = MAKES_VIEW
+        elif name in SAME_WHEN_SAME_SIZE:
+            found[n] = MAKES_SAME
+        elif name in SAME_FIRST:
+            found[n] = MAKES_SAME_FIRST
     return found

@@ -17,8 +17,8 @@ block's backward is done.
 from __future__ import annotations
 
 import gc
-from collections import Counter, defaultdict
 from collections.abc import Collection
+from typing import Any
 
 from ...model import Graph, NodeKind
 from .plan import BackwardPlan, plan_backward
@@ -88,36 +88,64 @@ def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, f
     top = max(s.peak for s in steps)
     peak_step = next(i for i, s in enumerate(steps) if s.peak == top)  # the first step reaching it
     peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
-    owners = _last_savers(plan, replay.order)
-    snapshot = {key: (kind, owners.get(key, owner) if kind == HolderKind.SAVED.value else owner, size)
-                for key, (kind, owner, size) in replay.alive_at_peak().items()}
-    held: Counter[str] = Counter()
-    storage_bytes = plan.storage_bytes
-    for key, owner in owners.items():
-        held[owner] += storage_bytes[key]
-    held_at_peak: Counter[str] = Counter()
-    for _, owner, size in snapshot.values():
-        held_at_peak[owner] += size
+    owners, held = _last_savers(plan, replay.order)
+    held_at_peak, at_peak = _at_peak(plan, replay.alive_at_peak(), owners)
+    index = plan.index.__getitem__
     return MemoryTimeline(
         steps=tuple(steps),
         peak_bytes=peak_bytes,
         peak_step=peak_step,
-        held=tuple(sorted(held.items(), key=lambda kv: plan.index[kv[0]])),
-        held_at_peak=tuple(sorted(held_at_peak.items(), key=lambda kv: plan.index[kv[0]])),
-        at_peak=_by_module(plan, snapshot),
+        held=tuple((owner, held[owner]) for owner in sorted(held, key=index)),
+        held_at_peak=tuple((owner, held_at_peak[owner]) for owner in sorted(held_at_peak, key=index)),
+        at_peak=at_peak,
         retain_graph=retain_graph,
         notes=tuple(_notes(graph, plan, forward_peak_bytes is not None)),
         forward_peak_bytes=forward_peak_bytes,
     )
 
 
-def _last_savers(plan: BackwardPlan, order: list[str]) -> dict[str, str]:
-    """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs."""
-    ran = {node: i for i, node in enumerate(order)}
+def _last_savers(plan: BackwardPlan, order: list[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs; and the
+    bytes each owner holds that way."""
+    ran: dict[str, int] | None = None  # each node's turn, needed only for a storage several ops saved
     never = len(order)
-    index = plan.index
-    return {key: savers[0] if len(savers) == 1 else max(savers, key=lambda s: (ran.get(s, never), -index[s]))
-            for key, savers in plan.savers.items()}
+    index, storage_bytes = plan.index, plan.storage_bytes
+    owners: dict[str, str] = {}
+    held: dict[str, int] = {}
+    for key, savers in plan.savers.items():
+        if len(savers) == 1:
+            owner = savers[0]
+        else:
+            if ran is None:
+                ran = {node: i for i, node in enumerate(order)}
+            turn = ran.get
+            owner = max(savers, key=lambda s: (turn(s, never), -index[s]))
+        owners[key] = owner
+        held[owner] = held.get(owner, 0) + storage_bytes[key]
+    return owners, held
+
+
+def _at_peak(plan: BackwardPlan, alive: dict[Any, tuple[str, str, int]], owners: dict[str, str],
+             ) -> tuple[dict[str, int], tuple[ModuleBytes, ...]]:
+    """What each node holds at the peak (a saved storage under the saver that releases it), and the same by module."""
+    saved = HolderKind.SAVED.value
+    held: dict[str, int] = {}
+    modules: dict[str, str | None] = {}
+    totals: dict[str | None, dict[str, int]] = {}
+    for key, (kind, owner, size) in alive.items():
+        if kind == saved:
+            owner = owners.get(key, owner)
+        held[owner] = held.get(owner, 0) + size
+        if owner in modules:
+            module = modules[owner]
+        else:
+            module = modules[owner] = _module_of(plan, owner)
+        kinds = totals.get(module)
+        if kinds is None:
+            kinds = totals[module] = {}
+        kinds[kind] = kinds.get(kind, 0) + size
+    rows = [ModuleBytes(module, **kinds) for module, kinds in totals.items()]
+    return held, tuple(sorted(rows, key=lambda r: (-r.total, r.module or "")))
 
 
 def _module_of(plan: BackwardPlan, node_id: str) -> str | None:
@@ -126,14 +154,6 @@ def _module_of(plan: BackwardPlan, node_id: str) -> str | None:
         op = plan.output_op.get(node_id)
         return plan.nodes[op].module if op is not None else None
     return n.module
-
-
-def _by_module(plan: BackwardPlan, snapshot: dict[str, tuple[str, str, int]]) -> tuple[ModuleBytes, ...]:
-    totals: dict[str | None, Counter[str]] = defaultdict(Counter)
-    for kind, owner, size in snapshot.values():
-        totals[_module_of(plan, owner)][kind] += size
-    rows = [ModuleBytes(module, **dict(kinds)) for module, kinds in totals.items()]
-    return tuple(sorted(rows, key=lambda r: (-r.total, r.module or "")))
 
 
 def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
