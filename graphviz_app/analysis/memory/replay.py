@@ -47,7 +47,7 @@ class EngineReplay:
     output), a gradient value. A gradient value is one tensor: the same value
     may sit in several input buffers (add passes its gradient on unchanged), a
     view is a new value on the same storage. Each storage is one entry
-    `[references, bytes, kind, owner, history, key]` (kind a `HolderKind` value, owner the node holding it);
+    `[references, bytes, kind, owner, key, ...]` (kind a `HolderKind` value, owner the node holding it; `_new`);
     `store` finds the named ones (saved tensors, outputs, a leaf's `.grad`), a gradient's is reached through
     its values only. With `track`, every storage's life is logged so `alive_at_peak()` can say,
     after the run, what was alive when the peak was first reached.
@@ -64,7 +64,7 @@ class EngineReplay:
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
-        # storage key -> [references, bytes, kind, owner, history or None, key] (the named storages)
+        # storage key -> its entry (`_new`), for the named storages
         self.store: dict[str, list[Any]] = {}
         # op -> {output_nr: value}; a value is [storage entry, holders, logical bytes, whether a view]
         self.buffers: dict[str, dict[int, list[Any]]] = {}
@@ -74,19 +74,21 @@ class EngineReplay:
         self.track = track
         self.moment = 0  # counts changes to what is alive (with `track`)
         self.best, self.best_moment = -1, 0
-        # one per storage's life: [key, bytes, the moment it went (_NEVER while alive), (moment, kind, owner), ...]
+        # with `track`, every storage's entry, in the order they were made
         self.history: list[list[Any]] = []
         self._start()
 
     # -- storages and values -------------------------------------------------
     def _new(self, key: Any, size: int, kind: str, owner: str, count: int) -> list[Any]:
+        """A storage's entry: [references, bytes, kind, owner, key]; with `track`, its life follows: the moment it
+        went (_NEVER while alive), then (moment, kind, owner) flat for its start and each change of holder."""
         self.live += size
         if self.track:
             self.moment += 1
-            life = [key, size, _NEVER, (self.moment, kind, owner)]
-            self.history.append(life)
-            return [count, size, kind, owner, life, key]
-        return [count, size, kind, owner, None, key]
+            entry = [count, size, kind, owner, key, _NEVER, self.moment, kind, owner]
+            self.history.append(entry)
+            return entry
+        return [count, size, kind, owner, key]
 
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
         entry = self.store.get(key)
@@ -101,25 +103,25 @@ class EngineReplay:
         if entry[0] == 0:
             del self.store[key]
             self.live -= entry[1]
-            if entry[4] is not None:
+            if self.track:
                 self.moment += 1
-                entry[4][2] = self.moment
+                entry[5] = self.moment
 
     def _release_entry(self, entry: list[Any]) -> None:
         entry[0] -= 1
         if entry[0] == 0:
-            if type(entry[5]) is str:
-                del self.store[entry[5]]
+            if type(entry[4]) is str:
+                del self.store[entry[4]]
             self.live -= entry[1]
-            if entry[4] is not None:
+            if self.track:
                 self.moment += 1
-                entry[4][2] = self.moment
+                entry[5] = self.moment
 
     def _relabel(self, entry: list[Any], kind: str, owner: str) -> None:
         entry[2], entry[3] = kind, owner
-        if entry[4] is not None:
+        if self.track:
             self.moment += 1
-            entry[4].append((self.moment, kind, owner))
+            entry += (self.moment, kind, owner)
 
     def _alloc(self, size: int, owner: str, logical: int) -> list[Any]:
         """A new gradient value on a storage of its own (a number for its key: never looked up)."""
@@ -153,14 +155,13 @@ class EngineReplay:
         """Storage key -> (kind, owner, bytes) of what was alive when the peak was first reached (needs `track`)."""
         at = self.best_moment
         found: dict[Any, tuple[str, str, int]] = {}
-        for key, size, died, *changes in self.history:
-            if changes[0][0] > at or died <= at:
+        for entry in self.history:
+            if entry[6] > at or entry[5] <= at:
                 continue
-            if len(changes) == 1:
-                _, kind, owner = changes[0]
-            else:
-                _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
-            found[key] = (kind, owner, size)
+            last, end = 6, len(entry)  # the holder at `at`: the last change made by then
+            while last + 3 < end and entry[last + 3] <= at:
+                last += 3
+            found[entry[4]] = (entry[last + 1], entry[last + 2], entry[1])
         return found
 
     # -- the step ------------------------------------------------------------
