@@ -154,7 +154,9 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     makes: dict[str, int] = {}
     outputs: list[Node] = []
     skip: set[str] = set()
-    facts = GraphFacts()
+    reentrant: list[str] = []
+    ops = saved_count = freed = packed = 0
+    unknown_recency = False
     temporaries: dict[str, int] = {}
     nested: dict[str, int] = {}
     keeps: dict[str, int] = {}
@@ -166,13 +168,13 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
         nodes[nid] = n
         index[nid] = i
         if kind is op:
-            facts.ops += 1
+            ops += 1
             if t is not None:
                 sizes[nid] = t.bytes
             recency = n.recency
             if recency is None:
                 recency = _UNKNOWN_RECENCY
-                facts.unknown_recency = True
+                unknown_recency = True
             ranks[nid] = recency * step + i
             if n.attrs:
                 read_op_attrs(n, temporaries, nested, keeps)
@@ -184,13 +186,13 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
             elif name in SAME_FIRST:
                 makes[nid] = MAKES_SAME_FIRST
             elif name == "CheckpointFunctionBackward":
-                facts.reentrant.append(nid)
+                reentrant.append(nid)
         elif kind is saved:
-            facts.saved += 1
+            saved_count += 1
             if t is not None and t.freed:
-                facts.freed += 1
+                freed += 1
                 if packed_state in n.attrs:
-                    facts.packed += 1
+                    packed += 1
         elif kind is leaf:
             ranks[nid] = _LEAF_RANK + i
             if t is not None:
@@ -199,6 +201,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
                     skip.add(t.storage)
         elif kind is output:
             outputs.append(n)
+    facts = GraphFacts(ops, saved_count, freed, packed, reentrant, unknown_recency)
     plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=temporaries, nested=nested, reentrant_keeps=keeps,
                         ranks=ranks, makes=makes, facts=facts)
     return plan, outputs, skip
@@ -233,20 +236,28 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
         if kind is saved_kind:
             if src.attrs and _recomputed(plan, src, e.dst):
                 continue
-            counted = _counted_key(src, skip) if src.kind is saved_node else None
-            if counted is None:
+            t = src.tensor  # as _counted_key, written out: one saved edge per saved tensor
+            if src.kind is not saved_node or t is None or t.freed or t.given or (
+                    t.storage is not None and t.storage in skip):
                 continue
-            key, size = counted
+            key = t.storage or src.id
+            size = t.storage_bytes if t.storage_bytes is not None else t.bytes
             if storage_bytes.get(key, -1) < size:
                 storage_bytes[key] = size
+            dst = e.dst
             savers = savers_of.get(key)
-            if savers is None:
-                savers = savers_of[key] = []
-            if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
-                savers.append(e.dst)
-                saved_by.setdefault(e.dst, []).append(key)
+            if savers is None or dst not in savers:  # an op saving one storage twice (x * x) releases it once
+                if savers is None:
+                    savers_of[key] = [dst]
+                else:
+                    savers.append(dst)
+                keys = saved_by.get(dst)
+                if keys is None:
+                    saved_by[dst] = [key]
+                else:
+                    keys.append(key)
             if src.name.startswith("result"):
-                plan.results.add((e.dst, key))
+                plan.results.add((dst, key))
         elif kind is data_kind:
             dst_kind = nodes[e.dst].kind
             if dst_kind is op_node:
