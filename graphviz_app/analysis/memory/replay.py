@@ -244,6 +244,7 @@ class EngineReplay:
             self._drop(old)
             self._drop(value)
         return peak
+
     def run(self) -> list[MemoryStep]:
         """Run backward to the end; one MemoryStep for the end of the forward, then one per node run."""
         steps = [MemoryStep(None, self.live, self.live, self.live)]
@@ -329,19 +330,28 @@ class EngineReplay:
         if sends:
             makes = self.makes.get(node, 0)
             own = sizes.get(node, 0) if makes else -1
-            alloc = self._alloc
+            track, history = self.track, self.history
             for target, output_nr, at in sends:
                 need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
-                if incoming is None:
-                    made.append((target, output_nr, alloc(need, node, need)))
-                elif makes == MAKES_VIEW:
-                    incoming[0][0] += 1  # a new value on the incoming gradient's storage
-                    made.append((target, output_nr, [incoming[0], 1, need, True]))
-                elif need == own and (makes == MAKES_SAME or at == 0):  # MAKES_SAME_FIRST at slot 0
-                    incoming[1] += 1
-                    made.append((target, output_nr, incoming))
+                if incoming is not None and makes:
+                    if makes == MAKES_VIEW:
+                        incoming[0][0] += 1  # a new value on the incoming gradient's storage
+                        made.append((target, output_nr, [incoming[0], 1, need, True]))
+                        continue
+                    if need == own and (makes == MAKES_SAME or at == 0):  # MAKES_SAME_FIRST: at slot 0 only
+                        incoming[1] += 1
+                        made.append((target, output_nr, incoming))
+                        continue
+                # a new tensor: `_alloc`, written out (most ops, most gradients)
+                self._next += 1
+                self.live += need
+                if track:
+                    self.moment += 1
+                    entry = [1, need, _GRADIENTS, node, self._next, _NEVER, self.moment, _GRADIENTS, node]
+                    history.append(entry)
                 else:
-                    made.append((target, output_nr, alloc(need, node, need)))
+                    entry = [1, need, _GRADIENTS, node, self._next]
+                made.append((target, output_nr, [entry, 1, need, False]))
         if node in self.extra:
             self._extra(node)
         peak = live = self.live
@@ -362,14 +372,23 @@ class EngineReplay:
                 for key in saved:
                     release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
         deps, buffers, priority = self.deps, self.buffers, self.priority
+        in_place, release_entry = self.sums_in_place, self._release_entry
         for target, output_nr, value in made:
-            if target not in buffers:
-                buffers[target] = {output_nr: value}
+            slot = buffers.get(target)
+            if slot is None:
+                buffers[target] = slot = {}
+            old = slot.get(output_nr)
+            if old is None:  # the first gradient for this input (`_deliver`, written out)
+                slot[output_nr] = value
                 entry = value[0]
                 if entry[0] == 1 and entry[2] == _GRADIENTS:
                     self._relabel(entry, _GRADIENTS, target)
+            elif in_place and old[1] == 1 and old[0][0] == 1 and old[2] <= old[0][1] and not old[3]:
+                value[1] -= 1  # `_exclusive(old)`: summed into it in place, `value` dropped
+                if value[1] == 0:
+                    release_entry(value[0])
             else:
-                peak = self._deliver(target, output_nr, value, peak)
+                peak = self._sum(target, output_nr, old, value, peak)
             left = deps[target] - 1
             deps[target] = left
             if left == 0:
