@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -294,12 +293,17 @@ def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
 
 def _reach(plan: BackwardPlan) -> None:
     """Mark the nodes backward runs from the roots, and count the gradients each waits for."""
-    todo = deque(dict.fromkeys(op for op, _, _, _ in plan.roots))
-    plan.reachable.update(todo)
-    while todo:
-        node = todo.popleft()
-        for target, _, _ in plan.sends.get(node, ()):
-            plan.deps[target] = plan.deps.get(target, 0) + 1
-            if target not in plan.reachable:
-                plan.reachable.add(target)
-                todo.append(target)
+    sends, deps, reachable = plan.sends, plan.deps, plan.reachable
+    todo = list(dict.fromkeys(op for op, _, _, _ in plan.roots))
+    reachable.update(todo)
+    pop, push, none = todo.pop, todo.append, ()
+    while todo:  # the order nodes are reached in does not matter: only whether, and the counts
+        for target, _, _ in sends.get(pop(), none):
+            count = deps.get(target)
+            if count is not None:
+                deps[target] = count + 1
+                continue
+            deps[target] = 1
+            if target not in reachable:
+                reachable.add(target)
+                push(target)
