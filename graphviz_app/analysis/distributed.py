@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..model import human_bytes
 
-__all__ = ["CollectiveEvent", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf", "format_what_ifs"]
+__all__ = ["CollectiveEvent", "FsdpUnit", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf",
+           "format_what_ifs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,28 @@ class CollectiveEvent:
     live_bytes: int
     node: str | None = None
 
+
+
+@dataclass(frozen=True, slots=True)
+class FsdpUnit:
+    """One FSDP2 unit of a rank's step (a module `fully_shard` wrapped; "" the root), in bytes on this rank.
+
+    `params` are its parameters' names and `param_bytes` each one's bytes all-gathered; `unsharded_bytes`
+    its parameters all-gathered (in the
+    MixedPrecisionPolicy's param dtype), `gather_bytes` the all-gather's output buffer (padded),
+    `sharded_grad_bytes` the gradient shards it keeps after backward, `reduce_bytes` the
+    reduce-scatter's input buffer (in the reduce dtype). `reshard_after_forward`: its parameters are
+    freed after its forward and all-gathered again for its backward (else kept from forward to backward).
+    """
+
+    name: str
+    params: tuple[str, ...]
+    param_bytes: tuple[int, ...]
+    unsharded_bytes: int
+    gather_bytes: int
+    sharded_grad_bytes: int
+    reduce_bytes: int
+    reshard_after_forward: bool
 
 @dataclass(frozen=True, slots=True)
 class RankMemory:
