@@ -26,3 +26,22 @@ test("a box's details count its ops and nodes and give its value in each overlay
   assert.equal(rows.get("largest gradient norm"), "0.5");
   assert.equal(rows.get("bytes saved for backward"), "96 B");
 });
+
+test("a rank's DTensor shows its layout, and a node lists the collectives it issued, names as text", async () => {
+  const { chartEvents } = await import("../src/chart.js");
+  const { collectiveRows } = await import("../src/details.js");
+  const { data } = loaded("modules");
+  const g = data.graph;
+  const text = "Shard(dim=0) of (256, 64) on mesh (2)";
+  g.strings.push(text);
+  g.tensors.sharding = g.tensors.dtype.map(() => g.strings.length - 1);
+  const graph = new (await import("../src/graph.js")).GraphData(g);
+  const fc = nodeNamed(graph, "AddmmBackward0");
+  assert.equal(new Map(nodeRows(graph, fc, () => [])).get("sharding"), text);
+  const events = [{ op: "_allgather_base_", bytes: 132352, phase: "backward", step: 1, node: fc },
+    { op: "<b>all_reduce</b>", bytes: 2048, phase: "forward", step: 0 }];
+  assert.deepEqual(collectiveRows(events, fc), [["collective issued", "_allgather_base_ 129.3 KiB (backward)"]]);
+  assert.deepEqual(collectiveRows(events, fc + 1), []);
+  const series = { key: "live_bytes", values: [1, 2], events: [...events, { op: "x", bytes: 1, phase: "backward", step: 5 }] };
+  assert.deepEqual(chartEvents(series).map((e) => e.op), ["_allgather_base_", "<b>all_reduce</b>"]);  // step 5 is off the chart
+});
