@@ -640,7 +640,7 @@ def fsdp_units(
     Empty for a model without FSDP2.
 
     The sizes live in FSDP's per-parameter state only (`FSDPParam.padded_sharded_param_size`, `param_dtype`,
-    `reduce_dtype`, `_unsharded_param`) and the group's `post_forward_mesh_info` (None: kept after forward).
+    `reduce_dtype`, `_orig_size`) and the group's `post_forward_mesh_info` (None: kept after forward).
     """
     import sys
 
@@ -664,9 +664,9 @@ def fsdp_units(
             world = fp.mesh_info.shard_mesh_size
             padded = _numel(fp.padded_sharded_param_size)
             dtype = fp.param_dtype or fp.orig_dtype
-            full = getattr(fp, "_unsharded_param", None)
-            local = full.to_local() if full is not None and hasattr(full, "to_local") else full
-            sizes.append((local.numel() if local is not None else _numel(fp._orig_size)) * dtype.itemsize)
+            # `_orig_size`: what is all-gathered (a TP shard's local size under FSDP+TP). The unsharded parameter
+            # itself is not touched: under FSDP+TP reading it changes how FSDP frees it (measured, torch 2.13).
+            sizes.append(_numel(fp._orig_size) * dtype.itemsize)
             gathered += padded * world * dtype.itemsize
             shard = fp.sharded_param.to_local()
             sharded += shard.numel() * fp.orig_dtype.itemsize

@@ -23,7 +23,7 @@ from graphviz_app.tracing.distributed.ranks import call_ranks
 JOBS = str(Path(dist_jobs.__file__))
 
 
-@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "fsdp_mixed", "tp"])
+@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "fsdp_mixed", "tp", "fsdp_tp"])
 def test_measure_inside_a_fake_rank_equals_torch_tracker(name: str) -> None:
     with fake_cluster(2):
         figures = dist_jobs.measure_beside_tracker(dist_jobs.job(name)(), name, True)
@@ -31,7 +31,7 @@ def test_measure_inside_a_fake_rank_equals_torch_tracker(name: str) -> None:
     assert abs(figures["replayed"] - figures["measured"]) <= 0.03 * figures["measured"], figures
 
 
-@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "fsdp_mixed", "fsdp_keep_mixed", "tp"])
+@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "fsdp_mixed", "fsdp_keep_mixed", "tp", "fsdp_tp"])
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_the_replay_of_a_rank_graph_is_within_3_percent_of_its_count(name: str, world_size: int) -> None:
     with fake_cluster(world_size):
@@ -67,7 +67,7 @@ def test_measure_outside_a_process_group_is_the_single_process_measure() -> None
 
 
 @pytest.mark.slow  # two fresh processes that import torch
-@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "tp"])
+@pytest.mark.parametrize("name", ["fsdp", "fsdp_keep", "tp", "fsdp_tp"])
 def test_measure_on_real_gloo_ranks_equals_torch_tracker(name: str) -> None:
     ranks = call_ranks(f"{JOBS}:{name}", per_rank="dist_jobs:measure_beside_tracker", nprocs=2, timeout_s=400)
     for rank, figures in enumerate(ranks):
