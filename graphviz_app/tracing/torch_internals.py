@@ -663,14 +663,16 @@ def fsdp_units(
             params.append(f"{owner}.{info.param_name}" if owner else info.param_name)
             world = fp.mesh_info.shard_mesh_size
             padded = _numel(fp.padded_sharded_param_size)
-            dtype = fp.param_dtype or fp.orig_dtype
+            policy = fp.mp_policy  # FSDP sets param_dtype and reduce_dtype at its lazy init (the first forward)
+            orig = fp.sharded_param.dtype
+            dtype = getattr(fp, "param_dtype", policy.param_dtype) or orig
             # `_orig_size`: what is all-gathered (a TP shard's local size under FSDP+TP). The unsharded parameter
             # itself is not touched: under FSDP+TP reading it changes how FSDP frees it (measured, torch 2.13).
             sizes.append(_numel(fp._orig_size) * dtype.itemsize)
             gathered += padded * world * dtype.itemsize
             shard = fp.sharded_param.to_local()
-            sharded += shard.numel() * fp.orig_dtype.itemsize
-            reduced += padded * world * (fp.reduce_dtype or dtype).itemsize
+            sharded += shard.numel() * orig.itemsize
+            reduced += padded * world * (getattr(fp, "reduce_dtype", policy.reduce_dtype) or dtype).itemsize
         units.append((name, tuple(params), tuple(sizes), sum(sizes), gathered, sharded, reduced,
                       group.post_forward_mesh_info is not None))
     return units
