@@ -6,105 +6,11 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..model.checks import Status, UnitKind, Verdict
+
 __all__ = ["SCHEMA_VERSION", "Status", "UnitKind", "Verdict", "ModelCheck"]
 
 SCHEMA_VERSION = 1
-
-
-class Status:
-    """What a unit's check found: plain string constants, as `Verdict.status` carries them."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    NOT_CHECKABLE = "not checkable"  # `Verdict.reason` says why; the check went on
-    NOT_CHECKED = "not checked"  # skipped by a pattern, the budget, or a passing parent (bisect)
-
-
-class UnitKind:
-    """What a verdict is about: plain string constants, as `Verdict.kind` carries them."""
-
-    MODULE = "module"  # one call of an nn.Module's forward
-    FUNCTION = "function"  # one call of a custom autograd.Function
-    HOOK = "hook"  # a tensor hook a module's forward registered
-    DETACH = "detach"  # a .detach() in a module's forward that cut a gradient
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The check of one unit's backward at the inputs it received in the step.
-
-    `path` is the qualified module name ("" the model itself; for a Function, hook or
-    detach, the module whose forward made it). `call` counts the calls of the same
-    unit (0-based) and `calls` how many there were. `name` is what `source` points at
-    (`"Block.forward"`, `"FusedAttention.backward"`, `"hook scale_grad"`).
-    A failed verdict is the `culprit` when nothing inside it failed; otherwise
-    `explained_by` names the culprit inside. `input` names the input or parameter
-    whose gradient is wrong, `failed_check` what disagreed ("rev" the backward, "fwd" forward
-    mode, "rev2" double backward), `ratio` is set when the backward is that constant
-    multiple of finite differences, `abs_error`/`rel_error` are the largest gap
-    between autograd's and finite differences' probes v^T J u (and its size against
-    the largest probe), `element` where it lies.
-    """
-
-    path: str
-    kind: str
-    type_name: str
-    name: str
-    source: str | None
-    status: str
-    call: int = 0
-    calls: int = 1
-    depth: int = 0
-    parent: int | None = None
-    culprit: bool = False
-    explained_by: str | None = None
-    input: str | None = None
-    ratio: float | None = None
-    abs_error: float | None = None
-    rel_error: float | None = None
-    element: str | None = None
-    reason: str | None = None
-    checks: tuple[str, ...] = ()
-    failed_check: str | None = None
-    notes: tuple[str, ...] = ()
-    evaluations: int = 0
-    seconds: float = 0.0
-
-    @property
-    def label(self) -> str:
-        """`blocks.3.attn`, `(model)` for the model itself, with `call 2 of 3` when called several times."""
-        where = self.path or "(model)"
-        return where if self.calls <= 1 else f"{where} (call {self.call + 1} of {self.calls})"
-
-    def headline(self) -> str:
-        """One line: the unit, what its source is, and what was found."""
-        place = self.name if self.source is None else f"{self.name}, {self.source}"
-        return f"{self.label} ({place}): {self.finding()}"
-
-    def finding(self) -> str:
-        """What the check found, in words."""
-        if self.status == Status.PASSED:
-            return "passed"
-        if self.status in (Status.NOT_CHECKABLE, Status.NOT_CHECKED):
-            return f"{self.status}: {self.reason}"
-        if self.explained_by is not None:
-            return f"failed, explained by {self.explained_by} inside it"
-        what = {
-            UnitKind.HOOK: "this tensor hook changes the gradient",
-            UnitKind.DETACH: "this .detach() cuts a gradient that finite differences see",
-        }.get(self.kind)
-        if what is not None:
-            return what
-        target = f" for the {self.input}" if self.input else ""
-        side = _SIDES.get(self.failed_check or "rev", "backward")
-        if self.reason is not None:
-            return f"{side} failed{target}: {self.reason}"
-        if self.ratio is not None:
-            return f"{side} is {self.ratio:.3g} x finite differences{target}"
-        return (
-            f"{side} differs from finite differences by {_num(self.abs_error)} "
-            f"(relative {_num(self.rel_error)}){target}"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +35,13 @@ class ModelCheck:
 
     @property
     def passed(self) -> bool:
-        """No unit failed (units not checked or not checkable do not count)."""
+        """No unit failed (units not checked, not checkable or detached do not count)."""
         return not any(v.status == Status.FAILED for v in self.verdicts)
+
+    @property
+    def detached(self) -> tuple[Verdict, ...]:
+        """Where a gradient has no path (a `.detach()`, the autograd graph cut): no wrong backward, said apart."""
+        return tuple(v for v in self.verdicts if v.status == Status.DETACHED and v.explained_by is None)
 
     @property
     def culprits(self) -> tuple[Verdict, ...]:
@@ -139,7 +50,7 @@ class ModelCheck:
 
     def counts(self) -> dict[str, int]:
         """How many verdicts have each status."""
-        found = {s: 0 for s in (Status.PASSED, Status.FAILED, Status.NOT_CHECKABLE, Status.NOT_CHECKED)}
+        found = {s: 0 for s in Status.ALL}
         for v in self.verdicts:
             found[v.status] += 1
         return found
@@ -153,6 +64,8 @@ class ModelCheck:
         culprits = self.culprits
         if culprits:
             return culprits[0].headline()
+        if self.detached:
+            return self.detached[0].headline()
         c = self.counts()
         if not c[Status.PASSED] and not c[Status.FAILED]:
             return (f"nothing was checked: {c[Status.NOT_CHECKABLE]} unit(s) not checkable, "
@@ -168,21 +81,23 @@ class ModelCheck:
         `all_units=True` lists passing units too.
         """
         lines = [self.first_line()]
-        for v in self.culprits[1:]:
+        named = self.culprits + self.detached
+        for v in named[1:]:
             lines.append(f"also: {v.headline()}")
-        for v in self.culprits:
+        for v in named:
             if v.element is not None:
                 lines.append(f"  {v.label}: at {v.element}")
             lines += [f"  {v.label}: {n}" for n in v.notes]
         c = self.counts()
         lines.append(
             f"{len(self.verdicts)} unit(s): {c[Status.PASSED]} passed, {c[Status.FAILED]} failed, "
-            f"{c[Status.NOT_CHECKABLE]} not checkable, {c[Status.NOT_CHECKED]} not checked; "
+            + (f"{c[Status.DETACHED]} detached, " if c[Status.DETACHED] else "")
+            + f"{c[Status.NOT_CHECKABLE]} not checkable, {c[Status.NOT_CHECKED]} not checked; "
             f"{self.evaluations} evaluations in {self.seconds:.1f} s ({self.strategy}, {self.probes} probes, "
             f"modes {'+'.join(self.modes)}{', order 2' if self.order == 2 else ''}, kinks {self.kinks})"
         )
         for v in self.verdicts:
-            if v.culprit:
+            if any(v is n for n in named):
                 continue
             if all_units or v.status in (Status.FAILED, Status.NOT_CHECKABLE):
                 lines.append(f"  {v.headline()}")
@@ -209,13 +124,6 @@ class ModelCheck:
         data["first_line"] = self.first_line()
         data["schema_version"] = SCHEMA_VERSION
         return data
-
-
-_SIDES = {"rev": "backward", "fwd": "forward mode (jvp)", "rev2": "double backward"}
-
-
-def _num(value: float | None) -> str:
-    return "?" if value is None else f"{value:.2g}"
 
 
 def _plain(value: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import Graph, ModuleRow, ModuleSummary, Node, NodeKind
 from .memory.timeline import memory_timeline
+from .model_check_nodes import module_verdicts
 from .module_tree import ancestors, leaf_storages, module_names, module_types, node_modules, saved_bytes
 
 __all__ = ["ModuleRow", "ModuleSummary", "module_summary"]
@@ -34,6 +35,7 @@ def module_summary(graph: Graph) -> ModuleSummary:
     weights = leaf_storages(graph)
     params = {m.name: (m.params, m.param_bytes) for m in graph.modules}
     at_peak = _held_at_peak(graph) if names else {}  # no module: no replay
+    checks = module_verdicts(graph.checks)
     rows = tuple(
         ModuleRow(
             module=name,
@@ -43,6 +45,7 @@ def module_summary(graph: Graph) -> ModuleSummary:
             params=params.get(name, (0, 0))[0],
             param_bytes=params.get(name, (0, 0))[1],
             peak_bytes=at_peak.get(name, 0),
+            check=checks[name].short() if name in checks else None,
         )
         for name in names
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ..model import PACKED_BY_HOOK, STATE_ATTR, Graph, Summary
+from ..model.checks import Status
+from .model_check_nodes import check_finding
 from .module_tree import held_bytes
 
 __all__ = ["summarize"]
@@ -25,6 +27,7 @@ def summarize(graph: Graph, *, saved_traced: bool | None = None) -> Summary:
     if saved_traced is None and (activations or node_kinds["saved"]):
         saved_traced = True  # saved tensors were traced: these may be parameters or freed
     edge_kinds = Counter(e.kind.value for e in graph.edges)
+    checks, finding = _checks(graph)
     return Summary(
         nodes=len(graph.nodes),
         edges=len(graph.edges),
@@ -36,7 +39,19 @@ def summarize(graph: Graph, *, saved_traced: bool | None = None) -> Summary:
         param_bytes=params,
         saved_traced=saved_traced,
         freed_saved=freed,
+        checks=checks,
+        check_finding=finding,
     )
+
+
+def _checks(graph: Graph) -> tuple[tuple[tuple[str, int], ...], str | None]:
+    """A model check's verdicts the graph carries: counts per status and the culprit's headline."""
+    if not graph.checks:
+        return (), None
+    counts = Counter(v.status for v in graph.checks)
+    finding = check_finding(graph.checks)
+    named = not finding.startswith("model check: ")  # a culprit's or a cut's line, not the counts again
+    return tuple((s, counts[s]) for s in Status.ALL if counts[s]), finding if named else None
 
 
 def _memory(graph: Graph) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:

@@ -132,10 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fold consecutive identical sibling modules into one box marked ×k")
     render.add_argument("--gradients", action="store_true",
                         help="replay backward: colour edges by gradient norm, mark where NaN/Inf first appears")
-    render.add_argument("--color-by", choices=("device", "gradient", "order"),
-                        help="what fills the nodes: device (the default), gradient (as --gradients), or order "
+    render.add_argument("--color-by", choices=("device", "gradient", "order", "check"),
+                        help="what fills the nodes: device (the default), gradient (as --gradients), order "
                         "(of derivative: the forward's ops, the backward's made by a create_graph=True "
-                        "gradient, the backward of that; the function runs inside record_orders())")
+                        "gradient, the backward of that; the function runs inside record_orders()), or check "
+                        "(a saved graph written by `check --modules -o FILE.json`: each node by its module's verdict)")
     render.add_argument("--overlay", action="append", default=[], metavar="NAME=FILE.json",
                         help="colour the interactive viewer (.html) by your own numbers: FILE.json holds "
                         "{node id or module name: number}, shown as the colouring NAME (repeatable)")
@@ -276,6 +277,10 @@ def _render(args: argparse.Namespace) -> int:
         print(f"graphviz-app render: note: {repeat}", file=sys.stderr)
     if color_by == "order":
         _check_orders(graph, args.target)
+    if color_by == "check" and not graph.checks:
+        raise _Fail(f"--color-by check colours by a model check's verdicts, and {args.target} carries none: "
+                    "write one with `graphviz-app check SCRIPT.py:FUNC --modules -o check.json`, "
+                    "then render check.json")
     seconds = round(deadline.left(), 1)
     try:
         with progress.step(f"drawing {len(graph.nodes):,} nodes (deadline {seconds:g} s)") as say, \

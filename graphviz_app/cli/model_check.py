@@ -25,7 +25,7 @@ MODEL_CHECK_JOB = JobRef("graphviz_app.jobs.model_check", "model_check_job")
 MODEL_CHECK_SECONDS = 1800.0
 
 _SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
-_FORMATS = (".html", ".dot")
+_FORMATS = (".html", ".dot", ".json")
 
 
 class ModulesUsageError(ValueError):
@@ -51,7 +51,7 @@ def add_module_options(check: argparse.ArgumentParser) -> None:
     group.add_argument("--budget-seconds", type=float, metavar="S", help="stop checking after S seconds")
     group.add_argument("--probes", type=int, default=12, metavar="K",
                        help="random directions per side (default 12)")
-    group.add_argument("--output", "-o", metavar="FILE.html|FILE.dot",
+    group.add_argument("--output", "-o", metavar="FILE.html|FILE.dot|FILE.json",
                        help="also draw the model's graph coloured by verdict (the culprit red)")
 
 
@@ -71,7 +71,8 @@ def run_model_check(args: argparse.Namespace) -> tuple[bool, str, dict[str, Any]
                          "belong to an expression's check")
     if args.output:
         if Path(args.output).suffix.lower() not in _FORMATS:
-            raise ModulesUsageError(f"--output {args.output}: choose a .html (the interactive viewer) or .dot file")
+            raise ModulesUsageError(f"--output {args.output}: choose a .html (the interactive viewer), .dot or .json "
+                                    "(the graph carrying the verdicts) file")
         try:
             check_output(Path(args.output))
         except FileProblem as e:

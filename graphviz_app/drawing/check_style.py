@@ -5,93 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from graphviz.quoting import attr_list
-
-from ..analysis.model_check import ModelCheck, Verdict
-from ..analysis.model_check_nodes import CHECK_CODES, check_code, module_verdicts, node_verdicts
+from ..analysis.model_check import ModelCheck
+from ..analysis.model_check_nodes import with_check
 from ..errors import RenderError, UnsupportedFormatError
-from ..model import Edge, Graph, Node
-from .dot_text import escape_text, graphviz_attr
+from ..model import Graph
+from .check_overlay import CHECK_LOOK, CheckOverlay
 from .renderer import RANKDIRS, _draw
 
 __all__ = ["CHECK_LOOK", "CHECK_FORMATS", "CheckOverlay", "check_viewer_overlay", "export_check", "save_check"]
 
-# Code -> (fill, border, words for the legend).
-CHECK_LOOK = {
-    CHECK_CODES["passed"]: ("#d3f9d8", "#2f9e44", "backward agrees with finite differences"),
-    CHECK_CODES["unchecked"]: ("#f1f3f5", "#868e96", "not checked, or not checkable"),
-    CHECK_CODES["explained"]: ("#ffe8cc", "#e8590c", "fails because of a culprit inside"),
-    CHECK_CODES["culprit"]: ("#ffc9c9", "#e03131", "the culprit: its backward is wrong"),
-}
-CHECK_FORMATS = ("dot", "html")
-
-
-class CheckOverlay:
-    """Per-node attributes of a drawing coloured by check verdict (the renderer's overlay)."""
-
-    def __init__(self, graph: Graph, check: ModelCheck) -> None:
-        self.check = check
-        self.verdicts = node_verdicts(graph, check)
-
-    def node(self, node: Node, label: str) -> tuple[str, str]:
-        verdict = self.verdicts.get(node.id)
-        if verdict is None:
-            return label, ""
-        code = check_code(verdict)
-        fill, border, _ = CHECK_LOOK[code]
-        style = {"fillcolor": fill, "color": border, "penwidth": "3" if code == CHECK_CODES["culprit"] else "1"}
-        if code == CHECK_CODES["culprit"]:
-            label += "\\n" + escape_text(_line(verdict))  # the label's lines come escaped (dot_text)
-        return label, attr_list(kwargs=style)[2:-1] + " "
-
-    def edge_attrs(self, edge: Edge) -> str | None:
-        return None
-
-    def legend_rows(self) -> list[str]:
-        import html
-
-        rows = ['<TR><TD COLSPAN="2"><B>model check</B></TD></TR>']
-        for fill, _, words in CHECK_LOOK.values():
-            rows.append(f'<TR><TD BGCOLOR="{fill}"> </TD><TD>{html.escape(words)}</TD></TR>')
-        return rows
-
-    def graph_attrs(self) -> dict[str, str]:
-        return {"label": graphviz_attr(self.check.first_line()), "labelloc": "t"}
-
-
-def _line(verdict: Verdict) -> str:
-    return f"{verdict.name}, {verdict.source}" if verdict.source else verdict.name
+CHECK_FORMATS = ("dot", "html", "json")
 
 
 def check_viewer_overlay(graph: Graph, check: ModelCheck) -> dict[str, Any]:
-    """The interactive viewer's "check" colouring (see `graphviz_app.viewer`): codes per node and box.
+    """The interactive viewer's "check" colouring (see `graphviz_app.viewer.check`): codes per node and box.
 
-    Each module box holds its module's verdict code (`CHECK_CODES`); the culprit's nodes are flagged.
+    Each module box holds its module's verdict code (`CHECK_CODES`) and its words (`text`);
+    the culprit's nodes are flagged.
     """
-    from ..viewer.tree import build_tree
+    from ..viewer.check import check_overlay
 
-    by_node = node_verdicts(graph, check)
-    values: list[float | None] = [None if n.id not in by_node else check_code(by_node[n.id]) for n in graph.nodes]
-    by_module = module_verdicts(check)
-    tree = build_tree(graph)
-    group: list[float | None] = [None] * len(tree.parent)
-    for g, path in enumerate(tree.module):
-        if path is not None and path in by_module:
-            group[g] = check_code(by_module[path])
-    for i, value in enumerate(values):  # rolled and folded boxes: the worst code inside
-        g = tree.node_group[i]
-        while value is not None and g >= 0 and (group[g] is None or group[g] < value):  # type: ignore[operator]
-            if tree.module[g] is not None and tree.module[g] in by_module:
-                break
-            group[g] = value
-            g = tree.parent[g]
-    flags = [i for i, v in enumerate(values) if v == CHECK_CODES["culprit"]]
-    return {"key": "check", "label": "check: 0 passed, 1 not checked, 2 fails inside, 3 culprit",
-            "scale": "linear", "unit": "", "node": values, "group": group, "flag": flags}
+    found = check_overlay(graph, None, check)
+    return found[0] if found else {"key": "check", "label": "check: nothing checked", "scale": "linear", "unit": "",
+                                   "node": [None] * len(graph.nodes), "group": [], "flag": []}
 
 
 def export_check(graph: Graph, check: ModelCheck, fmt: str, *, rankdir: str = "TB") -> bytes:
-    """The graph coloured by check verdict: "html" the interactive viewer, "dot" the Graphviz text.
+    """The graph coloured by check verdict: "html" the interactive viewer, "dot" the Graphviz text,
+    "json" the saved graph carrying the verdicts (`with_check`; `Graph.from_json` reads it back).
+    The HTML page's graph carries them too.
 
     Raises:
         UnsupportedFormatError: `fmt` is not one of CHECK_FORMATS.
@@ -106,18 +48,19 @@ def export_check(graph: Graph, check: ModelCheck, fmt: str, *, rankdir: str = "T
     if fmt == "dot":
         return _draw(graph, rankdir=rankdir, legend=True, max_attr_chars=50, clusters=True, color_by="device",
                      overlay=CheckOverlay(graph, check)).source.encode()
+    carried = with_check(graph, check)
+    if fmt == "json":
+        return carried.to_json().encode()
     from ..viewer import page_html, payload
 
-    data = payload(graph, title=check.first_line(), rankdir=rankdir,
-                   extra_overlays=[check_viewer_overlay(graph, check)])
-    return page_html(data).encode()
+    return page_html(payload(carried, title=check.first_line(), rankdir=rankdir)).encode()
 
 
 def save_check(graph: Graph, check: ModelCheck, path: str | Path, *, rankdir: str = "TB") -> Path:
     """Write `export_check`'s drawing to `path`, the format chosen by its suffix; returns the path.
 
     Raises:
-        UnsupportedFormatError: the suffix is not .dot or .html.
+        UnsupportedFormatError: the suffix is not .dot, .html or .json.
         RenderError: the file cannot be written.
     """
     path = Path(path)

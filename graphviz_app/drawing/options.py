@@ -14,7 +14,7 @@ from .fallback import DEFAULT_TIMEOUT
 __all__ = ["RANKDIRS", "COLOR_BY", "DrawOptions", "DrawKeywords", "check_choices"]
 
 RANKDIRS = ("TB", "BT", "LR", "RL")
-COLOR_BY = ("device", "gradient", "order")
+COLOR_BY = ("device", "gradient", "order", "check")
 
 
 def check_choices(rankdir: str, color_by: str) -> None:
@@ -23,7 +23,7 @@ def check_choices(rankdir: str, color_by: str) -> None:
     >>> check_choices("LR", "colour")
     Traceback (most recent call last):
     ...
-    graphviz_app.errors.RenderError: color_by must be one of device, gradient, order, got 'colour'
+    graphviz_app.errors.RenderError: color_by must be one of device, gradient, order, check, got 'colour'
     """
     if rankdir not in RANKDIRS:
         raise RenderError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")

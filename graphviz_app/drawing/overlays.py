@@ -1,10 +1,11 @@
-"""What colours a drawing beyond devices: gradients, orders of derivatives, or a diff's changes."""
+"""What colours a drawing beyond devices: gradients, orders of derivatives, a diff's changes, or check verdicts."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from ..model import Edge, Graph, Node
+from .check_overlay import CheckOverlay
 from .gradient_style import GradientOverlay
 from .order_style import OrderOverlay
 
@@ -41,4 +42,6 @@ def overlay_for(graph: Graph, color_by: str) -> Overlay | None:
         return GradientOverlay(graph)
     if color_by == "order":
         return OrderOverlay(graph)
+    if color_by == "check":
+        return CheckOverlay(graph)
     return None

@@ -65,7 +65,9 @@ def render(
             widened by log10 of the gradient norm, NaN/Inf nodes in red, the
             NaN origin marked, small gradients written out, a summary line.
             Needs a graph traced with `gradients=True`. Or "order": nodes
-            filled by order of derivative (see `record_orders`).
+            filled by order of derivative (see `record_orders`). Or "check": nodes
+            filled by a model check's verdict, the culprit red with its source line
+            (a graph carrying one: `analysis.model_check_nodes.with_check`).
 
     Returns:
         A `graphviz.Digraph`; `.source` is DOT text, `.pipe("svg")` lays it out.

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SchemaError
+from .checks import verdict_from_dict, verdict_to_dict
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
 from .regions import region_from_dict, region_to_dict
 from .schema import json_number, number_from_json
@@ -144,6 +145,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "modules": [[m.name, m.type, m.params, m.param_bytes] for m in graph.modules],
         "nonfinite_origin": None if origin is None else position.get(origin, -1),
         **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
+        **({"checks": [verdict_to_dict(v) for v in graph.checks]} if graph.checks else {}),
     }
 
 
@@ -250,4 +252,5 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
         modules=tuple(ModuleInfo(*m) for m in data.get("modules", ())),
         nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
         regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
+        checks=tuple(verdict_from_dict(v) for v in data.get("checks", ())),
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SchemaError
+from .checks import Verdict, verdict_from_dict, verdict_to_dict
 from .compact import COMPACT_SCHEMA, compact_fields
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
@@ -46,7 +47,9 @@ class Graph:
     `modules` lists the modules seen while recording, in `named_modules()`
     order; `nonfinite_origin` is the id of the node where the gradient first
     became NaN or Inf in backward, when traced with gradients. `regions` holds
-    the inside of each compiled region (`CompiledFunctionBackward` node).
+    the inside of each compiled region (`CompiledFunctionBackward` node). `checks` holds a
+    model check's verdicts (`graphviz_app.check_model`, put on the graph by `with_check`), so a
+    saved graph shows them in the viewer, the summaries and the drawing.
     """
 
     nodes: tuple[Node, ...]
@@ -56,13 +59,14 @@ class Graph:
     modules: tuple[ModuleInfo, ...] = ()
     nonfinite_origin: str | None = None
     regions: tuple[CompiledRegion, ...] = ()
+    checks: tuple[Verdict, ...] = ()
     # id -> node, built on the first `node()` call: not a field a person sets, compares, hashes or pickles.
     _index: dict[str, Node] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __reduce__(self) -> tuple[type[Graph], tuple[Any, ...]]:
         """Pickle the fields alone: the lookup index is rebuilt on demand."""
         return (type(self), (self.nodes, self.edges, self.notes, self.truncated, self.modules,
-                             self.nonfinite_origin, self.regions))
+                             self.nonfinite_origin, self.regions, self.checks))
 
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
@@ -161,6 +165,8 @@ class Graph:
             data["nonfinite_origin"] = self.nonfinite_origin
         if self.regions:
             data["regions"] = [region_to_dict(r) for r in self.regions]
+        if self.checks:
+            data["checks"] = [verdict_to_dict(v) for v in self.checks]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -198,6 +204,7 @@ class Graph:
                 modules=read_items(data.get("modules", []), "modules", lambda m: ModuleInfo(*m), list),
                 nonfinite_origin=data.get("nonfinite_origin"),
                 regions=read_items(data.get("regions", []), "regions", region_from_dict, dict),
+                checks=read_items(data.get("checks", []), "checks", verdict_from_dict, dict),
             )
         check_graph(graph)
         return graph

@@ -22,6 +22,8 @@ class Summary:
     was traced with `show_saved=False` (activation memory unknown), None when
     the graph holds no saved tensor node and the caller did not say whether
     saved tensors were traced. `freed_saved` counts saved tensors already released.
+    `checks` counts a model check's verdicts per status when the graph carries them
+    (`Graph.checks`), and `check_finding` names the culprit (or the `.detach()` that cuts a gradient).
     """
 
     nodes: int
@@ -34,6 +36,8 @@ class Summary:
     param_bytes: tuple[tuple[str, int], ...] = ()
     saved_traced: bool | None = True
     freed_saved: int = 0
+    checks: tuple[tuple[str, int], ...] = ()
+    check_finding: str | None = None
 
     @property
     def activations_total(self) -> int:
@@ -55,9 +59,13 @@ class Summary:
             held = _per_device(self.activation_bytes)
         if self.freed_saved:
             held += f" ({self.freed_saved} freed by backward)"
+        checked = ""
+        if self.checks:
+            checked = "; model check: " + ", ".join(f"{n} {status}" for status, n in self.checks if n)
+            checked += f"; {self.check_finding}" if self.check_finding else ""
         return (
             f"{self.nodes} nodes, {self.edges} edges, activations held {held}, "
-            f"parameters referenced {_per_device(self.param_bytes)}, devices: {devices}"
+            f"parameters referenced {_per_device(self.param_bytes)}, devices: {devices}{checked}"
         )
 
 
@@ -75,6 +83,8 @@ class ModuleRow:
     parameters: a weight an op saves for backward is counted under params.
     `peak_bytes` is what the module holds at the step's peak (saved tensors,
     gradients, `.grad`, outputs; see `graphviz_app.analysis.memory`), None when unknown.
+    `check` is a model check's verdict for the module in a few words ("passed", "culprit: 1.02 x
+    (x input)", "fails inside (blocks.1.attn)"), None when the graph carries no check of it.
     """
 
     module: str
@@ -84,6 +94,7 @@ class ModuleRow:
     params: int
     param_bytes: int
     peak_bytes: int | None = None
+    check: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +119,9 @@ class ModuleSummary:
         if not self.rows:
             return "no module information: trace inside `with record(model):`, or use trace_model(model, *inputs)"
         peak = self.saved_traced and any(r.peak_bytes is not None for r in self.rows)
-        header = ("module", "type", "ops", "activations", *(("at peak",) if peak else ()), "params", "param bytes")
+        checked = any(r.check is not None for r in self.rows)
+        header = ("module", "type", "ops", "activations", *(("at peak",) if peak else ()), "params", "param bytes",
+                  *(("check",) if checked else ()))
         table = [header] + [
             (
                 r.module or "(root)",
@@ -118,6 +131,7 @@ class ModuleSummary:
                 *((human_bytes(r.peak_bytes or 0),) if peak else ()),
                 f"{r.params:,}",
                 human_bytes(r.param_bytes),
+                *((r.check or "-",) if checked else ()),
             )
             for r in self.rows
         ]
@@ -125,6 +139,9 @@ class ModuleSummary:
         lines = []
         for row in table:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:], strict=True)]
+            numbers = row[2:-1] if checked else row[2:]
+            cells += [cell.rjust(width) for cell, width in zip(numbers, widths[2:], strict=False)]
+            if checked:
+                cells.append(row[-1])
             lines.append("  ".join(cells).rstrip())
         return "\n".join(lines)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SchemaError
+from .checks import Status, UnitKind, Verdict
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
 
 # Reading builds the records first (both the schema-2 and the compact schema-3 reader),
@@ -51,6 +52,8 @@ _OPT_COUNT = ("a whole number >= 0 or null", _optional(_is_int))
 _BOOL = ("true or false", lambda v: type(v) is bool)
 _STAT = ("a number (or \"nan\", \"inf\", \"-inf\")", lambda v: type(v) in (int, float))
 _VALUES = ("a list of numbers or text, or null", _optional(_tuple_of(_is_scalar)))
+_OPT_FLOAT = ("a number (or \"nan\", \"inf\", \"-inf\") or null", _optional(lambda v: type(v) in (int, float)))
+_TEXTS = ("a list of text", _tuple_of(_is_text))
 
 # Record type -> (field, (what is expected, check)) for every plain field.
 _FIELDS: dict[type, tuple[tuple[str, tuple[str, _Check]], ...]] = {
@@ -75,6 +78,15 @@ _FIELDS: dict[type, tuple[tuple[str, tuple[str, _Check]], ...]] = {
         ("module", _OPT_TEXT), ("source", _OPT_TEXT), ("recency", _OPT_COUNT), ("order", _OPT_COUNT),
         ("differentiates", _OPT_TEXT),
         ("output_bytes", ("a list of whole numbers >= 0, or null", _optional(_tuple_of(_is_int)))),
+    ),
+    Verdict: (
+        ("path", _TEXT), ("kind", ("one of " + ", ".join(UnitKind.ALL), lambda v: v in UnitKind.ALL)),
+        ("type_name", _TEXT), ("name", _TEXT), ("source", _OPT_TEXT),
+        ("status", ("one of " + ", ".join(Status.ALL), lambda v: v in Status.ALL)),
+        ("call", _COUNT), ("calls", _COUNT), ("depth", _COUNT), ("parent", _OPT_COUNT), ("culprit", _BOOL),
+        ("explained_by", _OPT_TEXT), ("input", _OPT_TEXT), ("ratio", _OPT_FLOAT), ("abs_error", _OPT_FLOAT),
+        ("rel_error", _OPT_FLOAT), ("element", _OPT_TEXT), ("reason", _OPT_TEXT), ("checks", _TEXTS),
+        ("failed_check", _OPT_TEXT), ("notes", _TEXTS), ("evaluations", _COUNT), ("seconds", _STAT),
     ),
     Edge: (
         ("src", _TEXT), ("dst", _TEXT),
@@ -212,7 +224,8 @@ def check_graph(graph: Any) -> None:
 
     Checks each field's type and range, that node ids are unique, that each edge joins two
     nodes present, that no edge path leads back to where it started, that `nonfinite_origin`
-    and each compiled region name a node, and that module names are unique.
+    and each compiled region name a node, that module names are unique, and that each check verdict
+    holds what its fields say.
 
     >>> from graphviz_app.model import Graph
     >>> check_graph(Graph((Node("n0", NodeKind.OP, 5),), ()))  # type: ignore[arg-type]
@@ -235,3 +248,16 @@ def check_graph(graph: Any) -> None:
     if origin is not None and (not _is_text(origin) or origin not in ids):
         raise SchemaError(f"nonfinite_origin: no node has the id {origin!r}")
     _check_regions(graph, ids)
+    _check_verdicts(graph.checks)
+
+
+def _check_verdicts(verdicts: Any) -> None:
+    if type(verdicts) is not tuple:
+        raise _fail("checks", "a list of check verdicts", verdicts)
+    for i, verdict in enumerate(verdicts):
+        if type(verdict) is not Verdict:
+            raise _fail(f"checks[{i}]", "a check verdict object", verdict)
+        _check_record(verdict, f"checks[{i}]")
+        if verdict.parent is not None and verdict.parent >= len(verdicts):
+            raise SchemaError(f"checks[{i}].parent: there is no verdict {verdict.parent}; a parent is the index "
+                              "of another verdict in the list")

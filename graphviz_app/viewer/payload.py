@@ -13,6 +13,7 @@ from ..analysis.distributed import FsdpUnit, RankMemory
 from ..analysis.memory import MeasuredMemory
 from ..analysis.module_tree import leaf_storages
 from ..model import EdgeKind, Graph, NodeKind, to_compact
+from .check import check_overlay
 from .memory import memory_view
 from .tree import Tree, build_tree, initial_open, open_to_depth
 
@@ -76,6 +77,8 @@ def payload(
     memory = memory_view(graph, tree, measured=measured, rank=rank, units=units)
     built = overlays(graph, tree) + memory.overlays
     memory.mark(built)
+    given = {o.get("key") for o in extra_overlays}
+    built += [o for o in check_overlay(graph, tree) if o["key"] not in given]  # a graph carrying check verdicts
     return {
         "format": PAYLOAD_FORMAT,
         "version": PAYLOAD_VERSION,

@@ -35,7 +35,7 @@ def test_the_first_line_names_the_culprit_as_the_reader_looks_for_it() -> None:
     assert not check.passed and check.culprits == (CULPRIT,)
     assert "  codes (Codes.forward, model.py:70): not checkable: nothing to differentiate" in str(check)
     assert str(check).splitlines()[1] == "  blocks.3.attn: at element (0, 1) of shape (2, 4)"
-    assert check.counts() == {"passed": 1, "failed": 3, "not checkable": 1, "not checked": 0}
+    assert check.counts() == {"passed": 1, "failed": 3, "detached": 0, "not checkable": 1, "not checked": 0}
 
 
 @pytest.mark.parametrize("verdict, words", [

@@ -122,4 +122,4 @@ def test_an_unknown_colouring_is_refused(script: Path, tmp_path: Path, capsys: p
     with pytest.raises(SystemExit) as e:
         cli.main(["render", f"{script}:plain", "-o", str(tmp_path / "x.svg"), "--color-by", "dtype"])
     assert e.value.code == 2
-    assert "invalid choice: 'dtype' (choose from 'device', 'gradient', 'order')" in capsys.readouterr().err
+    assert "invalid choice: 'dtype' (choose from 'device', 'gradient', 'order', 'check')" in capsys.readouterr().err

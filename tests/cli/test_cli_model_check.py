@@ -99,6 +99,22 @@ def test_json_and_the_drawing(script: Path, tmp_path: Path, capsys: pytest.Captu
     assert names == {"HalvedBackward"}
 
 
+def test_the_saved_checked_graph_is_drawn_by_render_color_by_check(script: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    saved, drawn = tmp_path / "check.json", tmp_path / "check.dot"
+    code, _, _ = _run(["check", f"{script}:build", "--modules", "-o", str(saved)], capsys)
+    assert code == 1
+    code, _, err = _run(["render", str(saved), "-o", str(drawn), "--color-by", "check"], capsys)
+    assert code == 0, err
+    dot = drawn.read_text(encoding="utf-8")
+    culprit = next(line for line in dot.splitlines() if "HalvedBackward" in line and "[label=" in line)
+    assert "penwidth=3" in culprit and f"Halved.backward, {script}:{_backward_line()}" in culprit
+    assert "backward is 0.5 x finite differences" in dot  # the culprit's line titles the picture
+    code, _, err = _run(["render", f"{script}:build", "-o", str(tmp_path / "x.dot"), "--color-by", "check"], capsys)
+    assert code == 2
+    assert "carries none: write one with `graphviz-app check SCRIPT.py:FUNC --modules -o check.json`" in err
+
+
 def test_include_skip_and_the_budget_reach_the_check(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["check", f"{script}:build", "--modules", "--json", "--include", "0*",
                          "--max-evaluations", "5"], capsys)

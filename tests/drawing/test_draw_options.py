@@ -61,7 +61,7 @@ def test_an_unknown_keyword_is_refused_naming_the_options(call) -> None:  # noqa
 
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("rankdir", "up", "rankdir must be one of TB, BT, LR, RL, got 'up'"),
-    ("color_by", "colour", "color_by must be one of device, gradient, order, got 'colour'"),
+    ("color_by", "colour", "color_by must be one of device, gradient, order, check, got 'colour'"),
 ])
 def test_a_bad_choice_is_refused_by_the_record_and_by_every_function(field: str, value: str, message: str) -> None:
     with pytest.raises(RenderError, match=message):

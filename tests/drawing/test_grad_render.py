@@ -56,7 +56,7 @@ def test_edges_get_wider_with_larger_gradients() -> None:
 def test_gradient_colouring_needs_a_graph_with_gradients() -> None:
     with pytest.raises(RenderError, match=r"trace\(\.\.\., gradients=True\)"):
         render(trace(*build("seed")), color_by="gradient")
-    with pytest.raises(RenderError, match="color_by must be one of device, gradient, order, got 'grad'"):
+    with pytest.raises(RenderError, match="color_by must be one of device, gradient, order, check, got 'grad'"):
         render(trace(*build("seed")), color_by="grad")
 
 

@@ -15,7 +15,7 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from viewer_support import chain_graph, module_graph, with_order  # noqa: E402
+from viewer_support import chain_graph, checked_graph, module_graph, with_order  # noqa: E402
 
 from graphviz_app.viewer.payload import payload  # noqa: E402
 
@@ -25,11 +25,12 @@ FIXTURES = _HERE.parents[1] / "graphviz_app" / "viewer" / "test" / "fixtures"
 
 
 def fixtures() -> dict[str, dict[str, Any]]:
-    """File name -> payload: a model with modules and rolled blocks, hostile names, a long flat chain."""
+    """File name -> payload: modules and rolled blocks, hostile names, a long flat chain, a checked model."""
     return {
         "modules.json": payload(with_order(module_graph(3)), title="three blocks"),
         "hostile.json": payload(module_graph(2, hostile=True), title="<b>hostile</b>"),
         "chain.json": payload(chain_graph(400), title="chain"),
+        "checked.json": payload(checked_graph(), title="checked"),
     }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from graphviz_app.model import Edge, EdgeKind, GradInfo, Graph, ModuleInfo, Node, NodeKind, TensorInfo
+from graphviz_app.model.checks import Status, UnitKind, Verdict
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -28,6 +29,21 @@ def _tensor(shape: tuple[int, ...], name: str | None = None) -> TensorInfo:
         numel *= d
     return TensorInfo(name=name, shape=shape, dtype="float32", device="cpu", numel=numel, bytes=4 * numel,
                       requires_grad=True, storage=None)
+
+
+def checked_graph() -> Graph:
+    """`module_graph(3)` carrying check verdicts: blocks.1.fc is the culprit (1.02 x), blocks.2 was skipped."""
+    def verdict(path: str, type_name: str, status: str, **extra: Any) -> Verdict:
+        return Verdict(path, UnitKind.MODULE, type_name, f"{type_name}.forward", "model.py:11", status, **extra)
+
+    checks = (
+        verdict("blocks.1.fc", "Linear", Status.FAILED, culprit=True, ratio=1.02, input="input input"),
+        verdict("blocks.0.fc", "Linear", Status.PASSED), verdict("blocks.0", "Block", Status.PASSED),
+        verdict("blocks.1", "Block", Status.FAILED, explained_by="blocks.1.fc"),
+        verdict("blocks.2", "Block", Status.NOT_CHECKED, reason="skipped by a pattern"),
+        verdict("head", "Head", Status.PASSED), verdict("", "Net", Status.FAILED, explained_by="blocks.1.fc"),
+    )
+    return dataclasses.replace(module_graph(3), checks=checks)
 
 
 def module_graph(layers: int = 3, *, hostile: bool = False) -> Graph:

@@ -24,7 +24,7 @@ from ...analysis.model_check import UnitKind
 from ..recorder import _shown_path, _user_source
 
 __all__ = ["Site", "Call", "Step", "capture", "map_tensors", "tensors_in", "source_of", "caller_site", "set_attribute",
-           "cuda_devices"]
+           "cuda_devices", "DATA", "NO_GRAD", "data_property"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -251,12 +251,24 @@ def _copy(t: torch.Tensor) -> torch.Tensor:
     return t.detach().clone()
 
 
+# The descriptor behind Tensor.data (on torch's C base class), found through the public class's MRO.
+DATA = next(c.__dict__["data"] for c in torch.Tensor.__mro__ if "data" in c.__dict__)
+NO_GRAD = "torch.no_grad()"  # a Site's name for a `with torch.no_grad():` block
+
+
+def data_property(getter: Callable[[torch.Tensor], torch.Tensor]) -> property:
+    """A `Tensor.data` whose reads go through `getter`; writes (`p.data = t`) are torch's own."""
+    return property(getter, lambda tensor, value: DATA.__set__(tensor, value))
+
+
 @contextmanager
 def _patched(capture: _Capture) -> Iterator[None]:
-    """Function.apply, Tensor.register_hook and Tensor.detach report to `capture` while the forward runs."""
+    """Function.apply, Tensor.register_hook, Tensor.detach, Tensor.data and torch.no_grad report to
+    `capture` while the forward runs."""
     apply_original = torch.autograd.Function.__dict__["apply"]
     hook_original = torch.Tensor.register_hook
     detach_original = torch.Tensor.detach
+    enter_original = torch.no_grad.__enter__
 
     def register_hook(tensor: torch.Tensor, hook: Any) -> Any:
         capture.site(UnitKind.HOOK, f"hook {getattr(hook, '__qualname__', type(hook).__name__)}")
@@ -266,15 +278,27 @@ def _patched(capture: _Capture) -> Iterator[None]:
         capture.site(UnitKind.DETACH, ".detach()")
         return detach_original(tensor)
 
+    def data(tensor: torch.Tensor) -> torch.Tensor:
+        capture.site(UnitKind.DATA, ".data")
+        return DATA.__get__(tensor)
+
+    def enter(self: torch.no_grad) -> None:
+        capture.site(UnitKind.DETACH, NO_GRAD)
+        enter_original(self)
+
     set_attribute(torch.autograd.Function, "apply", classmethod(capture.function_apply(apply_original)))
     set_attribute(torch.Tensor, "register_hook", register_hook)
     set_attribute(torch.Tensor, "detach", detach)
+    set_attribute(torch.Tensor, "data", data_property(data))
+    set_attribute(torch.no_grad, "__enter__", enter)
     try:
         yield
     finally:
         set_attribute(torch.autograd.Function, "apply", apply_original)
         set_attribute(torch.Tensor, "register_hook", hook_original)
         set_attribute(torch.Tensor, "detach", detach_original)
+        delattr(torch.Tensor, "data")  # torch's own descriptor, on TensorBase, shows through again
+        set_attribute(torch.no_grad, "__enter__", enter_original)
 def capture(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Step, Any]:
     """Run `model(*args, **kwargs)` once with grad enabled; the calls it made and its output.
 

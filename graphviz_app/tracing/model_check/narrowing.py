@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -21,6 +22,7 @@ class Narrowed:
     rel_error: float
     ratio: float | None
     element: str | None
+    no_path: bool = False  # the autograd graph joins no output to this input: a gradient cut, not a wrong one
 
 
 def narrow(unit: Unit, opts: Options, out: Outcome) -> Narrowed | None:
@@ -41,9 +43,25 @@ def narrow(unit: Unit, opts: Options, out: Outcome) -> Narrowed | None:
         return None
     gap, i, autograd, numerical = best
     scale = max(float(autograd.abs().max()), float(numerical.abs().max()))
-    ratio = constant_ratio(autograd, numerical, opts.atol + opts.rtol * scale + p.floor, opts.rtol)
+    ratio = constant_ratio(autograd, numerical, p.atol + p.rtol * scale + p.floor, p.rtol)
     element = _element(p, i, a, b, opts)
-    return Narrowed(unit.inputs[i].name, gap, gap / scale if scale else float("inf"), ratio, element)
+    no_path = not reaches([y for y in p.outs if y.requires_grad], p.leaves[i])
+    return Narrowed(unit.inputs[i].name, gap, gap / scale if scale else float("inf"), ratio, element, no_path)
+
+
+def reaches(outputs: list[torch.Tensor], leaf: torch.Tensor) -> bool:
+    """Whether the autograd graph of `outputs` leads back to `leaf` (walks `next_functions`, iteratively)."""
+    seen: set[object] = set()
+    todo: list[Any] = [y.grad_fn for y in outputs if y.grad_fn is not None]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if getattr(fn, "variable", None) is leaf:  # AccumulateGrad of the leaf
+            return True
+        todo.extend(f for f, _ in fn.next_functions)
+    return False
 
 
 def _element(p: Probed, i: int, a: int, b: int, opts: Options) -> str | None:
@@ -58,7 +76,7 @@ def _element(p: Probed, i: int, a: int, b: int, opts: Options) -> str | None:
                                    [p.v[o][a].reshape(y.shape).to(y) for o, y in live], allow_unused=True)
     except RuntimeError:
         return None
-    grad = torch.zeros(p.xs[i].numel(), dtype=torch.float64) if g is None else g.detach().reshape(-1).cpu()
+    grad = torch.zeros(p.xs[i].numel(), dtype=torch.float64) if g is None else g.detach().reshape(-1).cpu().double()
     u = p.u[i][b]
     lo, hi = 0, u.numel()
 
@@ -74,7 +92,7 @@ def _element(p: Probed, i: int, a: int, b: int, opts: Options) -> str | None:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         left, right = miss(lo, mid), miss(mid, hi)
-        if max(left[0], right[0]) <= opts.atol + p.floor:
+        if max(left[0], right[0]) <= p.atol + p.floor:
             break  # the error is spread over both halves: the range is the answer
         lo, hi, found = (lo, mid, left) if left[0] >= right[0] else (mid, hi, right)
     shape = tuple(p.xs[i].shape)

@@ -13,13 +13,22 @@ import torch
 
 from .units import BudgetSpent, Unit
 
-__all__ = ["EPS64", "NotCheckable", "Options", "Outcome", "Probed", "signs", "compare", "constant_ratio"]
+__all__ = ["EPS64", "FLOAT32", "NotCheckable", "Float64Failed", "Options", "Outcome", "Probed", "signs", "compare",
+           "constant_ratio"]
 
 EPS64 = 2.220446049250313e-16
+# A unit checked in float32 (its float64 copies cannot run): machine epsilon, the central-difference
+# step (truncation error about h^2 times the third derivative / 6, rounding about eps / h: both near
+# 1e-5 at h = 1e-2) and the least rtol and atol a probe gets (float32 sums round at about 1e-6 relative).
+FLOAT32 = {"eps": 1.1920928955078125e-07, "step": 1e-2, "rtol": 1e-3, "atol": 1e-5}
 
 
 class NotCheckable(Exception):
     """The unit cannot be checked; the message says why."""
+
+
+class Float64Failed(NotCheckable):
+    """The unit's float64 copies cannot run (a kernel or Function for float32 or bfloat16 only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +73,11 @@ class Probed:
     def __init__(self, unit: Unit, opts: Options) -> None:
         self.unit, self.opts = unit, opts
         self.xs = [d.value for d in unit.inputs]
-        self.h = opts.eps
+        wide = unit.dtype == torch.float64
+        self.h = opts.eps if wide else max(opts.eps, FLOAT32["step"])
+        self.rtol = opts.rtol if wide else max(opts.rtol, FLOAT32["rtol"])
+        self.atol = opts.atol if wide else max(opts.atol, FLOAT32["atol"])
+        self.machine_eps = EPS64 if wide else FLOAT32["eps"]
 
     def run(self, xs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Outputs at `xs`, computed as the base was (leaves that require grad: the same code paths)."""
@@ -79,9 +92,22 @@ class Probed:
         return total
 
     def moved(self, direction: Sequence[torch.Tensor | None], step: float) -> torch.Tensor:
-        xs = [x if d is None else x + step * d.reshape(x.shape).to(x.device)
+        xs = [x if d is None else x + step * d.reshape(x.shape).to(x)
               for x, d in zip(self.xs, direction, strict=True)]
         return self.project(self.run(xs))
+
+    def shift(self, size: float) -> None:
+        """Move the point: every differentiated value by size (1 + |x|) times a random factor of 0.5 to 1.5 in
+        random sign (not the fixed rows); the spread in size breaks ties (equal zeros under a max-pool)."""
+        gen = torch.Generator().manual_seed(self.opts.seed + 1)
+        moved = []
+        for x, d in zip(self.xs, self.unit.inputs, strict=True):
+            spread = 0.5 + torch.rand(x.numel(), generator=gen, dtype=torch.float64)
+            r = (signs(gen, 1, x.numel())[0] * spread).reshape(x.shape).to(x)
+            if d.moved is not None:
+                r = r * d.moved.reshape(x.shape).to(x)
+            moved.append(x + size * (1 + x.abs()) * r)
+        self.xs = moved
 
     def setup(self) -> None:
         if not self.xs:
@@ -92,8 +118,9 @@ class Probed:
         except BudgetSpent:
             raise
         except Exception as e:
-            raise NotCheckable(f"its forward raised {type(e).__name__} when re-run in float64 copies: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}") from e
+            where = "float64 copies" if self.unit.dtype == torch.float64 else "float32 copies"
+            raise Float64Failed(f"its forward raised {type(e).__name__} when re-run in {where}: "
+                                f"{str(e).splitlines()[0] if str(e) else ''}") from e
         if not self.outs:
             raise NotCheckable("it returns no floating-point tensor")
         self.y0 = [y.detach() for y in self.outs]
@@ -111,7 +138,7 @@ class Probed:
             if d.moved is not None:
                 u *= d.moved.reshape(-1).to(u)
         self.y0p = self.project(self.y0)
-        self.floor = 4 * EPS64 * sum(float(y.abs().sum()) for y in self.y0) / self.h
+        self.floor = 4 * self.machine_eps * sum(float(y.abs().double().sum()) for y in self.y0) / self.h
 
     def autograd_parts(self) -> torch.Tensor:
         """(inputs, k, k): input i's share of v_a^T J u_b by k backward passes."""
@@ -127,7 +154,7 @@ class Probed:
                 retain_graph=True, allow_unused=True)
             for i, g in enumerate(grads):
                 if g is not None:
-                    parts[i, a] = self.u[i] @ g.detach().reshape(-1).cpu()
+                    parts[i, a] = self.u[i] @ g.detach().reshape(-1).cpu().double()
         return parts
 
     def backward_along(self, weights: Sequence[torch.Tensor], b: int) -> float:
@@ -138,7 +165,7 @@ class Probed:
         grads = torch.autograd.grad([y for _, y in live], self.leaves,
                                     [weights[o].reshape(y.shape).to(y) for o, y in live],
                                     retain_graph=True, allow_unused=True)
-        return float(sum(float(self.u[i][b] @ g.detach().reshape(-1).cpu()) for i, g in enumerate(grads)
+        return float(sum(float(self.u[i][b] @ g.detach().reshape(-1).cpu().double()) for i, g in enumerate(grads)
                          if g is not None))
 
     def along(self, b: int, step: float, only: int | None = None) -> torch.Tensor:
@@ -150,7 +177,7 @@ def compare(autograd: torch.Tensor, numerical: torch.Tensor, p: Probed, opts: Op
              check: str = "rev") -> Outcome:
     gap = (autograd - numerical).abs()
     scale = max(float(autograd.abs().max()), float(numerical.abs().max()))
-    tol = opts.atol + opts.rtol * scale + p.floor
+    tol = p.atol + p.rtol * scale + p.floor
     if not bool(torch.isfinite(gap).all()):
         return Outcome(False, check=check, reason="a probe is NaN or infinite", tol=tol)
     worst = int(gap.argmax())
@@ -159,7 +186,7 @@ def compare(autograd: torch.Tensor, numerical: torch.Tensor, p: Probed, opts: Op
     out = Outcome(biggest <= tol, check=check, abs_error=biggest, rel_error=biggest / scale if scale else float("inf"),
                   row=row, column=column, tol=tol)
     if not out.passed:
-        out.ratio = constant_ratio(autograd, numerical, tol, opts.rtol)
+        out.ratio = constant_ratio(autograd, numerical, tol, p.rtol)
     return out
 
 

@@ -15,7 +15,8 @@ from ...analysis.model_check import ModelCheck, Status, UnitKind, Verdict
 from ...errors import ModelCheckError
 from .capture import Call, Site, Step, capture, cuda_devices
 from .narrowing import narrow
-from .probes import NotCheckable, Options, Outcome, screen
+from .probed import FLOAT32
+from .probes import Float64Failed, NotCheckable, Options, Outcome, screen
 from .units import Budget, BudgetSpent, Unit, suppressed
 
 __all__ = ["check_model", "STRATEGIES", "KINKS"]
@@ -177,6 +178,7 @@ class _Checker:
         self.results: dict[int, Verdict] = {}
         self.outcomes: dict[int, Outcome] = {}
         self.order: list[int] = []
+        self.dtypes: dict[int, torch.dtype] = {}  # calls checked in float32, not float64
         self.done = 0
 
     def traverse(self, strategy: str) -> None:
@@ -226,9 +228,14 @@ class _Checker:
         started, used = time.monotonic(), self.budget.used
         cost: dict[str, Any] = {"notes": ()}
         try:
-            unit = Unit(c, self.budget)
-            cost["notes"] = tuple(unit.notes)
-            out = screen(unit, self.opts)
+            try:
+                out, cost["notes"] = self._screen(c, torch.float64)
+            except Float64Failed as e:  # a float32-only kernel or Function: checked in float32, and said
+                cost["notes"] = (f"checked in float32 with tolerances scaled to float32 rounding (step "
+                                 f"{FLOAT32['step']:g}, rtol {FLOAT32['rtol']:g}): in float64 {e}",)
+                out, notes = self._screen(c, torch.float32)
+                self.dtypes[c.index] = torch.float32
+                cost["notes"] += notes
         except BudgetSpent:
             self._set(c, Status.NOT_CHECKED, "the budget ran out")
             return
@@ -246,24 +253,35 @@ class _Checker:
                   ratio=out.ratio, checks=tuple(out.checks), failed_check=None if out.passed else out.check,
                   notes=cost["notes"] + tuple(out.notes), **_spent(started, used, self.budget))
 
+    def _screen(self, c: Call, dtype: torch.dtype) -> tuple[Outcome, tuple[str, ...]]:
+        unit = Unit(c, self.budget, dtype)
+        if dtype == torch.float64 and _unconvertible(unit):
+            raise Float64Failed("its tensors cannot be held in float64 on their device")
+        return screen(unit, self.opts), tuple(unit.notes)
+
     def finish(self) -> tuple[Verdict, ...]:
         """Culprits narrowed and explained, verdicts children before parents with parent indices."""
         failed = {i for i, v in self.results.items() if v.status == Status.FAILED}
         extra: list[Verdict] = []
         culprit_of: dict[int, str] = {}
+        cut: dict[int, bool] = {}  # failed only because a gradient has no path (a .detach(), the graph cut)
         for i in sorted(failed, key=lambda i: -self.calls[i].depth):
             below = [d for d in self._descendants(self.calls[i]) if d.index in failed]
             if below:
                 culprit_of[i] = culprit_of.get(below[0].index) or _named(self.results[below[0].index])
-                self.results[i] = replace(self.results[i], explained_by=culprit_of[i])
+                cut[i] = all(cut[d.index] for d in below)
+                self.results[i] = replace(self.results[i], explained_by=culprit_of[i],
+                                          status=Status.DETACHED if cut[i] else Status.FAILED)
                 continue
-            verdict, site = self._explain(self.calls[i], self.results[i])
+            verdict, site, no_path = self._explain(self.calls[i], self.results[i])
+            cut[i] = no_path or (site is not None and site.kind == UnitKind.DETACH)
+            status = Status.DETACHED if cut[i] else Status.FAILED
             if site is not None:
-                extra.append(site)
+                extra.append(replace(site, status=status, culprit=not cut[i]))
                 culprit_of[i] = _named(site)
-                verdict = replace(verdict, explained_by=culprit_of[i])
+                verdict = replace(verdict, explained_by=culprit_of[i], status=status)
             else:
-                verdict = replace(verdict, culprit=True)
+                verdict = replace(verdict, culprit=not cut[i], status=status)
             self.results[i] = verdict
         order = sorted(self.order, key=lambda i: (-self.calls[i].depth, -self.calls[i].size, i))
         position = {i: k for k, i in enumerate(order)}
@@ -271,30 +289,37 @@ class _Checker:
                             if self.calls[i].parent is not None else None) for i in order]
         return tuple(extra + verdicts)
 
-    def _explain(self, c: Call, verdict: Verdict) -> tuple[Verdict, Verdict | None]:
-        """The culprit's failing input and element, and the hook or .detach() behind it if there is one."""
+    def _explain(self, c: Call, verdict: Verdict) -> tuple[Verdict, Verdict | None, bool]:
+        """The culprit's failing input and element, the hook or .detach() behind it if there is one, and
+        whether the autograd graph has no path from that input (a gradient cut, not a wrong one)."""
         out = self.outcomes.get(c.index)
         if out is None or out.reason is not None:
-            return verdict, None
+            return verdict, None, False
         try:
-            found = narrow(Unit(c, self.budget), self.opts, out)
+            found = narrow(Unit(c, self.budget, self.dtypes.get(c.index, torch.float64)), self.opts, out)
         except (BudgetSpent, NotCheckable):
             found = None
         if found is not None:
             verdict = replace(verdict, input=found.input, abs_error=found.abs_error, rel_error=found.rel_error,
                               ratio=found.ratio, element=found.element)
         for site in c.sites:
-            if _fixed_without(c, site, self.opts, self.budget):
+            if _fixed_without(c, site, self.opts, self.budget, self.dtypes.get(c.index, torch.float64)):
                 return verdict, replace(verdict, kind=site.kind, name=site.name, source=site.source,
-                                        culprit=True, checks=(), notes=())
-        return verdict, None
+                                        culprit=True, checks=(), notes=()), False
+        return verdict, None, found is not None and found.no_path and out.check == "rev"
 
 
-def _fixed_without(c: Call, site: Site, opts: Options, budget: Budget) -> bool:
-    """Whether the call passes with the hook or .detach() at `site` switched off."""
+def _unconvertible(unit: Unit) -> bool:
+    """Whether a float64 copy came out in another dtype (a device without float64 keeps its own)."""
+    values = unit.flat + list(unit.params.values())
+    return any(t.is_floating_point() and t.dtype != torch.float64 for t in values)
+
+
+def _fixed_without(c: Call, site: Site, opts: Options, budget: Budget, dtype: torch.dtype) -> bool:
+    """Whether the call passes with the hook, .detach(), no_grad block or .data change at `site` switched off."""
     try:
         with suppressed(site):
-            return screen(Unit(c, budget), opts).passed
+            return screen(Unit(c, budget, dtype), opts).passed
     except (BudgetSpent, NotCheckable):
         return False
 

@@ -17,7 +17,18 @@ from typing import Any
 import torch
 
 from ...analysis.model_check import UnitKind
-from .capture import Call, Site, caller_site, cuda_devices, map_tensors, set_attribute, tensors_in
+from .capture import (
+    DATA,
+    NO_GRAD,
+    Call,
+    Site,
+    caller_site,
+    cuda_devices,
+    data_property,
+    map_tensors,
+    set_attribute,
+    tensors_in,
+)
 
 __all__ = ["Budget", "BudgetSpent", "Unit", "suppressed"]
 
@@ -56,11 +67,12 @@ class DiffInput:
 class Unit:
     """`unit(values)` re-runs `call` with its differentiated inputs set to `values`; floating outputs, flat."""
 
-    def __init__(self, call: Call, budget: Budget) -> None:
+    def __init__(self, call: Call, budget: Budget, dtype: torch.dtype = torch.float64) -> None:
         self.call = call
         self.budget = budget
+        self.dtype = dtype  # float64; float32 when float64 copies cannot run (see run.check)
         self.notes: list[str] = []
-        self.flat = [_to64(t) for t in tensors_in((call.args, call.kwargs))]
+        self.flat = [_to(t, dtype) for t in tensors_in((call.args, call.kwargs))]
         names = _input_names(call)
         self.inputs: list[DiffInput] = []
         self.positions: list[int] = []  # flat input position of each differentiated input, -1 for parameters
@@ -76,7 +88,7 @@ class Unit:
         if call.kind == UnitKind.MODULE:
             fixed = _by_design(call.target)
             for name, p in call.target.named_parameters():
-                value = _to64(p.detach())
+                value = _to(p.detach(), dtype)
                 if p.requires_grad and value.is_floating_point():
                     self.param_slots[name] = len(self.inputs)
                     moved, why = fixed.get(name, (None, None))
@@ -85,12 +97,12 @@ class Unit:
                     if why is not None:
                         self.notes.append(why)
                 self.params[name] = value
-        self.buffers = {k: _to64(b) for k, b in call.buffers.items()}
+        self.buffers = {k: _to(b, dtype) for k, b in call.buffers.items()}
         if ignored:
             self.notes.append(f"input(s) {', '.join(ignored)} did not require grad in the step: not differentiated")
         lower = sorted({str(t.dtype).replace("torch.", "") for t in tensors_in((call.args, call.kwargs))
-                        if t.is_floating_point() and t.dtype != torch.float64})
-        if lower:
+                        if t.is_floating_point() and t.dtype != dtype})
+        if lower and dtype == torch.float64:
             self.notes.append(f"checked in float64 copies (the step ran in {', '.join(lower)})")
 
     def __call__(self, values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -133,8 +145,8 @@ def _by_design(module: torch.nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
     return found
 
 
-def _to64(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to(torch.float64) if t.is_floating_point() else t.detach()
+def _to(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return t.detach().to(dtype) if t.is_floating_point() else t.detach()
 
 
 def _input_names(call: Call) -> list[str]:
@@ -160,8 +172,36 @@ def _input_names(call: Call) -> list[str]:
 
 @contextmanager
 def suppressed(site: Site) -> Iterator[None]:
-    """While inside, the hook or `.detach()` made at `site` does nothing (to test whether it is the culprit)."""
+    """While inside, the hook, `.detach()`, `torch.no_grad()` or `.data` change made at `site` does nothing
+    (to test whether it is the culprit): `.data` there reads a detached clone, so an in-place change
+    through it no longer reaches the tensor autograd saved."""
     at = (site.file, site.line)
+    if site.kind == UnitKind.DATA:
+        def data(tensor: torch.Tensor) -> torch.Tensor:
+            value = DATA.__get__(tensor)
+            return value.clone() if caller_site(1) == at else value
+
+        set_attribute(torch.Tensor, "data", data_property(data))
+        try:
+            yield
+        finally:
+            delattr(torch.Tensor, "data")
+        return
+    if site.name == NO_GRAD:
+        original_enter = torch.no_grad.__enter__
+
+        def enter(self: torch.no_grad) -> None:
+            if caller_site(1) == at:
+                self.prev = torch.is_grad_enabled()  # __exit__ restores it; grad stays on inside
+                return
+            original_enter(self)
+
+        set_attribute(torch.no_grad, "__enter__", enter)
+        try:
+            yield
+        finally:
+            set_attribute(torch.no_grad, "__enter__", original_enter)
+        return
     if site.kind == UnitKind.HOOK:
         original_hook = torch.Tensor.register_hook
 

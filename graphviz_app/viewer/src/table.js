@@ -18,16 +18,23 @@ import { h } from "./dom.js";
  * @property {number} params  its parameters (a roll: all its instances')
  * @property {number} ops
  * @property {Record<string, number | null>} values  per overlay key, the box's value
+ * @property {Record<string, string | null>} texts  per overlay key with words per box (the check's verdict)
  * @property {string} dtype  the most common among its tensors ("" for none)
  * @property {string} device
  * @property {string} tied  the parameters of other modules its ops use (tied weights), by name
  * @property {number[]} children  the rows below it, by box
  */
 
-/** @typedef {{key: string, label: string, unit: string, value: (r: ModuleRow) => number | string}} Column */
+/**
+ * A column: `value` sorts it; `text`, when given, is what its cells show (the check's verdict in words).
+ * @typedef {{key: string, label: string, unit: string, value: (r: ModuleRow) => number | string,
+ *   text?: (r: ModuleRow) => string}} Column
+ */
 
 // The colourings shown as columns when the payload has them, in this order, then your own (user:...).
 const BUILT_IN = ["memory", "held", "gradient"];
+// The model check's colouring (graphviz_app/viewer/check.py): a column of its own, in words.
+const CHECK = "check";
 
 /**
  * The rows of the module table, by box, and the boxes of the top rows.
@@ -70,8 +77,11 @@ export function moduleRows(graph, tree, overlays) {
     /** @type {Record<string, number | null>} */
     const values = {};
     for (const o of overlays) values[o.key] = (o.group || [])[g] ?? null;
+    /** @type {Record<string, string | null>} */
+    const texts = {};
+    for (const o of overlays) if (o.text) texts[o.key] = o.text[g] ?? null;
     rows.set(g, { g, depth: depth[g], name: tree.kind[g] === "roll" ? tree.label[g] : name, type: (info && info.type) || "",
-      params, ops: tree.ops[g], values, dtype: commonest(dtypes[g]), device: commonest(devices[g]),
+      params, ops: tree.ops[g], values, texts, dtype: commonest(dtypes[g]), device: commonest(devices[g]),
       tied: [...(tied.get(name) || [])].join(", "), children: [] });
     if (p > 0) rows.get(p).children.push(g);
     else top.push(g);
@@ -128,10 +138,20 @@ export function columns(overlays) {
     const label = k === "memory" ? "saved bytes" : k === "held" ? "bytes at the peak" : k === "gradient" ? "gradient norm" : o.label;
     cols.push({ key: k, label, unit: o.unit || "", value: (r) => r.values[k] ?? NaN });
   }
+  if (byKey.has(CHECK)) cols.push(checkColumn());
   cols.push({ key: "dtype", label: "dtype", unit: "text", value: (r) => r.dtype },
     { key: "device", label: "device", unit: "text", value: (r) => r.device },
     { key: "tied", label: "tied parameters", unit: "text", value: (r) => r.tied });
   return cols;
+}
+
+/**
+ * The model check's verdict per module, in words; it sorts by how bad it is (the culprit first, descending).
+ * @returns {Column}
+ */
+function checkColumn() {
+  return { key: CHECK, label: "check", unit: "", value: (r) => r.values[CHECK] ?? NaN,
+    text: (r) => r.texts[CHECK] || "—" };
 }
 
 /**
@@ -168,6 +188,7 @@ export function ordered(table, column, descending) {
  * @returns {string}
  */
 function cell(column, row) {
+  if (column.text) return column.text(row);
   const v = column.value(row);
   if (typeof v === "string") return v;
   if (Number.isNaN(v)) return "—";
@@ -203,10 +224,12 @@ export class ModuleTable {
     }));
     const body = ordered(this.table, this.sortBy, this.descending).map((g) => {
       const row = this.table.rows.get(g);
-      const tr = h("tr", { "data-group": "g" + g, tabindex: "0" }, ...this.columns.map((c, k) => {
+      const verdict = row.values[CHECK];
+      const tr = h("tr", { "data-group": "g" + g, tabindex: "0", ...(verdict === null || verdict === undefined ? {} : { "data-check": String(verdict) }) },
+        ...this.columns.map((c, k) => {
         const td = h("td", { text: cell(c, row) });
         if (k === 0) td.style.paddingLeft = `${4 + 14 * row.depth}px`;
-        if (c.unit !== "text") td.className = "gv-num";
+        if (c.unit !== "text" && !c.text) td.className = "gv-num";
         return td;
       }));
       tr.onclick = () => this.onPick(g);

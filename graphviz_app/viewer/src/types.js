@@ -76,6 +76,8 @@
  * @property {boolean} [truncated]
  * @property {ModuleRow[]} [modules]
  * @property {number | null} [nonfinite_origin]
+ * @property {Array<Record<string, unknown>>} [checks]  a model check's verdicts (model/checks.py); the viewer
+ *   reads them through the "check" overlay, whose `text` holds each box's verdict in words
  */
 
 /** @typedef {"root" | "module" | "roll" | "fold" | "part"} BoxKind */
@@ -102,6 +104,7 @@
  * @property {string} [unit]  "bytes" or ""
  * @property {(number | null)[]} node
  * @property {(number | null)[]} [group]
+ * @property {(string | null)[]} [text]  per box, the value in words (the model check's verdict)
  * @property {number[]} [flag]  nodes drawn red
  * @property {number[]} [mark]  nodes ringed
  * @property {string} [mark_label]

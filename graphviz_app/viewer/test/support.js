@@ -9,7 +9,7 @@ import { Tree } from "../src/tree.js";
 
 /**
  * A fixture payload, checked as the viewer checks what it decodes.
- * @param {"modules" | "hostile" | "chain"} name
+ * @param {"modules" | "hostile" | "chain" | "checked"} name
  * @returns {Payload}
  */
 export function fixture(name) {
@@ -18,7 +18,7 @@ export function fixture(name) {
 
 /**
  * The fixture's graph and boxes, as the viewer reads them.
- * @param {"modules" | "hostile" | "chain"} name
+ * @param {"modules" | "hostile" | "chain" | "checked"} name
  * @returns {{data: Payload, graph: GraphData, tree: Tree}}
  */
 export function loaded(name) {

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { GraphData } from "../src/graph.js";
 import { columns, moduleRows, ordered, tiedParameters } from "../src/table.js";
+import { Tree } from "../src/tree.js";
 import { boxNamed, fixture, loaded, nodeNamed } from "./support.js";
 
 test("one row per module, a roll as one row with its instances' parameters, children under parents", () => {
@@ -52,4 +53,44 @@ test("a parameter of one module used by another's ops is named as tied in the us
   data.graph.edges.dst.push(sum);
   const tied = tiedParameters(new GraphData(data.graph));
   assert.deepEqual([...tied.get("head")], ["blocks.0.fc.weight"]);
+});
+
+test("a checked graph's table has a check column in words; sorting by it puts the culprit first", () => {
+  const { data, graph, tree } = loaded("checked");
+  const cols = columns(data.overlays);
+  const check = cols.find((c) => c.key === "check");
+  assert.ok(check, "a check column");
+  assert.equal(check.label, "check");
+  assert.equal(cols.filter((c) => c.key === "check").length, 1, "one column, not one per colouring");
+  const table = moduleRows(graph, tree, data.overlays);
+  const shown = (/** @type {string} */ name) => check.text(table.rows.get(boxNamed(tree, name)));
+  assert.equal(shown("head: Head"), "passed");
+  assert.equal(shown("blocks: ModuleList"), "culprit inside", "a module never called shows the worst inside it");
+  assert.equal(shown("blocks.0–2: Block ×3"), "culprit inside", "a roll shows the worst of its instances");
+  const byRow = ordered(table, check, true).map((g) => table.rows.get(g).name);
+  assert.deepEqual(byRow, ["blocks", "blocks.0–2: Block ×3", "head"], "worst first among siblings");
+  assert.deepEqual(ordered(table, check, false).map((g) => table.rows.get(g).name),
+    ["head", "blocks", "blocks.0–2: Block ×3"]);
+});
+
+test("the check column shows a verdict per module and a dash where the graph holds none", () => {
+  const data = fixture("checked");
+  for (const o of data.overlays) if (o.key === "check") o.text[boxNamed(new Tree(data.tree, new GraphData(data.graph)), "head: Head")] = null;
+  const graph = new GraphData(data.graph);
+  const tree = new Tree(data.tree, graph);
+  const table = moduleRows(graph, tree, data.overlays);
+  const check = columns(data.overlays).find((c) => c.key === "check");
+  assert.equal(check.text(table.rows.get(boxNamed(tree, "head: Head"))), "—");
+  const plain = loaded("modules");
+  assert.equal(columns(plain.data.overlays).find((c) => c.key === "check"), undefined, "no check: no column");
+});
+
+test("unrolled, each module of a checked graph shows its own verdict, the culprit with its size and input", () => {
+  const { data, graph, tree } = loaded("checked");
+  const o = data.overlays.find((x) => x.key === "check");
+  const words = (/** @type {string} */ label) => o.text[boxNamed(tree, label)];
+  assert.equal(words("blocks.1.fc: Linear"), "culprit: 1.02 x (input input)");
+  assert.equal(words("blocks.1: Block"), "fails inside (blocks.1.fc)");
+  assert.equal(words("blocks.2: Block"), "not checked");
+  assert.deepEqual(o.flag.map((i) => graph.name(i)), ["AddmmBackward0"]);
 });
