@@ -63,13 +63,14 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
         A Measurement: the graph, the replayed timeline, and the measured memory (the peak as the
         module docstring defines it; `measured.forward_peak_bytes` the forward's own).
 
-    Inside a process group (a rank of a torchrun job, or a fake cluster), the rank's step is counted
-    as a rank holds it: DTensors by their local shards, FSDP2's all-gathered parameters, gradients and
-    collective buffers included, and replayed with its FSDP units (`graphviz_app.distributed`).
+    For a model spread over ranks (DDP, FSDP2, DTensor parameters) inside a process group (a rank of
+    a torchrun job, or a fake cluster), the rank's step is counted as the rank holds it: DTensors by
+    their local shards, FSDP2's all-gathered parameters, gradients and collective buffers included,
+    and replayed with its FSDP units (`graphviz_app.distributed`).
     """
-    from .tracing.distributed.rank_measure import in_process_group, measure_in_rank
+    from .tracing.distributed.rank_measure import measure_in_rank, spread_over_ranks
 
-    if in_process_group():
+    if spread_over_ranks(model):
         return Measurement(*measure_in_rank(model, args, kwargs, loss=loss, autocast=autocast,
                                             retain_graph=retain_graph))
     step = Step(model, args, kwargs, autocast=autocast, loss=loss)

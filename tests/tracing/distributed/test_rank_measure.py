@@ -73,3 +73,21 @@ def test_measure_on_real_gloo_ranks_equals_torch_tracker(name: str) -> None:
     for rank, figures in enumerate(ranks):
         assert abs(figures["measured"] - figures["tracker"]) <= 0.03 * figures["tracker"], (rank, figures)
         assert abs(figures["replayed"] - figures["measured"]) <= 0.03 * figures["measured"], (rank, figures)
+
+
+def test_a_plain_model_inside_a_process_group_is_measured_as_a_single_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphviz_app.memory import measure
+    from graphviz_app.tracing.distributed import rank_measure
+
+    calls: list[str] = []
+    real = rank_measure.measure_in_rank
+    monkeypatch.setattr(rank_measure, "measure_in_rank", lambda *a, **k: calls.append("rank") or real(*a, **k))
+    x = torch.randn(dist_jobs.BATCH, dist_jobs.SEQ, dist_jobs.D)
+    with fake_cluster(2):
+        plain = measure(dist_jobs.plain_model(1), x)
+        assert calls == []  # replicated: nothing a rank counts differently
+        sharded = measure(dist_jobs.job("fsdp")()[0], x)
+    assert calls == ["rank"]
+    assert plain.measured.peak_bytes == plain.predicted.peak_bytes
+    assert sharded.measured.peak_bytes == sharded.predicted.peak_bytes
