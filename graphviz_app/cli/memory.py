@@ -89,7 +89,8 @@ def add_memory_parser(sub: Any) -> None:
                         f"{MEMORY_SECONDS:g}); a FUNC that hangs is stopped there")
     memory.add_argument("-o", "--output", metavar="FILE.html", help="also write the step's graph in the "
                         "interactive viewer, its live bytes charted (with --measure: measured beside predicted; "
-                        "with several --batch sizes: the last one's)")
+                        "with several --batch sizes: the last one's; with --world-size: rank 0's step at the first "
+                        "world size, its collectives marked)")
 
 
 def run_memory(args: argparse.Namespace) -> int:

@@ -16,13 +16,16 @@ from typing import Any
 from ..analysis.distributed import RankMemory, Verified, WhatIf, format_ranks, format_verified, format_what_ifs
 from ..errors import DistributedError
 from ..model import human_bytes
-from ..tracing.distributed.fake_cluster import forecast_world, largest_batch_world
+from ..tracing.distributed.fake_cluster import fake_cluster, forecast_world, largest_batch_world
+from ..tracing.distributed.rank_graph import trace_rank_step
+from ..tracing.distributed.rank_step import rank_step
 from ..tracing.distributed.ranks import run_ranks
 from ..tracing.distributed.verify import verify_world
 from ..tracing.distributed.what_if import what_if
+from ..viewer.html import viewer_html
 from .scripts import run_script
 
-__all__ = ["world_sizes_report", "world_sizes_text", "world_sizes_job", "NOT_SHOWN_ON_CPU"]
+__all__ = ["world_sizes_report", "world_sizes_text", "world_sizes_job", "write_rank_viewer", "NOT_SHOWN_ON_CPU"]
 
 NOT_SHOWN_ON_CPU = (
     "NCCL's own communication buffers and workspaces; CUDA streams that keep a buffer alive past its last use "
@@ -173,10 +176,25 @@ def _check(r: dict[str, Any]) -> Verified | None:
 
 def world_sizes_job(path: str, func: str, target: str, world_sizes: list[int], cwd: str, measure: bool = False,
                     batches: tuple[int | None, ...] = (None,), budget_bytes: int | None = None,
-                    what_ifs: tuple[str, ...] = (), verify: bool = False) -> tuple[dict[str, Any], str]:
+                    what_ifs: tuple[str, ...] = (), verify: bool = False,
+                    output: str | None = None) -> tuple[dict[str, Any], str]:
     """`world_sizes_report` in the CLI's worker, with its text; `cwd` is the command's folder, where the script
-    runs."""
+    runs. With `output`, rank 0's step at the first world size is also written there in the viewer
+    (`write_rank_viewer`)."""
     os.chdir(cwd)
     report = world_sizes_report(Path(path).resolve(), func, target, tuple(world_sizes), batches=tuple(batches),
                                 budget_bytes=budget_bytes, measure=measure, what_ifs=tuple(what_ifs), verify=verify)
+    if output:
+        write_rank_viewer(Path(path).resolve(), func, target, world_sizes[0], Path(output))
     return report, world_sizes_text(report)
+
+
+def write_rank_viewer(path: Path, func: str, target: str, world_size: int, output: Path) -> Path:
+    """Rank 0's steady step of `target` on a fake cluster of `world_size`, traced (`trace_rank_step`) and written
+    into the viewer at `output`: DTensors as local shards, its collectives marked on the memory chart."""
+    with fake_cluster(world_size):
+        traced = trace_rank_step(rank_step(run_script(path, func, target), target), rank=0, world_size=world_size)
+    title = f"{target}: rank 0 of {world_size}"
+    output.write_text(viewer_html(traced.graph, title=title, rank=traced.memory, units=traced.units),
+                      encoding="utf-8")
+    return output

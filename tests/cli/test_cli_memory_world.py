@@ -133,3 +133,27 @@ def test_verify_beyond_two_ranks_checks_on_the_fake_cluster(capsys: pytest.Captu
     assert table[1].split()[:2] == ["setup", "predicted"]
     for line, name in zip(table[2:4], ("fsdp @ 8", "fsdp_keep @ 8"), strict=True):
         assert line.startswith(name) and "+0.00%" in line and "fake cluster of 8, FSDPMemTracker" in line, line
+
+
+@pytest.mark.slow
+def test_output_writes_rank_0_s_step_into_the_viewer_with_its_collectives(capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path) -> None:
+    import base64
+    import gzip
+    import re
+
+    out_file = tmp_path / "rank0.html"
+    code, _, err = _run(["memory", f"{JOBS}:fsdp", "--world-size", "4", "-o", str(out_file)], capsys)
+    assert code == 0 and f"wrote {out_file}" in err
+    found = re.search(r'id="gv-payload">([^<]*)<', out_file.read_text(encoding="utf-8"))
+    assert found is not None
+    data = json.loads(gzip.decompress(base64.b64decode(found[1])))
+    live = data["series"][0]
+    forecast = forecast_world(dist_jobs.job("fsdp"), world_size=4)
+    assert [e["op"] for e in live["events"]] == [c.op for c in forecast.collectives]
+    assert live["notes"][0].startswith("rank 0 of 4 (FSDP2)") and "sharding" in data["graph"]["tensors"]
+
+
+def test_output_with_world_sizes_must_be_html(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{JOBS}:fsdp", "--world-size", "4", "-o", "rank0.svg"], capsys)
+    assert code == 2 and "-o writes the interactive viewer of rank 0's step: end the name in .html" in err, err
