@@ -57,7 +57,9 @@ class _FsdpReplay(EngineReplay):
     subclass in this package may.
     """
 
-    def __init__(self, plan: BackwardPlan, units: Sequence[FsdpUnit], *, retain_graph: bool) -> None:
+    def __init__(self, plan: BackwardPlan, units: Sequence[FsdpUnit], *, retain_graph: bool,
+                 grads_in_buckets: bool = False) -> None:
+        self.grads_in_buckets = grads_in_buckets
         self.units = {u.name: u for u in units}
         order = [u.name for u in units if u.name != ""]
         self.next_unit = {a: b for a, b in zip(reversed(order), list(reversed(order))[1:], strict=False)}
@@ -134,6 +136,10 @@ class _FsdpReplay(EngineReplay):
         unit = self.leaf_unit.get(node)
         peak = self._gather(unit) if unit is not None else self.live
         peak = max(peak, super()._run_leaf(node))
+        if self.grads_in_buckets:  # DDP's gradient_as_bucket_view: the gradient is copied into its bucket, dropped
+            for key in [k for k, kind in self.kind.items() if kind == _GRADS and self.owner[k] == node]:
+                while key in self.refs:
+                    self._release(key)
         if unit is not None:
             self.leaves_left[unit] -= 1
             if self.leaves_left[unit] == 0 and unit not in self.post_node:
@@ -142,17 +148,20 @@ class _FsdpReplay(EngineReplay):
 
 
 def rank_timeline(graph: Graph, *, units: Sequence[FsdpUnit] = (), roots: Collection[str] | None = None,
-                  retain_graph: bool = False, forward_peak_bytes: int | None = None) -> MemoryTimeline:
+                  retain_graph: bool = False, forward_peak_bytes: int | None = None,
+                  grads_in_buckets: bool = False) -> MemoryTimeline:
     """The bytes a rank's backward holds at every node, replayed from its graph and its FSDP `units`.
 
     `graph` is a rank's traced step (`traced_rank_step`, `measure` inside a process group): DTensor ops are
     sized as local shards there. Without `units` this is the single-process replay (`memory_timeline`'s
     counting). What counts is what `memory_timeline` counts, and FSDP2's unsharded parameters (held as "saved"
     by their unit), all-gather and reduce-scatter buffers ("gradients"), and gradient shards ("grads").
-    `forward_peak_bytes`: the forward's own peak, as counted when the step ran.
+    `forward_peak_bytes`: the forward's own peak, as counted when the step ran. `grads_in_buckets`: DDP with
+    `gradient_as_bucket_view=True`, whose `.grad` are views into its buckets (which exist before the step), so a
+    parameter's gradient is dropped once copied there.
     """
     plan = plan_backward(graph, roots)
-    replay = _FsdpReplay(plan, units, retain_graph=retain_graph)
+    replay = _FsdpReplay(plan, units, retain_graph=retain_graph, grads_in_buckets=grads_in_buckets)
     steps = replay.run()
     peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
     peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
@@ -169,6 +178,9 @@ def rank_timeline(graph: Graph, *, units: Sequence[FsdpUnit] = (), roots: Collec
         notes.append(f"{len(units)} FSDP unit(s): each unit's parameters are all-gathered before its backward "
                      "(the next unit prefetched), its gradients reduce-scattered after it; CPU collectives here, "
                      "NCCL's own buffers and stream timing not modelled")
+    if grads_in_buckets:
+        notes.append("DDP with gradient_as_bucket_view: each .grad is a view into its bucket (counted with the "
+                     "parameters), so a gradient is dropped once copied there")
     if forward_peak_bytes is None:
         notes.append("the forward's own peak is not replayed from a graph: measure() counts it as the step runs")
     return MemoryTimeline(

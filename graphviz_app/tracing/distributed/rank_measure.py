@@ -31,6 +31,7 @@ def measure_in_rank(model: torch.nn.Module, args: tuple[Any, ...], kwargs: Mappi
     the replay of it with FSDP2's units (`rank_timeline`), and what `RankStorages` counted as it ran."""
     trace = traced_rank_step(RankStep(model, tuple(args), dict(kwargs), loss), optimizer=False,
                              retain_graph=retain_graph, autocast=autocast)
+    view = isinstance(model, torch.nn.parallel.DistributedDataParallel) and bool(model.gradient_as_bucket_view)
     timeline = rank_timeline(trace.graph, units=trace.units, roots=trace.roots, retain_graph=retain_graph,
-                             forward_peak_bytes=trace.measured.forward_peak_bytes)
+                             forward_peak_bytes=trace.measured.forward_peak_bytes, grads_in_buckets=view)
     return trace.graph, timeline, trace.measured
