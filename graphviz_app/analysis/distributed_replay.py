@@ -6,11 +6,12 @@ local shards, so tensor parallelism needs nothing more than the single-process
 replay. FSDP2 adds what no autograd node shows, modelled from each unit's sizes
 (`FsdpUnit`) as FSDP2 runs it: a unit that reshards after forward is all-gathered
 again just before its first backward node runs, and the next unit in backward
-order with it (FSDP2 prefetches one). Gradients reach the unsharded parameters at
+order with it (FSDP2 prefetches one); the last unit is all-gathered before backward
+starts (the root's pre-backward). Gradients reach the unsharded parameters at
 full size. The unit's post-backward (its `RegisterPostBackwardFunctionBackward`
-node, or its last parameter's gradient when it has none) copies the unsharded
-gradients into the reduce-scatter's input and frees them, keeps the gradient
-shards, and frees the unit's parameters; the reduce-scatter's input is kept until
+node, or its last parameter's gradient when it has none) frees the unit's
+parameters, copies the unsharded gradients into the reduce-scatter's input and
+frees them, and keeps the gradient shards; the reduce-scatter's input is kept until
 the next unit's post-backward (FSDP2 holds it so, for the stream that uses it).
 """
 
@@ -89,6 +90,10 @@ class _FsdpReplay(EngineReplay):
             if not u.reshard_after_forward:  # kept from its forward
                 self._hold(f"fsdp:{u.name}", u.unsharded_bytes, _SAVED, self._owner(u.name))
                 self.gathered.add(u.name)
+        last = order[-1] if order else None  # the root's pre-backward all-gathers the last unit before any node runs
+        if last is not None and last not in self.gathered:
+            self._hold(f"fsdp:{last}", self.units[last].unsharded_bytes, _SAVED, self._owner(last))
+            self.gathered.add(last)
 
     def _owner(self, unit: str) -> str:
         return next((n for n, u in self.leaf_unit.items() if u == unit), next(iter(self.plan.nodes)))
@@ -106,9 +111,14 @@ class _FsdpReplay(EngineReplay):
         return peak
 
     def _post_backward(self, unit: str) -> int:
-        """The unit's reduce-scatter: its unsharded gradients into the reduce buffer, freed, shards kept."""
+        """The unit's post-backward: its parameters freed (resharded) first, then the reduce-scatter: its
+        unsharded gradients copied into the reduce buffer and freed, the gradient shards kept (the order
+        FSDP2's post-backward frees in: measured, torch 2.13)."""
         u = self.units[unit]
         leaves = {n for n, name in self.leaf_unit.items() if name == unit}
+        if f"fsdp:{unit}" in self.refs:
+            self._release(f"fsdp:{unit}")
+        self.gathered.discard(unit)
         if self.reducing is not None:
             self._release(self.reducing)
         self.reducing = f"reduce:{unit}"
@@ -118,11 +128,7 @@ class _FsdpReplay(EngineReplay):
             while key in self.refs:
                 self._release(key)
         self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, self._owner(unit))
-        peak = self._check_peak(peak)
-        if f"fsdp:{unit}" in self.refs:
-            self._release(f"fsdp:{unit}")
-        self.gathered.discard(unit)
-        return peak
+        return self._check_peak(peak)
 
     def _run_op(self, node: str) -> int:
         unit = self.node_unit.get(node)
