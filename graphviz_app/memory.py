@@ -28,9 +28,11 @@ import torch
 from .analysis.memory import HolderKind, MeasuredMemory, MemoryTimeline, memory_timeline
 from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from .analysis.memory.fit import fit, largest_batch
+from .analysis.memory.plan import with_forward_peak
 from .model import Graph
-from .tracing.memory.checkpointing import runnable_modules, verify_plan
+from .tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
+from .tracing.memory.levers import with_levers
 from .tracing.memory.step import Step, run_step
 
 __all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
@@ -77,9 +79,10 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     run = run_step(step, retain_graph=retain_graph)
     if run.measured is None:  # run_step measures unless told not to
         raise RuntimeError("run_step returned no measurement")
-    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph,
-                               forward_peak_bytes=run.measured.forward_peak_bytes)
-    return Measurement(run.graph, timeline, run.measured)
+    graph = with_forward_peak(run.graph, run.roots, run.measured.forward_peak_bytes)  # kept by save and load
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph,
+                               sums_in_place=run.sums_in_place)
+    return Measurement(graph, timeline, run.measured)
 
 
 def forecast(model: torch.nn.Module, *args: Any, batch: int | None = None, seq_len: int | None = None,
@@ -124,9 +127,19 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
                        **kwargs: Any) -> CheckpointPlan:
     """Modules to checkpoint so the step fits `budget_bytes` (the whole step, as in `largest_batch_for`: the
     plan's own `budget_bytes` is what that leaves for the peak); with `verify`, the plan applied and the step
-    measured before and after (on the model's device)."""
+    measured before and after (on the model's device). The graph's replay chooses the modules; the peaks
+    predicted before and after are forecast by running the step on fake tensors without and with them
+    checkpointed (`replay_peaks` keeps the replay's).
+
+    When the plan does not reach the budget (what holds the peak is not saved tensors: `.grad`, logits), its
+    `levers` predict the peak with each lever that lowers it otherwise, forecast on fake tensors: each `.grad`
+    freed once accumulated, autocast bfloat16, micro-batches with gradient accumulation, a chunked loss (a
+    what-if of the replay); with `verify`, each one that needs no change to the person's code is applied to
+    the real step and measured."""
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
     plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model))
-    return verify_plan(step, plan) if verify and plan.modules else plan
+    plan = forecast_plan(step, plan)
+    plan = verify_plan(step, plan) if verify and plan.modules else plan
+    return with_levers(step, plan, verify=verify)

@@ -89,3 +89,54 @@ def test_memory_forecast_example_fits_a_batch_and_checkpoints(tmp_path: Path, ru
     assert "largest batch within 64.0 MiB with Adam's state:" in out
     assert "(forecast on meta)" in out and out.count("bfloat16 autocast step peaks at") == 3
     assert "measured:" in out and "blocks." in out
+
+
+def _compare_data(path: Path) -> dict:
+    """The data a compare file carries (gzipped JSON in base64, in its payload element)."""
+    import base64
+    import gzip
+    import re
+
+    packed = re.search(r'id="gv-payload">([^<]*)<', path.read_text(encoding="utf-8"))
+    assert packed is not None, f"{path} holds no payload"
+    return json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+
+
+def test_the_autocast_compare_example_shows_casts_added_and_bfloat16_activations(
+        tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("compare_autocast_bf16.py", tmp_path)
+    data = _compare_data(tmp_path / "compare_autocast_bf16.html")
+    assert data["labels"] == ["float32", "bfloat16 autocast"]
+    added = [data["panes"][1]["graph"]["strings"][data["panes"][1]["graph"]["nodes"]["name"][i]]
+             for i, code in enumerate(data["status"][1]) if code == 1]
+    assert added and set(added) == {"ToCopyBackward0"}  # autocast's casts, only in the second graph
+    assert data["counts"]["dtype"] > 0 and "dtype" in out
+
+
+@pytest.mark.slow
+def test_the_compiled_compare_example_shows_the_region_against_the_eager_ops(
+        tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("compare_eager_compiled.py", tmp_path)
+    assert "regions: [compiled region 1]" in out
+    data = _compare_data(tmp_path / "compare_eager_compiled.html")
+    strings, nodes = data["panes"][1]["graph"]["strings"], data["panes"][1]["graph"]["nodes"]
+    added = {strings[nodes["name"][i]] for i, code in enumerate(data["status"][1]) if code == 1}
+    assert "CompiledFunctionBackward" in added
+    strings, nodes = data["panes"][0]["graph"]["strings"], data["panes"][0]["graph"]["nodes"]
+    removed = {strings[nodes["name"][i]] for i, code in enumerate(data["status"][0]) if code == 2}
+    assert {"AddmmBackward0", "TanhBackward0"} <= removed  # the eager ops the region replaces
+
+
+@pytest.mark.slow
+def test_the_checkpoint_compare_example_shows_the_planned_blocks_saved_bytes_gone(
+        tmp_path: Path, run_example: RunExample) -> None:
+    out = run_example("compare_checkpoint_plan.py", tmp_path, "--blocks", "3")
+    planned = out.split("plan: checkpoint ")[1].split(";")[0].split(", ")
+    data = _compare_data(tmp_path / "compare_checkpoint_plan.html")
+    assert data["counts"]["nodes"] == 0 and data["counts"]["saved_bytes"] > 0  # same ops, fewer bytes held
+    delta = next(o for o in data["panes"][1]["overlays"] if o["key"] == "delta:memory")
+    tree = data["panes"][1]["tree"]
+    for module in planned:
+        box = next(g for g, (k, m) in enumerate(zip(tree["kind"], tree["module"], strict=True))
+                   if k == "module" and m == module)
+        assert delta["group"][box] < 0, module  # the planned block keeps less

@@ -8,7 +8,7 @@ from typing import Any
 from ..model import Edge, Graph
 from .diff import GraphDiff, diff
 
-__all__ = ["DiffView", "diff_view", "STATUSES", "REMOVED_PREFIX"]
+__all__ = ["DiffView", "diff_view", "PairView", "pair_view", "STATUSES", "REMOVED_PREFIX"]
 
 STATUSES = ("same", "added", "removed", "changed")
 REMOVED_PREFIX = "a/"  # ids of the nodes only graph a has, in the view
@@ -88,3 +88,51 @@ def diff_view(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None) ->
                     modules=tuple({m.name: m for m in graph_a.modules + graph_b.modules}.values()),
                     regions=(), notes=(), nonfinite_origin=None)
     return DiffView(graph, found, statuses, edge_status, changes)
+
+
+@dataclass(frozen=True, slots=True)
+class PairView:
+    """A diff seen from both graphs, by node index: for two panes side by side.
+
+    `match_a[i]`: the index in graph b of graph a's node i (-1: only in a, removed); `match_b` the other
+    way (-1: only in b, added). `status_a`/`status_b`: each node's status (one of STATUSES). `changes_a`/
+    `changes_b`: a changed node's (what, before, after) rows, by its index in its own graph.
+    """
+
+    diff: GraphDiff
+    match_a: tuple[int, ...]
+    match_b: tuple[int, ...]
+    status_a: tuple[str, ...]
+    status_b: tuple[str, ...]
+    changes_a: dict[int, list[tuple[str, str, str]]]
+    changes_b: dict[int, list[tuple[str, str, str]]]
+
+
+def pair_view(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None) -> PairView:
+    """`diff(graph_a, graph_b)`'s alignment by node index on both sides, with each node's status.
+
+    >>> from graphviz_app.model import Node, NodeKind
+    >>> a = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")), (Edge("n1", "n0"),))
+    >>> b = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "AddBackward0")), (Edge("n1", "n0"),))
+    >>> view = pair_view(a, b)
+    >>> view.match_a, view.status_a, view.status_b
+    ((0, -1), ('same', 'removed'), ('same', 'added'))
+    """
+    found = diff(graph_a, graph_b) if found is None else found
+    index_a = {n.id: i for i, n in enumerate(graph_a.nodes)}
+    index_b = {n.id: i for i, n in enumerate(graph_b.nodes)}
+    match_a = [-1] * len(graph_a.nodes)
+    match_b = [-1] * len(graph_b.nodes)
+    for a, b in found.matched:
+        match_a[index_a[a]] = index_b[b]
+        match_b[index_b[b]] = index_a[a]
+    status_a = ["same" if j >= 0 else "removed" for j in match_a]
+    status_b = ["same" if j >= 0 else "added" for j in match_b]
+    changes_a: dict[int, list[tuple[str, str, str]]] = {}
+    changes_b: dict[int, list[tuple[str, str, str]]] = {}
+    for c in found.changes:
+        i, j = index_a[c.a], index_b[c.b]
+        status_a[i] = status_b[j] = "changed"
+        changes_a.setdefault(i, []).append((c.what, c.before, c.after))
+        changes_b.setdefault(j, []).append((c.what, c.before, c.after))
+    return PairView(found, tuple(match_a), tuple(match_b), tuple(status_a), tuple(status_b), changes_a, changes_b)

@@ -54,8 +54,8 @@ def _param_name(n: Node) -> str:
 class _FsdpReplay(EngineReplay):
     """The engine's replay with FSDP2's unit events added around the nodes (see the module docstring).
 
-    Uses EngineReplay's storage bookkeeping (`_hold`, `_release`, `_check_peak`, `kind`, `owner`), as a
-    subclass in this package may.
+    Uses EngineReplay's storage bookkeeping (`_hold`, `_release`, `_check_peak`, `store`), as a subclass in
+    this package may.
     """
 
     def __init__(self, plan: BackwardPlan, units: Sequence[FsdpUnit], *, retain_graph: bool,
@@ -116,7 +116,7 @@ class _FsdpReplay(EngineReplay):
         FSDP2's post-backward frees in: measured, torch 2.13)."""
         u = self.units[unit]
         leaves = {n for n, name in self.leaf_unit.items() if name == unit}
-        if f"fsdp:{unit}" in self.refs:
+        if f"fsdp:{unit}" in self.store:
             self._release(f"fsdp:{unit}")
         self.gathered.discard(unit)
         if self.reducing is not None:
@@ -124,11 +124,16 @@ class _FsdpReplay(EngineReplay):
         self.reducing = f"reduce:{unit}"
         self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, self._owner(unit))
         peak = self._check_peak(self.live)
-        for key in [k for k, kind in self.kind.items() if kind == _GRADS and self.owner[k] in leaves]:
-            while key in self.refs:
-                self._release(key)
+        self._drop_grads(leaves)
         self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, self._owner(unit))
         return self._check_peak(peak)
+
+    def _drop_grads(self, leaves: set[str]) -> None:
+        """Free the `.grad` the replay gave these leaves (FSDP2 frees them once reduce-scattered)."""
+        # EngineReplay.store: storage key -> [references, bytes, kind, owner]
+        for key in [k for k, entry in self.store.items() if entry[2] == _GRADS and entry[3] in leaves]:
+            while key in self.store:
+                self._release(key)
 
     def _run_op(self, node: str) -> int:
         unit = self.node_unit.get(node)
@@ -143,9 +148,7 @@ class _FsdpReplay(EngineReplay):
         peak = self._gather(unit) if unit is not None else self.live
         peak = max(peak, super()._run_leaf(node))
         if self.grads_in_buckets:  # DDP's gradient_as_bucket_view: the gradient is copied into its bucket, dropped
-            for key in [k for k, kind in self.kind.items() if kind == _GRADS and self.owner[k] == node]:
-                while key in self.refs:
-                    self._release(key)
+            self._drop_grads({node})
         if unit is not None:
             self.leaves_left[unit] -= 1
             if self.leaves_left[unit] == 0 and unit not in self.post_node:

@@ -37,8 +37,10 @@ def add_diff_parser(sub: Any) -> None:
     parser.add_argument("before", metavar="A.json", help="the first graph (before)")
     parser.add_argument("after", metavar="B.json", help="the second graph (after)")
     parser.add_argument("-o", "--output", metavar="FILE",
-                        help="draw the diff: .svg .png .pdf .dot, .html (the interactive viewer, coloured by change) "
-                        "or .json (the drawn graph with a \"diff\" block)")
+                        help="draw the diff: .svg .png .pdf .dot (one picture, coloured by change), .html (the two "
+                        "graphs side by side in synced panes) or .json (the drawn graph with a \"diff\" block)")
+    parser.add_argument("--labels", nargs=2, metavar=("A", "B"),
+                        help="the two graphs' names in the .html panes (default: the file names)")
     parser.add_argument("--rankdir", default="TB", choices=("TB", "LR", "BT", "RL"), help="layout direction")
 
 
@@ -57,8 +59,26 @@ def run_diff(args: argparse.Namespace) -> int:
         except FileProblem as e:
             raise GraphvizAppError(str(e)) from e
         try:
-            path = save_diff(before, after, args.output, found, rankdir=args.rankdir, timeout=300.0)
+            if Path(args.output).suffix.lower() == ".html":
+                path = _save_panes(before, after, Path(args.output), found, args)
+            else:
+                path = save_diff(before, after, args.output, found, rankdir=args.rankdir, timeout=300.0)
         except OSError as e:
             raise GraphvizAppError(f"cannot write {args.output}: {e.strerror or e}") from e
         print(f"wrote {path}", file=sys.stderr)
     return EXIT_DIFFERENT if found.structural else EXIT_SAME
+
+
+def _save_panes(before: Any, after: Any, path: Path, found: Any, args: argparse.Namespace) -> Path:
+    """The two graphs side by side in synced panes (`viewer.compare`), named by --labels or their files."""
+    from ..viewer.compare import compare_html
+
+    labels = tuple(args.labels) if args.labels else (Path(args.before).stem, Path(args.after).stem)
+    if labels[0] == labels[1] and not args.labels:
+        labels = (args.before, args.after)
+    try:
+        text = compare_html(before, after, labels=labels, rankdir=args.rankdir, found=found)
+    except ValueError as e:
+        raise GraphvizAppError(str(e)) from e
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -70,10 +70,13 @@ def add_memory_parser(sub: Any) -> None:
                         help="optimizer state added to the total: sgd (momentum: 1x the parameters), adam (2x)")
     memory.add_argument("--measure", action="store_true", help="also run the step for real and measure it")
     memory.add_argument("--checkpoint", action="store_true", help="advise modules to checkpoint to get under "
-                        "--budget (without one: half the peak)")
-    memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan, measure, "
-                        "print predicted against measured; with --world-size: check each row against PyTorch's "
-                        "tracker (on real gloo ranks up to 2, else on the fake cluster)")
+                        "--budget (without one: half the peak); when that is not enough, predict the peak with each "
+                        "other lever: .grad freed once accumulated, autocast bfloat16, micro-batches with gradient "
+                        "accumulation, a chunked loss")
+    memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan and each lever "
+                        "that needs no change to your code, measure, print predicted against measured; with "
+                        "--world-size: check each row against PyTorch's tracker (on real gloo ranks up to 2, else on "
+                        "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
                         help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "

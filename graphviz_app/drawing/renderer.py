@@ -258,13 +258,14 @@ def _viewer_export(graph: Graph, fmt: str, o: DrawOptions) -> bytes:
 
 
 def save(
-    graph: Graph, path: str | Path, *, format: str | None = None, options: DrawOptions | None = None,
-    **keywords: Unpack[DrawKeywords],
+    graph: Graph | tuple[Graph, Graph], path: str | Path, *, format: str | None = None,
+    options: DrawOptions | None = None, labels: tuple[str, str] | None = None, **keywords: Unpack[DrawKeywords],
 ) -> Path:
     """Write `graph` to `path`, the format chosen by its suffix.
 
     Args:
-        graph: the traced graph.
+        graph: the traced graph; or a pair ``(graph_a, graph_b)`` written to a .html file as two
+            synced panes, nodes aligned by `diff()` and coloured by change (`viewer.compare`).
         path: where to write; the suffix (.svg .png .pdf .dot .json .html) picks the format.
         format: the format when not the suffix's, e.g. "model-explorer" for a `.json` path.
         options: the drawing options as one record (`DrawOptions`); the defaults when None.
@@ -276,6 +277,7 @@ def save(
             table. `measured` (a .html file only): a measurement of the step `graph` was traced
             from, its live bytes charted beside the predicted ones (`m = measure(model, x)`;
             `save(m.graph, "step.html", measured=m.measured)`).
+        labels: a pair's names, one per pane (``("fp32", "bf16")``); ("a", "b") when None.
 
     Returns:
         The path written.
@@ -286,6 +288,13 @@ def save(
             message says how to get it), or as for `export`.
         TypeError: a keyword names no option.
     """
+    if isinstance(graph, tuple):
+        other = sorted(set(keywords) - {"rankdir"}) + (["format"] if format else []) + (["options"] if options else [])
+        if other:
+            raise TypeError(f"save() of a pair of graphs takes labels= and rankdir= only, not {', '.join(other)}")
+        return _save_pair(graph, Path(path), labels, rankdir=keywords.get("rankdir", "TB"))
+    if labels is not None:
+        raise TypeError("save(labels=...) names the panes of a pair of graphs: pass (graph_a, graph_b)")
     o = DrawOptions.of(options, keywords, caller="save")
     path = Path(path)
     suffix = path.suffix.lower().lstrip(".") if format is None else format
@@ -297,6 +306,24 @@ def save(
     data = _export(graph, suffix, o)
     try:
         path.write_bytes(data)
+    except OSError as e:
+        raise RenderError(f"cannot write {str(path)!r}: {e.strerror}") from e
+    return path
+
+
+def _save_pair(pair: tuple[Graph, Graph], path: Path, labels: tuple[str, str] | None, *, rankdir: str) -> Path:
+    """Two graphs in synced panes, one .html file (the only format a pair is written as)."""
+    from ..viewer.compare import compare_html
+
+    if len(pair) != 2:
+        raise TypeError(f"save() takes one graph or a pair (graph_a, graph_b), got a tuple of {len(pair)}")
+    if path.suffix.lower() != ".html":
+        raise UnsupportedFormatError(
+            f"a pair of graphs is written as synced panes in an .html file, not {path.suffix or 'no suffix'!r}: "
+            "end the name in .html, or draw one picture of the diff with drawing.diff_style.save_diff")
+    text = compare_html(pair[0], pair[1], labels=labels or ("a", "b"), rankdir=rankdir)
+    try:
+        path.write_text(text, encoding="utf-8")
     except OSError as e:
         raise RenderError(f"cannot write {str(path)!r}: {e.strerror}") from e
     return path

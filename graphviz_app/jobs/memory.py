@@ -19,10 +19,12 @@ import torch
 from ..analysis.memory import memory_timeline, side_by_side
 from ..analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from ..analysis.memory.fit import NOT_MODELLED, Fit, fit, largest_batch
+from ..analysis.memory.plan import with_forward_peak
 from ..drawing.renderer import save
 from ..errors import TraceError
-from ..tracing.memory.checkpointing import runnable_modules, verify_plan
+from ..tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
 from ..tracing.memory.forecast import Prediction, predict, step_variant
+from ..tracing.memory.levers import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
 from .script_forms import model_call
 
@@ -110,7 +112,8 @@ def write_viewer(row: MemoryRow, path: Path) -> Path:
     """The row's step in the viewer: the measured step's own graph with its measurement, else the forecast's."""
     run = row.run
     if run is not None and run.measured is not None:
-        return save(run.graph, path, measured=run.measured)
+        graph = with_forward_peak(run.graph, run.roots, run.measured.forward_peak_bytes)
+        return save(graph, path, measured=run.measured)
     return save(row.prediction.graph, path)
 
 
@@ -180,7 +183,7 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
 
 def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:
     """Predicted (from the measured step's own graph, so the ids agree) against measured, per backward node."""
-    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph)
+    timeline = memory_timeline(run.graph, roots=run.roots, retain_graph=retain_graph, sums_in_place=run.sums_in_place)
     rows = []
     for r in side_by_side(timeline, run.measured) if run.measured is not None else ():
         node = run.graph.node(r.node) if r.node is not None else None
@@ -209,6 +212,7 @@ def _plan(step: Step, prediction: Prediction, request: MemoryRequest) -> Checkpo
         target = max(0, request.budget_bytes - fixed)
     plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=request.retain_graph,
                             runnable=runnable_modules(step.model))
+    plan = forecast_plan(step, plan)
     if request.verify and plan.modules:
         plan = verify_plan(step, plan, retain_graph=request.retain_graph)
-    return plan
+    return with_levers(step, plan, verify=request.verify)

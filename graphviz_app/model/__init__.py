@@ -11,6 +11,7 @@ from __future__ import annotations
 from .compact import COMPACT_SCHEMA, compact_fields, to_compact
 from .graph import Graph
 from .records import (
+    FORWARD_PEAK_ATTR,
     MODIFIED_IN_PLACE,
     PACKED_BY_HOOK,
     STATE_ATTR,
@@ -52,4 +53,5 @@ __all__ = [
     "STATE_ATTR",
     "MODIFIED_IN_PLACE",
     "PACKED_BY_HOOK",
+    "FORWARD_PEAK_ATTR",
 ]

@@ -43,19 +43,22 @@ _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "require
                   "storage", "freed", "storage_bytes")
 
 
-class _Strings:
-    """The string table: each distinct string once, columns hold its index (-1 for None)."""
+class _Strings(dict[str | None, int]):
+    """The string table: each distinct string once, columns hold its index (-1 for None).
+
+    `s[text]` is a dict lookup (in C); only a string seen for the first time calls `__missing__`. A
+    million-node graph looks up several million strings, so this is most of writing its columns.
+    """
 
     def __init__(self) -> None:
-        self.index: dict[str, int] = {}
+        super().__init__({None: -1})
 
-    def __call__(self, text: str | None) -> int:
-        if text is None:
-            return -1
-        found = self.index.get(text)
-        if found is None:
-            found = self.index[text] = len(self.index)
+    def __missing__(self, text: str | None) -> int:
+        found = self[text] = len(self) - 1  # None's entry is not a string
         return found
+
+    def table(self) -> list[str]:
+        return [text for text in self if text is not None]
 
 
 def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
@@ -97,30 +100,30 @@ def to_compact(graph: Any) -> dict[str, Any]:
         if n.grad is not None:
             grads.append(n.grad)
     node_cols: dict[str, Any] = {
-        "id": None if plain_ids else [s(n.id) for n in nodes],
-        "kind": [s(n.kind.value) for n in nodes],
-        "name": [s(n.name) for n in nodes],
-        "module": [s(n.module) for n in nodes],
-        "source": [s(n.source) for n in nodes],
+        "id": None if plain_ids else [s[n.id] for n in nodes],
+        "kind": [s[n.kind.value] for n in nodes],
+        "name": [s[n.name] for n in nodes],
+        "module": [s[n.module] for n in nodes],
+        "source": [s[n.source] for n in nodes],
         "recency": [n.recency for n in nodes],
-        "attrs": [[s(text) for pair in n.attrs for text in pair] if n.attrs else 0 for n in nodes],
+        "attrs": _attrs_column(nodes, s),
         "tensor": tensor_col,
         "grad": grad_col,
     }
     if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
         node_cols["order"] = [n.order for n in nodes]
-        node_cols["differentiates"] = [s(n.differentiates) for n in nodes]
+        node_cols["differentiates"] = [s[n.differentiates] for n in nodes]
     tensor_cols: dict[str, list[Any]] = {
-        "name": [s(t.name) for t in tensors], "shape": [list(t.shape) for t in tensors],
-        "dtype": [s(t.dtype) for t in tensors], "device": [s(t.device) for t in tensors],
+        "name": [s[t.name] for t in tensors], "shape": [list(t.shape) for t in tensors],
+        "dtype": [s[t.dtype] for t in tensors], "device": [s[t.device] for t in tensors],
         "numel": [t.numel for t in tensors], "bytes": [t.bytes for t in tensors],
         "requires_grad": [int(t.requires_grad) for t in tensors],
         "values": [None if t.values is None else list(t.values) for t in tensors],
-        "storage": [s(t.storage) for t in tensors], "freed": [int(t.freed) for t in tensors],
+        "storage": [s[t.storage] for t in tensors], "freed": [int(t.freed) for t in tensors],
         "storage_bytes": [t.storage_bytes for t in tensors],
     }
     if any(t.sharding is not None for t in tensors):  # a rank's DTensor shards: written only when present
-        tensor_cols["sharding"] = [s(t.sharding) for t in tensors]
+        tensor_cols["sharding"] = [s[t.sharding] for t in tensors]
     edges: tuple[Edge, ...] = graph.edges
     edge_grad_col: list[int] = []
     for e in edges:
@@ -135,7 +138,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
     origin = graph.nonfinite_origin
     return {
         "schema": COMPACT_SCHEMA,
-        "strings": list(s.index),
+        "strings": s.table(),
         "nodes": node_cols,
         "tensors": tensor_cols,
         "grads": _grad_columns(grads),
@@ -147,6 +150,23 @@ def to_compact(graph: Any) -> dict[str, Any]:
         **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
         **({"checks": [verdict_to_dict(v) for v in graph.checks]} if graph.checks else {}),
     }
+
+
+def _attrs_column(nodes: tuple[Node, ...], s: _Strings) -> list[list[int] | int]:
+    """Each node's attributes as string indices (0: none); equal attribute sets share one list (a long
+    loop repeats the same few, so each is looked up once)."""
+    column: list[list[int] | int] = []
+    seen: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for n in nodes:
+        attrs = n.attrs
+        if not attrs:
+            column.append(0)
+            continue
+        found = seen.get(attrs)
+        if found is None:
+            found = seen[attrs] = [s[text] for pair in attrs for text in pair]
+        column.append(found)
+    return column
 
 
 def _values(raw: Any) -> tuple[Scalar, ...] | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from .checks import Status, UnitKind, Verdict
-from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
+from .records import FORWARD_PEAK_ATTR, Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
 
 # Reading builds the records first (both the schema-2 and the compact schema-3 reader),
 # then `check_graph` walks them once; every problem is a `SchemaError` naming the field,
@@ -130,6 +130,7 @@ def _check_nodes(nodes: tuple[Node, ...], where: str) -> set[str]:
             raise _fail(f"{where}[{i}]", "a node object", node)
         label = f"{where}[{i}]" + (f" ({node.id!r})" if type(node.id) is str else "")
         _check_record(node, label)
+        _check_forward_peak(node, label)
         if node.id in ids:
             raise SchemaError(f"{label}.id: the id {node.id!r} is used by an earlier node too; "
                               "each node needs its own id")
@@ -148,6 +149,18 @@ def _check_edges(edges: tuple[Edge, ...], ids: set[str], where: str, *,
             if name not in ids and name not in outside:
                 raise SchemaError(f"{where}[{i}].{end}: no node has the id {name!r}; an edge must join two "
                                   "nodes of the graph")
+
+
+def _check_forward_peak(node: Node, label: str) -> None:
+    """The forward's peak a run left on an output node is a whole number of bytes, on an output node only."""
+    for i, (name, value) in enumerate(node.attrs):
+        if name != FORWARD_PEAK_ATTR:
+            continue
+        if node.kind is not NodeKind.OUTPUT:
+            raise SchemaError(f"{label}.attrs[{i}]: {FORWARD_PEAK_ATTR!r} belongs on an output node, found on a "
+                              f"node of kind {node.kind.value}")
+        if not (value.isascii() and value.isdigit() and int(value) <= MAX_COUNT):
+            raise _fail(f"{label}.attrs[{i}] ({FORWARD_PEAK_ATTR!r})", "a whole number of bytes as text", value)
 
 
 def _find_cycle(nodes: tuple[Node, ...], edges: tuple[Edge, ...]) -> list[str] | None:

@@ -36,6 +36,10 @@ graph has saved tensors and a backward order; "measured_bytes" (``"of": "live_by
 second line on that chart, its `values` per the same steps, None where not measured, with the measured
 `peak_bytes`) comes with a measurement (`payload(..., measured=...)`). The viewer ignores unknown keys
 and blocks it cannot draw; adding a block never breaks an older viewer.
+
+A compare file (`compare.compare_html`, `save((graph_a, graph_b), "x.html")`) carries two such payloads
+and `diff()`'s alignment (``{"format": "graphviz-app-compare", "panes": [a, b], "match", "status",
+"changes", ...}``, see `compare.compare_payload`); the bundle's `mountCompare` shows them side by side.
 """
 
 from __future__ import annotations

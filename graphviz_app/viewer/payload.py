@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import gc
 import gzip
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..analysis.distributed import FsdpUnit, RankMemory
@@ -72,6 +74,32 @@ def payload(
     """
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
+    with _gc_paused():
+        return _payload(graph, title=title, rankdir=rankdir, extra_overlays=extra_overlays, series=series, roll=roll,
+                        depth=depth, measured=measured, user=user, rank=rank, units=units)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic GC off while the payload is built (as the tracer's walk does).
+
+    A million-node graph's columns, boxes and overlays are millions of new lists and dicts; each older
+    collection they set off walks every one of the graph's records again (a traced 1,000,000-op chain:
+    40% of the payload's time). None of them can form a cycle.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _payload(graph: Graph, *, title: str, rankdir: str, extra_overlays: Sequence[Mapping[str, Any]],
+             series: Sequence[Mapping[str, Any]], roll: bool, depth: int | None, measured: MeasuredMemory | None,
+             user: UserOverlays | None, rank: RankMemory | None = None,
+             units: Sequence[FsdpUnit] = ()) -> dict[str, Any]:
     tree = build_tree(graph, roll=roll)
     mine = user_overlays(graph, tree, user or {})  # checked before the longer work
     memory = memory_view(graph, tree, measured=measured, rank=rank, units=units)
@@ -100,7 +128,8 @@ def encode(data: Mapping[str, Any]) -> str:
     'H4sI'
     """
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=_no_nan)
-    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode("ascii")
+    # Level 3: less than half level 6's time for 3% (a traced 300,000-op chain) to 9% (1,000,000 ops) more bytes.
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=3, mtime=0)).decode("ascii")
 
 
 def _no_nan(value: object) -> object:

@@ -80,13 +80,13 @@ def build_tree(graph: Graph, *, roll: bool = True, crowded: int = CROWDED, part_
     ('SinBackward0 → MulBackward0 ×50', 50, [49, 49, 48, 48])
     """
     tree = Tree([-1], ["root"], [""], [""], [-1], [0], [0] * len(graph.nodes), [-1] * len(graph.nodes))
-    modules_of = node_modules(graph)
-    group_of_module: dict[str, int] = {"": 0}
-    if any(m is not None for m in modules_of.values()):
+    if any(n.module is not None for n in graph.nodes):  # else every node is in the graph's box (0)
+        modules_of = node_modules(graph)
+        group_of_module: dict[str, int] = {"": 0}
         _module_groups(graph, tree, modules_of, group_of_module, roll=roll)
-    for i, n in enumerate(graph.nodes):
-        own = modules_of.get(n.id)
-        tree.node_group[i] = group_of_module.get(own, 0) if own is not None else 0
+        for i, n in enumerate(graph.nodes):
+            own = modules_of.get(n.id)
+            tree.node_group[i] = group_of_module.get(own, 0) if own is not None else 0
     _Crowding(graph, tree, crowded=crowded, part_items=part_items).run()
     return tree
 

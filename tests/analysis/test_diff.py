@@ -167,7 +167,7 @@ def test_the_cli_exits_1_only_when_the_structure_differs(tmp_path: Path, capsys:
     assert "4 saved-bytes" in out and "block" in out and (tmp_path / "d.svg").read_text().startswith("<?xml")
     assert main(["diff", str(plain), str(tmp_path / "other.json")]) == 1
     assert main(["diff", str(plain), str(tmp_path / "other.json"), "-o", str(tmp_path / "d.html")]) == 1
-    assert "GraphvizAppViewer.mount" in (tmp_path / "d.html").read_text()  # the viewer, coloured by change
+    assert "GraphvizAppViewer.mountCompare" in (tmp_path / "d.html").read_text()  # the two graphs in synced panes
     assert main(["diff", str(plain), str(kept), "-o", str(tmp_path / "d.json")]) == 0
     block = json.loads((tmp_path / "d.json").read_text())["diff"]
     assert block["structural"] is False and block["counts"]["saved_bytes"] == 4

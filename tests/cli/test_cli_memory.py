@@ -275,3 +275,23 @@ def test_seq_len_sets_the_second_dimension(script: Path, capsys: pytest.CaptureF
         assert code == 0
         peaks.append(json.loads(out)["predicted_peak_bytes"])
     assert 3.5 * peaks[0] < peaks[1] < 4.5 * peaks[0]  # the blocks are per position: about linear in length
+
+
+def test_a_budget_checkpointing_cannot_reach_prints_each_lever_predicted_and_measured(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:build", "--batch", "16", "--budget", "1KiB", "--checkpoint", "--verify"],
+                        capsys)
+    assert code == 0
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("levers beyond checkpointing"))
+    levers = [line for line in lines[start + 1:start + 9] if line.startswith("- ")]
+    names = [line.split(":")[0] for line in levers]
+    assert names[:2] == [
+        "- free each .grad as soon as it is accumulated (optimizer in backward, register_post_accumulate_grad_hook)",
+        "- autocast bfloat16"]
+    assert re.fullmatch(r"- (2|4|8|16) micro-batches of (8|4|2|1) with gradient accumulation", names[2]), names[2]
+    assert names[3] == "- a loss computed in 8 chunks over the vocabulary"  # no cross-entropy here: does not apply
+    measured = [line.strip() for line in lines[start:start + 9] if line.strip().startswith("verified: measured")]
+    assert len(measured) == 3
+    assert all(re.fullmatch(r"verified: measured \S+ \S+ -> \S+ \S+ \(predicted \S+ \S+\)", m) for m in measured)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from graphviz_app.analysis.memory import memory_timeline
-from graphviz_app.analysis.memory.checkpoint import plan_checkpoints
+from graphviz_app.analysis.memory.checkpoint import checkpointed_timeline, plan_checkpoints
 from graphviz_app.tracing.memory.checkpointing import checkpointed, verify_plan
 from graphviz_app.tracing.memory.step import Step, run_step
 
@@ -90,3 +90,15 @@ def test_checkpointed_modules_are_put_back() -> None:
     with checkpointed(step.model, ["0", "2"]):
         assert "forward" in vars(step.model[0]) and "forward" not in vars(step.model[1])
     assert all("forward" not in vars(m) for m in step.model)
+
+
+def test_a_residual_block_keeps_its_input_once() -> None:
+    # x enters each block twice (its LayerNorm saves it, the residual add reads it): the checkpoint keeps it once.
+    # The replay's what-if of checkpointing every block equals the measured step with them checkpointed.
+    step = _step()
+    run = run_step(step, measure=False)
+    blocks = ["0", "1", "2", "3"]
+    whatif = checkpointed_timeline(run.graph, blocks, roots=run.roots)
+    with checkpointed(step.model, blocks):
+        measured = run_step(step, trace_saved=False).measured
+    assert measured is not None and whatif.peak_bytes == measured.peak_bytes

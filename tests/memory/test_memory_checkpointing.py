@@ -8,7 +8,7 @@ import torch
 from mem_oracle import StepSpec, memtracker_peak
 from mem_zoo import TinyGPT
 
-from graphviz_app import trace_model
+from graphviz_app import memory_timeline, trace_model
 from graphviz_app.errors import TraceError
 from graphviz_app.memory import advise_checkpoints, forecast, measure
 from graphviz_app.tracing.memory.checkpointing import checkpointed
@@ -35,10 +35,15 @@ def test_gradients_through_non_reentrant_checkpointing_are_torchs() -> None:
 def test_the_timeline_says_what_checkpointing_leaves_out() -> None:
     notes = measure(TinyGPT(reentrant=False), _ids()).predicted.notes
     assert any("4 block(s) under non-reentrant checkpointing are recomputed" in n for n in notes)
-    assert any("not counted: the recompute's own temporaries" in n for n in notes)
+    assert any("the recompute's own temporaries are counted with the op that unpacked first" in n for n in notes)
     assert not any("freed by backward()" in n for n in notes)
     reentrant = measure(TinyGPT(reentrant=True), _ids()).predicted.notes
-    assert any("4 block(s) under reentrant checkpointing" in n for n in reentrant)
+    assert any("4 block(s) under reentrant checkpointing" in n and "counted as the step ran" in n for n in reentrant)
+    # A graph alone (no backward ran) says what it cannot count.
+    alone = memory_timeline(trace_model(TinyGPT(reentrant=True), _ids())).notes
+    assert any("4 block(s) under reentrant checkpointing" in n and "counts only the block's input" in n
+               for n in alone)
+    assert any("temporaries each op's backward makes" in n for n in alone)
 
 
 def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> None:
@@ -52,6 +57,12 @@ def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> 
     assert plan.measured_peak_after is not None and plan.measured_peak_before is not None
     assert plan.measured_peak_after < plan.measured_peak_before
     assert f"applied non-reentrant checkpointing to {', '.join(plan.modules)}" in str(plan)
+    # The peaks the plan states are forecast on fake tensors with and without the modules checkpointed: the real
+    # step's, to the byte here; the replay that chose them is kept beside.
+    assert (plan.predicted_peak_before, plan.predicted_peak_after) == (plan.measured_peak_before,
+                                                                       plan.measured_peak_after)
+    assert plan.replay_peaks is not None and plan.to_dict()["replay_peak_after"] == plan.replay_peaks[1]
+    assert "forecast with and without them on fake tensors" in str(plan)
 
 
 def test_a_module_list_cannot_be_checkpointed() -> None:

@@ -68,10 +68,10 @@ def test_attention_on_meta_runs_the_fused_kernel_the_device_would() -> None:
     forecast = predict(step_variant(step, device="meta", policy="cpu"))
     real = run_step(step)
     assert real.measured is not None
-    assert forecast.timeline.peak_bytes == memory_timeline(real.graph, roots=real.roots).peak_bytes
-    # 17% under the measured peak: the reshape of attention's non-contiguous input gradient copies it inside
-    # ViewBackward0, a temporary no graph shows
-    assert abs(forecast.timeline.peak_bytes - real.measured.peak_bytes) <= 0.20 * real.measured.peak_bytes
+    replayed = memory_timeline(real.graph, roots=real.roots, sums_in_place=real.sums_in_place).peak_bytes
+    # The reshape of attention's non-contiguous input gradient copies it inside ViewBackward0: a temporary the
+    # graph shows once the step ran (recorded on the op); without it the replay was 17% under the measured peak.
+    assert forecast.timeline.peak_bytes == replayed == real.measured.peak_bytes
     names = {n.name for n in forecast.graph.nodes}
     assert "ScaledDotProductFlashAttentionForCpuBackward0" in names and "SafeSoftmaxBackward0" not in names
     cuda = predict(step_variant(step, device="meta", policy="cuda")).graph  # float32 with a mask: efficient

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
+import pytest
 import torch
 from mem_oracle import memtracker_peak
 from mem_zoo import GRUTagger, by_name
 
+from graphviz_app import save, trace_model
 from graphviz_app.analysis.memory import memory_timeline
+from graphviz_app.cli.saved import load_saved_graph
+from graphviz_app.errors import SchemaError
 from graphviz_app.memory import forecast, measure
+from graphviz_app.model import FORWARD_PEAK_ATTR, Edge, Graph, Node, NodeKind
 
 
 def test_a_gru_taggers_peak_is_its_forwards() -> None:
@@ -24,8 +32,44 @@ def test_a_gru_taggers_peak_is_its_forwards() -> None:
 
 
 def test_a_graph_alone_says_its_forward_is_not_replayed() -> None:
-    m = measure(GRUTagger(), torch.randint(0, 200, (2, 8)))
-    alone = memory_timeline(m.graph)
+    alone = memory_timeline(trace_model(GRUTagger(), torch.randint(0, 200, (2, 8))))
     assert alone.forward_peak_bytes is None and not alone.peak_in_forward
     assert any("forward's own peak is not replayed" in n for n in alone.notes)
     assert forecast(GRUTagger(), torch.randint(0, 200, (2, 8))).timeline.forward_peak_bytes is not None
+
+
+@pytest.mark.parametrize("how", ["measure", "forecast"])
+def test_a_saved_graph_keeps_the_forward_peak_its_run_counted(how: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    ids = torch.randint(0, 200, (8, 48), generator=torch.Generator().manual_seed(8))
+    if how == "measure":
+        m = measure(GRUTagger(), ids)
+        graph, forward, peak = m.graph, m.measured.forward_peak_bytes, m.predicted.peak_bytes
+    else:
+        p = forecast(GRUTagger(), ids, policy="cpu")
+        graph, forward, peak = p.graph, p.timeline.forward_peak_bytes, p.timeline.peak_bytes
+    save(graph, tmp_path / "g.json")
+    loaded = load_saved_graph(tmp_path / "g.json")
+    timeline = memory_timeline(loaded)
+    assert timeline.forward_peak_bytes == forward and timeline.peak_in_forward and timeline.peak_bytes == peak
+    assert not any("forward's own peak is not replayed" in n for n in timeline.notes)
+
+
+def test_an_older_file_without_the_forward_peak_still_loads_and_says_so(tmp_path: Path) -> None:
+    save(trace_model(GRUTagger(), torch.randint(0, 200, (2, 8))), tmp_path / "old.json")
+    timeline = memory_timeline(load_saved_graph(tmp_path / "old.json"))
+    assert timeline.forward_peak_bytes is None
+    assert any("forward's own peak is not replayed" in n for n in timeline.notes)
+
+
+@pytest.mark.parametrize(("node", "value", "error"), [
+    (0, "12 KiB", r"nodes\[0\] \('n0'\)\.attrs\[0\] \('forward peak bytes'\) holds the wrong kind of value: "
+                  r"expected a whole number of bytes as text, found '12 KiB'"),
+    (1, "96", r"nodes\[1\] \('n1'\)\.attrs\[0\]: 'forward peak bytes' belongs on an output node, found on a "
+              r"node of kind op"),
+])
+def test_a_forward_peak_that_is_not_a_whole_number_on_an_output_is_refused(node: int, value: str, error: str) -> None:
+    nodes = [Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "SumBackward0", recency=0)]
+    nodes[node] = dataclasses.replace(nodes[node], attrs=((FORWARD_PEAK_ATTR, value),))
+    with pytest.raises(SchemaError, match=error):
+        Graph.from_json(Graph(tuple(nodes), (Edge("n1", "n0"),)).to_json())

@@ -15,8 +15,9 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from viewer_support import chain_graph, checked_graph, module_graph, with_order  # noqa: E402
+from viewer_support import chain_graph, checked_graph, compare_pair, module_graph, with_order  # noqa: E402
 
+from graphviz_app.viewer.compare import compare_payload  # noqa: E402
 from graphviz_app.viewer.payload import payload  # noqa: E402
 
 __all__ = ["FIXTURES", "fixtures", "text", "main"]
@@ -25,12 +26,14 @@ FIXTURES = _HERE.parents[1] / "graphviz_app" / "viewer" / "test" / "fixtures"
 
 
 def fixtures() -> dict[str, dict[str, Any]]:
-    """File name -> payload: modules and rolled blocks, hostile names, a long flat chain, a checked model."""
+    """File name -> payload: modules and rolled blocks, hostile names, a long flat chain, a checked model;
+    and a compare file's data (three blocks against two in bfloat16)."""
     return {
         "modules.json": payload(with_order(module_graph(3)), title="three blocks"),
         "hostile.json": payload(module_graph(2, hostile=True), title="<b>hostile</b>"),
         "chain.json": payload(chain_graph(400), title="chain"),
         "checked.json": payload(checked_graph(), title="checked"),
+        "compare.json": compare_payload(*compare_pair(), labels=("fp32", "bf16")),
     }
 
 

@@ -19,7 +19,8 @@ import torch
 from torch.distributed._tools.mem_tracker import MemTracker
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["StepSpec", "OracleRun", "ZooRow", "memtracker_peak", "memtracker_fake_peak", "compare"]
+__all__ = ["StepSpec", "OracleRun", "ZooRow", "memtracker_peak", "memtracker_fake_peak", "memtracker_accumulated_peak",
+           "frozen_as_buffers", "compare"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,20 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
+def frozen_as_buffers(model: torch.nn.Module) -> None:
+    """Make every frozen parameter (requires_grad False) a buffer holding the same tensor: MemTracker installs a
+    gradient hook on every parameter and raises on a frozen one ("cannot register a hook on a tensor that doesn't
+    require gradient": Whisper's sinusoidal positions). A frozen parameter gets no gradient, so the step runs the
+    same ops on the same storages either way; MemTracker counts it with the model's tensors, left out below."""
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is not None and not param.requires_grad:
+                del module._parameters[name]
+                module.register_buffer(name, param.data)
+
+
 def _tracked_step(spec: StepSpec, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    frozen_as_buffers(model)
     for p in model.parameters():
         p.grad = None
     tracker = MemTracker()
@@ -129,3 +143,25 @@ def compare(spec: StepSpec, batch: int) -> ZooRow:
     return ZooRow(real.peak_bytes, fake.peak_bytes if fake else None, fake_error, m.measured.peak_bytes,
                   m.measured.forward_peak_bytes, m.predicted.peak_bytes, predicted, forecast_error,
                   fake.seconds if fake else 0.0, time.process_time() - start)
+
+
+def memtracker_accumulated_peak(spec: StepSpec, batch: int, micro_steps: int) -> int:
+    """MemTracker's peak of `micro_steps` forward and backward passes at `batch`, `.grad` accumulated between them
+    (none at the start), the model's tensors and the inputs left out."""
+    torch.manual_seed(0)
+    model = spec.prepare(spec.build())
+    args, kwargs = spec.inputs(batch)
+    for p in model.parameters():
+        p.grad = None
+    tracker = MemTracker()
+    tracker.track_external(model, *_tensors((args, kwargs)))
+    device = next(model.parameters()).device
+    before = tracker.get_tracker_snapshot("current").get(device, {}).get("Total", 0)
+    with tracker:
+        for _ in range(micro_steps):
+            out = model(*args, **kwargs)
+            loss = spec.loss(out)
+            loss.backward()
+            del out, loss
+            tracker.reset_mod_stats()  # MemTracker refuses a module run twice otherwise; the global peak stays
+    return int(tracker.get_tracker_snapshot("peak")[device]["Total"]) - int(before)

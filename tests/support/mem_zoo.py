@@ -194,6 +194,21 @@ def _seq2seq(vocab: int, seq: int) -> Callable[[int], tuple[tuple[Any, ...], dic
     return inputs
 
 
+def _whisper() -> nn.Module:
+    import transformers
+    cfg = transformers.WhisperConfig(vocab_size=500, num_mel_bins=16, d_model=64, encoder_layers=1, decoder_layers=1,
+                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                                     decoder_ffn_dim=128, max_source_positions=32, max_target_positions=32,
+                                     decoder_start_token_id=1, pad_token_id=0)
+    return transformers.WhisperForConditionalGeneration(cfg).train()
+
+
+def _audio(batch: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    g = torch.Generator().manual_seed(batch)
+    return (), {"input_features": torch.randn(batch, 16, 64, generator=g),
+                "labels": torch.randint(2, 500, (batch, 8), generator=g)}
+
+
 def _unet() -> nn.Module:
     from diffusers import UNet2DModel
     return UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
@@ -253,6 +268,10 @@ ZOO: tuple[ZooModel, ...] = (
                                       depths=[1, 1], num_labels=3, image_size=32, num_stages=2),
                                   _image(3, 32), _hf_loss), (1, 4), frozenset({"hf", "vision"})),
     ZooModel("unet2d", StepSpec(_unet, _unet_inputs, _sample), (1, 4), frozenset({"diffusers", "vision"})),
+    # Its encoder's sinusoidal positions are a frozen parameter, on which MemTracker raises unless it is made a
+    # buffer (mem_oracle does, for the oracle only).
+    ZooModel("whisper", StepSpec(_whisper, _audio, _hf_loss), (1, 4),
+             frozenset({"tied", "encoder-decoder", "hf", "frozen"})),
     _lm("gpt2-gc", "GPT2Config", "GPT2LMHeadModel", _GPT2, tags=("tied", "hf", "checkpoint"), prepare=_gc(False)),
     _lm("llama-gc-reentrant", "LlamaConfig", "LlamaForCausalLM", _LLAMA, tags=("hf", "checkpoint", "reentrant"),
         prepare=_gc(True)),

@@ -133,3 +133,16 @@ def open_viewer(page: Any, path: Path, fragment: str = "") -> Any:
 def drawn_nodes(page: Any) -> list[str]:
     """The ids of the nodes drawn now."""
     return page.eval_on_selector_all("[data-node]", "els => els.map(e => e.getAttribute('data-node'))")
+
+
+def compare_pair(*, hostile: bool = False) -> tuple[Graph, Graph]:
+    """Two graphs to compare: a has three blocks; b has two (blocks.2 removed) and keeps its saved
+    activations in bfloat16 (half the bytes). With `hostile`, the act ops of both are named as HOSTILE."""
+    a, b = module_graph(3, hostile=hostile), module_graph(2, hostile=hostile)
+
+    def half(n: Node) -> Node:
+        if n.kind is not NodeKind.SAVED or n.tensor is None:
+            return n
+        return dataclasses.replace(n, tensor=dataclasses.replace(n.tensor, dtype="bfloat16", bytes=n.tensor.bytes // 2))
+
+    return a, dataclasses.replace(b, nodes=tuple(half(n) for n in b.nodes))

@@ -18,6 +18,7 @@ from typing import Any
 
 from ...model import Graph, NodeKind, human_bytes
 from .flops import forward_flops
+from .levers import Lever
 from .plan import BackwardPlan, plan_backward
 from .records import HolderKind, MemoryTimeline
 from .replay import EngineReplay, Recompute
@@ -32,6 +33,10 @@ class CheckpointPlan:
     `reached` says whether the predicted peak after is at most the budget;
     `freed` gives, per module, the saved bytes the forward no longer keeps.
     `measured_peak_before` and `measured_peak_after` are filled by a verify run.
+    `replay_peaks` is (before, after) as the replay predicted them when `predicted_peak_before/after` come from
+    running the step with and without the modules checkpointed on fake tensors (`forecast_plan`).
+    `levers`, when the plan does not reach the budget and the step could be run again, predict (and once
+    verified, measure) what lowers the peak otherwise, from the step's forecast peak `levers_baseline`.
     """
 
     modules: tuple[str, ...]
@@ -44,6 +49,9 @@ class CheckpointPlan:
     measured_peak_before: int | None = None
     measured_peak_after: int | None = None
     held_at_peak: tuple[tuple[str, int], ...] = ()
+    levers: tuple[Lever, ...] = ()
+    levers_baseline: int | None = None
+    replay_peaks: tuple[int, int] | None = None
 
     @property
     def reached(self) -> bool:
@@ -58,6 +66,9 @@ class CheckpointPlan:
             "freed": dict(self.freed),
             "measured_peak_before": self.measured_peak_before, "measured_peak_after": self.measured_peak_after,
             "held_at_peak": dict(self.held_at_peak),
+            "replay_peak_before": self.replay_peaks[0] if self.replay_peaks else None,
+            "replay_peak_after": self.replay_peaks[1] if self.replay_peaks else None,
+            "levers_baseline_bytes": self.levers_baseline, "levers": [lever.to_dict() for lever in self.levers],
         }
 
     def __str__(self) -> str:
@@ -67,25 +78,33 @@ class CheckpointPlan:
                         f"already under the peak's budget {human_bytes(self.budget_bytes)}")
             held = ", ".join(f"{HolderKind(kind).label} {human_bytes(size)}" for kind, size in self.held_at_peak
                              if size)
-            grads = dict(self.held_at_peak).get(HolderKind.GRADS.value, 0)
-            lever = (f" (up to {human_bytes(grads)} here: the .grad held at the peak)" if grads else "")
-            return (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under "
+            text = (f"no checkpoint lowers the predicted peak {human_bytes(self.predicted_peak_before)} under "
                     f"the peak's budget {human_bytes(self.budget_bytes)}: checkpointing frees saved tensors, and what "
-                    f"holds the peak is mostly not them{f' ({held})' if held else ''}; levers that do lower it: free "
-                    f"each .grad as soon as it is accumulated{lever} (optimizer in backward, "
-                    "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
-                    "accumulation, a loss computed in chunks over the vocabulary")
+                    f"holds the peak is mostly not them{f' ({held})' if held else ''}")
+            return "\n".join([text, *self._lever_lines()])
         share = self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
         lines = [f"checkpoint {len(self.modules)} module(s): predicted peak {human_bytes(self.predicted_peak_before)}"
                  f" -> {human_bytes(self.predicted_peak_after)} (the peak's budget {human_bytes(self.budget_bytes)}"
                  f"{'' if self.reached else ', not reached'}), recomputing {share:.0%} of the forward's FLOPs"]
+        if self.replay_peaks is not None:
+            lines.append(f"  forecast with and without them on fake tensors; the graph's replay chose them "
+                         f"({human_bytes(self.replay_peaks[0])} -> {human_bytes(self.replay_peaks[1])})")
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
         if self.measured_peak_after is not None:
             lines.append(f"verified: applied non-reentrant checkpointing to {', '.join(self.modules)}")
             lines.append(f"measured: {human_bytes(self.measured_peak_before or 0)} -> "
                          f"{human_bytes(self.measured_peak_after)} (predicted "
                          f"{human_bytes(self.predicted_peak_before)} -> {human_bytes(self.predicted_peak_after)})")
-        return "\n".join(lines)
+        return "\n".join(lines + (self._lever_lines() if not self.reached else []))
+
+    def _lever_lines(self) -> list[str]:
+        if not self.levers or self.levers_baseline is None:
+            return ["levers that do lower it: free each .grad as soon as it is accumulated (optimizer in backward, "
+                    "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
+                    "accumulation, a loss computed in chunks over the vocabulary"]
+        return [f"levers beyond checkpointing, each predicted on the step as it is (forecast peak "
+                f"{human_bytes(self.levers_baseline)}):"] + [
+            lever.line(self.levers_baseline, self.budget_bytes) for lever in self.levers]
 
 
 def _inside(module: str | None, outer: str) -> bool:
@@ -142,21 +161,28 @@ def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recomput
     kept: set[str] = set()
     last = max((n for n in inside if n in rank), key=rank.__getitem__, default=None)
     by_size = {k: plan.storage_bytes[k] for k in keys}
+    entering: list[tuple[str, int, str]] = []  # (src, output_nr, dst) for each tensor entering M
     for dst in inside:
-        for src, output_nr, _ in plan.sends.get(dst, ()):
-            if src in inside or plan.nodes[src].kind is not NodeKind.OP:
-                continue
-            size = plan.output_bytes(src, output_nr)
-            # an op saving its own result (tanh, exp) does not save the tensor entering the module
-            match = next((k for k in plan.saved_by.get(dst, ())
-                          if by_size.get(k) == size and (dst, k) not in plan.results), None)
-            if match is not None:
-                kept.add(match)
-            elif last is not None and size:
-                key = f"checkpoint input {module}:{src}:{output_nr}"
-                if key not in recompute.kept:
-                    recompute.kept[key] = (size, dst)
-                    recompute.released_after.setdefault(last, []).append(key)
+        entering.extend((src, output_nr, dst) for src, output_nr, _ in plan.sends.get(dst, ())
+                        if src not in inside and plan.nodes[src].kind is NodeKind.OP)
+    matched: set[tuple[str, int]] = set()
+    for src, output_nr, dst in entering:
+        size = plan.output_bytes(src, output_nr)
+        # an op saving its own result (tanh, exp) does not save the tensor entering the module
+        match = next((k for k in plan.saved_by.get(dst, ())
+                      if by_size.get(k) == size and (dst, k) not in plan.results), None)
+        if match is not None:
+            kept.add(match)
+            matched.add((src, output_nr))
+    for src, output_nr, dst in entering:
+        size = plan.output_bytes(src, output_nr)
+        # One tensor entering M twice (a residual: the block's norm saves x, its add only reads it) is kept once.
+        if (src, output_nr) in matched or last is None or not size:
+            continue
+        key = f"checkpoint input {module}:{src}:{output_nr}"
+        if key not in recompute.kept:
+            recompute.kept[key] = (size, dst)
+            recompute.released_after.setdefault(last, []).append(key)
     return kept
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ...model import EdgeKind, Graph, Node, NodeKind
+from ...model import FORWARD_PEAK_ATTR, EdgeKind, Graph, Node, NodeKind
+from .op_bytes import read_op_bytes
 
-__all__ = ["BackwardPlan", "plan_backward", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR"]
+__all__ = ["BackwardPlan", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR",
+           "CHECKPOINT_KEPT_ATTR"]
 
 # On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
 # bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
@@ -36,7 +39,11 @@ class BackwardPlan:
     `outputs` the storages the user holds, each with the output node that names it.
     `recomputed[n]` lists (key, bytes) of the saved tensors non-reentrant checkpointing recomputes
     for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
-    `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps.
+    `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps. `forward_peak` is the forward's
+    own peak the run that made the graph left on its roots (`with_forward_peak`), None when it left none.
+    `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
+    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
+    `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
     """
 
     nodes: dict[str, Node]
@@ -57,6 +64,10 @@ class BackwardPlan:
     block_of: dict[str, str] = field(default_factory=dict)
     block_savers: dict[str, list[str]] = field(default_factory=dict)
     block_kept: dict[str, int] = field(default_factory=dict)
+    forward_peak: int | None = None
+    temporaries: dict[str, int] = field(default_factory=dict)
+    nested: dict[str, int] = field(default_factory=dict)
+    reentrant_keeps: dict[str, int] = field(default_factory=dict)
 
     def priority(self, node_id: str) -> tuple[int, int, int]:
         """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
@@ -102,7 +113,10 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     skip = {n.tensor.storage for n in graph.nodes
             if n.kind is NodeKind.LEAF and n.tensor is not None and n.tensor.storage is not None}
     _read_edges(graph, plan, wanted, skip)
+    plan.temporaries, plan.nested, plan.reentrant_keeps = read_op_bytes(graph.nodes)
     _reach(plan)
+    peaks = [int(v) for n in outputs if n.id in wanted for k, v in n.attrs if k == FORWARD_PEAK_ATTR]
+    plan.forward_peak = max(peaks) if peaks else None
     for n in outputs:
         counted = _counted_key(n, skip)
         if counted is not None:
@@ -111,32 +125,65 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     return plan
 
 
+def with_forward_peak(graph: Graph, roots: Collection[str], peak: int) -> Graph:
+    """`graph` with the forward's own peak (bytes, counted as the step ran) on its root output nodes, so that it
+    travels with the graph through `save` and `load` and `memory_timeline` of the loaded graph knows it.
+
+    >>> from graphviz_app.model import Node, NodeKind
+    >>> g = with_forward_peak(Graph((Node("n0", NodeKind.OUTPUT, "output"),), ()), ["n0"], 96)
+    >>> g.nodes[0].attrs, plan_backward(g).forward_peak
+    ((('forward peak bytes', '96'),), 96)
+    """
+    wanted = set(roots)
+    nodes = tuple(
+        dataclasses.replace(n, attrs=(*((k, v) for k, v in n.attrs if k != FORWARD_PEAK_ATTR),
+                                      (FORWARD_PEAK_ATTR, str(peak))))
+        if n.id in wanted and n.kind is NodeKind.OUTPUT else n for n in graph.nodes)
+    return dataclasses.replace(graph, nodes=nodes)
+
+
 def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[str]) -> None:
     nodes = plan.nodes
+    saved_kind, data_kind = EdgeKind.SAVED, EdgeKind.DATA
+    saved_node, output_node, op_node = NodeKind.SAVED, NodeKind.OUTPUT, NodeKind.OP
+    senders = (NodeKind.OP, NodeKind.LEAF)
+    storage_bytes, savers_of, saved_by, sends = plan.storage_bytes, plan.savers, plan.saved_by, plan.sends
     for e in graph.edges:
-        src, dst = nodes[e.src], nodes[e.dst]
-        if e.kind is EdgeKind.SAVED and src.attrs and _recomputed(plan, src, e.dst):
-            continue
-        if e.kind is EdgeKind.SAVED:
-            counted = _counted_key(src, skip) if src.kind is NodeKind.SAVED else None
-            if counted is not None:
-                key, size = counted
-                plan.storage_bytes[key] = max(plan.storage_bytes.get(key, 0), size)
-                savers = plan.savers.setdefault(key, [])
-                if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
-                    savers.append(e.dst)
-                    plan.saved_by.setdefault(e.dst, []).append(key)
-                if src.name.startswith("result"):
-                    plan.results.add((e.dst, key))
-        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OUTPUT:
-            plan.output_op[dst.id] = src.id
-            if dst.id in wanted and src.kind is NodeKind.OP:
-                t = dst.tensor
-                size = t.bytes if t is not None else 0
-                item = size // t.numel if t is not None and t.numel else size
-                plan.roots.append((src.id, e.output_nr, size, item))
-        elif e.kind is EdgeKind.DATA and dst.kind is NodeKind.OP and src.kind in (NodeKind.OP, NodeKind.LEAF):
-            plan.sends.setdefault(dst.id, []).append((src.id, e.output_nr, e.slot))
+        kind = e.kind
+        src = nodes[e.src]
+        if kind is saved_kind:
+            if src.attrs and _recomputed(plan, src, e.dst):
+                continue
+            counted = _counted_key(src, skip) if src.kind is saved_node else None
+            if counted is None:
+                continue
+            key, size = counted
+            if storage_bytes.get(key, -1) < size:
+                storage_bytes[key] = size
+            savers = savers_of.get(key)
+            if savers is None:
+                savers = savers_of[key] = []
+            if e.dst not in savers:  # an op saving one storage twice (x * x) releases it once
+                savers.append(e.dst)
+                saved_by.setdefault(e.dst, []).append(key)
+            if src.name.startswith("result"):
+                plan.results.add((e.dst, key))
+        elif kind is data_kind:
+            dst_kind = nodes[e.dst].kind
+            if dst_kind is op_node:
+                if src.kind in senders:
+                    found = sends.get(e.dst)
+                    if found is None:
+                        sends[e.dst] = [(e.src, e.output_nr, e.slot)]
+                    else:
+                        found.append((e.src, e.output_nr, e.slot))
+            elif dst_kind is output_node:
+                plan.output_op[e.dst] = e.src
+                if e.dst in wanted and src.kind is op_node:
+                    t = nodes[e.dst].tensor
+                    size = t.bytes if t is not None else 0
+                    item = size // t.numel if t is not None and t.numel else size
+                    plan.roots.append((e.src, e.output_nr, size, item))
 
 
 def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:

@@ -14,6 +14,7 @@ from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 __all__ = ["EngineReplay", "Recompute"]
 
 _NEVER = 1 << 62
+_UNKNOWN_RECENCY = 1 << 62  # as plan.priority: ops of unknown recency run after those of known recency
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
@@ -51,15 +52,17 @@ class EngineReplay:
     """
 
     def __init__(self, plan: BackwardPlan, *, retain_graph: bool, recompute: Recompute | None = None,
-                 track: bool = False) -> None:
+                 track: bool = False, sums_in_place: bool = True) -> None:
         self.plan = plan
+        self.sums_in_place = sums_in_place
+        self.temporaries = _temporaries(plan)
+        self.extra = set(self.temporaries) | set(plan.nested)
+        self.priority = _priorities(plan)
         self.recompute = recompute or Recompute()
         self.deps = dict(plan.deps)
         self.retain_graph = retain_graph
-        self.size: dict[str, int] = {}
-        self.refs: dict[str, int] = {}
-        self.kind: dict[str, str] = {}
-        self.owner: dict[str, str] = {}
+        # storage key -> [references, bytes, kind, owner] (one table: the replay's hottest lookups)
+        self.store: dict[str, list[Any]] = {}
         # value id -> [storage key, holders, logical bytes]
         self.values: dict[int, list[Any]] = {}
         self.views: set[int] = set()  # values that are views of another value's storage
@@ -70,37 +73,35 @@ class EngineReplay:
         self.track = track
         self.moment = 0  # counts changes to what is alive (with `track`)
         self.best, self.best_moment = -1, 0
-        # storage key -> [(moment, kind, owner), ...], then the moment it went
-        self.history: dict[str, list[tuple[int, str, str]]] = {}
-        self.died: dict[str, int] = {}
-        self.sizes: dict[str, int] = {}
+        # storage key -> [bytes, the moment it went (_NEVER while alive), (moment, kind, owner), ...]
+        self.history: dict[str, list[Any]] = {}
         self._start()
 
     # -- storages and values -------------------------------------------------
     def _hold(self, key: str, size: int, kind: str, owner: str, count: int = 1) -> None:
-        if key not in self.refs:
-            self.refs[key] = 0
-            self.size[key] = size
-            self.kind[key] = kind
-            self.owner[key] = owner
-            self.live += size
-            if self.track:
-                self.moment += 1
-                self.history[key] = [(self.moment, kind, owner)]
-                self.sizes[key] = size
-        self.refs[key] += count
+        entry = self.store.get(key)
+        if entry is not None:
+            entry[0] += count
+            return
+        self.store[key] = [count, size, kind, owner]
+        self.live += size
+        if self.track:
+            self.moment += 1
+            self.history[key] = [size, _NEVER, (self.moment, kind, owner)]
 
     def _release(self, key: str) -> None:
-        self.refs[key] -= 1
-        if self.refs[key] == 0:
-            self.live -= self.size.pop(key)
-            del self.refs[key], self.kind[key], self.owner[key]
+        entry = self.store[key]
+        entry[0] -= 1
+        if entry[0] == 0:
+            self.live -= entry[1]
+            del self.store[key]
             if self.track:
                 self.moment += 1
-                self.died[key] = self.moment
+                self.history[key][1] = self.moment
 
     def _relabel(self, key: str, kind: str, owner: str) -> None:
-        self.kind[key], self.owner[key] = kind, owner
+        entry = self.store[key]
+        entry[2], entry[3] = kind, owner
         if self.track:
             self.moment += 1
             self.history[key].append((self.moment, kind, owner))
@@ -114,7 +115,7 @@ class EngineReplay:
 
     def _view(self, value: int, logical: int) -> int:
         key = self.values[value][0]
-        self.refs[key] += 1
+        self.store[key][0] += 1
         self._next += 1
         self.values[self._next] = [key, 1, logical]
         self.views.add(self._next)
@@ -129,11 +130,17 @@ class EngineReplay:
             self._release(v[0])
 
     def _exclusive(self, value: int) -> bool:
-        """Whether torch sums into this buffered gradient in place: one holder of the tensor and of its storage,
-        not expanded, and not a view (a gradient that came through `t()` or `view()` is summed into a new
-        tensor: measured on tied embeddings and on a weight used twice, torch 2.13)."""
+        """Whether torch sums into this buffered gradient in place (InputBuffer::accumulate): one holder of the
+        tensor and of its storage, not expanded, not a view (a gradient that came through `t()` or `view()` keeps
+        its base, so its storage has two holders). Never while a TorchDispatchMode is on (`sums_in_place` False):
+        torch then treats every tensor as a subclass and sums into a new one. Both read from torch.profiler's
+        memory events, torch 2.13: three uses of a weight (w * 2, w * 3, w * 4) peak at two gradients plain and
+        at three under a no-op mode."""
+        if not self.sums_in_place:
+            return False
         key, holders, logical = self.values[value]
-        return holders == 1 and self.refs[key] == 1 and logical <= self.size[key] and value not in self.views
+        entry = self.store[key]
+        return holders == 1 and entry[0] == 1 and logical <= entry[1] and value not in self.views
 
     def _check_peak(self, peak: int) -> int:
         live = self.live
@@ -145,22 +152,26 @@ class EngineReplay:
         """Storage key -> (kind, owner, bytes) of what was alive when the peak was first reached (needs `track`)."""
         at = self.best_moment
         found: dict[str, tuple[str, str, int]] = {}
-        for key, changes in self.history.items():
-            if changes[0][0] > at or self.died.get(key, _NEVER) <= at:
+        for key, (size, died, *changes) in self.history.items():
+            if changes[0][0] > at or died <= at:
                 continue
             _, kind, owner = max((c for c in changes if c[0] <= at), key=lambda c: c[0])
-            found[key] = (kind, owner, self.sizes[key])
+            found[key] = (kind, owner, size)
         return found
 
     # -- the step ------------------------------------------------------------
     def _hold_saved(self, key: str, copy: bool = False) -> None:
         """Hold a saved storage for its savers (those holding a checkpoint's copy apart), or, with `copy`,
         the copy for them."""
-        away = self.recompute.copies.get(key, frozenset())
-        savers = [s for s in self.plan.savers[key] if (s in away) == copy]
-        if not savers:
-            return
-        pending = sum(1 for s in savers if s in self.plan.reachable)
+        savers = self.plan.savers[key]
+        copies = self.recompute.copies
+        if copies or copy:
+            away = copies.get(key, frozenset())
+            savers = [s for s in savers if (s in away) == copy]
+            if not savers:
+                return
+        reachable = self.plan.reachable
+        pending = (1 if savers[0] in reachable else 0) if len(savers) == 1 else sum(1 for s in savers if s in reachable)
         # Held for good: the graph retained, or a saver that backward never runs.
         count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
         self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], _SAVED, savers[0], count)
@@ -173,6 +184,8 @@ class EngineReplay:
                 self._hold_saved(key)
         for key, (size, owner) in self.recompute.kept.items():
             self._hold(key, size, _SAVED, owner)
+        for node, size in plan.reentrant_keeps.items():  # kept by the node until the graph is freed
+            self._hold(f"reentrant keeps:{node}", size, _SAVED, node)
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
         # Non-reentrant checkpointing keeps each block's inputs until the block's last saver has run.
@@ -182,9 +195,9 @@ class EngineReplay:
                 self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
         for op, output_nr, size, item in plan.roots:
             value = self._alloc(item, op, size)
-            self.refs[self.values[value][0]] += 1  # backward() holds the gradients it starts from until it returns
+            self.store[self.values[value][0]][0] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
-        self.ready = [(plan.priority(n), n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
+        self.ready = [(self.priority[n], n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
                       if self.deps.get(n, 0) == 0]
         heapq.heapify(self.ready)
 
@@ -197,7 +210,8 @@ class EngineReplay:
         if old is None:
             slot[output_nr] = value
             key = self.values[value][0]
-            if self.refs[key] == 1 and self.kind[key] == _GRADIENTS:
+            entry = self.store[key]
+            if entry[0] == 1 and entry[2] == _GRADIENTS:
                 self._relabel(key, _GRADIENTS, target)
             return peak
         if self._exclusive(old):  # InputBuffer::accumulate: old.add_(var) in place, else old + var, a new tensor
@@ -217,9 +231,20 @@ class EngineReplay:
         ready, plan, deferred, recopied = self.ready, self.plan, self.recompute.deferred, self.recompute.recopied
         released_after, leaf = self.recompute.released_after, NodeKind.LEAF
         block_of, recomputed, done = plan.block_of, plan.recomputed, set()
+        # Nodes with checkpointing work around them; the rest (nearly all) take the short way.
+        special = {*block_of, *deferred, *recopied, *released_after, *recomputed}
+        nodes, order, pop = plan.nodes, self.order, heapq.heappop
+        run_leaf, run_op = self._run_leaf, self._run_op
         while ready:
-            _, node = heapq.heappop(ready)
+            node = pop(ready)[1]
             before = self.live
+            if node not in special:
+                peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
+                after = self.live
+                order.append(node)
+                steps.append(MemoryStep(node, before, peak if peak > before and peak > after
+                                        else (before if before > after else after), after))
+                continue
             block = block_of.get(node)
             if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
                 done.add(block)
@@ -228,17 +253,17 @@ class EngineReplay:
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
                 self._hold_saved(key, copy=True)
-            peak = self._run_leaf(node) if plan.nodes[node].kind is leaf else self._run_op(node)
+            peak = run_leaf(node) if nodes[node].kind is leaf else run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
-                if key in self.refs:
+                if key in self.store:
                     self._release(key)
             if block is not None:
                 self.block_left[block] -= 1
-                if self.block_left[block] == 0 and f"kept:{block}" in self.refs:
+                if self.block_left[block] == 0 and f"kept:{block}" in self.store:
                     self._release(f"kept:{block}")
-            self.order.append(node)
+            order.append(node)
             steps.append(MemoryStep(node, before, max(peak, before, self.live), self.live))
         return steps
 
@@ -261,7 +286,7 @@ class EngineReplay:
             return peak
         key = self.values[value][0]
         leaf_bytes = self.plan.sizes.get(node, 0)
-        if self.values[value][1] == 1 and self.size[key] >= leaf_bytes:
+        if self.values[value][1] == 1 and self.store[key][1] >= leaf_bytes:
             self._relabel(key, _GRADS, node)  # stolen: the value stays, held by .grad
             return peak
         self._hold(f"grad:{node}", leaf_bytes, _GRADS, node)
@@ -270,7 +295,7 @@ class EngineReplay:
         return peak
 
     def _run_op(self, node: str) -> int:
-        plan = self.plan
+        plan, values = self.plan, self.values
         inputs = self.buffers.pop(node, None) or {}
         incoming = inputs.get(0)
         if incoming is None and inputs:
@@ -280,33 +305,75 @@ class EngineReplay:
         own = sizes.get(node, 0)
         view, same, first = name in VIEWS, name in SAME_WHEN_SAME_SIZE, name in SAME_FIRST
         made: list[tuple[str, int, int]] = []
+        alloc = self._alloc
         for target, output_nr, slot in plan.sends.get(node, ()):
             need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
             if incoming is None:
-                made.append((target, output_nr, self._alloc(need, node, need)))
+                made.append((target, output_nr, alloc(need, node, need)))
             elif view:
                 made.append((target, output_nr, self._view(incoming, need)))
             elif need == own and (same or (first and slot == 0)):
-                self.values[incoming][1] += 1
+                values[incoming][1] += 1
                 made.append((target, output_nr, incoming))
             else:
-                made.append((target, output_nr, self._alloc(need, node, need)))
-        peak = self._check_peak(self.live)
+                made.append((target, output_nr, alloc(need, node, need)))
+        if node in self.extra:
+            self._extra(node)
+        peak = live = self.live
+        if live > self.best:
+            self.best, self.best_moment = live, self.moment
+        if node in self.temporaries:
+            self._release(f"temporaries:{node}")
+        drop = self._drop
         for value in inputs.values():
-            self._drop(value)
+            drop(value)
         if not self.retain_graph:
-            copies = self.recompute.copies
+            copies, release = self.recompute.copies, self._release
             for key in plan.saved_by.get(node, ()):
-                self._release(_copy_key(key) if node in copies.get(key, ()) else key)
-        deps, ready = self.deps, self.ready
+                release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
+        deps, ready, deliver, push, priority = self.deps, self.ready, self._deliver, heapq.heappush, self.priority
         for target, output_nr, value in made:
-            peak = self._deliver(target, output_nr, value, peak)
+            peak = deliver(target, output_nr, value, peak)
             deps[target] -= 1
             if deps[target] == 0:
-                heapq.heappush(ready, (plan.priority(target), target))
+                push(ready, (priority[target], target))
         return peak
+
+    def _extra(self, node: str) -> None:
+        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay), and the
+        temporaries its backward made and freed inside (released once the peak is read)."""
+        nested = self.plan.nested.get(node)
+        if nested:
+            self._hold(f"nested:{node}", nested, _GRADS, node)
+        temporaries = self.temporaries.get(node)
+        if temporaries:
+            self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
 
 
 def _copy_key(key: str) -> str:
     """The storage key of the copy a checkpoint's recompute makes of saved storage `key`."""
     return f"{key} recomputed"
+
+
+def _temporaries(plan: BackwardPlan) -> dict[str, int]:
+    """Each op's temporaries as recorded, less the recomputed saved tensors it unpacked: those were alive inside
+    the op when it was measured and gone when it returned, and the replay holds them already (until it has run)."""
+    found = {}
+    for node, size in plan.temporaries.items():
+        left = size - sum(b for _, b in plan.recomputed.get(node, ()))
+        if left > 0:
+            found[node] = left
+    return found
+
+
+def _priorities(plan: BackwardPlan) -> dict[str, tuple[int, int, int]]:
+    """`plan.priority` of every node backward runs, read once (the ready queue compares them)."""
+    nodes, index, leaf = plan.nodes, plan.index, NodeKind.LEAF
+    found = {}
+    for n in plan.reachable:
+        node = nodes[n]
+        if node.kind is leaf:
+            found[n] = (0, 0, index[n])
+        else:
+            found[n] = (1, node.recency if node.recency is not None else _UNKNOWN_RECENCY, index[n])
+    return found

@@ -16,6 +16,7 @@ block's backward is done.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
 from collections.abc import Collection
 
@@ -29,7 +30,7 @@ __all__ = ["memory_timeline"]
 
 def memory_timeline(
     graph: Graph, *, retain_graph: bool = False, roots: Collection[str] | None = None,
-    forward_peak_bytes: int | None = None,
+    forward_peak_bytes: int | None = None, sums_in_place: bool = True,
 ) -> MemoryTimeline:
     """Replay backward over `graph` and count the bytes alive at every step.
 
@@ -47,6 +48,9 @@ def memory_timeline(
             `out.sum().backward()` gives.
         forward_peak_bytes: the forward's own peak, counted as the step ran (`measure`,
             `forecast` pass it); the timeline's peak is the larger of it and the backward's.
+        sums_in_place: torch sums a second gradient for one tensor into the first in place when nothing else
+            holds it, as a plain step does; False for a step run under a TorchDispatchMode (PyTorch's
+            MemTracker, FakeTensorMode, `measure` on CPU), where torch always sums into a new tensor.
 
     Returns:
         A MemoryTimeline: steps, the peak, who holds what at the peak.
@@ -64,17 +68,33 @@ def memory_timeline(
     >>> memory_timeline(g).peak_bytes
     36
     """
+    # Tens of thousands of small records: the cyclic GC would rescan them over and over (none forms a cycle).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _timeline(graph, retain_graph, roots, forward_peak_bytes, sums_in_place)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, forward_peak_bytes: int | None,
+              sums_in_place: bool) -> MemoryTimeline:
     plan = plan_backward(graph, roots)
-    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    if forward_peak_bytes is None:  # a graph saved after a run carries the forward's peak on its roots
+        forward_peak_bytes = plan.forward_peak
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True, sums_in_place=sums_in_place)
     steps = replay.run()
-    peak_step = max(range(len(steps)), key=lambda i: (steps[i].peak, -i))
+    top = max(s.peak for s in steps)
+    peak_step = next(i for i, s in enumerate(steps) if s.peak == top)  # the first step reaching it
     peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
     owners = _last_savers(plan, replay.order)
     snapshot = {key: (kind, owners.get(key, owner) if kind == HolderKind.SAVED.value else owner, size)
                 for key, (kind, owner, size) in replay.alive_at_peak().items()}
     held: Counter[str] = Counter()
-    for key, savers in plan.savers.items():
-        held[owners.get(key, savers[0])] += plan.storage_bytes[key]
+    storage_bytes = plan.storage_bytes
+    for key, owner in owners.items():
+        held[owner] += storage_bytes[key]
     held_at_peak: Counter[str] = Counter()
     for _, owner, size in snapshot.values():
         held_at_peak[owner] += size
@@ -95,7 +115,8 @@ def _last_savers(plan: BackwardPlan, order: list[str]) -> dict[str, str]:
     """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs."""
     ran = {node: i for i, node in enumerate(order)}
     never = len(order)
-    return {key: max(savers, key=lambda s: (ran.get(s, never), -plan.index[s]))
+    index = plan.index
+    return {key: savers[0] if len(savers) == 1 else max(savers, key=lambda s: (ran.get(s, never), -index[s]))
             for key, savers in plan.savers.items()}
 
 
@@ -130,21 +151,33 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     freed = len(freed_nodes) - packed_all
     modelled = sum(len(v) for v in plan.recomputed.values())
     packed = packed_all - modelled
+    recorded = bool(plan.temporaries)
     if modelled:
+        own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
+               else "not counted: the recompute's own temporaries")
         notes.append(f"{modelled} saved tensor(s) in {len(plan.block_savers)} block(s) under non-reentrant "
                      "checkpointing are recomputed just before the block's first backward node that needs one and "
                      "held until their node has run, the inputs only a checkpoint keeps until its block's backward "
-                     "is done; not counted: the recompute's own temporaries, and a tensor two ops saved is counted "
+                     f"is done; {own}; a tensor two ops saved is counted "
                      "for each (parameters and block inputs are told apart by shape)")
     if packed:
         notes.append(f"{packed} saved tensor(s) are packed by a saved-tensor hook (non-reentrant checkpointing): "
                      "backward recomputes them just before the block's backward; the replay does not count that "
                      "recompute (measure() and forecast() do)")
-    reentrant = sum(1 for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward")
-    if reentrant:
-        notes.append(f"{reentrant} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs "
-                     "its forward again and a nested backward inside that node, neither in this graph; the replay "
-                     "counts only the block's input and output (measure() and forecast() count the rest)")
+    blocks = [n.id for n in graph.nodes if n.kind is NodeKind.OP and n.name == "CheckpointFunctionBackward"]
+    counted = sum(1 for b in blocks if b in plan.temporaries or b in plan.nested)
+    if counted:
+        notes.append(f"{counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs its "
+                     "forward again and a nested backward inside that node, neither in this graph; counted as the "
+                     "step ran: the most they held at once inside the node, and the .grad of the block's "
+                     "parameters they leave (a parameter also used outside the block is counted twice)")
+    if len(blocks) > counted:
+        notes.append(f"{len(blocks) - counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): "
+                     "each runs its forward again and a nested backward inside that node, neither in this graph; the "
+                     "replay counts only the block's input and output (measure() and forecast() count the rest)")
+    if not recorded and any(n.kind is NodeKind.OP for n in graph.nodes):
+        notes.append("the temporaries each op's backward makes and frees inside (beyond the gradients it returns) "
+                     "are not in this graph: measure() and forecast() record them as the step runs")
     if freed:
         notes.append(f"{freed} saved tensor(s) were already freed by backward() when traced: trace before "
                      "backward() to count them")

@@ -13,9 +13,10 @@ import torch.utils.checkpoint
 
 from ...analysis.memory.checkpoint import CheckpointPlan
 from ...errors import TraceError
+from .levers import shadow_peak
 from .step import Step, run_step
 
-__all__ = ["checkpointed", "verify_plan", "runnable_modules"]
+__all__ = ["checkpointed", "verify_plan", "runnable_modules", "forecast_plan"]
 
 
 def _checkpoint(forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -71,3 +72,24 @@ def verify_plan(step: Step, plan: CheckpointPlan, *, retain_graph: bool = False)
         after = run_step(step, retain_graph=retain_graph, trace_saved=False).measured
     assert before is not None and after is not None  # run_step measures by default
     return dataclasses.replace(plan, measured_peak_before=before.peak_bytes, measured_peak_after=after.peak_bytes)
+
+
+def forecast_plan(step: Step, plan: CheckpointPlan) -> CheckpointPlan:
+    """`plan` with its peaks before and after forecast by running the step on fake tensors (or meta) as it is and
+    with the modules checkpointed, counted as `measure` counts; the replay's figures kept in `replay_peaks`.
+
+    The replay chooses the modules (fast, one graph); the forecast counts what it does not model: the
+    forward's own peak, the recompute's temporaries, a saved tensor shared by several ops. Where the step
+    cannot run on fake tensors the replay's figures stay.
+    """
+    if not plan.modules or any(isinstance(m, torch.nn.LSTM) for m in step.model.modules()):
+        # An LSTM is forecast on meta with its fused kernel's workspace read from the traced saved tensors,
+        # which a checkpointed module's would recompute when read: the replay's prediction stands.
+        return plan
+    try:
+        before = shadow_peak(step)[0]
+        after = shadow_peak(step, wrap=lambda model: checkpointed(model, plan.modules))[0]
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):
+        return plan  # a step that only runs for real (a value read): the replay's prediction stands
+    return dataclasses.replace(plan, predicted_peak_before=before, predicted_peak_after=after,
+                               replay_peaks=(plan.predicted_peak_before, plan.predicted_peak_after))

@@ -107,6 +107,12 @@ class LiveStorages(TorchDispatchMode):
         """Start a new interval (a backward node about to run) at the live bytes now."""
         self.marks.append([label, self.live, self.live, self.live])
 
+    def interval(self) -> tuple[int, int]:
+        """(live bytes at the start of the current interval, the most alive since it started)."""
+        if not self.marks:
+            return self.live, self.peak
+        return self.marks[-1][1], self.marks[-1][2]
+
 
 class LiveCuda:
     """The same record as LiveStorages on a CUDA device, from the caching allocator's counters.
@@ -147,6 +153,13 @@ class LiveCuda:
         if self.marks:
             self.marks[-1][2] = max(self.marks[-1][2], peak)
             self.marks[-1][3] = self.live
+
+    def interval(self) -> tuple[int, int]:
+        """(live bytes at the start of the current interval, the most allocated since it started)."""
+        peak = int(torch.cuda.max_memory_allocated(self.device)) - self.base
+        if not self.marks:
+            return self.live, max(self._peak, peak)
+        return self.marks[-1][1], max(self.marks[-1][2], peak)
 
     def mark(self, label: Any) -> None:
         self._close()

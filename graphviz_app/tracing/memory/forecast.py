@@ -14,6 +14,7 @@ import torch
 
 from ...analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
 from ...analysis.memory.fit import StaticBytes
+from ...analysis.memory.plan import with_forward_peak
 from ...errors import TraceError
 from ...model import EdgeKind, Graph, Node, NodeKind
 from ..module_trace import given_tensors
@@ -299,9 +300,10 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
             with warnings.catch_warnings():  # the walker reads storages' addresses (0 on fake tensors): expected
                 warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
                 run = run_step(fake, retain_graph=retain_graph)
-            graph = with_lstm_workspaces(run.graph)
             forward = run.measured.forward_peak_bytes if run.measured is not None else None
-            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+            graph = _carrying(with_lstm_workspaces(run.graph), run.roots, forward)
+            timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward,
+                               sums_in_place=run.sums_in_place)
             timeline = dataclasses.replace(timeline, notes=(*timeline.notes, "forecast on fake CPU tensors "
                                                             "(FakeTensorMode): nothing allocated"))
             return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
@@ -317,9 +319,10 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
         except (NotImplementedError, RuntimeError, TypeError) as e2:
             raise _failure(step, e2) from e2
         backward_note = f"backward could not run here ({_failure(step, e)}): the forecast is the replay's"
-    graph = with_lstm_workspaces(run.graph)
     forward = run.measured.forward_peak_bytes if run.measured is not None else None
-    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward)
+    graph = _carrying(with_lstm_workspaces(run.graph), run.roots, forward)
+    timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward,
+                               sums_in_place=run.sums_in_place)
     fused = any(n.name == FUSED_LSTM_NODE for n in graph.nodes)
     rnns = sorted({type(m).__name__ for m in step.model.modules()
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
@@ -336,6 +339,11 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     if notes:
         timeline = dataclasses.replace(timeline, notes=(*timeline.notes, *notes))
     return Prediction(graph, timeline, static_bytes(step), run.roots, measured)
+
+
+def _carrying(graph: Graph, roots: tuple[str, ...], forward_peak: int | None) -> Graph:
+    """The graph with the forward's peak counted on its roots (saved and loaded with it), when it was counted."""
+    return graph if forward_peak is None else with_forward_peak(graph, roots, forward_peak)
 
 
 def with_lstm_workspaces(graph: Graph) -> Graph:

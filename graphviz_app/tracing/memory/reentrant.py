@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from ...analysis.memory.op_bytes import REENTRANT_KEEPS_ATTR
 from ...model import Graph, Node
+from ..torch_internals import storage_identity
+from .counting import tensors_in
 
-__all__ = ["name_reentrant_blocks", "REENTRANT_NOTE"]
+__all__ = ["name_reentrant_blocks", "mark_reentrant_keeps", "REENTRANT_NOTE"]
 
 REENTRANT_NOTE = ("checkpoint", "reentrant: the block's forward runs again, with a nested backward, inside this node")
 
@@ -29,6 +33,41 @@ def name_reentrant_blocks(graph: Graph, fns: Mapping[str, Any], model: torch.nn.
         name = names.get(id(owner)) if owner is not None else None
         changed[node.id] = dataclasses.replace(node, module=name if name is not None else node.module,
                                                attrs=(*node.attrs, REENTRANT_NOTE))
+    if not changed:
+        return graph
+    return dataclasses.replace(graph, nodes=tuple(changed.get(n.id, n) for n in graph.nodes))
+
+
+def mark_reentrant_keeps(graph: Graph, fns: Mapping[str, Any], known_storage: Callable[[torch.Tensor], str | None],
+                         given: tuple[torch.Tensor, ...] = ()) -> Graph:
+    """`graph` with each reentrant checkpoint node marked with the bytes of the tensors it keeps inside its
+    block's non-tensor arguments (`ctx.inputs`; a tuple of rotary cos and sin; the keyword arguments of a
+    `functools.partial` it runs), where no graph node describes
+    their storage and none existed before the step (`given`); each storage counted once, on the first node."""
+    before = {storage_identity(t.untyped_storage()) for t in given}
+    seen: set[int] = set()
+    changed: dict[str, Node] = {}
+    for node in graph.nodes:
+        if node.name != "CheckpointFunctionBackward" or node.id not in fns:
+            continue
+        total = 0
+        # torch's CheckpointFunction puts None for each tensor argument (those are saved tensors) and keeps
+        # every other argument as given: tensors inside tuples, lists and dicts stay alive with it; so does
+        # its function, a `functools.partial` with keyword arguments in transformers' checkpointed layers.
+        fn = fns[node.id]
+        kept = [a for a in getattr(fn, "inputs", None) or () if a is not None]
+        run = getattr(fn, "run_function", None)
+        if isinstance(run, functools.partial):
+            kept += [run.args, run.keywords]
+        for t in tensors_in(kept):
+            storage = t.untyped_storage()
+            ident = storage_identity(storage)
+            if ident in before or ident in seen or known_storage(t) is not None:
+                continue
+            seen.add(ident)
+            total += storage.nbytes()
+        if total:
+            changed[node.id] = dataclasses.replace(node, attrs=(*node.attrs, (REENTRANT_KEEPS_ATTR, str(total))))
     if not changed:
         return graph
     return dataclasses.replace(graph, nodes=tuple(changed.get(n.id, n) for n in graph.nodes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +24,9 @@ from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 from .grouped_mm import meta_grouped_mm
 from .recompute import mark_recomputed
-from .reentrant import name_reentrant_blocks
+from .reentrant import mark_reentrant_keeps, name_reentrant_blocks
 from .rnn import meta_lstm
+from .temporaries import OpBytes, mark_op_bytes, watch_op_bytes
 
 __all__ = ["Step", "StepRun", "run_step", "step_outputs"]
 
@@ -61,27 +63,37 @@ class StepRun:
     roots: tuple[str, ...]
     measured: MeasuredMemory | None
 
+    @property
+    def sums_in_place(self) -> bool:
+        """Whether backward ran as a plain step does, summing gradients in place where torch may: False when it
+        was counted under a dispatch mode (on CPU, meta or fake tensors), where torch always sums into a new
+        tensor (`memory_timeline(..., sums_in_place=)` replays the same)."""
+        return self.measured is None or self.measured.method == "cuda"
+
 
 def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
     """The tensors a forward returned, named as `trace` names them, and the paths backward starts from.
 
     Tuples, lists, mappings and dataclass fields are opened (an output object's
-    logits are held by the user while backward runs, as its loss is).
+    logits are held by the user while backward runs, as its loss is), and so are
+    the attributes of other plain objects (a transformers `Cache` holding every
+    layer's keys and values): tensors found there are held, never started from.
 
     >>> named, roots = step_outputs((torch.ones(2, requires_grad=True) * 2, 3))
     >>> [path for path, _ in named], roots
     (['output[0]'], ['output[0]'])
     """
     named: list[tuple[str, torch.Tensor]] = []
+    held: set[str] = set()  # paths found through a plain object's attributes
     seen: set[int] = set()
     loss = getattr(outputs, "loss", None)
     if isinstance(loss, torch.Tensor) and loss.grad_fn is not None and not isinstance(outputs, Mapping):
         named.append(("output.loss", loss))
         seen.add(id(loss))
-    stack: list[tuple[str, Any]] = [("output", outputs)]
+    stack: list[tuple[str, Any, bool]] = [("output", outputs, False)]
     walked: set[int] = set()  # containers already opened: an object that refers to itself is opened once
     while stack:
-        path, value = stack.pop()
+        path, value, inside = stack.pop()
         if not isinstance(value, torch.Tensor):
             if id(value) in walked:
                 continue
@@ -90,20 +102,30 @@ def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str
             if value.grad_fn is not None and id(value) not in seen:
                 seen.add(id(value))
                 named.append((path, value))
+                if inside:
+                    held.add(path)
         elif isinstance(value, Mapping):
-            stack.extend((f"{path}[{k!r}]", v) for k, v in reversed(list(value.items())))
+            stack.extend((f"{path}[{k!r}]", v, inside) for k, v in reversed(list(value.items())))
         elif isinstance(value, (tuple, list)):
-            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+            stack.extend((f"{path}[{i}]", v, inside) for i, v in reversed(list(enumerate(value))))
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             # An output object's other fields (logits) are held by the user during backward too.
-            stack.extend((f"{path}.{f.name}", getattr(value, f.name, None))
+            stack.extend((f"{path}.{f.name}", getattr(value, f.name, None), inside)
                          for f in reversed(dataclasses.fields(value)))
+        elif _plain_object(value):
+            stack.extend((f"{path}.{k}", v, True) for k, v in reversed(list(vars(value).items())))
     if not named:
         raise NoGradFnError(
             f"the step's output ({type(outputs).__name__}) holds no tensor with a grad_fn: nothing to run backward "
             "from; the model's parameters must require grad, and the forward must not run under no_grad")
     losses = [p for p, t in named if p.endswith((".loss", "['loss']")) and t.dim() == 0]
-    return named, losses[:1] or [p for p, _ in named]
+    return named, losses[:1] or [p for p, _ in named if p not in held] or [p for p, _ in named]
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of a user's or library's own class with attributes (not a module, class, function or tensor)."""
+    return (hasattr(value, "__dict__") and not isinstance(value, (torch.nn.Module, type, types.ModuleType))
+            and not callable(value))
 
 
 def _named_outputs(outputs: Any, loss: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
@@ -135,7 +157,8 @@ def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tup
     with Walker(options, notes) as walker:
         graph = walker.walk(named)
         fns = walker.fn_by_node_id()
-        return mark_recomputed(graph, fns, walker.describe.known_storage, options.given), fns
+        graph = mark_recomputed(graph, fns, walker.describe.known_storage, options.given)
+        return mark_reentrant_keeps(graph, fns, walker.describe.known_storage, options.given), fns
 
 
 def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
@@ -208,6 +231,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         if counter is None:
             return StepRun(graph, roots, None)
         handles = [fn.register_prehook(_marker(counter, node_id)) for node_id, fn in fns.items()]
+        op_bytes = OpBytes()
+        handles += watch_op_bytes(counter, fns, graph, op_bytes)
         del fns
         counter.paused = False
         counter.mark(None)
@@ -219,6 +244,7 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
             for h in handles:
                 h.remove()
         del tensors, grads, outputs, loss, named
+    graph = mark_op_bytes(graph, op_bytes)
     steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
     device = counter.device if isinstance(counter, LiveCuda) else _device_of(step)
     method = "cuda" if isinstance(counter, LiveCuda) else "storages"

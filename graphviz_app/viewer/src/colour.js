@@ -36,6 +36,7 @@ export class Scale {
         hi = Math.max(hi, x);
       }
     }
+    if (overlay.symmetric && isFinite(lo)) { hi = Math.max(Math.abs(lo), Math.abs(hi)); lo = -hi; }
     this.lo = lo; this.hi = hi;
     this.flags = new Set(overlay.flag || []);
     this.marks = new Set((overlay.mark || []).filter(Number.isInteger));  // ringed (see marks.js)
@@ -100,7 +101,7 @@ export function textOn(fill) {
 export function format(v, unit) {
   if (v === null || v === undefined) return "—";
   if (typeof v !== "number") return String(v);
-  if (unit === "bytes") return bytes(v);
+  if (unit === "bytes") return v < 0 ? "−" + bytes(-v) : bytes(v);
   return Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : +v.toPrecision(4) + "";
 }
 

@@ -9,6 +9,11 @@ export const MAX_ENCODED_CHARS = 200 * 1024 * 1024;
 
 /** @param {string} text @returns {Promise<Payload>} */
 export async function decodePayload(text) {
+  return checkPayload(await decodeJson(text));
+}
+
+/** The JSON object in `text` (base64 of gzip), not yet checked. @param {string} text @returns {Promise<unknown>} */
+export async function decodeJson(text) {
   const b64 = (text || "").trim();
   if (!b64) throw new Error("the viewer found no graph data in this page");
   if (b64.length > MAX_ENCODED_CHARS) throw new Error(`the graph data is ${b64.length.toLocaleString()} characters, more than this viewer reads`);
@@ -33,7 +38,7 @@ export async function decodePayload(text) {
   } catch {
     throw new Error("the graph data is damaged (not JSON): save the graph again");
   }
-  return checkPayload(data);
+  return data;
 }
 
 /**

@@ -29,6 +29,8 @@ export class PanZoom {
     this.boxes = new Map();
     /** @type {((target: Element) => void) | null} */
     this.onClick = null;
+    /** @type {((pz: PanZoom) => void) | null} told after every move or zoom (a compare file's other pane follows) */
+    this.onMove = null;
     this._pointer();
     overview.addEventListener("pointerdown", (ev) => this._overview(ev));
     overview.addEventListener("pointermove", (ev) => { if (ev.buttons) this._overview(ev); });
@@ -41,6 +43,7 @@ export class PanZoom {
     this.viewport.setAttribute("transform", `translate(${this.tx},${this.ty}) scale(${this.k})`);
     if (this.onScale) this.onScale(this.k);
     this._drawOverview();
+    if (this.onMove) this.onMove(this);
   }
   /** @returns {number} */
   fitScale() { const { W, H } = this.size(); return fitScaleOf(W, H, this.w, this.h); }

@@ -109,6 +109,7 @@
  * @property {number[]} [mark]  nodes ringed
  * @property {string} [mark_label]
  * @property {string} [mark_badge]
+ * @property {boolean} [symmetric]  a change: the scale is centred on 0 (blue: less, red: more)
  */
 
 /**

@@ -1,0 +1,113 @@
+"""Speed of the memory replay (`memory_timeline`) against the trace that made its graph, on graphs of several shapes.
+
+Run: .venv/bin/python benchmarks/bench_replay.py [--sizes 10000 40000 160000] [--repeat 3] [--profile SHAPE]
+
+Shapes (each built fresh per size; `--sizes` is the graph's node count aimed at):
+- chain: `y = y * w` over one leaf `w` (an op and two saved tensors per step, the leaf used by every op);
+- fan: one tensor used by every op of a sum of `h * c_i` terms (a gradient summed into one buffer many times);
+- gpt: GPT-style blocks (attention, MLP, layer norms) on meta, traced by `forecast`'s step.
+
+For each: the trace's CPU time (`trace(..., show_saved=True)`, or the step's walk for gpt) and the replay's
+(`memory_timeline(graph)`), best of `--repeat`, and their ratio in the same run. `--profile SHAPE` prints the
+replay's cProfile (top 25 by own time) at the first size. CPU time (`time.process_time`) of this
+single-threaded process. Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from graphviz_app import memory_timeline, trace  # noqa: E402
+from graphviz_app.model import Graph  # noqa: E402
+from graphviz_app.tracing.big_stack import call_with_large_stack  # noqa: E402
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        result = fn()
+        best = min(best, time.process_time() - start)
+    return best, result
+
+
+def _chain(nodes: int) -> torch.Tensor:
+    w = torch.ones(4, requires_grad=True)
+    y = w
+    for _ in range(max(1, nodes // 3)):
+        y = y * w
+    return y.sum()
+
+
+def _fan(nodes: int) -> torch.Tensor:
+    h = torch.ones(4, requires_grad=True).exp()
+    total = h.sum()
+    for i in range(max(1, nodes // 4)):
+        total = total + (h * float(i)).sum()
+    return total
+
+
+def _trace_of(build: Callable[[int], torch.Tensor], nodes: int, repeat: int) -> tuple[float, Graph]:
+    out = build(nodes)
+    return _best(lambda: call_with_large_stack(lambda: trace(out, show_saved=True)), repeat)
+
+
+def _gpt(nodes: int, repeat: int) -> tuple[float, Graph, tuple[str, ...]]:
+    from bench_memory import GPT  # the same GPT-style model as the timeline benchmark there
+
+    from graphviz_app.tracing.memory.step import Step, run_step
+    blocks = max(1, nodes // 83)  # about 83 graph nodes per block
+    with torch.device("meta"):
+        model = GPT(blocks, 64, 4, 1000, 64)
+    step = Step(model, (torch.empty(4, 64, dtype=torch.long, device="meta"),))
+    seconds, run = _best(lambda: run_step(step, measure=False), repeat)
+    return seconds, run.graph, run.roots
+
+
+def bench(shape: str, nodes: int, repeat: int, profile: bool) -> None:
+    roots: tuple[str, ...] | None = None
+    if shape == "gpt":
+        traced, graph, roots = _gpt(nodes, repeat)
+        what = "step trace on meta (forward + walk)"
+    else:
+        traced, graph = _trace_of(_chain if shape == "chain" else _fan, nodes, repeat)
+        what = "trace"
+    replayed, timeline = _best(lambda: memory_timeline(graph, roots=roots), repeat)
+    print(f"{shape:5} {len(graph.nodes):>8,} nodes {len(timeline.steps) - 1:>7,} steps: replay {replayed:.3f} s, "
+          f"{what} {traced:.3f} s, ratio {replayed / traced:.2f}, {1e6 * replayed / len(graph.nodes):.1f} us/node",
+          flush=True)
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        memory_timeline(graph, roots=roots)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000])
+    parser.add_argument("--shapes", nargs="+", default=["chain", "fan", "gpt"], choices=["chain", "fan", "gpt"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", choices=["chain", "fan", "gpt"])
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    torch.set_num_threads(1)
+    for shape in args.shapes:
+        for i, size in enumerate(args.sizes):
+            bench(shape, size, args.repeat, profile=args.profile == shape and i == 0)
+
+
+if __name__ == "__main__":
+    main()

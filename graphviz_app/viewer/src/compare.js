@@ -1,0 +1,173 @@
+// @ts-check
+// A compare file's data (two payloads and diff()'s alignment, made by graphviz_app/viewer/compare.py),
+// checked; and what the panes need from it: each box's counterpart, what each box holds, a node's rows.
+import { checkPayload, decodeJson } from "./decode.js";
+
+/** @typedef {import("./types.js").Payload} Payload */
+/** @typedef {import("./tree.js").Tree} Tree */
+
+export const COMPARE_FORMAT = "graphviz-app-compare";
+export const COMPARE_VERSION = 1;
+/** A node's status, by its code in `status`. */
+export const STATUSES = /** @type {const} */ (["same", "added", "removed", "changed"]);
+/** What a box holds, as bits: a node added, removed or changed somewhere inside it. */
+export const HOLDS = { added: 1, removed: 2, changed: 4 };
+
+/**
+ * @typedef {object} CompareData
+ * @property {string} format
+ * @property {number} version
+ * @property {string} title
+ * @property {[string, string]} labels
+ * @property {[Payload, Payload]} panes
+ * @property {[number[], number[]]} match  per side, per node: the other side's node index, -1 for none
+ * @property {[number[], number[]]} status  per side, per node: the index of its status in STATUSES
+ * @property {[Record<string, [string, string, string][]>, Record<string, [string, string, string][]>]} changes
+ *   per side: a changed node's rows (what, before, after), by its index
+ * @property {[number[], number[]]} [edges]  per side: the indices of the edges the other graph lacks
+ * @property {Record<string, number>} counts
+ * @property {string} summary
+ */
+
+/** @param {string} text @returns {Promise<CompareData>} */
+export async function decodeCompare(text) {
+  return checkCompare(await decodeJson(text));
+}
+
+/**
+ * `raw` as CompareData, after checking both payloads and that the alignment joins nodes that exist.
+ * @param {unknown} raw
+ * @returns {CompareData}
+ */
+export function checkCompare(raw) {
+  const data = /** @type {CompareData} */ (raw);
+  if (!data || data.format !== COMPARE_FORMAT) throw new Error("this is not graphviz-app compare data");
+  if (data.version !== COMPARE_VERSION) {
+    throw new Error(`the compare data is of version ${data.version}; this viewer reads version ${COMPARE_VERSION}: save it again with this graphviz-app`);
+  }
+  if (!Array.isArray(data.panes) || data.panes.length !== 2) throw new Error("the compare data does not hold two graphs");
+  if (!Array.isArray(data.labels) || data.labels.length !== 2) throw new Error("the compare data lacks its two labels");
+  data.panes.forEach((p, side) => {
+    try {
+      checkPayload(p);
+    } catch (e) {
+      throw new Error(`graph ${data.labels[side]}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  });
+  const sizes = data.panes.map((p) => p.graph.nodes.kind.length);
+  for (const side of [0, 1]) {
+    const match = data.match && data.match[side], status = data.status && data.status[side];
+    if (!Array.isArray(match) || !Array.isArray(status) || match.length !== sizes[side] || status.length !== sizes[side]) {
+      throw new Error(`the alignment of graph ${data.labels[side]} does not match its ${sizes[side]} nodes: save it again`);
+    }
+    for (let i = 0; i < match.length; i++) {
+      const j = match[i];
+      if (!Number.isInteger(j) || j < -1 || j >= sizes[1 - side] || (j >= 0 && data.match[1 - side][j] !== i)) {
+        throw new Error(`node ${i} of graph ${data.labels[side]} is aligned with node ${j}, which does not align back: save it again`);
+      }
+    }
+  }
+  if (!Array.isArray(data.changes) || data.changes.length !== 2) data.changes = [{}, {}];
+  if (!Array.isArray(data.edges) || data.edges.length !== 2) data.edges = [[], []];
+  return data;
+}
+
+/**
+ * A box's key: its kind, module (else label) and instance, from the root down.
+ * @param {Tree} tree @param {number} g @returns {string}
+ */
+function boxKey(tree, g) {
+  return tree.groupPath(g).map((h) => `${tree.kind[h]}|${tree.module[h] ?? tree.label[h]}|${tree.instance[h]}`).join("/");
+}
+
+/**
+ * For each box of `from`, the box of `to` standing for the same part of the model (0, the graph, when
+ * none does): the box with the same path of modules, else the box around a matched node inside it, at
+ * the same depth or above.
+ * @param {Tree} from @param {Tree} to
+ * @param {number[]} match  per node of `from`: its node in `to`, -1 for none
+ * @returns {Int32Array}
+ */
+export function matchBoxes(from, to, match) {
+  const G = from.parent.length;
+  /** @type {Map<string, number>} */
+  const keys = new Map();
+  for (let h = 0; h < to.parent.length; h++) keys.set(boxKey(to, h), h);
+  const found = new Int32Array(G);
+  const inside = new Int32Array(G).fill(-1);  // a matched node inside each box of `from`
+  for (let i = 0; i < match.length; i++) {
+    if (match[i] < 0) continue;
+    for (let g = from.nodeGroup[i]; g !== -1 && inside[g] === -1; g = from.parent[g]) inside[g] = i;
+  }
+  for (let g = 1; g < G; g++) {
+    const same = keys.get(boxKey(from, g));
+    if (same !== undefined) { found[g] = same; continue; }
+    if (inside[g] < 0) continue;
+    let h = to.nodeGroup[match[inside[g]]];
+    while (h > 0 && to.depth[h] > from.depth[g]) h = to.parent[h];
+    found[g] = Math.max(0, h);
+  }
+  return found;
+}
+
+/**
+ * Per box: what it holds (HOLDS bits) of the nodes inside it that are not the same in the other graph.
+ * @param {Tree} tree @param {number[]} status @returns {Uint8Array}
+ */
+export function boxHolds(tree, status) {
+  const holds = new Uint8Array(tree.parent.length);
+  for (let i = 0; i < status.length; i++) {
+    const bit = HOLDS[/** @type {"added" | "removed" | "changed"} */ (STATUSES[status[i]])] || 0;
+    if (!bit) continue;
+    for (let g = tree.nodeGroup[i]; g !== -1 && !(holds[g] & bit); g = tree.parent[g]) holds[g] |= bit;
+  }
+  return holds;
+}
+
+/**
+ * The class a box's outline takes from what it holds: removed or added first, then changed ("" for none).
+ * @param {number} holds @returns {string}
+ */
+export function holdsClass(holds) {
+  if (holds & HOLDS.removed) return "gv-cmp-holds-removed";
+  if (holds & HOLDS.added) return "gv-cmp-holds-added";
+  return holds & HOLDS.changed ? "gv-cmp-holds-changed" : "";
+}
+
+/**
+ * The details rows a compare file adds to node i of `side`: its counterpart and what changed.
+ * @param {CompareData} data @param {0 | 1} side @param {number} i
+ * @param {(j: number) => string} otherName  a node of the other graph, named
+ * @returns {[string, string][]}
+ */
+export function compareRows(data, side, i, otherName) {
+  const own = data.labels[side], other = data.labels[1 - side];
+  const j = data.match[side][i];
+  /** @type {[string, string][]} */
+  const rows = [[`in ${other}`, j >= 0 ? otherName(j) : `none: only in ${own} (${side === 0 ? "removed" : "added"})`]];
+  for (const [what, before, after] of data.changes[side][String(i)] || []) rows.push([`${what} changed`, `${before} → ${after}`]);
+  return rows;
+}
+
+/**
+ * The compare file's line above the panes: what differs, in words.
+ * @param {CompareData} data @returns {string}
+ */
+export function summaryText(data) {
+  const count = (/** @type {number} */ side, /** @type {number} */ code) => data.status[side].filter((c) => c === code).length;
+  const [a, b] = data.labels;
+  return `${a} ⟷ ${b}: ${count(0, 2)} removed (only in ${a}), ${count(1, 1)} added (only in ${b}), ` +
+    `${count(1, 3)} changed`;
+}
+
+/**
+ * The edges of one side the other graph lacks, as the drawing names them ("srcId>dstId").
+ * @param {number[]} only  edge indices
+ * @param {{src: number[], dst: number[], id: (i: number) => string}} graph
+ * @returns {Set<string>}
+ */
+export function edgeNames(only, graph) {
+  const found = new Set();
+  for (const e of only) if (e >= 0 && e < graph.src.length) found.add(graph.id(graph.src[e]) + ">" + graph.id(graph.dst[e]));
+  return found;
+}

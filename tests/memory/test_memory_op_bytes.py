@@ -1,0 +1,170 @@
+"""What an op's backward makes inside, and a reentrant checkpoint's nested backward, in the replay; gradient sums
+in place or not, against torch's own profiler."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.utils.checkpoint
+from mem_oracle import StepSpec, memtracker_peak
+from torch.profiler import ProfilerActivity, profile
+
+from graphviz_app import memory_timeline, trace_model
+from graphviz_app.analysis.memory.op_bytes import NESTED_GRADS_ATTR, REENTRANT_KEEPS_ATTR, TEMPORARIES_ATTR
+from graphviz_app.memory import measure
+
+
+class Cube(torch.nn.Module):
+    """(x * w).pow(3).sum(): PowBackward0 makes h.pow(2) and 3 * h.pow(2) before grad * that."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * self.w).pow(3).sum()
+
+
+class ReentrantMLP(torch.nn.Module):
+    """x * scale -> down(gelu(up(.))) under `checkpoint(use_reentrant=True)`, summed; no biases. The scale makes
+    the block's input require grad (a reentrant checkpoint of inputs that do not has no graph)."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(d))
+        self.up = torch.nn.Linear(d, 4 * d, bias=False)
+        self.down = torch.nn.Linear(4 * d, d, bias=False)
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.utils.checkpoint.checkpoint(self.mlp, x * self.scale, use_reentrant=True).sum()
+
+
+def _x(rows: int, d: int) -> torch.Tensor:
+    return torch.randn(rows, d, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_an_ops_backward_temporaries_are_replayed(batch: int) -> None:
+    # rows = 16 per batch item, d = 32, S = 4 * rows * d bytes. x and w are given. Backward starts with the loss
+    # and its gradient (8 B) and h = x * w, saved by pow (S). PowBackward0 computes grad * (3 * h.pow(2)): h.pow(2)
+    # and 3 * h.pow(2) are alive with its result (3 S) until the expression ends: 8 + 4 S is the peak. The replay
+    # without the recorded temporaries would say 8 + 2 S.
+    d, rows = 32, 16 * batch
+    s = 4 * rows * d
+    hand = 8 + 4 * s
+    x = _x(rows, d)
+    m = measure(Cube(d), x)
+    assert memtracker_peak(StepSpec(lambda: Cube(d), lambda b: ((x,), {}), lambda out: out), batch).peak_bytes == hand
+    assert m.measured.peak_bytes == hand
+    assert m.predicted.peak_bytes == hand
+    pow_node = next(n for n in m.graph.nodes if n.name == "PowBackward0")
+    assert dict(pow_node.attrs)[TEMPORARIES_ATTR] == str(2 * s)
+    assert m.predicted.peak_node == pow_node.id
+
+
+def test_a_graph_alone_says_the_temporaries_are_not_in_it() -> None:
+    timeline = memory_timeline(trace_model(Cube(32), _x(16, 32)))
+    assert timeline.peak_bytes == 8 + 2 * 4 * 16 * 32  # without the temporaries: 8 + 2 S
+    assert any("temporaries each op's backward makes" in n for n in timeline.notes)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_reentrant_blocks_nested_backward_is_replayed(batch: int) -> None:
+    # rows = 16 per batch item, d = 16, h = 4d; x and the weights are given. Backward starts with the loss and its
+    # gradient (8 B) and the block's input x * scale (4 d rows B, saved by the checkpoint). Inside
+    # CheckpointFunctionBackward the block's forward runs again, holding up(.) and gelu(up(.)) (4 h rows B each,
+    # saved by the nested graph) and its output (4 d rows B, held until the nested backward returns); down's
+    # MmBackward then makes the gradient for gelu's output (4 h rows B) and down.weight's .grad (4 d h B):
+    # 8 + 3 * 4 h rows + 2 * 4 d rows + 4 d h is the peak. The blocks' .grad (4 d h B each) stay.
+    d, rows = 16, 16 * batch
+    h = 4 * d
+    hand = 8 + 3 * 4 * h * rows + 2 * 4 * d * rows + 4 * d * h
+    x = _x(rows, d)
+    torch.manual_seed(0)
+    m = measure(ReentrantMLP(d), x)
+    spec = StepSpec(lambda: ReentrantMLP(d), lambda b: ((x,), {}), lambda out: out)
+    assert memtracker_peak(spec, batch).peak_bytes == hand
+    assert m.measured.peak_bytes == hand
+    assert m.predicted.peak_bytes == hand
+    block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
+    assert dict(block.attrs)[NESTED_GRADS_ATTR] == str(2 * 4 * d * h)
+    # At the end: the three .grad (scale's 4 d B), and in the replay the loss and its gradient, which backward()
+    # holds until it returns (after the last node's step was measured).
+    assert m.measured.steps[-1].after == 2 * 4 * d * h + 4 * d
+    assert m.predicted.steps[-1].after == 2 * 4 * d * h + 4 * d + 8
+    assert any("counted as the step ran" in n for n in m.predicted.notes)
+
+
+def _profiled_peak(model: torch.nn.Module, x: torch.Tensor) -> int:
+    """The step's peak from torch.profiler's memory events: a plain run, no dispatch mode."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model(x).backward()
+    live = peak = 0
+    for e in sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns()):
+        if e.name() == "[memory]":
+            live += e.nbytes()
+            peak = max(peak, live)
+    return peak
+
+
+class UsedThrice(torch.nn.Module):
+    """w used by three elementwise ops: its gradients are summed twice in its input buffer."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.w * 2).sum() + (self.w * 3).sum() + (self.w * x).sum()
+
+
+@pytest.mark.parametrize("d", [64, 256])
+def test_sums_are_in_place_in_a_plain_step_and_new_under_a_dispatch_mode(d: int) -> None:
+    # Three gradients of G = 4 d^2 B for w: a plain step sums them in place (two alive at once), under a dispatch
+    # mode (MemTracker, our CPU counter) torch sums into a new tensor (three). Beside them, a few 4-byte scalars
+    # (the loss, its gradient, the sums' gradients) that the profiler and the replay place a little differently.
+    g = 4 * d * d
+    x = torch.tensor(4.0)
+    model = UsedThrice(d)
+    plain = _profiled_peak(model, x)
+    model.w.grad = None
+    assert 2 * g < plain < 2 * g + 64
+    assert abs(memory_timeline(trace_model(model, x)).peak_bytes - plain) <= 8
+    m = measure(model, x)
+    spec = StepSpec(lambda: UsedThrice(d), lambda b: ((x,), {}), lambda out: out)
+    assert m.measured.peak_bytes == memtracker_peak(spec, 1).peak_bytes
+    assert 3 * g < m.measured.peak_bytes < 3 * g + 64
+    assert abs(m.predicted.peak_bytes - m.measured.peak_bytes) <= 8
+
+
+class ReentrantWithTuple(torch.nn.Module):
+    """A reentrant block given a tuple (as rotary cos and sin are): the checkpoint keeps the tuple as it is."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(d))
+        self.up = torch.nn.Linear(d, d, bias=False)
+
+    def block(self, h: torch.Tensor, extra: tuple[torch.Tensor]) -> torch.Tensor:
+        return self.up(h * extra[0])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        extra = (x * 2.0,)  # made in the step, no grad: no graph node describes it
+        return torch.utils.checkpoint.checkpoint(self.block, x * self.scale, extra, use_reentrant=True).sum()
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_what_a_reentrant_checkpoint_keeps_of_other_arguments_is_held(batch: int) -> None:
+    # x * 2.0 (4 d rows B) stays alive in the checkpoint's ctx.inputs for the whole step: the replay holds it.
+    d, rows = 16, 16 * batch
+    x = _x(rows, d)
+    torch.manual_seed(0)
+    m = measure(ReentrantWithTuple(d), x)
+    block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
+    assert dict(block.attrs)[REENTRANT_KEEPS_ATTR] == str(4 * d * rows)
+    spec = StepSpec(lambda: ReentrantWithTuple(d), lambda b: ((x,), {}), lambda out: out)
+    assert m.predicted.peak_bytes == m.measured.peak_bytes == memtracker_peak(spec, batch).peak_bytes
+    assert m.predicted.steps[0].after == m.measured.steps[0].after  # the end of the forward: it is held there
