@@ -74,7 +74,7 @@ export function nodeRows(graph, i, savedOf) {
 }
 
 /**
- * Box g's details, with its value in every overlay.
+ * Box g's details, with its value in every overlay (in words where the overlay gives them: a check's verdict).
  * @param {GraphData} graph
  * @param {Tree} tree
  * @param {number} g
@@ -95,8 +95,28 @@ export function groupRows(graph, tree, g, overlays) {
   if (tree.isRepeat(g)) rows.push(["instances", tree.count[g].toLocaleString() + ` (showing ${(tree.shown(g) + 1).toLocaleString()})`]);
   rows.push(["ops", tree.ops[g].toLocaleString()], ["nodes", tree.size[g].toLocaleString()]);
   for (const o of overlays) {
+    const words = (o.text || [])[g];
     const v = (o.group || [])[g];
-    if (v !== null && v !== undefined) rows.push([o.key === "gradient" ? "largest gradient norm" : o.label, format(v, o.unit)]);
+    if (words) rows.push([o.key, words]);
+    else if (v !== null && v !== undefined) rows.push([o.key === "gradient" ? "largest gradient norm" : o.label, format(v, o.unit)]);
+  }
+  return rows;
+}
+
+/**
+ * Node i's value in each overlay but the gradient's (in the details already), in words where the overlay gives them.
+ * @param {Overlay[]} overlays
+ * @param {number} i
+ * @returns {Row[]}
+ */
+export function overlayRows(overlays, i) {
+  /** @type {Row[]} */
+  const rows = [];
+  for (const o of overlays) {
+    const words = (o.node_text || [])[i];
+    const v = o.node[i];
+    if (words) rows.push([o.key, words]);
+    else if (o.key !== "gradient" && v !== null && v !== undefined) rows.push([o.label, format(v, o.unit)]);
   }
   return rows;
 }

@@ -105,6 +105,7 @@
  * @property {(number | null)[]} node
  * @property {(number | null)[]} [group]
  * @property {(string | null)[]} [text]  per box, the value in words (the model check's verdict)
+ * @property {(string | null)[]} [node_text]  per node, the value in words (the model check's verdict)
  * @property {number[]} [flag]  nodes drawn red
  * @property {number[]} [mark]  nodes ringed
  * @property {string} [mark_label]
