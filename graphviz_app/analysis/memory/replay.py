@@ -306,8 +306,11 @@ class EngineReplay:
         if value is None:
             return peak
         leaf_bytes = self.plan.sizes.get(node, 0)
-        if value[1] == 1 and value[0][1] >= leaf_bytes:
-            self._relabel(value[0], _GRADS, node)  # stolen: the value stays, held by .grad
+        if value[1] == 1 and value[0][1] >= leaf_bytes:  # stolen: the value stays, held by .grad
+            entry = value[0]
+            entry[4] = key = f"grad:{node}"  # named from now on, as a copied .grad is (a subclass may free it)
+            self.store[key] = entry
+            self._relabel(entry, _GRADS, node)
             return peak
         self._hold(f"grad:{node}", leaf_bytes, _GRADS, node)
         peak = self._check_peak(peak)
