@@ -327,13 +327,13 @@ class EngineReplay:
             incoming = inputs.get(0)
             if incoming is None:
                 incoming = next(iter(inputs.values()))
-        sizes = plan.sizes
+        sizes, track = plan.sizes, self.track
         made: list[tuple[str, int, list[Any]]] = []
         sends = plan.sends.get(node)
         if sends:
             makes = self.makes.get(node, 0)
             own = sizes.get(node, 0) if makes else -1
-            track, history = self.track, self.history
+            history = self.history
             for target, output_nr, at in sends:
                 need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
                 if incoming is not None and makes:
@@ -384,8 +384,11 @@ class EngineReplay:
             if old is None:  # the first gradient for this input (`_deliver`, written out)
                 slot[output_nr] = value
                 entry = value[0]
-                if entry[0] == 1 and entry[2] == _GRADIENTS:
-                    self._relabel(entry, _GRADIENTS, target)
+                if entry[0] == 1 and entry[2] == _GRADIENTS:  # `_relabel`, written out: now the target's
+                    entry[3] = target
+                    if track:
+                        self.moment += 1
+                        entry += (self.moment, _GRADIENTS, target)
             elif in_place and old[1] == 1 and old[0][0] == 1 and old[2] <= old[0][1] and not old[3]:
                 value[1] -= 1  # `_exclusive(old)`: summed into it in place, `value` dropped
                 if value[1] == 0:
