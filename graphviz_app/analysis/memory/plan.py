@@ -228,7 +228,8 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
     saved_kind, data_kind = EdgeKind.SAVED, EdgeKind.DATA
     saved_node, output_node, op_node = NodeKind.SAVED, NodeKind.OUTPUT, NodeKind.OP
     senders = (NodeKind.OP, NodeKind.LEAF)
-    storage_bytes, savers_of, saved_by, sends = plan.storage_bytes, plan.savers, plan.saved_by, plan.sends
+    storage_bytes, savers_of, saved_by, sends, deps = (plan.storage_bytes, plan.savers, plan.saved_by, plan.sends,
+                                                       plan.deps)
     for e in graph.edges:
         kind = e.kind
         src = nodes[e.src]
@@ -266,6 +267,7 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
                         sends[e.dst] = [(e.src, e.output_nr, e.slot)]
                     else:
                         found.append((e.src, e.output_nr, e.slot))
+                    deps[e.src] = deps.get(e.src, 0) + 1  # from every sender: `_reach` keeps them if all run
             elif dst_kind is output_node:
                 plan.output_op[e.dst] = e.src
                 if e.dst in wanted and src.kind is op_node:
@@ -292,9 +294,19 @@ def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
 
 
 def _reach(plan: BackwardPlan) -> None:
-    """Mark the nodes backward runs from the roots, and count the gradients each waits for."""
+    """Mark the nodes backward runs from the roots, and count the gradients each waits for (from the nodes it runs).
+
+    `_read_edges` counted every sender's gradients: when every op and leaf but the roots waits for one, backward
+    runs them all (an autograd graph has no cycle: following senders back from any node ends at a root), and those
+    counts stand. Otherwise the walk from the roots counts again.
+    """
+    roots = dict.fromkeys(op for op, _, _, _ in plan.roots)
     sends, deps, reachable = plan.sends, plan.deps, plan.reachable
-    todo = list(dict.fromkeys(op for op, _, _, _ in plan.roots))
+    if plan.ranks and plan.ranks.keys() - deps.keys() <= roots.keys():
+        reachable.update(plan.ranks)
+        return
+    deps.clear()
+    todo = list(roots)
     reachable.update(todo)
     pop, push, none = todo.pop, todo.append, ()
     while todo:  # the order nodes are reached in does not matter: only whether, and the counts
