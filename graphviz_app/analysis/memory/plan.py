@@ -10,8 +10,8 @@ from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Gr
 from .op_bytes import read_op_attrs
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
-__all__ = ["BackwardPlan", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR", "RECOMPUTED_BYTES_ATTR",
-           "CHECKPOINT_KEPT_ATTR"]
+__all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
+           "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR", "MAKES_VIEW", "MAKES_SAME", "MAKES_SAME_FIRST"]
 
 # On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
 # bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
