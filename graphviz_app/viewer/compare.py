@@ -13,7 +13,7 @@ from .bundle import bundle_css, bundle_js
 from .html import CONTENT_SECURITY_POLICY, notebook_cell
 from .payload import RANKDIRS, encode, payload
 
-__all__ = ["COMPARE_FORMAT", "COMPARE_VERSION", "DELTA_KEYS", "compare_payload", "compare_html",
+__all__ = ["COMPARE_FORMAT", "COMPARE_VERSION", "DELTA_KEYS", "compare_payload", "compare_html", "compare_page",
            "compare_notebook_html"]
 
 COMPARE_FORMAT = "graphviz-app-compare"
@@ -194,8 +194,17 @@ def compare_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a"
         ValueError, TypeError: as for `compare_payload`.
     """
     data = compare_payload(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found)
-    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(data["title"]), css=bundle_css(),
-                        data=encode(data), js=bundle_js())
+    return compare_page(encode(data), title=data["title"])
+
+
+def compare_page(encoded: str, *, title: str) -> str:
+    """The compare file's text for compare data already encoded (`payload.encode(compare_payload(...))`).
+
+    Raises:
+        RenderError: the viewer's bundle is not built.
+    """
+    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(title), css=bundle_css(), data=encoded,
+                        js=bundle_js())
 
 
 def compare_notebook_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"),

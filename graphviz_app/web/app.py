@@ -19,6 +19,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from graphviz_app.errors import RenderError
+from graphviz_app.viewer.compare import compare_page
 from graphviz_app.web import present, service, upload, urlstate
 from graphviz_app.web.cache import ResultCache
 from graphviz_app.web.fairness import FairRunner, SessionRunner
@@ -309,6 +310,10 @@ def compare_results(pair: SavedPair | Failure) -> None:
         return
     st.caption(present.md(f"{pair.labels[0]} ({pair.node_counts[0]:,} nodes) ⟷ {pair.labels[1]} "
                           f"({pair.node_counts[1]:,} nodes): {pair.summary}"))
+    st.download_button("The panes as one HTML file", partial(compare_page, pair.viewer,
+                                                             title=f"{pair.labels[0]} ⟷ {pair.labels[1]}"),
+                       "compare.html", "text/html", on_click="ignore", key="compare-download",
+                       help="The same synced panes as a self-contained file: opens in any browser, makes no request.")
 
 
 def show_failure(failure: Failure, *, title: str, retry: str = "press Run to try again") -> None:

@@ -4,6 +4,7 @@ text; no request leaves the page's own server)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote, urlparse
 
 import pytest
@@ -79,7 +80,7 @@ def test_the_page_sends_the_panes_once_a_second_file_is_uploaded_and_run_goes_ba
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_two_uploads_show_synced_panes_and_names_stay_text(page, server) -> None:  # noqa: ANN001
+def test_two_uploads_show_synced_panes_and_names_stay_text(page, server, tmp_path: Path) -> None:  # noqa: ANN001
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     requests: list[str] = []
@@ -120,3 +121,11 @@ def test_two_uploads_show_synced_panes_and_names_stay_text(page, server) -> None
     assert page.locator("[data-testid=compare] img, [data-testid=compare] [onerror]").count() == 0
     host = urlparse(server.url).netloc
     assert all(urlparse(u).netloc == host for u in requests if urlparse(u).scheme in ("http", "https", "ws"))
+    with page.expect_download() as download:  # the same panes as one file
+        page.get_by_role("button", name="The panes as one HTML file").click()
+    saved = tmp_path / "compare.html"
+    download.value.save_as(saved)
+    page.goto(saved.as_uri())
+    page.locator(COMPARE_READY).wait_for(timeout=120_000)
+    assert page.locator("[data-side=a] .gv-compare-label").inner_text() == HOSTILE_FILE[:-5]
+    assert page.title() == HOSTILE_FILE[:-5] + " ⟷ bf16" and page.evaluate("window.__pwned") is None
