@@ -62,17 +62,17 @@ class Comparison:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """The synced panes (text/html), the diff drawn as one picture (image/svg+xml) and the diff's summary."""
-        return pair_mimebundle(self.graph_a, self.graph_b, labels=self.labels, title=self.title,
-                               rankdir=self.rankdir, text=self._text())
+        return self._bundle(standalone=False)
 
     def _repr_html_(self) -> str:
         """The synced panes alone, always carrying the viewer's script (shown outside a kernel's display)."""
-        return pair_mimebundle(self.graph_a, self.graph_b, labels=self.labels, title=self.title,
-                               rankdir=self.rankdir, text=self._text(), standalone=True)["text/html"]
+        return self._bundle(standalone=True)["text/html"]
 
-    def _text(self) -> str:
-        first = str(self.diff).splitlines()[0]
-        return f"{self!r}\n{first}"
+    def _bundle(self, *, standalone: bool) -> dict[str, str]:
+        found = self.diff  # aligned once, for the text, the panes and the picture
+        text = f"{self!r}\n{str(found).splitlines()[0]}"
+        return pair_mimebundle(self.graph_a, self.graph_b, labels=self.labels, title=self.title, rankdir=self.rankdir,
+                               text=text, found=found, standalone=standalone)
 
 
 def compare(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"), title: str | None = None,

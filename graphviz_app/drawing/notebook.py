@@ -7,6 +7,7 @@ import html
 from collections.abc import Callable, Sequence
 
 from ..analysis.collapse import collapse
+from ..analysis.diff import GraphDiff
 from ..analysis.module_tree import module_depth, node_modules
 from ..errors import GraphvizAppError
 from ..model import Graph
@@ -48,18 +49,20 @@ def mimebundle(graph: Graph, *, standalone: bool = False) -> dict[str, str]:
 
 
 def pair_mimebundle(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"), title: str | None = None,
-                    rankdir: str = "TB", text: str = "", standalone: bool = False) -> dict[str, str]:
+                    rankdir: str = "TB", text: str = "", found: GraphDiff | None = None,
+                    standalone: bool = False) -> dict[str, str]:
     """Two graphs as a notebook cell's value: the synced panes (HTML; the script carried as `mimebundle` carries
     it, once per kernel), the diff drawn as one picture (SVG, when the two have at most `SVG_MAX_NODES` nodes
-    together) and `text` (text/plain, the diff's summary).
+    together) and `text` (text/plain, the diff's summary). `found`: `diff(graph_a, graph_b)`, when already made.
 
     Raises:
         ValueError, TypeError: bad `labels`, `rankdir` or graphs (`viewer.compare.compare_payload`).
     """
     def html_of(carry: bool) -> str:
-        return compare_notebook_html(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, with_bundle=carry)
+        return compare_notebook_html(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found,
+                                     with_bundle=carry)
 
-    return _bundle(text, html_of, lambda: export_diff(graph_a, graph_b, "svg", rankdir=rankdir).decode(),
+    return _bundle(text, html_of, lambda: export_diff(graph_a, graph_b, "svg", found, rankdir=rankdir).decode(),
                    len(graph_a.nodes) + len(graph_b.nodes), standalone=standalone)
 
 
