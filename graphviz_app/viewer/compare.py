@@ -209,9 +209,10 @@ def compare_page(encoded: str, *, title: str) -> str:
 
 def compare_notebook_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"),
                           title: str | None = None, rankdir: str = "TB", found: GraphDiff | None = None,
-                          height: int = 640, with_bundle: bool = True) -> str:
+                          height: int = 720, with_bundle: bool = True) -> str:
     """The synced panes for a notebook cell: a sandboxed frame like `html.notebook_html`'s, holding the compare
-    payload; the viewer's script travels with the cell only when `with_bundle` (once per kernel).
+    payload; the viewer's script travels with the cell only when `with_bundle` (once per kernel). `height`: the
+    frame's, in px (taller than one graph's 640: the panes share it with two toolbars and the summary line).
 
     Raises:
         RenderError: the viewer's bundle is not built.
