@@ -77,12 +77,26 @@ def _panes(frame: Any) -> tuple[Any, Any]:
     return a, b
 
 
-def _follow(a: Any, b: Any, box: str = "[data-roll='blocks.0']") -> None:
-    """A box opened in a opens in b; a node selected in a selects its counterpart in b."""
-    a.locator(box).first.click()
-    assert "gv-open" in b.locator(box).first.get_attribute("class")
+def _follow(a: Any, b: Any, box: str) -> None:
+    """A box opened (or closed) in a opens (closes) in b; a node selected in a selects its counterpart in b."""
+    target = a.locator(box).first
+    if "gv-open" in target.get_attribute("class"):  # the opening view may have opened it already
+        target.locator(".gv-bar").first.click()
+        assert "gv-closed" in b.locator(box).first.get_attribute("class")
+    else:
+        target.click()
+        assert "gv-open" in b.locator(box).first.get_attribute("class")
+    search = a.get_by_test_id("viewer-search")
+    search.fill("blocks.0.fc.weight")
+    search.press("Enter")
+    selected = b.locator(".gv-node.gv-selected")
+    assert selected.count() == 1 and "blocks.0.fc.weight" in selected.text_content()
+
+
+def _changed_follows(a: Any, b: Any) -> None:
+    """A changed node (mat1, float32 in a, bfloat16 in b) clicked in a is selected in b and coloured as changed."""
+    a.locator("[data-roll='blocks.0']").click()
     a.locator("[data-module='blocks.0.fc']").click()
-    assert "gv-open" in b.locator("[data-module='blocks.0.fc']").first.get_attribute("class")
     a.locator(".gv-node").filter(has_text="mat1").click()
     selected = b.locator(".gv-node.gv-selected")
     assert selected.count() == 1 and "mat1" in selected.text_content() and "bfloat16" in selected.text_content()
@@ -96,7 +110,7 @@ def test_the_saved_outputs_draw_both_panes_in_step_without_a_kernel(outputs: lis
     frames = page.frame_locator("iframe.graphviz-app-viewer")
     first = _panes(frames.nth(0))
     frames.nth(1).locator("[data-testid=graph-viewer][data-state=ready]").wait_for(timeout=60_000)
-    _follow(*first)
+    _follow(*first, "[data-roll='blocks.0']")
     a, b = _panes(frames.nth(2))  # a later cell: its frame got the script from the first cell's output
     assert a.locator(".gv-compare-label").inner_text() == HOSTILE[0]
     assert b.locator(".gv-compare-label").inner_text() == HOSTILE[1]
@@ -113,6 +127,6 @@ def test_the_saved_file_draws_both_panes_in_step(page, tmp_path: Path) -> None: 
     path = compare(a_graph, b_graph, labels=("fp32", "bf16")).save(tmp_path / "cmp.html")
     page.goto(path.as_uri())
     a, b = _panes(page)
-    _follow(a, b)
+    _changed_follows(a, b)
     assert page.title() == "fp32 ⟷ bf16"
     assert page.errors == [] and all(u.startswith("file://") for u in page.requests)
