@@ -26,6 +26,11 @@ Layout (all columns of one table have the same length)::
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate, repeat
+from operator import attrgetter, mul, sub
 from typing import Any
 
 from ..errors import SchemaError
@@ -34,13 +39,22 @@ from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scala
 from .regions import region_from_dict, region_to_dict
 from .schema import json_number, number_from_json
 
-__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
+__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields", "node_positions"]
 
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
 _GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values")
 _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
                   "storage", "freed", "storage_bytes")
+_EDGE_KIND_INDEX = {kind.value: i for i, kind in enumerate(_EDGE_KINDS)}
+# Getters of several fields at once, in C. An enum's `_value_` is a plain attribute (`.value` is a Python
+# property, called per record).
+_ID = attrgetter("id")
+_IS_NOT_NONE = functools.partial(operator.is_not, None)
+_NODE_FIELDS = tuple(map(attrgetter, ("id", "kind._value_", "name", "module", "source", "recency", "attrs", "tensor",
+                                      "grad", "order")))
+_TENSOR_ATTRS = tuple(map(attrgetter, (*_TENSOR_FIELDS, "sharding")))
+_EDGE_FIELDS = tuple(map(attrgetter, ("src", "dst", "kind._value_", "output_nr", "slot", "grad")))
 
 
 class _Strings(dict[str | None, int]):
@@ -71,8 +85,28 @@ def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
     }
 
 
-def to_compact(graph: Any) -> dict[str, Any]:
+def node_positions(nodes: Sequence[Node]) -> dict[str, int]:
+    """Each node id's place in `nodes` (a repeated id: its first place); built in C, no Python per node.
+
+    >>> node_positions((Node("n0", NodeKind.OUTPUT, "output"), Node("a", NodeKind.OP, "MulBackward0")))
+    {'n0': 0, 'a': 1}
+    """
+    ids = list(map(_ID, nodes))
+    found = dict(zip(ids, range(len(ids)), strict=True))
+    if len(found) != len(ids):  # a repeated id: dict() keeps the last place, a scan finds the first
+        found = {}
+        for i, node_id in enumerate(ids):
+            found.setdefault(node_id, i)
+    return found
+
+
+def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dict[str, Any]:
     """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
+
+    `positions` (node id -> index, `node_positions(graph.nodes)`) saves building it again when the caller has it.
+    Each column is made by `map` over the records (attribute getters and dict lookups in C): a
+    million-node graph has tens of millions of column entries, and a Python loop per entry was most
+    of the time of saving it.
 
     >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
@@ -85,55 +119,47 @@ def to_compact(graph: Any) -> dict[str, Any]:
     True
     """
     s = _Strings()
+    look = s.__getitem__
     nodes: tuple[Node, ...] = graph.nodes
-    position = {n.id: i for i, n in enumerate(nodes)}
-    plain_ids = all(n.id == f"n{i}" for i, n in enumerate(nodes))
-    tensors: list[TensorInfo] = []
-    grads: list[GradInfo] = []
-    tensor_col: list[int] = []
-    grad_col: list[int] = []
-    for n in nodes:
-        tensor_col.append(len(tensors) if n.tensor is not None else -1)
-        if n.tensor is not None:
-            tensors.append(n.tensor)
-        grad_col.append(len(grads) if n.grad is not None else -1)
-        if n.grad is not None:
-            grads.append(n.grad)
+    position = node_positions(nodes) if positions is None else positions
+    ids, kinds, names, modules, sources, recency, attrs, node_tensors, node_grads, orders = (
+        _columns(nodes, _NODE_FIELDS))
+    plain_ids = len(ids) == len(nodes) and all(map(str.__eq__, ids, map("n{}".format, range(len(ids)))))
+    tensor_col, tensors = _index_column(node_tensors)
+    grad_col, grads = _index_column(node_grads)
     node_cols: dict[str, Any] = {
-        "id": None if plain_ids else [s[n.id] for n in nodes],
-        "kind": [s[n.kind.value] for n in nodes],
-        "name": [s[n.name] for n in nodes],
-        "module": [s[n.module] for n in nodes],
-        "source": [s[n.source] for n in nodes],
-        "recency": [n.recency for n in nodes],
-        "attrs": _attrs_column(nodes, s),
+        "id": None if plain_ids else list(map(look, ids)),
+        "kind": list(map(look, kinds)),
+        "name": list(map(look, names)),
+        "module": list(map(look, modules)),
+        "source": list(map(look, sources)),
+        "recency": recency,
+        "attrs": _attrs_column(attrs, s),
         "tensor": tensor_col,
         "grad": grad_col,
     }
-    if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
-        node_cols["order"] = [n.order for n in nodes]
+    if orders.count(None) != len(orders):  # orders of derivatives: written only when known
+        node_cols["order"] = orders
         node_cols["differentiates"] = [s[n.differentiates] for n in nodes]
+    (t_names, shapes, dtypes, devices, numels, sizes, requires_grad, values, storages, freed, storage_bytes,
+     shardings) = _columns(tensors, _TENSOR_ATTRS)
     tensor_cols: dict[str, list[Any]] = {
-        "name": [s[t.name] for t in tensors], "shape": [list(t.shape) for t in tensors],
-        "dtype": [s[t.dtype] for t in tensors], "device": [s[t.device] for t in tensors],
-        "numel": [t.numel for t in tensors], "bytes": [t.bytes for t in tensors],
-        "requires_grad": [int(t.requires_grad) for t in tensors],
-        "values": [None if t.values is None else list(t.values) for t in tensors],
-        "storage": [s[t.storage] for t in tensors], "freed": [int(t.freed) for t in tensors],
-        "storage_bytes": [t.storage_bytes for t in tensors],
+        # shapes and values stay the records' tuples: JSON writes a tuple as an array, and no list is made
+        "name": list(map(look, t_names)), "shape": shapes,
+        "dtype": list(map(look, dtypes)), "device": list(map(look, devices)),
+        "numel": numels, "bytes": sizes, "requires_grad": list(map(int, requires_grad)),
+        "values": values, "storage": list(map(look, storages)), "freed": list(map(int, freed)),
+        "storage_bytes": storage_bytes,
     }
-    if any(t.sharding is not None for t in tensors):  # a rank's DTensor shards: written only when present
-        tensor_cols["sharding"] = [s[t.sharding] for t in tensors]
+    if shardings.count(None) != len(shardings):  # a rank's DTensor shards: written only when present
+        tensor_cols["sharding"] = list(map(look, shardings))
     edges: tuple[Edge, ...] = graph.edges
-    edge_grad_col: list[int] = []
-    for e in edges:
-        edge_grad_col.append(len(grads) if e.grad is not None else -1)
-        if e.grad is not None:
-            grads.append(e.grad)
+    srcs, dsts, edge_kinds, output_nrs, slots, edge_grads = _columns(edges, _EDGE_FIELDS)
+    edge_grad_col, edge_grad_list = _index_column(edge_grads, start=len(grads))
     edge_cols = {
-        "src": [position[e.src] for e in edges], "dst": [position[e.dst] for e in edges],
-        "kind": [_EDGE_KINDS.index(e.kind) for e in edges], "output_nr": [e.output_nr for e in edges],
-        "slot": [e.slot for e in edges], "grad": edge_grad_col,
+        "src": list(map(position.__getitem__, srcs)), "dst": list(map(position.__getitem__, dsts)),
+        "kind": list(map(_EDGE_KIND_INDEX.__getitem__, edge_kinds)), "output_nr": output_nrs,
+        "slot": slots, "grad": edge_grad_col,
     }
     origin = graph.nonfinite_origin
     return {
@@ -141,7 +167,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "strings": s.table(),
         "nodes": node_cols,
         "tensors": tensor_cols,
-        "grads": _grad_columns(grads),
+        "grads": _grad_columns(grads + edge_grad_list),
         "edges": edge_cols,
         "notes": list(graph.notes),
         "truncated": graph.truncated,
@@ -152,21 +178,37 @@ def to_compact(graph: Any) -> dict[str, Any]:
     }
 
 
-def _attrs_column(nodes: tuple[Node, ...], s: _Strings) -> list[list[int] | int]:
+def _columns(records: Sequence[Any], getters: tuple[Callable[[Any], Any], ...]) -> list[list[Any]]:
+    """The records' fields as columns, one `map` in C per field (faster than transposing rows with zip)."""
+    return [list(map(get, records)) for get in getters]
+
+
+def _index_column(items: Sequence[Any], start: int = 0) -> tuple[list[int], list[Any]]:
+    """Each item's place among the items that are not None (counting from `start`; -1 for None), and those items.
+
+    In C: with `there` 1 or 0 and `count` the running count of items there, the place is there * (start +
+    count) - 1.
+
+    >>> _index_column(["a", None, "b"], start=5)
+    ([5, -1, 6], ['a', 'b'])
+    """
+    present = list(filter(None, items))  # records are never false (no __len__ or __bool__)
+    if len(present) == len(items):
+        return list(range(start, start + len(items))), present
+    there = list(map(_IS_NOT_NONE, items))
+    return list(map(sub, map(mul, there, map(start.__add__, accumulate(there))), repeat(1))), present
+
+
+def _attrs_column(attrs: Sequence[tuple[tuple[str, str], ...]], s: _Strings) -> list[list[int] | int]:
     """Each node's attributes as string indices (0: none); equal attribute sets share one list (a long
     loop repeats the same few, so each is looked up once)."""
-    column: list[list[int] | int] = []
-    seen: dict[tuple[tuple[str, str], ...], list[int]] = {}
-    for n in nodes:
-        attrs = n.attrs
-        if not attrs:
-            column.append(0)
-            continue
-        found = seen.get(attrs)
-        if found is None:
-            found = seen[attrs] = [s[text] for pair in attrs for text in pair]
-        column.append(found)
-    return column
+
+    class _Sets(dict[tuple[tuple[str, str], ...], Any]):
+        def __missing__(self, pairs: tuple[tuple[str, str], ...]) -> list[int]:
+            found = self[pairs] = [s[text] for pair in pairs for text in pair]
+            return found
+
+    return list(map(_Sets({(): 0}).__getitem__, attrs))
 
 
 def _values(raw: Any) -> tuple[Scalar, ...] | None:
