@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, repeat
 from operator import attrgetter, mul, sub
 from typing import Any
@@ -47,14 +47,7 @@ _GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_frac
 _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
                   "storage", "freed", "storage_bytes")
 _EDGE_KIND_INDEX = {kind.value: i for i, kind in enumerate(_EDGE_KINDS)}
-# Getters of several fields at once, in C. An enum's `_value_` is a plain attribute (`.value` is a Python
-# property, called per record).
-_ID = attrgetter("id")
 _IS_NOT_NONE = functools.partial(operator.is_not, None)
-_NODE_FIELDS = tuple(map(attrgetter, ("id", "kind._value_", "name", "module", "source", "recency", "attrs", "tensor",
-                                      "grad", "order")))
-_TENSOR_ATTRS = tuple(map(attrgetter, (*_TENSOR_FIELDS, "sharding")))
-_EDGE_FIELDS = tuple(map(attrgetter, ("src", "dst", "kind._value_", "output_nr", "slot", "grad")))
 
 
 class _Strings(dict[str | None, int]):
@@ -91,7 +84,7 @@ def node_positions(nodes: Sequence[Node]) -> dict[str, int]:
     >>> node_positions((Node("n0", NodeKind.OUTPUT, "output"), Node("a", NodeKind.OP, "MulBackward0")))
     {'n0': 0, 'a': 1}
     """
-    ids = list(map(_ID, nodes))
+    ids = list(map(attrgetter("id"), nodes))
     found = dict(zip(ids, range(len(ids)), strict=True))
     if len(found) != len(ids):  # a repeated id: dict() keeps the last place, a scan finds the first
         found = {}
@@ -119,47 +112,54 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
     True
     """
     s = _Strings()
-    look = s.__getitem__
+
+    def strings(records: Sequence[Any], field: str) -> list[int]:  # a text field's column of string indices
+        return list(map(s.__getitem__, map(attrgetter(field), records)))
+
+    def plain(records: Sequence[Any], field: str) -> list[Any]:
+        return list(map(attrgetter(field), records))
+
     nodes: tuple[Node, ...] = graph.nodes
     position = node_positions(nodes) if positions is None else positions
-    ids, kinds, names, modules, sources, recency, attrs, node_tensors, node_grads, orders = (
-        _columns(nodes, _NODE_FIELDS))
-    plain_ids = len(ids) == len(nodes) and all(map(str.__eq__, ids, map("n{}".format, range(len(ids)))))
-    tensor_col, tensors = _index_column(node_tensors)
-    grad_col, grads = _index_column(node_grads)
+    ids = plain(nodes, "id")
+    plain_ids = all(map(str.__eq__, ids, map("n{}".format, range(len(ids)))))
+    tensor_col, tensors = _index_column(plain(nodes, "tensor"))
+    grad_col, grads = _index_column(plain(nodes, "grad"))
     node_cols: dict[str, Any] = {
-        "id": None if plain_ids else list(map(look, ids)),
-        "kind": list(map(look, kinds)),
-        "name": list(map(look, names)),
-        "module": list(map(look, modules)),
-        "source": list(map(look, sources)),
-        "recency": recency,
-        "attrs": _attrs_column(attrs, s),
+        "id": None if plain_ids else list(map(s.__getitem__, ids)),
+        "kind": strings(nodes, "kind._value_"),  # an enum's `_value_` is a plain attribute, `.value` a property
+        "name": strings(nodes, "name"),
+        "module": strings(nodes, "module"),
+        "source": strings(nodes, "source"),
+        "recency": plain(nodes, "recency"),
+        "attrs": _attrs_column(map(attrgetter("attrs"), nodes), s),
         "tensor": tensor_col,
         "grad": grad_col,
     }
+    orders = plain(nodes, "order")
     if orders.count(None) != len(orders):  # orders of derivatives: written only when known
         node_cols["order"] = orders
-        node_cols["differentiates"] = [s[n.differentiates] for n in nodes]
-    (t_names, shapes, dtypes, devices, numels, sizes, requires_grad, values, storages, freed, storage_bytes,
-     shardings) = _columns(tensors, _TENSOR_ATTRS)
+        node_cols["differentiates"] = strings(nodes, "differentiates")
     tensor_cols: dict[str, list[Any]] = {
         # shapes and values stay the records' tuples: JSON writes a tuple as an array, and no list is made
-        "name": list(map(look, t_names)), "shape": shapes,
-        "dtype": list(map(look, dtypes)), "device": list(map(look, devices)),
-        "numel": numels, "bytes": sizes, "requires_grad": list(map(int, requires_grad)),
-        "values": values, "storage": list(map(look, storages)), "freed": list(map(int, freed)),
-        "storage_bytes": storage_bytes,
+        "name": strings(tensors, "name"), "shape": plain(tensors, "shape"),
+        "dtype": strings(tensors, "dtype"), "device": strings(tensors, "device"),
+        "numel": plain(tensors, "numel"), "bytes": plain(tensors, "bytes"),
+        "requires_grad": list(map(int, map(attrgetter("requires_grad"), tensors))),
+        "values": plain(tensors, "values"), "storage": strings(tensors, "storage"),
+        "freed": list(map(int, map(attrgetter("freed"), tensors))),
+        "storage_bytes": plain(tensors, "storage_bytes"),
     }
+    shardings = plain(tensors, "sharding")
     if shardings.count(None) != len(shardings):  # a rank's DTensor shards: written only when present
-        tensor_cols["sharding"] = list(map(look, shardings))
+        tensor_cols["sharding"] = list(map(s.__getitem__, shardings))
     edges: tuple[Edge, ...] = graph.edges
-    srcs, dsts, edge_kinds, output_nrs, slots, edge_grads = _columns(edges, _EDGE_FIELDS)
-    edge_grad_col, edge_grad_list = _index_column(edge_grads, start=len(grads))
+    edge_grad_col, edge_grad_list = _index_column(plain(edges, "grad"), start=len(grads))
     edge_cols = {
-        "src": list(map(position.__getitem__, srcs)), "dst": list(map(position.__getitem__, dsts)),
-        "kind": list(map(_EDGE_KIND_INDEX.__getitem__, edge_kinds)), "output_nr": output_nrs,
-        "slot": slots, "grad": edge_grad_col,
+        "src": list(map(position.__getitem__, map(attrgetter("src"), edges))),
+        "dst": list(map(position.__getitem__, map(attrgetter("dst"), edges))),
+        "kind": list(map(_EDGE_KIND_INDEX.__getitem__, map(attrgetter("kind._value_"), edges))),
+        "output_nr": plain(edges, "output_nr"), "slot": plain(edges, "slot"), "grad": edge_grad_col,
     }
     origin = graph.nonfinite_origin
     return {
@@ -178,11 +178,6 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
     }
 
 
-def _columns(records: Sequence[Any], getters: tuple[Callable[[Any], Any], ...]) -> list[list[Any]]:
-    """The records' fields as columns, one `map` in C per field (faster than transposing rows with zip)."""
-    return [list(map(get, records)) for get in getters]
-
-
 def _index_column(items: Sequence[Any], start: int = 0) -> tuple[list[int], list[Any]]:
     """Each item's place among the items that are not None (counting from `start`; -1 for None), and those items.
 
@@ -199,7 +194,7 @@ def _index_column(items: Sequence[Any], start: int = 0) -> tuple[list[int], list
     return list(map(sub, map(mul, there, map(start.__add__, accumulate(there))), repeat(1))), present
 
 
-def _attrs_column(attrs: Sequence[tuple[tuple[str, str], ...]], s: _Strings) -> list[list[int] | int]:
+def _attrs_column(attrs: Iterable[tuple[tuple[str, str], ...]], s: _Strings) -> list[list[int] | int]:
     """Each node's attributes as string indices (0: none); equal attribute sets share one list (a long
     loop repeats the same few, so each is looked up once)."""
 
