@@ -3,6 +3,9 @@ side by side with PyTorch's FSDPMemTracker under the same FakeTensorMode and fak
 
 `--overhead`: on 2 real gloo ranks, a plain FSDP2 step of examples/distributed_fsdp.py:fsdp against the same step
 counted (`RankStorages`) and followed by FSDPMemTracker (best of 5, CPU seconds of rank 0).
+
+`--replay`: the same model inside a fake rank: `graphviz_app.memory.measure` (trace, count, replay of the rank's
+graph with its FSDP units) against FSDPMemTracker following the same forward and backward (CPU seconds, bytes).
 """
 
 from __future__ import annotations
@@ -135,14 +138,50 @@ def overhead() -> None:
     mp.spawn(_overhead_rank, args=(port,), nprocs=2)
 
 
+def replay(world_size: int) -> None:
+    from graphviz_app.memory import measure
+    from graphviz_app.tracing.distributed.shards import local_storage_bytes
+
+    fsdp_tracker, _ = memory_trackers()
+    with fake_cluster(world_size):
+        model, idx, _ = gpt_1b()
+        model(idx).backward()  # FSDP's lazy init, as a training loop's first step
+        for p in model.parameters():
+            p.grad = None
+        held = local_storage_bytes([*model.parameters(), *model.buffers(), idx])
+        t = time.process_time()
+        m = measure(model, idx)
+        ours_s = time.process_time() - t
+        tracker = fsdp_tracker(model)
+        tracker.track_inputs((idx,))
+        t = time.process_time()
+        with tracker:
+            out = model(idx)
+            out.backward()
+            del out
+        theirs_s = time.process_time() - t
+        (per_device,) = tracker.get_tracker_snapshot("peak").values()
+    theirs = int(per_device["Total"])
+    print("| world size | measure(): counted | replayed | CPU s | FSDPMemTracker | CPU s | replayed / tracker |")
+    print("|---|---|---|---|---|---|---|")
+    counted, replayed = m.measured.peak_bytes + held, m.predicted.peak_bytes + held
+    print(f"| {world_size} | {human_bytes(counted)} ({counted}) | {human_bytes(replayed)} ({replayed}) | "
+          f"{ours_s:.1f} | {human_bytes(theirs)} ({theirs}) | {theirs_s:.1f} | {replayed / theirs:.4f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--world-sizes", default="8,64,512")
     parser.add_argument("--no-tracker", action="store_true", help="skip FSDPMemTracker")
     parser.add_argument("--overhead", action="store_true", help="time a counted step on 2 real gloo ranks instead")
+    parser.add_argument("--replay", action="store_true", help="measure() and its replay in a fake rank of the first "
+                        "world size, against FSDPMemTracker")
     args = parser.parse_args()
     if args.overhead:
         overhead()
+        return
+    if args.replay:
+        replay(int(args.world_sizes.split(",")[0]))
         return
     with torch.device("meta"):
         params = sum(p.numel() for p in GPT().parameters())

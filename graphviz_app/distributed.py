@@ -9,7 +9,16 @@ compared with it. The guide is docs/distributed.md.
 
 from __future__ import annotations
 
-from .analysis.distributed import CollectiveEvent, RankMemory, RankTable, WhatIf, format_ranks, format_what_ifs
+from .analysis.distributed import (
+    CollectiveEvent,
+    FsdpUnit,
+    RankMemory,
+    RankTable,
+    WhatIf,
+    format_ranks,
+    format_what_ifs,
+)
+from .analysis.distributed_replay import rank_timeline
 from .tracing.distributed.fake_cluster import fake_cluster, forecast_world, forecast_worlds, largest_batch_world
 from .tracing.distributed.rank_graph import RankGraph, trace_rank_step
 from .tracing.distributed.rank_step import RankStep, rank_step
@@ -20,5 +29,5 @@ __all__ = [
     "forecast_world", "forecast_worlds", "largest_batch_world", "what_if", "fake_cluster",
     "measure_rank", "gather_ranks", "run_ranks", "trace_rank_step", "rank_step",
     "RankStep", "RankMemory", "RankTable", "RankGraph", "CollectiveEvent", "WhatIf", "format_ranks",
-    "format_what_ifs",
+    "format_what_ifs", "rank_timeline", "FsdpUnit",
 ]

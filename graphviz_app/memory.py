@@ -64,7 +64,17 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     Returns:
         A Measurement: the graph, the replayed timeline, and the measured memory (the peak as the
         module docstring defines it; `measured.forward_peak_bytes` the forward's own).
+
+    For a model spread over ranks (DDP, FSDP2, DTensor parameters) inside a process group (a rank of
+    a torchrun job, or a fake cluster), the rank's step is counted as the rank holds it: DTensors by
+    their local shards, FSDP2's all-gathered parameters, gradients and collective buffers included,
+    and replayed with its FSDP units (`graphviz_app.distributed`).
     """
+    from .tracing.distributed.rank_measure import measure_in_rank, spread_over_ranks
+
+    if spread_over_ranks(model):
+        return Measurement(*measure_in_rank(model, args, kwargs, loss=loss, autocast=autocast,
+                                            retain_graph=retain_graph))
     step = Step(model, args, kwargs, autocast=autocast, loss=loss)
     run = run_step(step, retain_graph=retain_graph)
     if run.measured is None:  # run_step measures unless told not to

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..model import human_bytes
 
-__all__ = ["CollectiveEvent", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf", "format_what_ifs"]
+__all__ = ["CollectiveEvent", "FsdpUnit", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf",
+           "format_what_ifs", "Verified", "format_verified"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,28 @@ class CollectiveEvent:
     live_bytes: int
     node: str | None = None
 
+
+
+@dataclass(frozen=True, slots=True)
+class FsdpUnit:
+    """One FSDP2 unit of a rank's step (a module `fully_shard` wrapped; "" the root), in bytes on this rank.
+
+    `params` are its parameters' names and `param_bytes` each one's bytes all-gathered; `unsharded_bytes`
+    its parameters all-gathered (in the
+    MixedPrecisionPolicy's param dtype), `gather_bytes` the all-gather's output buffer (padded),
+    `sharded_grad_bytes` the gradient shards it keeps after backward, `reduce_bytes` the
+    reduce-scatter's input buffer (in the reduce dtype). `reshard_after_forward`: its parameters are
+    freed after its forward and all-gathered again for its backward (else kept from forward to backward).
+    """
+
+    name: str
+    params: tuple[str, ...]
+    param_bytes: tuple[int, ...]
+    unsharded_bytes: int
+    gather_bytes: int
+    sharded_grad_bytes: int
+    reduce_bytes: int
+    reshard_after_forward: bool
 
 @dataclass(frozen=True, slots=True)
 class RankMemory:
@@ -157,3 +180,37 @@ def format_what_ifs(rows: tuple[WhatIf, ...] | list[WhatIf]) -> str:
     widths = [max(len(r[i]) for r in rows_text if len(r) > i + 1) for i in range(len(header) - 1)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
                      for r in rows_text)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A forecast row checked: how (`method`: real gloo ranks or a fake cluster, and the tracker), the tracker's
+    total for rank 0 (`tracker_bytes`, None when it gave none) and, on real ranks, our count there (`measured_bytes`).
+    """
+
+    method: str
+    tracker_bytes: int | None
+    measured_bytes: int | None = None
+
+
+def format_verified(rows: list[tuple[str, int | None, Verified | None, str | None]]) -> str:
+    """A text table of forecast rows beside their check: (label, predicted total, the check, or why none).
+
+    >>> print(format_verified([("fsdp", 2048, Verified("fake cluster of 8, FSDPMemTracker", 2048), None),
+    ...                        ("ddp", None, None, "DDP cannot run on fake tensors")]))
+    setup  predicted total  verified total  difference  how
+    fsdp   2.0 KiB          2.0 KiB         +0.00%      fake cluster of 8, FSDPMemTracker
+    ddp    -                -               -           DDP cannot run on fake tensors
+    """
+    table: list[tuple[str, ...]] = [("setup", "predicted total", "verified total", "difference", "how")]
+    for label, predicted, check, error in rows:
+        tracker = check.tracker_bytes if check is not None else None
+        diff = f"{(predicted - tracker) / tracker:+.2%}" if predicted is not None and tracker else "-"
+        how = check.method if check is not None else (error or "-")
+        if check is not None and check.measured_bytes is not None:
+            how += f" (our count on those ranks: {human_bytes(check.measured_bytes)})"
+        table.append((label, human_bytes(predicted) if predicted is not None else "-",
+                      human_bytes(tracker) if tracker is not None else "-", diff, how))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+                     for r in table)

@@ -74,20 +74,26 @@ def add_memory_parser(sub: Any) -> None:
                         "other lever: .grad freed once accumulated, autocast bfloat16, micro-batches with gradient "
                         "accumulation, a chunked loss")
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan and each lever "
-                        "that needs no change to your code, measure, print predicted against measured")
+                        "that needs no change to your code, measure, print predicted against measured; with "
+                        "--world-size: check each row against PyTorch's tracker (on real gloo ranks up to 2, else on "
+                        "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
                         help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "
                         "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
                         "process group, fake tensors: nothing allocated); with --measure and one small world size, "
                         "also run that many real gloo ranks here")
+    memory.add_argument("--what-if", metavar="FUNC[,FUNC...]", type=_funcs,
+                        help="with --world-size: other FUNCs of the script (the job set up otherwise: "
+                        "reshard_after_forward, mixed precision, DDP, FSDP+TP), forecast side by side with FUNC")
     memory.add_argument("--json", action="store_true", help="print JSON")
     memory.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: running FUNC, forecasting, measuring (default "
                         f"{MEMORY_SECONDS:g}); a FUNC that hangs is stopped there")
     memory.add_argument("-o", "--output", metavar="FILE.html", help="also write the step's graph in the "
                         "interactive viewer, its live bytes charted (with --measure: measured beside predicted; "
-                        "with several --batch sizes: the last one's)")
+                        "with several --batch sizes: the last one's; with --world-size: rank 0's step at the first "
+                        "world size, its collectives marked)")
 
 
 def run_memory(args: argparse.Namespace) -> int:
@@ -99,6 +105,8 @@ def run_memory(args: argparse.Namespace) -> int:
         from .memory_world import run_world_sizes
 
         return run_world_sizes(args, match["path"], match["func"])
+    if getattr(args, "what_if", None):
+        raise TraceError("--what-if compares setups of a distributed job: add --world-size N")
     batches: tuple[int | None, ...] = args.batch or (None,)
     budget = parse_budget(args.budget)
     if args.verify and not args.checkpoint:
@@ -134,6 +142,16 @@ def run_memory(args: argparse.Namespace) -> int:
     if written:
         print(f"wrote {written}", file=sys.stderr)
     return 0
+
+
+def _funcs(text: str) -> tuple[str, ...]:
+    """--what-if: function names of the script, comma-separated."""
+    names = tuple(n.strip() for n in text.split(","))
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise argparse.ArgumentTypeError(f"expected function names of the script, comma-separated, found "
+                                         f"{', '.join(repr(b) for b in bad)}")
+    return names
 
 
 def parse_budget(text: str | None) -> int | None:

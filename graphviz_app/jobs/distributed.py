@@ -13,13 +13,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis.distributed import RankMemory, format_ranks
+from ..analysis.distributed import RankMemory, Verified, WhatIf, format_ranks, format_verified, format_what_ifs
+from ..errors import DistributedError
 from ..model import human_bytes
-from ..tracing.distributed.fake_cluster import forecast_world, largest_batch_world
+from ..tracing.distributed.fake_cluster import fake_cluster, forecast_world, largest_batch_world
+from ..tracing.distributed.rank_graph import trace_rank_step
+from ..tracing.distributed.rank_step import rank_step
 from ..tracing.distributed.ranks import run_ranks
+from ..tracing.distributed.verify import verify_world
+from ..tracing.distributed.what_if import what_if
+from ..viewer.html import viewer_html
 from .scripts import run_script
 
-__all__ = ["world_sizes_report", "world_sizes_text", "world_sizes_job", "NOT_SHOWN_ON_CPU"]
+__all__ = ["world_sizes_report", "world_sizes_text", "world_sizes_job", "write_rank_viewer", "NOT_SHOWN_ON_CPU"]
 
 NOT_SHOWN_ON_CPU = (
     "NCCL's own communication buffers and workspaces; CUDA streams that keep a buffer alive past its last use "
@@ -30,7 +36,8 @@ NOT_SHOWN_ON_CPU = (
 
 def world_sizes_report(path: Path, func: str, target: str, world_sizes: tuple[int, ...], *,
                        batches: tuple[int | None, ...] = (None,), budget_bytes: int | None = None,
-                       measure: bool = False) -> dict[str, Any]:
+                       measure: bool = False, what_ifs: tuple[str, ...] = (),
+                       verify: bool = False) -> dict[str, Any]:
     """Rank 0's step of `target` forecast at each world size (and batch per GPU): the report as `--json`
     prints it, one entry per world size and batch.
 
@@ -41,6 +48,11 @@ def world_sizes_report(path: Path, func: str, target: str, world_sizes: tuple[in
     With `measure` (one world size), the job also runs on that many real gloo
     ranks on this machine (`run_ranks`), PyTorch's tracker following each rank's
     step: `measured` holds every rank's figures, `peak_rank` the largest.
+
+    With `what_ifs` (other FUNCs of the script: the same job set up otherwise), `what_if` holds each
+    setup's rank 0 beside FUNC's at each world size. With `verify`, each row (each setup, or FUNC at each
+    world size) is checked by PyTorch's tracker (`verify_world`: real gloo ranks up to 2, else the fake
+    cluster): `verified` holds predicted and verified totals.
 
     Raises:
         DistributedError: FUNC fails, returns no step, or builds a mesh the world size does not split; a real
@@ -65,11 +77,44 @@ def world_sizes_report(path: Path, func: str, target: str, world_sizes: tuple[in
         report["largest_batch"] = [
             {"world_size": n, "batch": largest_batch_world(job, world_size=n, budget_bytes=budget_bytes, where=target)}
             for n in world_sizes]
+    setups = (func, *what_ifs)
+    if what_ifs:
+        report["what_if"] = []
+        for n in world_sizes:
+            rows = what_if({name: _caller(path, name) for name in setups}, world_size=n)
+            report["what_if"] += [{"world_size": n, "setup": r.label,
+                                   **(r.memory.to_dict() if r.memory is not None else {"error": r.error})}
+                                  for r in rows]
+    if verify:
+        report["verified"] = [_verified(path, name, n, report) for n in world_sizes
+                              for name in (setups if what_ifs else (func,))]
     if measure:
         table = run_ranks(f"{path}:{func}", nprocs=world_sizes[0], with_torch_tracker=True)
         report["measured"] = [r.to_dict() for r in table.ranks]
         report["peak_rank"] = table.peak_rank
     return report
+
+
+def _caller(path: Path, name: str) -> Any:
+    def call() -> Any:
+        return run_script(path, name, f"{path}:{name}")
+
+    call.__name__ = name
+    return call
+
+
+def _verified(path: Path, name: str, world_size: int, report: dict[str, Any]) -> dict[str, Any]:
+    """One row checked: its forecast total (None: it had none) beside the tracker's, or why it could not be."""
+    rows = report.get("what_if") or [{"setup": name, **e} for e in report["world_sizes"] if e["batch"] is None]
+    predicted = next((r.get("total_bytes") for r in rows if r["setup"] == name and r["world_size"] == world_size),
+                     None)
+    row: dict[str, Any] = {"world_size": world_size, "setup": name, "predicted_total_bytes": predicted}
+    try:
+        check = verify_world(f"{path}:{name}", _caller(path, name), world_size=world_size)
+    except DistributedError as e:
+        return {**row, "error": str(e).splitlines()[0]}
+    return {**row, "method": check.method, "verified_total_bytes": check.tracker_bytes,
+            "measured_total_bytes": check.measured_bytes}
 
 
 def world_sizes_text(report: dict[str, Any]) -> str:
@@ -105,16 +150,51 @@ def world_sizes_text(report: dict[str, Any]) -> str:
                          human_bytes(m["predicted_peak_bytes"]) + mark))
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    for n in sorted({r["world_size"] for r in report.get("what_if", ())}):
+        setups = [r for r in report["what_if"] if r["world_size"] == n]
+        lines.append(f"what if, at world size {n} (rank 0):")
+        lines.append(format_what_ifs([_what_if_row(r) for r in setups]))
+    if "verified" in report:
+        lines.append("verified against PyTorch's tracker (rank 0's total):")
+        lines.append(format_verified([(f"{r['setup']} @ {r['world_size']}", r["predicted_total_bytes"],
+                                       _check(r), r.get("error")) for r in report["verified"]]))
     lines.append(f"not modelled: {report['not_modelled']}")
     return "\n".join(lines)
 
 
+def _what_if_row(r: dict[str, Any]) -> WhatIf:
+    if "error" in r:
+        return WhatIf(r["setup"], None, r["error"])
+    return WhatIf(r["setup"], RankMemory(r["rank"], r["world_size"], r["strategy"], r["predicted_peak_bytes"],
+                                         r["params_bytes"], r["grads_bytes"], r["optimizer_bytes"], r["buffers_bytes"],
+                                         r["inputs_bytes"], r["buckets_bytes"]))
+
+
+def _check(r: dict[str, Any]) -> Verified | None:
+    return None if "error" in r else Verified(r["method"], r["verified_total_bytes"], r["measured_total_bytes"])
+
+
 def world_sizes_job(path: str, func: str, target: str, world_sizes: list[int], cwd: str, measure: bool = False,
-                    batches: tuple[int | None, ...] = (None,),
-                    budget_bytes: int | None = None) -> tuple[dict[str, Any], str]:
+                    batches: tuple[int | None, ...] = (None,), budget_bytes: int | None = None,
+                    what_ifs: tuple[str, ...] = (), verify: bool = False,
+                    output: str | None = None) -> tuple[dict[str, Any], str]:
     """`world_sizes_report` in the CLI's worker, with its text; `cwd` is the command's folder, where the script
-    runs."""
+    runs. With `output`, rank 0's step at the first world size is also written there in the viewer
+    (`write_rank_viewer`)."""
     os.chdir(cwd)
     report = world_sizes_report(Path(path).resolve(), func, target, tuple(world_sizes), batches=tuple(batches),
-                                budget_bytes=budget_bytes, measure=measure)
+                                budget_bytes=budget_bytes, measure=measure, what_ifs=tuple(what_ifs), verify=verify)
+    if output:
+        write_rank_viewer(Path(path).resolve(), func, target, world_sizes[0], Path(output))
     return report, world_sizes_text(report)
+
+
+def write_rank_viewer(path: Path, func: str, target: str, world_size: int, output: Path) -> Path:
+    """Rank 0's steady step of `target` on a fake cluster of `world_size`, traced (`trace_rank_step`) and written
+    into the viewer at `output`: DTensors as local shards, its collectives marked on the memory chart."""
+    with fake_cluster(world_size):
+        traced = trace_rank_step(rank_step(run_script(path, func, target), target), rank=0, world_size=world_size)
+    title = f"{target}: rank 0 of {world_size}"
+    output.write_text(viewer_html(traced.graph, title=title, rank=traced.memory, units=traced.units),
+                      encoding="utf-8")
+    return output

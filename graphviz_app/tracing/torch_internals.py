@@ -28,6 +28,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "checkpoint_packs",
+    "fsdp_units",
+    "dtensor_shape_propagator",
     "checkpoint_inputs",
     "TorchDispatchMode",
     "view_base",
@@ -620,6 +622,60 @@ def fsdp_unsharded_params() -> dict[int, tuple[Any, Any, str | None]]:
                 found[id(unsharded)] = (unsharded, fsdp_param.sharded_param, getattr(fsdp_param, "_param_fqn", None))
     return found
 
+
+
+def dtensor_shape_propagator() -> type:
+    """DTensor's `ShardingPropagator`, whose `_propagate_tensor_meta_non_cached` runs each op once on global-shape
+    fake tensors to learn its output's metadata (its cache of that is per thread), under the fake mode in force."""
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
+
+    return ShardingPropagator
+
+
+def fsdp_units(
+        model: torch.nn.Module) -> list[tuple[str, tuple[str, ...], tuple[int, ...], int, int, int, int, bool]]:
+    """FSDP2's units of `model`, from each unit's parameter group: (module name, its parameters' names, each
+    one's unsharded bytes, the unsharded parameters' bytes, the all-gather output's bytes, the local gradient
+    shards' bytes, the reduce-scatter input's bytes, whether it reshards after forward).
+    Empty for a model without FSDP2.
+
+    The sizes live in FSDP's per-parameter state only (`FSDPParam.padded_sharded_param_size`, `param_dtype`,
+    `reduce_dtype`, `_orig_size`) and the group's `post_forward_mesh_info` (None: kept after forward).
+    """
+    import sys
+
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    module_type = getattr(fsdp, "FSDPModule", None)
+    if module_type is None:
+        return []
+    names = {id(m): name for name, m in model.named_modules()}
+    units = []
+    for name, module in model.named_modules():
+        if not isinstance(module, module_type):
+            continue
+        group = getattr(module._get_fsdp_state(), "_fsdp_param_group", None)
+        if group is None:
+            continue
+        params, sizes, gathered, sharded, reduced = [], [], 0, 0, 0
+        for fp in group.fsdp_params:
+            info = fp._module_info
+            owner = names.get(id(info.module), "")
+            params.append(f"{owner}.{info.param_name}" if owner else info.param_name)
+            world = fp.mesh_info.shard_mesh_size
+            padded = _numel(fp.padded_sharded_param_size)
+            policy = fp.mp_policy  # FSDP sets param_dtype and reduce_dtype at its lazy init (the first forward)
+            orig = fp.sharded_param.dtype
+            dtype = getattr(fp, "param_dtype", policy.param_dtype) or orig
+            # `_orig_size`: what is all-gathered (a TP shard's local size under FSDP+TP). The unsharded parameter
+            # itself is not touched: under FSDP+TP reading it changes how FSDP frees it (measured, torch 2.13).
+            sizes.append(_numel(fp._orig_size) * dtype.itemsize)
+            gathered += padded * world * dtype.itemsize
+            shard = fp.sharded_param.to_local()
+            sharded += shard.numel() * orig.itemsize
+            reduced += padded * world * (getattr(fp, "reduce_dtype", policy.reduce_dtype) or dtype).itemsize
+        units.append((name, tuple(params), tuple(sizes), sum(sizes), gathered, sharded, reduced,
+                      group.post_forward_mesh_info is not None))
+    return units
 
 Pack = tuple[int, int, tuple[int, ...], torch.dtype, tuple[tuple[tuple[int, ...], torch.dtype], ...]]
 

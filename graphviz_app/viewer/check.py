@@ -6,7 +6,7 @@ from typing import Any
 
 from ..analysis.model_check_nodes import CHECK_CODES, Verdicts, check_code, module_verdicts, node_verdicts, verdicts_of
 from ..model import Graph
-from ..model.checks import Status
+from ..model.checks import Status, Verdict
 from .tree import Tree, build_tree
 
 __all__ = ["CHECK_KEY", "check_overlay"]
@@ -22,7 +22,8 @@ def check_overlay(graph: Graph, tree: Tree | None = None, source: Verdicts | Non
     """The "check" colouring of `graph` (by `source`'s verdicts, else the graph's own `checks`); [] when none.
 
     `node` and `group` hold the codes of `CHECK_CODES` (linear: worse is larger); `text` holds per
-    box the verdict in words (the viewer's module table shows it); the culprit's nodes are flagged
+    box, and `node_text` per node, the verdict in words with the source line of a failure (the
+    details and the module table show them); the culprit's nodes are flagged
     and ringed, `mark_label` naming the culprit and its source line.
     """
     verdicts = verdicts_of(graph if source is None else source)
@@ -40,7 +41,7 @@ def check_overlay(graph: Graph, tree: Tree | None = None, source: Verdicts | Non
         if path is not None and path in by_module and tree.kind[g] == "module":
             own[g] = True
             group[g] = check_code(by_module[path])
-            text[g] = by_module[path].short()
+            text[g] = _words(by_module[path])
     below: list[float | None] = [None] * boxes  # the worst code anywhere inside a box
     for i, value in enumerate(values):
         _worse(below, tree.node_group[i], value)
@@ -52,15 +53,26 @@ def check_overlay(graph: Graph, tree: Tree | None = None, source: Verdicts | Non
         if not own[g] and code is not None:
             group[g] = code
             text[g] = _WORDS[int(code)]
+    node_text = [None if n.id not in by_node else _words(by_node[n.id]) for n in graph.nodes]
     flags = [i for i, v in enumerate(values) if v == CHECK_CODES["culprit"]]
     culprits = [v for v in verdicts if v.culprit and v.status == Status.FAILED]
     label = "; ".join(f"{v.label}: {v.name}" + (f", {v.source}" if v.source else "") for v in culprits[:3])
     found: dict[str, Any] = {
         "key": CHECK_KEY, "label": "check: 0 passed, 1 not checked, 2 detached, 3 fails inside, 4 culprit",
-        "scale": "linear", "unit": "", "node": values, "group": group, "text": text, "flag": flags}
+        "scale": "linear", "unit": "", "node": values, "group": group, "text": text, "node_text": node_text,
+        "flag": flags}
     if flags:
         found.update(mark=flags, mark_label=f"culprit {label}", mark_badge="✗")
     return [found]
+
+
+def _words(verdict: Verdict) -> str:
+    """The verdict in a few words, with the culprit's source line: "culprit: 1.02 x (x), model.py:41"."""
+    words = verdict.short()
+    culprit = verdict.status == Status.FAILED and verdict.explained_by is None
+    if culprit and verdict.source and verdict.source not in words:
+        return f"{words}, {verdict.source}"
+    return words
 
 
 def _worse(codes: list[float | None], g: int, value: float | None) -> None:

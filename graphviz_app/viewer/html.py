@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.distributed import FsdpUnit, RankMemory
 from ..analysis.memory import MeasuredMemory
 from ..model import Graph
 from .bundle import bundle_css, bundle_gzip, bundle_js
@@ -62,18 +63,21 @@ def page_html(data: Mapping[str, Any]) -> str:
 
 
 def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB",
-                measured: MeasuredMemory | None = None, overlays: UserOverlays | None = None) -> str:
+                measured: MeasuredMemory | None = None, overlays: UserOverlays | None = None,
+                rank: RankMemory | None = None, units: Sequence[FsdpUnit] = ()) -> str:
     """`graph` in the interactive viewer, as the text of one self-contained HTML file.
 
     `measured`: a measurement of the step `graph` was traced from, charted beside the prediction.
     `overlays`: your own numbers, ``{name: {node id or module name: value}}``, one colouring each
-    (`payload.user_overlays`).
+    (`payload.user_overlays`). `rank`, `units`: a rank's figures and FSDP units (`trace_rank_step`), whose
+    collectives the memory chart marks.
 
     Raises:
         RenderError: the viewer's bundle is not built.
         ValueError: `measured` measured another graph, or `overlays` is malformed (the message says where).
     """
-    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured, user=overlays))
+    return page_html(payload(graph, title=title, rankdir=rankdir, measured=measured, user=overlays, rank=rank,
+                              units=units))
 
 
 def notebook_html(graph: Graph, *, height: int = 640, with_bundle: bool = True) -> str:

@@ -12,14 +12,18 @@ storage once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.distributed import CollectiveEvent, FsdpUnit, RankMemory
+from ..analysis.distributed_replay import rank_timeline
 from ..analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
 from ..model import Graph, NodeKind, human_bytes
 from .tree import Tree
 
-__all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series", "measured_series"]
+__all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series", "measured_series",
+           "collective_marks", "rank_lines"]
 
 # The most backward ops the viewer replays: the replay costs about 25 µs an op (a 100,000-op graph:
 # 2.5 s, more than the rest of its payload), so past this the chart is left out with a note.
@@ -48,12 +52,16 @@ class MemoryView:
                 o.update(mark=[self.peak], mark_label=self.peak_label, mark_badge="peak")
 
 
-def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = None) -> MemoryView:
+def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = None, rank: RankMemory | None = None,
+                units: Sequence[FsdpUnit] = ()) -> MemoryView:
     """Replay backward over `graph` (`memory_timeline`) and turn the result into viewer blocks.
 
     With `measured` (a measurement of the step this graph was traced from), a second
     series beside the predicted one: the live bytes measured at each backward step
-    (`measured_series`).
+    (`measured_series`). With `rank` (a rank's figures, `trace_rank_step(...).memory`), its
+    collectives are marked on the chart at the step where each was issued (`collective_marks`)
+    and its figures and DDP buckets written under it (`rank_lines`); with FSDP `units`, the
+    replay is a rank's (`rank_timeline`).
 
     Left out, with a note, when the graph cannot say: it holds no saved tensors
     (traced with `show_saved=False`), it was cut off by `max_nodes`, or its ops
@@ -81,10 +89,13 @@ def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = N
     if len(ops) > REPLAY_LIMIT:
         return MemoryView(notes=[f"no memory chart: {len(ops):,} backward ops, more than the viewer replays "
                                  f"({REPLAY_LIMIT:,}); memory_timeline(graph) gives the timeline"])
-    timeline = memory_timeline(graph)
+    timeline = rank_timeline(graph, units=units) if units else memory_timeline(graph)
     index = {n.id: i for i, n in enumerate(graph.nodes)}
     peak = index.get(timeline.peak_node) if timeline.peak_node is not None else None
     series = [live_series(timeline, index, len(graph.nodes))]
+    if rank is not None:
+        series[0]["events"] = collective_marks(rank.collectives, timeline, index)
+        series[0]["notes"] = rank_lines(rank) + series[0]["notes"]
     if measured is not None:
         series.append(measured_series(timeline, measured))
     return MemoryView(overlays=[held_overlay(timeline, tree, index)], series=series, peak=peak,
@@ -160,6 +171,42 @@ def measured_series(timeline: MemoryTimeline, measured: MeasuredMemory) -> dict[
             "x_label": "backward step", "values": values, "peak": peak, "peak_bytes": measured.peak_bytes,
             "peak_label": f"measured peak {human_bytes(measured.peak_bytes)} {where}",
             "method": measured.method, "device": measured.device}
+
+
+def collective_marks(events: Sequence[CollectiveEvent], timeline: MemoryTimeline,
+                     index: dict[str, int]) -> list[dict[str, Any]]:
+    """The chart's marks for a rank's collectives: op, bytes, phase, and the step (and node index) where each was
+    issued; those of the forward, and of backward before its first node, at step 0; the optimizer's at the end.
+
+    >>> from graphviz_app.analysis.memory import MemoryStep
+    >>> t = MemoryTimeline((MemoryStep(None, 0, 0, 0), MemoryStep("n1", 0, 8, 8)), 8, 1)
+    >>> collective_marks([CollectiveEvent("all_reduce", 64, "backward", 8, "n1")], t, {"n0": 0, "n1": 1})
+    [{'op': 'all_reduce', 'bytes': 64, 'phase': 'backward', 'step': 1, 'node': 1}]
+    """
+    step = {s.node: k for k, s in enumerate(timeline.steps) if s.node is not None}
+    last = len(timeline.steps) - 1
+    marks: list[dict[str, Any]] = []
+    for e in events:
+        mark: dict[str, Any] = {"op": e.op, "bytes": e.bytes, "phase": e.phase,
+                                "step": last if e.phase == "optimizer" else step.get(e.node or "", 0)}
+        if e.node is not None and e.node in index:
+            mark["node"] = index[e.node]
+        marks.append(mark)
+    return marks
+
+
+def rank_lines(rank: RankMemory) -> list[str]:
+    """A rank's figures in words, for under its chart: rank, strategy, collectives, DDP's buckets."""
+    counts: dict[str, int] = {}
+    for e in rank.collectives:
+        counts[e.op] = counts.get(e.op, 0) + 1
+    ops = ", ".join(f"{n} {op}" for op, n in counts.items()) or "none"
+    lines = [f"rank {rank.rank} of {rank.world_size} ({rank.strategy}): total {human_bytes(rank.total_bytes)} "
+             f"(step peak {human_bytes(rank.peak_bytes)}, parameters {human_bytes(rank.params_bytes)}); "
+             f"collectives: {ops}"]
+    if rank.buckets_bytes:
+        lines.append(f"DDP gradient buckets: {human_bytes(rank.buckets_bytes)}")
+    return lines + list(rank.notes)
 
 
 def _peak_text(timeline: MemoryTimeline) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..analysis.distributed import FsdpUnit, RankMemory
 from ..analysis.memory import MeasuredMemory
 from ..analysis.module_tree import leaf_storages
 from ..model import Graph, NodeKind, node_positions, to_compact
@@ -44,6 +45,8 @@ def payload(
     depth: int | None = None,
     measured: MeasuredMemory | None = None,
     user: UserOverlays | None = None,
+    rank: RankMemory | None = None,
+    units: Sequence[FsdpUnit] = (),
 ) -> dict[str, Any]:
     """The viewer's input for `graph` (see the contract in `graphviz_app.viewer`).
 
@@ -60,6 +63,9 @@ def payload(
         measured: a measurement of the step `graph` was traced from (`graphviz_app.memory.measure(...)
             .measured`): its live bytes per backward step are charted beside the predicted ones.
         user: your own numbers, one colouring each (`user_overlays`).
+        rank: a rank's figures (`trace_rank_step(...).memory`): its collectives marked on the memory chart
+            and in the details of the node that issued them, its DDP buckets and notes under the chart;
+            `units`: its FSDP units (`trace_rank_step(...).units`), for the replay of a rank.
 
     Raises:
         ValueError: `rankdir` is not one of RANKDIRS, `measured` measured another graph, or
@@ -74,7 +80,7 @@ def payload(
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
     with _gc_paused():
         return _payload(graph, title=title, rankdir=rankdir, extra_overlays=extra_overlays, series=series, roll=roll,
-                        depth=depth, measured=measured, user=user)
+                        depth=depth, measured=measured, user=user, rank=rank, units=units)
 
 
 @contextlib.contextmanager
@@ -96,13 +102,14 @@ def _gc_paused() -> Iterator[None]:
 
 def _payload(graph: Graph, *, title: str, rankdir: str, extra_overlays: Sequence[Mapping[str, Any]],
              series: Sequence[Mapping[str, Any]], roll: bool, depth: int | None, measured: MeasuredMemory | None,
-             user: UserOverlays | None) -> dict[str, Any]:
+             user: UserOverlays | None, rank: RankMemory | None = None,
+             units: Sequence[FsdpUnit] = ()) -> dict[str, Any]:
     positions = node_positions(graph.nodes)  # id -> index, once for the columns, the boxes and the colourings
     columns = to_compact(graph, positions=positions)
     ends = columns["edges"]["src"], columns["edges"]["dst"]
     tree = build_tree(graph, roll=roll, ends=ends)
     mine = user_overlays(graph, tree, user or {}, positions=positions)  # checked before the longer work
-    memory = memory_view(graph, tree, measured=measured)
+    memory = memory_view(graph, tree, measured=measured, rank=rank, units=units)
     built = overlays(graph, tree, ends=ends, edge_kinds=columns["edges"]["kind"]) + memory.overlays
     memory.mark(built)
     given = {o.get("key") for o in extra_overlays}

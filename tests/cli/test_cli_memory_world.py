@@ -60,6 +60,10 @@ def test_the_table_has_a_row_per_world_size(capsys: pytest.CaptureFixture[str]) 
     (["--world-size", "2", "--measure", "--batch", "4"], "leave out --batch and --budget"),
     (["--world-size", "8", "--device", "cpu"], "--world-size forecasts on fake tensors (meta)"),
     (["--world-size", "8", "--optimizer", "adam"], "takes the precision and optimizer from FUNC"),
+    (["--world-size", "2", "--verify", "--batch", "4"], "leave out --batch, --budget and --measure"),
+    (["--world-size", "2", "--what-if", "fsdp_keep", "--budget", "1GiB"], "leave out --batch and --budget"),
+    (["--world-size", "2", "--what-if", "fsdp_keep,no-such"], "argument --what-if: expected function names"),
+    (["--what-if", "fsdp_keep"], "--what-if compares setups of a distributed job: add --world-size N"),
 ])
 def test_flags_that_cannot_go_with_world_sizes_are_refused_before_anything_runs(
         extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,3 +104,56 @@ def test_batches_and_budget_give_an_entry_per_world_size_and_batch_and_the_large
         assert entry["total_bytes"] == library.total_bytes
     assert report["largest_batch"] == [
         {"world_size": 8, "batch": largest_batch_world(dist_jobs.job("fsdp"), world_size=8, budget_bytes=3_000_000)}]
+
+
+@pytest.mark.slow  # per row: two real gloo ranks (each a fresh process importing torch) started from the worker
+def test_verify_checks_each_what_if_row_on_real_ranks_and_prints_predicted_against_verified(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "2", "--what-if", "tp,ddp", "--verify",
+                         "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert [r["setup"] for r in report["what_if"]] == ["fsdp", "tp", "ddp"]
+    assert "DDP cannot run on fake tensors" in report["what_if"][2]["error"]
+    rows = {r["setup"]: r for r in report["verified"]}
+    for name in ("fsdp", "tp"):
+        row = rows[name]
+        assert row["method"].startswith("2 real gloo rank(s)")
+        tracker = row["verified_total_bytes"]  # the tracker on the real ranks, one collective buffer of slack
+        assert abs(row["predicted_total_bytes"] - tracker) <= 0.03 * tracker, row
+    assert rows["ddp"]["predicted_total_bytes"] is None and rows["ddp"]["verified_total_bytes"] > 0  # real ranks
+
+
+@pytest.mark.slow
+def test_verify_beyond_two_ranks_checks_on_the_fake_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "8", "--what-if", "fsdp_keep", "--verify"],
+                        capsys)
+    assert code == 0
+    table = out.split("verified against PyTorch's tracker (rank 0's total):")[1].splitlines()
+    assert table[1].split()[:2] == ["setup", "predicted"]
+    for line, name in zip(table[2:4], ("fsdp @ 8", "fsdp_keep @ 8"), strict=True):
+        assert line.startswith(name) and "+0.00%" in line and "fake cluster of 8, FSDPMemTracker" in line, line
+
+
+@pytest.mark.slow
+def test_output_writes_rank_0_s_step_into_the_viewer_with_its_collectives(capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path) -> None:
+    import base64
+    import gzip
+    import re
+
+    out_file = tmp_path / "rank0.html"
+    code, _, err = _run(["memory", f"{JOBS}:fsdp", "--world-size", "4", "-o", str(out_file)], capsys)
+    assert code == 0 and f"wrote {out_file}" in err
+    found = re.search(r'id="gv-payload">([^<]*)<', out_file.read_text(encoding="utf-8"))
+    assert found is not None
+    data = json.loads(gzip.decompress(base64.b64decode(found[1])))
+    live = data["series"][0]
+    forecast = forecast_world(dist_jobs.job("fsdp"), world_size=4)
+    assert [e["op"] for e in live["events"]] == [c.op for c in forecast.collectives]
+    assert live["notes"][0].startswith("rank 0 of 4 (FSDP2)") and "sharding" in data["graph"]["tensors"]
+
+
+def test_output_with_world_sizes_must_be_html(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["memory", f"{JOBS}:fsdp", "--world-size", "4", "-o", "rank0.svg"], capsys)
+    assert code == 2 and "-o writes the interactive viewer of rank 0's step: end the name in .html" in err, err

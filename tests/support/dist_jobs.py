@@ -148,3 +148,36 @@ def raises_on_rank_1() -> Any:
 def no_process_group_needed() -> Any:
     """A FUNC that wraps nothing: a plain model, replicated (no collective at all)."""
     return plain_model(1), torch.randn(BATCH, SEQ, D)
+
+
+def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -> dict[str, int]:
+    """On a rank: `graphviz_app.memory.measure` of the step's forward and backward, then PyTorch's tracker on the
+    same forward and backward (the output held during backward, as `measure` holds it), after the warm-up
+    (one step; two for DDP).
+
+    Returns the bytes: measure's peak plus what the rank holds anyway (local parameter shards, buffers,
+    inputs, DDP's buckets), the tracker's peak, and the replay's peak plus the same.
+    """
+    from graphviz_app.memory import measure
+    from graphviz_app.tracing.distributed.rank_step import ddp_buckets
+    from graphviz_app.tracing.distributed.shards import local_storage_bytes
+    from graphviz_app.tracing.distributed.torch_trackers import torch_tracker
+
+    model, x = result[0], result[1]
+
+    def step() -> None:
+        out = model(x)
+        out.sum().backward()
+        del out
+        for p in model.parameters():
+            p.grad = None
+
+    for _ in range(2 if isinstance(model, torch.nn.parallel.DistributedDataParallel) else 1):
+        step()  # DDP rebuilds its buckets in its second step: the steady state comes after it
+    held = local_storage_bytes([*model.parameters(), *model.buffers(), x]) + sum(ddp_buckets(model))
+    m = measure(model, x)
+    with torch_tracker(model, None, [x]) as peak:
+        step()
+    assert peak.total_bytes is not None
+    return {"measured": m.measured.peak_bytes + held, "tracker": peak.total_bytes,
+            "replayed": m.predicted.peak_bytes + held}

@@ -16,7 +16,7 @@ from torch.distributed.tensor import DTensor
 
 from ...analysis.distributed import CollectiveEvent
 from ..memory.counting import LiveStorages, tensors_in
-from ..torch_internals import fake_tensor_api, wait_tensor_op
+from ..torch_internals import dtensor_shape_propagator, fake_tensor_api, wait_tensor_op
 
 __all__ = ["RankStorages"]
 
@@ -42,6 +42,7 @@ class RankStorages(LiveStorages):
         self.phase = "forward"
         self.events: list[CollectiveEvent] = []
         self._resize: Any = None
+        self._propagate: Any = None
 
     def __enter__(self) -> RankStorages:
         super().__enter__()
@@ -55,10 +56,22 @@ class RankStorages(LiveStorages):
             return out
 
         torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign, assignment]
+        propagator = dtensor_shape_propagator()
+        self._propagate = propagate = propagator._propagate_tensor_meta_non_cached  # type: ignore[attr-defined]
+
+        def shapes_only(prop: Any, *args: Any, **kwargs: Any) -> Any:
+            paused, counter.paused = counter.paused, True
+            try:
+                return propagate(prop, *args, **kwargs)
+            finally:
+                counter.paused = paused
+
+        propagator._propagate_tensor_meta_non_cached = shapes_only  # type: ignore[attr-defined]
         return self
 
     def __exit__(self, *exc: Any) -> None:
         torch.UntypedStorage.resize_ = self._resize  # type: ignore[method-assign]
+        dtensor_shape_propagator()._propagate_tensor_meta_non_cached = self._propagate  # type: ignore[attr-defined]
         super().__exit__(*exc)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

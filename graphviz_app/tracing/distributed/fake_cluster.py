@@ -72,13 +72,15 @@ def fake_cluster(world_size: int, rank: int = 0) -> Iterator[Any]:
 
 
 def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, where: str = "FUNC",
-                   warmup: int | None = None, batch: int | None = None) -> RankMemory:
+                   warmup: int | None = None, batch: int | None = None,
+                   with_torch_tracker: bool = False) -> RankMemory:
     """`rank`'s step of `func`'s job on `world_size` GPUs, forecast on a fake cluster (nothing allocated).
 
     `func` takes no arguments, builds and wraps the model as the training script
     does (reading `dist.get_world_size()` and `dist.get_rank()`), and returns it
     with its inputs (and optimizer) in a form `rank_step` takes. `batch` sets the
-    first dimension of every input tensor (the batch per GPU).
+    first dimension of every input tensor (the batch per GPU). With `with_torch_tracker`, PyTorch's
+    tracker (FSDPMemTracker, MemTracker) follows the same fake step (`tracker_bytes`).
 
     Raises:
         DistributedError: `func` failed (its message, with the world size), or returned no step.
@@ -95,7 +97,8 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
             step = dataclasses.replace(step, args=resized(step.args, batch=batch),
                                        kwargs=resized(dict(step.kwargs), batch=batch))
         try:
-            return run_rank_step(step, rank=rank, world_size=world_size, warmup=warmup)
+            return run_rank_step(step, rank=rank, world_size=world_size, warmup=warmup,
+                                 with_torch_tracker=with_torch_tracker)
         except DistributedError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's model: say where and at which size

@@ -9,6 +9,7 @@ or the time is up, so nothing is left waiting in a collective.
 from __future__ import annotations
 
 import datetime
+import importlib
 import importlib.util
 import os
 import pickle
@@ -27,7 +28,7 @@ from ...analysis.distributed import RankMemory, RankTable, rank_table
 from ...errors import DistributedError
 from .rank_step import RankStep, rank_step, run_rank_step
 
-__all__ = ["measure_rank", "gather_ranks", "run_ranks", "load_func", "rank_process"]
+__all__ = ["measure_rank", "gather_ranks", "run_ranks", "call_ranks", "load_func", "rank_process"]
 
 
 def measure_rank(result: Any, *, where: str = "FUNC", warmup: int | None = None,
@@ -86,10 +87,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _measured(result: Any, target: str, with_torch_tracker: bool) -> RankTable | None:
+    """What `run_ranks` does on each rank: measure the step, gather every rank's figures on rank 0."""
+    return gather_ranks(measure_rank(result, where=target, with_torch_tracker=with_torch_tracker))
+
+
+def _per_rank(name: str) -> Any:
+    module, _, func = name.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def rank_process(rank: int, world_size: int, port: int, target: str, with_torch_tracker: bool, timeout_s: float,
-                 out: Path) -> None:
-    """One rank (a process of its own): join the gloo group, run FUNC's step measured, gather on rank 0, and
-    write what it has for the launcher to `out` (pickled: ("table" | "done" | "error", rank, value))."""
+                 out: Path, per_rank: str = "") -> None:
+    """One rank (a process of its own): join the gloo group, call FUNC, hand its result to `per_rank` ("module:
+    function", called as function(result, target, with_torch_tracker); default: measure the step and gather on
+    rank 0), and write what it returned for the launcher to `out` (pickled: ("value" | "error", rank, value))."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank))
     message: tuple[str, int, Any]
@@ -101,9 +113,8 @@ def rank_process(rank: int, world_size: int, port: int, target: str, with_torch_
             result = func()
         except Exception as e:  # noqa: BLE001 - the user's FUNC
             raise DistributedError(f"{target} failed on rank {rank}: {type(e).__name__}: {e}") from e
-        mine = measure_rank(result, where=target, with_torch_tracker=with_torch_tracker)
-        table = gather_ranks(mine)
-        message = ("table", rank, table) if table is not None else ("done", rank, None)
+        use = _per_rank(per_rank) if per_rank else _measured
+        message = ("value", rank, use(result, target, with_torch_tracker))
     except BaseException as e:  # noqa: BLE001 - whatever a rank raises reaches the launcher as text
         text = str(e) if isinstance(e, DistributedError) else f"{type(e).__name__}: {e}"
         message = ("error", rank, text + "\n" + "".join(traceback.format_exception(e)[-3:]))
@@ -139,36 +150,49 @@ def run_ranks(target: str, *, nprocs: int = 2, timeout_s: float = 300.0,
     Raises:
         DistributedError: a rank raised (its rank and message), a rank died, or the time ran out.
     """
+    table = call_ranks(target, nprocs=nprocs, timeout_s=timeout_s, with_torch_tracker=with_torch_tracker)[0]
+    if not isinstance(table, RankTable):
+        raise DistributedError(f"rank 0 of {target} sent no table")
+    return table
+
+
+def call_ranks(target: str, *, per_rank: str = "", nprocs: int = 2, timeout_s: float = 300.0,
+               with_torch_tracker: bool = False) -> list[Any]:
+    """Start `nprocs` gloo ranks, each calling `SCRIPT.py:FUNC` then `per_rank` ("module:function", importable by
+    the ranks; called as function(result, target, with_torch_tracker)) on what it returned; each rank's answer,
+    by rank. The default `per_rank` measures the step and gathers the table on rank 0 (`run_ranks`).
+
+    Raises:
+        DistributedError: a rank raised (its rank and message), a rank died, or the time ran out.
+    """
     if nprocs < 1:
         raise DistributedError(f"run_ranks needs at least one rank, got {nprocs}")
     load_func(target)  # a wrong target is said here, once, not by every rank
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the same graphviz_app
-    table: RankTable | None = None
+    values: dict[int, Any] = {}
     with tempfile.TemporaryDirectory(prefix="graphviz-app-ranks-") as folder:
         outs = [Path(folder) / f"rank{r}.pickle" for r in range(nprocs)]
         logs = [(Path(folder) / f"rank{r}.log").open("wb") for r in range(nprocs)]
         procs = [subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(r), str(nprocs), str(port), target, str(int(with_torch_tracker)),
-             str(timeout_s), str(outs[r])], env=env, stdin=subprocess.DEVNULL, stdout=logs[r],
+             str(timeout_s), str(outs[r]), per_rank], env=env, stdin=subprocess.DEVNULL, stdout=logs[r],
             stderr=subprocess.STDOUT) for r in range(nprocs)]
         deadline = time.monotonic() + timeout_s
-        finished: set[int] = set()
         try:
-            while len(finished) < nprocs:
+            while len(values) < nprocs:
                 if time.monotonic() > deadline:
                     raise DistributedError(f"the {nprocs} ranks of {target} did not finish in {timeout_s:g} s: "
                                            "every rank was stopped")
                 for r, (p, out) in enumerate(zip(procs, outs, strict=True)):
-                    if r in finished:
+                    if r in values:
                         continue
                     if out.exists():
                         kind, rank, value = pickle.loads(out.read_bytes())
                         if kind == "error":
                             raise DistributedError(f"rank {rank} of {target} raised: {value.strip()}\n"
                                                    "every rank was stopped")
-                        finished.add(r)
-                        table = value if kind == "table" else table
+                        values[r] = value
                     elif p.poll() is not None:
                         tail = Path(logs[r].name).read_text(errors="replace").strip().splitlines()[-3:]
                         raise DistributedError(f"rank {r} of {target} died (exit code {p.returncode}) without a "
@@ -178,12 +202,10 @@ def run_ranks(target: str, *, nprocs: int = 2, timeout_s: float = 300.0,
             _stop(procs)
             for log in logs:
                 log.close()
-    if table is None:
-        raise DistributedError(f"rank 0 of {target} sent no table")
-    return table
+    return [values[r] for r in range(nprocs)]
 
 
 _CHILD = ("import sys\nfrom pathlib import Path\n"
           "from graphviz_app.tracing.distributed.ranks import rank_process\n"
           "a = sys.argv[1:]\n"
-          "rank_process(int(a[0]), int(a[1]), int(a[2]), a[3], a[4] == '1', float(a[5]), Path(a[6]))\n")
+          "rank_process(int(a[0]), int(a[1]), int(a[2]), a[3], a[4] == '1', float(a[5]), Path(a[6]), a[7])\n")

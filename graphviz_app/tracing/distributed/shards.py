@@ -70,19 +70,30 @@ class ShardLookup:
     def __init__(self) -> None:
         self.active = "torch.distributed.tensor" in sys.modules
         self._fsdp: dict[int, tuple[Any, Any, str | None]] | None = None
+        self._fsdp_storages: dict[int, tuple[Any, Any, str | None]] = {}
+
+    def _unsharded(self) -> dict[int, tuple[Any, Any, str | None]]:
+        if self._fsdp is None:
+            self._fsdp = fsdp_unsharded_params()
+            for hit in self._fsdp.values():  # under FSDP+TP a saved DTensor is a new object on the same storage
+                if is_dtensor(hit[0]):
+                    self._fsdp_storages[id(hit[0]._local_tensor.untyped_storage())] = hit
+        return self._fsdp
 
     def find(self, t: torch.Tensor) -> tuple[torch.Tensor, str, str | None] | None:
         """(the local shard, how the whole is laid out, the parameter's name or None), or None for a plain tensor."""
         if not self.active:
             return None
+        hit = None
         if t.is_leaf:  # FSDP's unsharded parameter (a DTensor itself under FSDP+TP): the sharded one is held
-            if self._fsdp is None:
-                self._fsdp = fsdp_unsharded_params()
-            hit = self._fsdp.get(id(t))
-            if hit is not None and hit[0] is t:
-                sharded = hit[1]
-                return (local_part(sharded).detach(),
-                        f"{sharding_text(sharded)}; all-gathered (FSDP) while its unit runs", hit[2])
+            hit = self._unsharded().get(id(t))
+            hit = hit if hit is not None and hit[0] is t else None
+        elif is_dtensor(t) and self._unsharded():
+            hit = self._fsdp_storages.get(id(t._local_tensor.untyped_storage()))  # type: ignore[attr-defined]
+        if hit is not None:
+            sharded = hit[1]
+            return (local_part(sharded).detach(),
+                    f"{sharding_text(sharded)}; all-gathered (FSDP) while its unit runs", hit[2])
         if is_dtensor(t):
             return local_part(t).detach(), sharding_text(t), None
         return None

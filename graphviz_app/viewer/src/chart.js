@@ -4,10 +4,12 @@
 // A second series over the same steps (`of`: the first one's key; the measured live bytes) is drawn
 // as a line beside it, its peak marked too, with a legend naming both.
 import { format } from "./colour.js";
+import { collectiveRows, collectiveText } from "./details.js";
 import { h } from "./dom.js";
 import { el } from "./draw.js";
 
 /** @typedef {import("./types.js").Series} Series */
+/** @typedef {import("./types.js").Collective} Collective */
 /** @typedef {import("./graph.js").GraphData} GraphData */
 
 const HEIGHT = 104, LEFT = 64, RIGHT = 12, TOP = 18, BOTTOM = 18;
@@ -36,6 +38,17 @@ export function companionSeries(list, series) {
         s.values.every((v) => v === null || (typeof v === "number" && isFinite(v)))) return s;
   }
   return null;
+}
+
+/**
+ * The collectives of `series` that can be marked: a string op, a byte count and a step on the chart.
+ * @param {Series} series
+ * @returns {Collective[]}
+ */
+export function chartEvents(series) {
+  const n = series.values.length;
+  return (Array.isArray(series.events) ? series.events : []).filter((e) => e && typeof e.op === "string" &&
+    typeof e.bytes === "number" && Number.isInteger(e.step) && e.step >= 0 && e.step < n);
 }
 
 export class StepChart {
@@ -68,6 +81,7 @@ export class StepChart {
     /** The step node i runs at, -1 for none. @param {number} i @returns {number} */
     this.nodeStep = (i) => (i >= 0 && i < ns.length && ns[i] >= 0 && ns[i] < this.n ? ns[i] : -1);
     this.selected = -1;
+    this.events = chartEvents(series);
     this.hoverText = h("span", { class: "gv-chart-hover", "data-testid": "viewer-chart-hover" });
     const head = h("div", { class: "gv-chart-head" },
       h("span", { class: "gv-chart-title", text: `${series.label || "series"} · ` }),
@@ -80,6 +94,10 @@ export class StepChart {
         h("span", { class: "gv-chart-key gv-chart-key-measured" }), h("span", { text: "measured" }),
         h("span", { class: "gv-chart-legend-peak", "data-testid": "viewer-chart-measured-peak-text",
                     text: ` · ${this._otherPeakText()}` })));
+    }
+    if (this.events.length) {
+      this.root.appendChild(h("div", { class: "gv-chart-note", "data-testid": "viewer-chart-collectives",
+                                       text: `${this.events.length.toLocaleString()} collective(s) marked ▾` }));
     }
     if (Array.isArray(series.notes) && series.notes.length) {
       this.root.appendChild(h("div", { class: "gv-chart-note", text: series.notes.join(" · ") }));
@@ -131,7 +149,8 @@ export class StepChart {
   _stepText(k) {
     const node = this.stepNode[k];
     return `step ${k.toLocaleString()}: ${node >= 0 ? this.graph.name(node) + " " + this.graph.id(node) : "the end of the forward"}` +
-      (this.o ? ` · predicted ${this._value(k)} · measured ${this._otherValue(k)}` : ` · ${this._value(k)}`);
+      (this.o ? ` · predicted ${this._value(k)} · measured ${this._otherValue(k)}` : ` · ${this._value(k)}`) +
+      this.events.filter((e) => e.step === k).map((e) => " · " + collectiveText(e)).join("");
   }
   // Plot geometry for the current width: columns of steps (several steps per column when they outnumber pixels).
   _geometry() {
@@ -197,7 +216,20 @@ export class StepChart {
                            "text-anchor": px > width / 2 ? "end" : "start", "data-testid": "viewer-chart-peak-label" }, peak);
     t.textContent = `peak ${this._value(this.peak)}`;
     if (this.o && this.oPeak >= 0) this._otherPeakMark(px, t);
+    this._collectiveMarks(base);
     this.highlight(this.selected);
+  }
+  // A rank's collectives: a tick under the axis at the step where each was issued, its op and bytes as its title.
+  /** @param {number} base */
+  _collectiveMarks(base) {
+    for (const e of this.events) {
+      const x = this._x(e.step);
+      const mark = el("g", { class: "gv-chart-collective", "data-testid": "viewer-chart-collective",
+                             "data-step": String(e.step), "data-op": e.op }, this.svg);
+      el("rect", { class: "gv-chart-hit", x: x - 5, y: base, width: 10, height: BOTTOM - 4 }, mark);
+      el("line", { x1: x, x2: x, y1: base, y2: base + 6 }, mark);
+      el("title", {}, mark).textContent = collectiveText(e) + ` at step ${e.step.toLocaleString()}`;
+    }
   }
   // The second series as a line of steps, broken where it has no value.
   _otherPath() {
@@ -260,11 +292,12 @@ export class StepChart {
   /** @param {number} i @returns {[string, string][]} */
   rows(i) {
     const k = this.nodeStep(i);
-    if (k < 0) return [];
+    if (k < 0) return collectiveRows(this.events, i);
     /** @type {[string, string]} */
     const step = ["backward step", `${k.toLocaleString()} of ${(this.n - 1).toLocaleString()}` + (k === this.peak ? " (the peak)" : "")];
-    if (!this.o) return [step, [this.s.label || "value", this._value(k)]];
+    if (!this.o) return [step, [this.s.label || "value", this._value(k)], ...collectiveRows(this.events, i)];
     return [step, [`${this.s.label || "value"}, predicted`, this._value(k)],
-      [`${this.s.label || "value"}, measured`, this._otherValue(k) + (k === this.oPeak ? " (the measured peak)" : "")]];
+      [`${this.s.label || "value"}, measured`, this._otherValue(k) + (k === this.oPeak ? " (the measured peak)" : "")],
+      ...collectiveRows(this.events, i)];
   }
 }

@@ -7,6 +7,7 @@ import { bytes, format } from "./colour.js";
 /** @typedef {import("./graph.js").Grad} Grad */
 /** @typedef {import("./tree.js").Tree} Tree */
 /** @typedef {import("./types.js").Overlay} Overlay */
+/** @typedef {import("./types.js").Collective} Collective */
 /** A details row: what, and its value in words. @typedef {[string, string]} Row */
 
 /** @type {Record<string, string>} */
@@ -24,6 +25,7 @@ function tensorRows(t, graph, i) {
   rows.push(["shape", graph.shapeText(i)], ["dtype", t.dtype], ["device", t.device],
     ["size", `${t.numel.toLocaleString()} element${t.numel === 1 ? "" : "s"}, ${bytes(t.bytes)}`]);
   if (t.storageBytes !== null && t.storageBytes !== undefined && t.storageBytes !== t.bytes) rows.push(["storage", bytes(t.storageBytes)]);
+  if (t.sharding) rows.push(["sharding", t.sharding]);
   if (t.values) rows.push(["values", t.values.join(", ")]);
   rows.push(["requires grad", t.requiresGrad ? "yes" : "no"]);
   return rows;
@@ -72,7 +74,7 @@ export function nodeRows(graph, i, savedOf) {
 }
 
 /**
- * Box g's details, with its value in every overlay.
+ * Box g's details, with its value in every overlay (in words where the overlay gives them: a check's verdict).
  * @param {GraphData} graph
  * @param {Tree} tree
  * @param {number} g
@@ -93,8 +95,47 @@ export function groupRows(graph, tree, g, overlays) {
   if (tree.isRepeat(g)) rows.push(["instances", tree.count[g].toLocaleString() + ` (showing ${(tree.shown(g) + 1).toLocaleString()})`]);
   rows.push(["ops", tree.ops[g].toLocaleString()], ["nodes", tree.size[g].toLocaleString()]);
   for (const o of overlays) {
+    const words = (o.text || [])[g];
     const v = (o.group || [])[g];
-    if (v !== null && v !== undefined) rows.push([o.key === "gradient" ? "largest gradient norm" : o.label, format(v, o.unit)]);
+    if (words) rows.push([o.key, words]);
+    else if (v !== null && v !== undefined) rows.push([o.key === "gradient" ? "largest gradient norm" : o.label, format(v, o.unit)]);
   }
   return rows;
+}
+
+/**
+ * Node i's value in each overlay but the gradient's (in the details already), in words where the overlay gives them.
+ * @param {Overlay[]} overlays
+ * @param {number} i
+ * @returns {Row[]}
+ */
+export function overlayRows(overlays, i) {
+  /** @type {Row[]} */
+  const rows = [];
+  for (const o of overlays) {
+    const words = (o.node_text || [])[i];
+    const v = o.node[i];
+    if (words) rows.push([o.key, words]);
+    else if (o.key !== "gradient" && v !== null && v !== undefined) rows.push([o.label, format(v, o.unit)]);
+  }
+  return rows;
+}
+
+/**
+ * A collective in words: "_allgather_base_ 129.3 KiB (backward)".
+ * @param {Collective} e
+ * @returns {string}
+ */
+export function collectiveText(e) {
+  return `${e.op} ${bytes(e.bytes)} (${e.phase})`;
+}
+
+/**
+ * Rows for the collectives node i issued (a rank's all-gathers, reduce-scatters, all-reduces).
+ * @param {Collective[]} events
+ * @param {number} i
+ * @returns {Row[]}
+ */
+export function collectiveRows(events, i) {
+  return events.filter((e) => e.node === i).map((e) => /** @type {Row} */ (["collective issued", collectiveText(e)]));
 }

@@ -18,6 +18,7 @@
  * @property {string | null} storage
  * @property {boolean} freed
  * @property {number | null} storageBytes
+ * @property {string | null} sharding  how a rank's DTensor is laid out (local shard of a global shape)
  */
 
 /**
@@ -96,6 +97,7 @@ export class GraphData {
       name: this.s(c.name[t]), shape: c.shape[t], dtype: this.s(c.dtype[t]), device: this.s(c.device[t]),
       numel: c.numel[t], bytes: c.bytes[t], requiresGrad: !!c.requires_grad[t], values: c.values[t],
       storage: this.s(c.storage[t]), freed: !!c.freed[t], storageBytes: c.storage_bytes[t],
+      sharding: c.sharding ? this.s(c.sharding[t]) : null,
     };
   }
   /** @param {number} i @returns {string} */

@@ -34,6 +34,7 @@
  * @property {StringIndex[]} storage
  * @property {(0 | 1)[]} freed
  * @property {(number | null)[]} storage_bytes
+ * @property {number[]} [sharding]  how a rank's DTensor is laid out (string indices; only when any is sharded)
  */
 
 /** A statistic strict JSON can carry: a number, or "nan", "inf", "-inf". @typedef {number | "nan" | "inf" | "-inf"} Stat */
@@ -104,6 +105,7 @@
  * @property {(number | null)[]} node
  * @property {(number | null)[]} [group]
  * @property {(string | null)[]} [text]  per box, the value in words (the model check's verdict)
+ * @property {(string | null)[]} [node_text]  per node, the value in words (the model check's verdict)
  * @property {number[]} [flag]  nodes drawn red
  * @property {number[]} [mark]  nodes ringed
  * @property {string} [mark_label]
@@ -125,6 +127,17 @@
  * @property {number} [peak_bytes]
  * @property {string} [of]  the key of the series this one is drawn beside
  * @property {string[]} [notes]
+ * @property {Collective[]} [events]  a rank's collectives, at the step where each was issued
+ */
+
+/**
+ * A collective a rank ran (all-gather, reduce-scatter, all-reduce), marked on the memory chart.
+ * @typedef {object} Collective
+ * @property {string} op
+ * @property {number} bytes
+ * @property {string} phase  "forward", "backward" or "optimizer"
+ * @property {number} step  the chart's step where it was issued (0: the forward, or the start of backward)
+ * @property {number} [node]  the node running when it was issued (its index), when known
  */
 
 /**

@@ -1,8 +1,8 @@
 // @ts-check
 // The viewer: one graph, its boxes, the drawing, and what a person does with it.
 import { StepChart, companionSeries, drawableSeries } from "./chart.js";
-import { Scale, format } from "./colour.js";
-import { groupRows, nodeRows } from "./details.js";
+import { Scale } from "./colour.js";
+import { groupRows, nodeRows, overlayRows } from "./details.js";
 import { showRows, skeleton } from "./dom.js";
 import { drawScene, el } from "./draw.js";
 import { readFragment, writeFragment } from "./fragment.js";
@@ -214,12 +214,7 @@ export class Viewer {
   // Rows the overlays and the chart add to node i's details (the gradient's are there already).
   /** @param {number} i @returns {[string, string][]} */
   _moreRows(i) {
-    /** @type {[string, string][]} */
-    const rows = [];
-    for (const o of this.overlays) {
-      const v = o.node[i];
-      if (o.key !== "gradient" && v !== null && v !== undefined) rows.push([o.label, format(v, o.unit)]);
-    }
+    const rows = overlayRows(this.overlays, i);
     return this.chart ? rows.concat(this.chart.rows(i)) : rows;
   }
   /** @param {number} g */

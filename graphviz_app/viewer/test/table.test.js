@@ -85,11 +85,11 @@ test("the check column shows a verdict per module and a dash where the graph hol
   assert.equal(columns(plain.data.overlays).find((c) => c.key === "check"), undefined, "no check: no column");
 });
 
-test("unrolled, each module of a checked graph shows its own verdict, the culprit with its size and input", () => {
+test("unrolled, each module of a checked graph shows its own verdict, the culprit with its size, input and line", () => {
   const { data, graph, tree } = loaded("checked");
   const o = data.overlays.find((x) => x.key === "check");
   const words = (/** @type {string} */ label) => o.text[boxNamed(tree, label)];
-  assert.equal(words("blocks.1.fc: Linear"), "culprit: 1.02 x (input input)");
+  assert.equal(words("blocks.1.fc: Linear"), "culprit: 1.02 x (input input), model.py:11");
   assert.equal(words("blocks.1: Block"), "fails inside (blocks.1.fc)");
   assert.equal(words("blocks.2: Block"), "not checked");
   assert.deepEqual(o.flag.map((i) => graph.name(i)), ["AddmmBackward0"]);

@@ -1,0 +1,97 @@
+"""A rank's step in the viewer: its collectives marked on the memory chart and in the details of the node that
+issued them, DTensor layouts in the details, DDP's buckets written under the chart; names as text."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import dist_jobs
+import pytest
+from viewer_support import HOSTILE, open_viewer
+
+from graphviz_app.analysis.distributed import CollectiveEvent, RankMemory
+from graphviz_app.model import NodeKind, human_bytes
+from graphviz_app.tracing.distributed.fake_cluster import fake_cluster
+from graphviz_app.tracing.distributed.rank_graph import RankGraph, trace_rank_step
+from graphviz_app.tracing.distributed.rank_step import rank_step
+from graphviz_app.viewer.html import viewer_html
+from graphviz_app.viewer.memory import rank_lines
+from graphviz_app.viewer.payload import payload
+
+
+@pytest.fixture(scope="module")
+def fsdp_rank() -> RankGraph:
+    with fake_cluster(4):
+        return trace_rank_step(rank_step(dist_jobs.job("fsdp")()), rank=0, world_size=4)
+
+
+def test_the_payload_marks_every_collective_at_the_step_of_the_node_that_issued_it(fsdp_rank: RankGraph) -> None:
+    data = payload(fsdp_rank.graph, rank=fsdp_rank.memory, units=fsdp_rank.units)
+    live = data["series"][0]
+    events = live["events"]
+    index = {n.id: i for i, n in enumerate(fsdp_rank.graph.nodes)}
+    assert [(e["op"], e["bytes"], e["phase"]) for e in events] == [
+        (c.op, c.bytes, c.phase) for c in fsdp_rank.memory.collectives]
+    scatters = [e for e in events if e["op"] == "_reduce_scatter_base_"]
+    assert len(scatters) == 3
+    for e, c in zip(events, fsdp_rank.memory.collectives, strict=True):
+        if c.node is not None:  # at the step its node ran
+            assert e["node"] == index[c.node] and live["node_step"][e["node"]] == e["step"]
+        else:
+            assert e["step"] == 0 and "node" not in e
+    assert live["notes"][0].startswith("rank 0 of 4 (FSDP2): total ")
+    assert "3 _reduce_scatter_base_" in live["notes"][0]
+    assert "sharding" in data["graph"]["tensors"]
+
+
+def test_ddp_buckets_get_a_line_under_the_chart() -> None:
+    ddp = RankMemory(1, 2, "DDP", 1000, 2048, 2048, 0, 0, 64, buckets_bytes=2048,
+                     collectives=(CollectiveEvent("allreduce_", 2048, "backward", 3000, None),),
+                     notes=("DDP: 1 gradient bucket(s) of 2048 bytes (bucket_cap_mb=25); "
+                            "gradient_as_bucket_view=False",))
+    lines = rank_lines(ddp)
+    assert lines[0] == (f"rank 1 of 2 (DDP): total {human_bytes(ddp.total_bytes)} (step peak 1000 B, parameters "
+                        "2.0 KiB); collectives: 1 allreduce_")
+    assert lines[1] == f"DDP gradient buckets: {human_bytes(2048)}" and lines[2].startswith("DDP: 1 gradient bucket")
+
+
+@pytest.mark.browser
+def test_the_chart_marks_collectives_and_a_node_s_details_list_those_it_issued(page, fsdp_rank: RankGraph,  # noqa: ANN001
+                                                                               tmp_path: Path) -> None:
+    path = tmp_path / "rank0.html"
+    # a hostile op name: it must arrive as text in the mark's title and in the details
+    events = tuple(dataclasses.replace(e, op=HOSTILE[1]) if i == 1 else e
+                   for i, e in enumerate(fsdp_rank.memory.collectives))
+    memory = dataclasses.replace(fsdp_rank.memory, collectives=events)
+    path.write_text(viewer_html(fsdp_rank.graph, rank=memory, units=fsdp_rank.units), encoding="utf-8")
+    open_viewer(page, path)
+    marks = page.get_by_test_id("viewer-chart-collective")
+    assert marks.count() == len(events)
+    assert page.get_by_test_id("viewer-chart-collectives").inner_text().startswith(f"{len(events)} collective(s)")
+    titles = page.eval_on_selector_all("[data-testid=viewer-chart-collective] title",
+                                       "els => els.map(e => e.textContent)")
+    kib = f"{events[0].bytes / 1024:.1f}"[:-1]  # the viewer rounds halves up, Python to even: the rest
+    assert any(re.fullmatch(rf"_allgather_base_ {kib}\d KiB \(forward\) at step 0", t) for t in titles), titles
+    issued = next(i for i, e in enumerate(events) if e.node is not None and e.op == "_reduce_scatter_base_")
+    marks.nth(issued).dispatch_event("click")  # marks issued at one step lie on each other
+    details = page.get_by_test_id("viewer-details").inner_text()
+    assert re.search(r"collective issued\t_reduce_scatter_base_ [\d.]+ KiB \(backward\)", details), details
+    assert any(t.startswith(HOSTILE[1]) for t in titles)  # the op's name, as text
+    assert "rank 0 of 4 (FSDP2)" in page.get_by_test_id("viewer-chart").inner_text()
+    assert page.dialogs == [] and page.errors == [] and page.evaluate("window.__pwned") is None
+
+
+@pytest.mark.browser
+def test_a_dtensor_parameter_s_details_show_its_layout(page, tmp_path: Path) -> None:  # noqa: ANN001
+    with fake_cluster(2):
+        traced = trace_rank_step(rank_step(dist_jobs.job("tp")()), rank=0, world_size=2)
+    path = tmp_path / "tp.html"
+    path.write_text(viewer_html(traced.graph, rank=traced.memory), encoding="utf-8")
+    leaf = next(n for n in traced.graph.nodes if n.kind is NodeKind.LEAF and n.tensor and n.tensor.sharding)
+    assert leaf.tensor is not None
+    open_viewer(page, path, f"#sel={leaf.id}")
+    details = page.get_by_test_id("viewer-details").inner_text()
+    assert f"sharding\t{leaf.tensor.sharding}" in details, details
+    assert page.errors == []
