@@ -35,7 +35,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from graphviz_app import record, save, trace  # noqa: E402
-from graphviz_app.model import Graph, node_positions, to_compact  # noqa: E402
+from graphviz_app.model import Graph, to_compact  # noqa: E402
 from graphviz_app.tracing.big_stack import call_with_large_stack  # noqa: E402
 from graphviz_app.viewer import viewer_html  # noqa: E402
 from graphviz_app.viewer.compare import compare_html  # noqa: E402
@@ -146,8 +146,7 @@ def saving(n: int, runs: int, *, browser: bool = True) -> None:
         gc.collect()
         gc.disable()  # as payload() builds them (viewer.payload._gc_paused)
         steps = {}
-        steps["node_positions"], positions = _cpu(lambda: node_positions(graph.nodes))
-        steps["to_compact"], columns = _cpu(lambda: to_compact(graph, positions=positions))
+        steps["to_compact"], columns = _cpu(lambda: to_compact(graph))
         ends = columns["edges"]["src"], columns["edges"]["dst"]
         steps["build_tree"], tree = _cpu(lambda: build_tree(graph, ends=ends))
         steps["overlays"], _ = _cpu(lambda: overlays(graph, tree, ends=ends, edge_kinds=columns["edges"]["kind"]))

@@ -48,6 +48,7 @@ _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "require
                   "storage", "freed", "storage_bytes")
 _EDGE_KIND_INDEX = {kind.value: i for i, kind in enumerate(_EDGE_KINDS)}
 _IS_NOT_NONE = functools.partial(operator.is_not, None)
+_AFTER_N = operator.itemgetter(slice(1, None))  # "n17" -> "17"
 
 
 class _Strings(dict[str | None, int]):
@@ -96,7 +97,8 @@ def node_positions(nodes: Sequence[Node]) -> dict[str, int]:
 def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dict[str, Any]:
     """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
 
-    `positions` (node id -> index, `node_positions(graph.nodes)`) saves building it again when the caller has it.
+    `positions` (node id -> index, `node_positions(graph.nodes)`): the caller's map, else one is built when
+    the ids are not n0, n1, ... in order (those are read from the ids).
     Each column is made by `map` over the records (attribute getters and dict lookups in C): a
     million-node graph has tens of millions of column entries, and a Python loop per entry was most
     of the time of saving it.
@@ -120,7 +122,6 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
         return list(map(attrgetter(field), records))
 
     nodes: tuple[Node, ...] = graph.nodes
-    position = node_positions(nodes) if positions is None else positions
     ids = plain(nodes, "id")
     plain_ids = all(map(str.__eq__, ids, map("n{}".format, range(len(ids)))))
     tensor_col, tensors = _index_column(plain(nodes, "tensor"))
@@ -155,9 +156,14 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
         tensor_cols["sharding"] = list(map(s.__getitem__, shardings))
     edges: tuple[Edge, ...] = graph.edges
     edge_grad_col, edge_grad_list = _index_column(plain(edges, "grad"), start=len(grads))
+    src, dst = plain(edges, "src"), plain(edges, "dst")
+    places = (_plain_places(src, ids), _plain_places(dst, ids)) if plain_ids and positions is None else (None, None)
+    position: Mapping[str, int] = {}
+    if places[0] is None or places[1] is None or graph.nonfinite_origin is not None:
+        position = node_positions(nodes) if positions is None else positions
     edge_cols = {
-        "src": list(map(position.__getitem__, map(attrgetter("src"), edges))),
-        "dst": list(map(position.__getitem__, map(attrgetter("dst"), edges))),
+        "src": places[0] if places[0] is not None else list(map(position.__getitem__, src)),
+        "dst": places[1] if places[1] is not None else list(map(position.__getitem__, dst)),
         "kind": list(map(_EDGE_KIND_INDEX.__getitem__, map(attrgetter("kind._value_"), edges))),
         "output_nr": plain(edges, "output_nr"), "slot": plain(edges, "slot"), "grad": edge_grad_col,
     }
@@ -176,6 +182,24 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
         **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
         **({"checks": [verdict_to_dict(v) for v in graph.checks]} if graph.checks else {}),
     }
+
+
+def _plain_places(ends: list[str], ids: list[str]) -> list[int] | None:
+    """The places of edge ends in a graph whose ids are n0, n1, ... in order, read from the ids themselves
+    (a million-entry dict's lookups and its building are a second of a million-op chain's save); None
+    where an end is no node's id (the caller looks it up, and says which).
+
+    >>> _plain_places(["n1", "n0"], ["n0", "n1"]), _plain_places(["n2"], ["n0", "n1"]), _plain_places(["x"], ["n0"])
+    ([1, 0], None, None)
+    """
+    try:
+        places = list(map(int, map(_AFTER_N, ends)))
+    except ValueError:
+        return None
+    if places and (min(places) < 0 or max(places) >= len(ids)):
+        return None
+    # exactly the node's id ("n1_0" and "n 5" read as numbers too): the same object, or equal text
+    return places if all(map(operator.eq, map(ids.__getitem__, places), ends)) else None
 
 
 def _index_column(items: Sequence[Any], start: int = 0) -> tuple[list[int], list[Any]]:

@@ -104,11 +104,10 @@ def _payload(graph: Graph, *, title: str, rankdir: str, extra_overlays: Sequence
              series: Sequence[Mapping[str, Any]], roll: bool, depth: int | None, measured: MeasuredMemory | None,
              user: UserOverlays | None, rank: RankMemory | None = None,
              units: Sequence[FsdpUnit] = ()) -> dict[str, Any]:
-    positions = node_positions(graph.nodes)  # id -> index, once for the columns, the boxes and the colourings
-    columns = to_compact(graph, positions=positions)
+    columns = to_compact(graph)  # first: its edge ends serve the boxes and the colourings
     ends = columns["edges"]["src"], columns["edges"]["dst"]
     tree = build_tree(graph, roll=roll, ends=ends)
-    mine = user_overlays(graph, tree, user or {}, positions=positions)  # checked before the longer work
+    mine = user_overlays(graph, tree, user or {})  # checked before the longer work
     memory = memory_view(graph, tree, measured=measured, rank=rank, units=units)
     built = overlays(graph, tree, ends=ends, edge_kinds=columns["edges"]["kind"]) + memory.overlays
     memory.mark(built)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 from saved_graphs import every_field_graph
 
 from graphviz_app.model import Edge, Graph, Node, NodeKind, TensorInfo, node_positions, to_compact
@@ -45,3 +47,10 @@ def test_a_given_id_map_gives_the_same_columns_and_every_field_comes_back() -> N
     data = to_compact(graph, positions=node_positions(graph.nodes))
     assert json.dumps(data) == json.dumps(to_compact(graph))
     assert Graph.from_dict(json.loads(json.dumps(data))) == graph
+
+
+@pytest.mark.parametrize("end", ["n11", "n1_0", "n 1", "n+1", "x"])
+def test_an_edge_to_no_node_is_never_read_as_a_number_from_its_id(end: str) -> None:
+    nodes = tuple(Node(f"n{i}", NodeKind.OP, "MulBackward0") for i in range(11))
+    with pytest.raises(KeyError, match=re.escape(end)):  # the lookup names the id, as before
+        to_compact(Graph(nodes, (Edge("n0", end),)))  # "n1_0" and "n 1" read as the numbers 10 and 1
