@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
-    "assert_same_graph", "memory_timeline", "check_model",
+    "assert_same_graph", "memory_timeline", "check_model", "compare",
 ]
 
 # Where each name lives; the imports under TYPE_CHECKING below are the same arrows, written
@@ -31,12 +31,14 @@ _HOMES = {
     "assert_same_graph": "graphviz_app.analysis.diff",
     "memory_timeline": "graphviz_app.analysis.memory",
     "check_model": "graphviz_app.tracing.model_check",
+    "compare": "graphviz_app.drawing.comparison",
 }
 
 if TYPE_CHECKING:
     from .analysis.diff import assert_same_graph, diff
     from .analysis.memory import memory_timeline
     from .compat import make_dot
+    from .drawing.comparison import compare
     from .drawing.renderer import render, save
     from .model import Graph
     from .tracing.model_check import check_model

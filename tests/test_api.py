@@ -23,7 +23,7 @@ README = Path(__file__).parents[1] / "README.md"
 
 # What the README documents as the library: the shortest path, nothing more.
 DOCUMENTED = ["trace", "render", "save", "make_dot", "Graph", "record", "trace_model", "record_orders", "diff",
-              "assert_same_graph", "memory_timeline", "check_model"]
+              "assert_same_graph", "memory_timeline", "check_model", "compare"]
 
 
 

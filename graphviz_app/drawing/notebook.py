@@ -1,19 +1,22 @@
-"""How a Graph shows itself as a notebook cell's value (`Graph._repr_mimebundle_` calls `mimebundle`)."""
+"""How a Graph, or a pair in synced panes, shows itself as a notebook cell's value (`mimebundle`, `pair_mimebundle`)."""
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..analysis.collapse import collapse
+from ..analysis.diff import GraphDiff
 from ..analysis.module_tree import module_depth, node_modules
 from ..errors import GraphvizAppError
 from ..model import Graph
 from ..viewer import notebook_html
+from ..viewer.compare import compare_notebook_html
+from .diff_style import export_diff
 from .renderer import export
 
-__all__ = ["SVG_MAX_NODES", "PICTURE_MAX_BOXES", "mimebundle", "module_picture", "static_html"]
+__all__ = ["SVG_MAX_NODES", "PICTURE_MAX_BOXES", "mimebundle", "pair_mimebundle", "module_picture", "static_html"]
 
 # Above this many nodes the static SVG is left out: laying it out takes longer than a cell should
 # (3,000 nodes take dot 3 s here, 10,000 over 200 s); the viewer folds any size.
@@ -40,15 +43,40 @@ def mimebundle(graph: Graph, *, standalone: bool = False) -> dict[str, str]:
     (or, when there is none either, no picture) under a note saying what is missing and how to get it,
     so there is always an HTML form and this never raises for a missing part.
     """
-    bundle: dict[str, str] = {"text/plain": repr(graph)}
-    carry = standalone or not _PAGE["bundle_sent"]
-    viewer, viewer_problem = _attempt(lambda: notebook_html(graph, with_bundle=carry))
     picture = module_picture(graph)
-    if len(picture.nodes) <= SVG_MAX_NODES:
-        svg, svg_problem = _attempt(lambda: export(picture, "svg").decode())
+    return _bundle(repr(graph), lambda carry: notebook_html(graph, with_bundle=carry),
+                   lambda: export(picture, "svg").decode(), len(picture.nodes), standalone=standalone)
+
+
+def pair_mimebundle(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"), title: str | None = None,
+                    rankdir: str = "TB", text: str = "", found: GraphDiff | None = None,
+                    standalone: bool = False) -> dict[str, str]:
+    """Two graphs as a notebook cell's value: the synced panes (HTML; the script carried as `mimebundle` carries
+    it, once per kernel), the diff drawn as one picture (SVG, when the two have at most `SVG_MAX_NODES` nodes
+    together) and `text` (text/plain, the diff's summary). `found`: `diff(graph_a, graph_b)`, when already made.
+
+    Raises:
+        ValueError, TypeError: bad `labels`, `rankdir` or graphs (`viewer.compare.compare_payload`).
+    """
+    def html_of(carry: bool) -> str:
+        return compare_notebook_html(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found,
+                                     with_bundle=carry)
+
+    return _bundle(text, html_of, lambda: export_diff(graph_a, graph_b, "svg", found, rankdir=rankdir).decode(),
+                   len(graph_a.nodes) + len(graph_b.nodes), standalone=standalone)
+
+
+def _bundle(text: str, viewer_of: Callable[[bool], str], svg_of: Callable[[], str], svg_nodes: int, *,
+            standalone: bool) -> dict[str, str]:
+    """text/plain, the viewer's HTML (the script in it unless the page has it already) and, if small, the SVG."""
+    bundle: dict[str, str] = {"text/plain": text}
+    carry = standalone or not _PAGE["bundle_sent"]
+    viewer, viewer_problem = _attempt(lambda: viewer_of(carry))
+    if svg_nodes <= SVG_MAX_NODES:
+        svg, svg_problem = _attempt(svg_of)
     else:
         svg, svg_problem = None, (f"no static picture in a cell above {SVG_MAX_NODES:,} nodes "
-                                  f"({len(picture.nodes):,} here): save(graph, \"graph.svg\") draws one")
+                                  f"({svg_nodes:,} here): save(graph, \"graph.svg\") draws one")
     if viewer is not None:
         _PAGE["bundle_sent"] = _PAGE["bundle_sent"] or not standalone
         bundle["text/html"] = viewer

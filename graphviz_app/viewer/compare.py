@@ -10,10 +10,11 @@ from ..analysis.diff import EdgeOnly, GraphDiff
 from ..analysis.diff_view import STATUSES, pair_view
 from ..model import Graph
 from .bundle import bundle_css, bundle_js
-from .html import CONTENT_SECURITY_POLICY
+from .html import CONTENT_SECURITY_POLICY, notebook_cell
 from .payload import RANKDIRS, encode, payload
 
-__all__ = ["COMPARE_FORMAT", "COMPARE_VERSION", "DELTA_KEYS", "compare_payload", "compare_html"]
+__all__ = ["COMPARE_FORMAT", "COMPARE_VERSION", "DELTA_KEYS", "compare_payload", "compare_html", "compare_page",
+           "compare_notebook_html"]
 
 COMPARE_FORMAT = "graphviz-app-compare"
 COMPARE_VERSION = 1
@@ -193,5 +194,29 @@ def compare_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a"
         ValueError, TypeError: as for `compare_payload`.
     """
     data = compare_payload(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found)
-    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(data["title"]), css=bundle_css(),
-                        data=encode(data), js=bundle_js())
+    return compare_page(encode(data), title=data["title"])
+
+
+def compare_page(encoded: str, *, title: str) -> str:
+    """The compare file's text for compare data already encoded (`payload.encode(compare_payload(...))`).
+
+    Raises:
+        RenderError: the viewer's bundle is not built.
+    """
+    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(title), css=bundle_css(), data=encoded,
+                        js=bundle_js())
+
+
+def compare_notebook_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"),
+                          title: str | None = None, rankdir: str = "TB", found: GraphDiff | None = None,
+                          height: int = 720, with_bundle: bool = True) -> str:
+    """The synced panes for a notebook cell: a sandboxed frame like `html.notebook_html`'s, holding the compare
+    payload; the viewer's script travels with the cell only when `with_bundle` (once per kernel). `height`: the
+    frame's, in px (taller than one graph's 640: the panes share it with two toolbars and the summary line).
+
+    Raises:
+        RenderError: the viewer's bundle is not built.
+        ValueError, TypeError: as for `compare_payload`.
+    """
+    data = compare_payload(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found)
+    return notebook_cell(data, mount="mountCompare", title=data["title"], height=height, with_bundle=with_bundle)

@@ -13,7 +13,10 @@ from ..model import Graph
 from .bundle import bundle_css, bundle_gzip, bundle_js
 from .payload import UserOverlays, encode, payload
 
-__all__ = ["CONTENT_SECURITY_POLICY", "viewer_html", "page_html", "notebook_html"]
+__all__ = ["CONTENT_SECURITY_POLICY", "MOUNTS", "viewer_html", "page_html", "notebook_html", "notebook_cell"]
+
+# What a notebook cell's frame may start: one graph, or two in synced panes (`compare.compare_payload`).
+MOUNTS = ("mount", "mountCompare")
 
 # Nothing may be fetched: no default source at all; inline script and styles, WebAssembly compiled
 # from the inline bundle (Graphviz's layout), pictures only from data: and blob: URLs (an exported PNG
@@ -93,13 +96,28 @@ def notebook_html(graph: Graph, *, height: int = 640, with_bundle: bool = True) 
     Raises:
         RenderError: the viewer's bundle is not built.
     """
-    page = _NOTEBOOK_PAGE.format(csp=CONTENT_SECURITY_POLICY, css=bundle_css(), data=encode(payload(graph)),
-                                 missing=json.dumps(_NO_BUNDLE))
+    return notebook_cell(payload(graph), height=height, with_bundle=with_bundle)
+
+
+def notebook_cell(data: Mapping[str, Any], *, mount: str = "mount", title: str = "autograd graph", height: int = 640,
+                  with_bundle: bool = True) -> str:
+    """A notebook cell's viewer frame (as `notebook_html`) showing `data`, started by ``GraphvizAppViewer.<mount>``:
+    "mount" for a viewer payload, "mountCompare" for a compare payload (`compare.compare_payload`).
+
+    Raises:
+        ValueError: `mount` is not one of MOUNTS.
+        RenderError: the viewer's bundle is not built.
+    """
+    if mount not in MOUNTS:
+        raise ValueError(f"mount must be one of {', '.join(MOUNTS)}, got {mount!r}")
+    page = _NOTEBOOK_PAGE.format(csp=CONTENT_SECURITY_POLICY, css=bundle_css(), data=encode(data),
+                                 missing=json.dumps(_NO_BUNDLE), mount=mount, title=html.escape(title))
     carried = ""
     if with_bundle:
         carried = f'<script type="application/octet-stream" id="graphviz-app-bundle">{bundle_gzip()}</script>'
     return (f'<div class="graphviz-app-cell">{carried}'
-            f'<iframe class="graphviz-app-viewer" title="autograd graph" sandbox="allow-scripts allow-downloads" '
+            f'<iframe class="graphviz-app-viewer" title="{html.escape(title, quote=True)}" '
+            f'sandbox="allow-scripts allow-downloads" '
             f'style="width: 100%; height: {int(height)}px; border: 0" srcdoc="{html.escape(page, quote=True)}">'
             f"</iframe><script>{_HAND_OVER}</script></div>")
 
@@ -137,7 +155,7 @@ _NOTEBOOK_PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="generator" content="graphviz-app">
-<title>autograd graph</title>
+<title>{title}</title>
 <style>
 html, body {{ margin: 0; height: 100%; }}
 #gv-root {{ height: 100vh; box-sizing: border-box; padding: 6px; }}
@@ -167,7 +185,7 @@ html, body {{ margin: 0; height: 100%; }}
       script.textContent = text;  // runs as the page's inline script, so the layout worker can start from it
       document.head.appendChild(script);
       root.replaceChildren();
-      GraphvizAppViewer.mount(root, document.getElementById("gv-payload").textContent, {{focus: false}});
+      GraphvizAppViewer.{mount}(root, document.getElementById("gv-payload").textContent, {{focus: false}});
     }});
   }}
   window.addEventListener("message", function (event) {{

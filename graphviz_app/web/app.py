@@ -19,13 +19,15 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from graphviz_app.errors import RenderError
+from graphviz_app.viewer.compare import compare_page
 from graphviz_app.web import present, service, upload, urlstate
 from graphviz_app.web.cache import ResultCache
 from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
+from graphviz_app.web.pair import SavedPair
 from graphviz_app.web.results import Analysis, CheckModes, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
-from graphviz_app.web.widgets import graph_viewer, program_editor
+from graphviz_app.web.widgets import compare_viewer, graph_viewer, program_editor
 
 __all__ = ["main"]
 
@@ -247,7 +249,8 @@ def editor() -> tuple[bool, Failure | None]:
 
 
 def open_saved_box() -> None:
-    """Open a saved graph: a `.json` written by `save(graph, "g.json")`, shown instead of the program's graph."""
+    """Open a saved graph: a `.json` written by `save(graph, "g.json")`, shown instead of the program's graph;
+    then, beside it, a second one to compare it with in synced panes."""
     def uploaded() -> None:
         s = st.session_state
         s.showing = "upload" if s.get("upload") is not None else "program"
@@ -257,6 +260,13 @@ def open_saved_box() -> None:
         type=["json"], key="upload", max_upload_size=upload.MAX_UPLOAD_MB, on_change=uploaded,
         help="Your own model's graph: trace it with graphviz_app and save it as JSON. The file is read as "
              "data (never run) and checked; Run shows the program's graph again.")
+    if st.session_state.get("upload") is None:
+        return  # a second file is compared with the first: its box appears once the first is open
+    st.file_uploader(
+        "Compare it with a second saved graph (.json): both side by side in synced panes",
+        type=["json"], key="upload_b", max_upload_size=upload.MAX_UPLOAD_MB, on_change=uploaded,
+        help="Nodes aligned by diff(): panning, zooming, opening a box and selecting act on both panes; "
+             "added, removed and changed nodes are coloured. Read as data, like the first file.")
 
 
 def saved_graph(options: Options) -> Analysis | Failure | None:
@@ -269,6 +279,41 @@ def saved_graph(options: Options) -> Analysis | Failure | None:
     if refusal is not None:
         return Failure(refusal, kind="input")
     return open_saved(file.getvalue(), file.name, options)
+
+
+def saved_pair(options: Options) -> SavedPair | Failure | None:
+    """The two uploaded graphs aligned for the synced panes, when a second file is uploaded beside the first."""
+    s = st.session_state
+    first, second = s.get("upload"), s.get("upload_b")
+    if s.get("showing") != "upload" or first is None or second is None:
+        return None
+    for file in (first, second):
+        refusal = upload.too_big(file.size, file.name)  # before reading it
+        if refusal is not None:
+            return Failure(refusal, kind="input")
+    data_a, data_b = first.getvalue(), second.getvalue()
+    key = ("pair", hashlib.sha256(data_a).hexdigest(), first.name, hashlib.sha256(data_b).hexdigest(), second.name,
+           options.rankdir)
+    return cached(key, "Comparing the saved graphs…", lambda: service.compare_saved(
+        my_runner(), data_a, first.name, data_b, second.name, options))
+
+
+def compare_results(pair: SavedPair | Failure) -> None:
+    """Two saved graphs side by side in synced panes, with the diff's summary."""
+    if isinstance(pair, Failure):
+        show_failure(pair, title="Could not compare the saved graphs", retry="upload the files again")
+        return
+    try:
+        compare_viewer(pair.viewer, key="compare-" + hashlib.blake2b(pair.viewer.encode(), digest_size=6).hexdigest())
+    except RenderError as e:
+        st.error(present.md(str(e)))
+        return
+    st.caption(present.md(f"{pair.labels[0]} ({pair.node_counts[0]:,} nodes) ⟷ {pair.labels[1]} "
+                          f"({pair.node_counts[1]:,} nodes): {pair.summary}"))
+    st.download_button("The panes as one HTML file", partial(compare_page, pair.viewer,
+                                                             title=f"{pair.labels[0]} ⟷ {pair.labels[1]}"),
+                       "compare.html", "text/html", on_click="ignore", key="compare-download",
+                       help="The same synced panes as a self-contained file: opens in any browser, makes no request.")
 
 
 def show_failure(failure: Failure, *, title: str, retry: str = "press Run to try again") -> None:
@@ -570,12 +615,15 @@ def main() -> None:
         _, problem = editor()
         open_saved_box()
     saved = saved_graph(options)
+    pair = saved_pair(options)
     # Transient failures (busy, time-out, a killed worker) are never cached, so
     # pressing Run again, or the next visitor, runs the program again.
     result = analyze(st.session_state.submitted, options) if saved is None else None
     with right:
         values(result)
-    if result is None and saved is not None:
+    if result is None and pair is not None:
+        compare_results(pair)
+    elif result is None and saved is not None:
         results(saved, options, saved=True)
     elif result is not None:
         results(result, options, shown=problem)

@@ -13,6 +13,7 @@ from ..expr.rehearsal import PRELOAD as LANGUAGE_PRELOAD
 from ..model import Graph
 from ..runner import IsolatedRunner, JobRef, RunnerError, RunnerSettings, shared_runner
 from .memory_view import MemoryPanel
+from .pair import SavedPair
 from .results import Analysis, CheckModes, Failure, GradientCheck, Tolerances
 from .upload import too_big
 from .urlstate import CheckInput, Options
@@ -30,6 +31,7 @@ __all__ = [
     "svg",
     "dot",
     "open_saved",
+    "compare_saved",
     "memory",
     "syntax_problem",
     "JOBS",
@@ -48,8 +50,9 @@ CHECK_JOB = JobRef(f"{_JOBS}.page", "check_job")
 PNG_JOB = JobRef(f"{_JOBS}.pictures", "png_job")
 SVG_JOB = JobRef(f"{_JOBS}.pictures", "svg_job")
 SAVED_JOB = JobRef(f"{_JOBS}.saved", "saved_graph_job")
+COMPARE_JOB = JobRef(f"{_JOBS}.compare_saved", "compare_saved_job")
 MEMORY_JOB = JobRef(f"{_JOBS}.page_memory", "memory_job")
-JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB)
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB, COMPARE_JOB)
 
 
 class JobRunner(Protocol):
@@ -126,6 +129,26 @@ def open_saved(runner: JobRunner, data: bytes, name: str, options: Options) -> A
         return found
     instead = f"open it as a file instead: `graphviz-app render {name} -o graph.html` makes a page any browser opens"
     return Failure(_TOO_BIG[found.kind].format(name=name, limit=runner.time_limit, memory=MEMORY_LIMIT_BYTES / 2**30)
+                   + instead, kind=found.kind)
+
+
+def compare_saved(runner: JobRunner, data_a: bytes, name_a: str, data_b: bytes, name_b: str,
+                  options: Options) -> SavedPair | Failure:
+    """Two saved graphs (the bytes of two uploaded `.json`) read and aligned in the worker, for the synced panes.
+
+    Either file over `upload.MAX_UPLOAD_MB` is refused here, before it is sent anywhere; a pair that takes
+    the worker past its time or memory limit is reported as too big for the page.
+    """
+    for data, name in ((data_a, name_a), (data_b, name_b)):
+        refusal = too_big(len(data), name)
+        if refusal is not None:
+            return Failure(refusal, kind="input")
+    found = _call(runner, COMPARE_JOB, data_a, name_a, data_b, name_b, options)
+    if not isinstance(found, Failure) or found.kind not in _TOO_BIG:
+        return found
+    names = f"{name_a} and {name_b}"
+    instead = f"compare them as a file instead: `graphviz-app diff {name_a} {name_b} -o cmp.html`"
+    return Failure(_TOO_BIG[found.kind].format(name=names, limit=runner.time_limit, memory=MEMORY_LIMIT_BYTES / 2**30)
                    + instead, kind=found.kind)
 
 

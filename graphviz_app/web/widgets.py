@@ -1,4 +1,4 @@
-"""The page's two custom widgets: a live program editor and the interactive graph viewer."""
+"""The page's custom widgets: a live program editor, the interactive graph viewer and two graphs in synced panes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import streamlit as st
 
 from ..viewer.bundle import bundle_css, bundle_js
 
-__all__ = ["EditorEvent", "program_editor", "graph_viewer"]
+__all__ = ["EditorEvent", "program_editor", "graph_viewer", "compare_viewer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +94,15 @@ def graph_viewer(payload: str, *, fragment: str = "", key: str = "graph") -> str
                        on_view_change=lambda: None)
     view = getattr(result, "view", None)
     return view if isinstance(view, str) else None
+
+
+def compare_viewer(payload: str, *, key: str = "compare") -> None:
+    """Show two graphs side by side in synced panes (`GraphvizAppViewer.mountCompare`) on the compare data `payload`
+    (`graphviz_app.viewer.compare.compare_payload`, encoded), sent once per pair as `graph_viewer` sends a graph.
+
+    Raises:
+        RenderError: the viewer's bundle is not built (the message says how to build it).
+    """
+    digest = hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
+    _viewer_library()(key="viewer-library")
+    _viewer()(key=key, data={"payload": payload, "key": digest, "fragment": "", "mount": "mountCompare"})

@@ -58,6 +58,7 @@ def test_the_cpu_clock_keeps_its_last_sample_of_a_process_that_is_gone() -> None
         clock = CpuClock(burner.pid)
         wait_until(lambda: (clock.sample(), clock.stop().cpu_s or 0.0)[1] > 0.05, timeout=60,
                    what="the burner to use some CPU")
+        clock.sample()  # kept now: at least what the wait read (stop() reads afresh; CPU time only grows)
     finally:
         burner.kill()
         burner.wait()  # reaped: /proc no longer has it

@@ -13,7 +13,7 @@ import pytest
 import torch
 from firefox_bidi import Firefox, firefox
 from torch import nn
-from viewer_support import module_graph, wide_graph
+from viewer_support import compare_pair, module_graph, wide_graph
 
 from graphviz_app import save, trace_model
 
@@ -130,4 +130,48 @@ def test_the_opening_view_and_a_box_laid_out_in_the_worker(browser: Firefox, tmp
            "(document.querySelector('[data-testid=graph-viewer]'))"
     browser.wait_for(context, done, timeout=READY_TIMEOUT, what="the wide box laid out in the worker")
     assert browser.evaluate(context, "document.querySelectorAll('[data-node]').length") == 122
+    assert browser.page_errors() == [] and browser.dialogs() == []
+
+
+COMPARE_READY = "document.querySelector('[data-testid=compare]')?.dataset.state === 'ready'"
+
+
+def _press(browser: Firefox, context: str, selector: str) -> None:
+    """A click on the first element `selector` finds (its shape when it has one), as the viewer reads clicks."""
+    browser.evaluate(context, f"""(() => {{
+      const found = document.querySelector({selector!r});
+      const target = found.querySelector('.gv-shape') || found;
+      for (const type of ['pointerdown', 'pointerup']) {{
+        target.dispatchEvent(new PointerEvent(type, {{bubbles: true, button: 0, pointerId: 1}}));
+      }}
+      return true;
+    }})()""")
+
+
+def test_the_compare_file_draws_both_panes_in_step_and_its_labels_stay_text(browser: Firefox, tmp_path: Path) -> None:
+    a, b = compare_pair()
+    path = save((a, b), tmp_path / "cmp.html", labels=(HOSTILE_NAME, "bf16"))
+    context = browser.open(path.as_uri())
+    browser.wait_for(context, COMPARE_READY, timeout=READY_TIMEOUT, what="the compare panes' ready state")
+    side = "document.querySelector('[data-side={}]')"
+    for s in "ab":
+        assert browser.evaluate(context, f"{side.format(s)}.querySelectorAll('[data-node], [data-module]').length") > 0
+    assert browser.evaluate(context, f"{side.format('a')}.querySelector('.gv-compare-label').textContent") \
+        == HOSTILE_NAME
+    _press(browser, context, "[data-side=a] [data-roll='blocks.0']")
+    opened = "document.querySelector(\"[data-side=b] [data-roll='blocks.0']\")?.classList.contains('gv-open')"
+    browser.wait_for(context, opened, timeout=READY_TIMEOUT, what="the counterpart box opened in pane b")
+    _press(browser, context, "[data-side=a] [data-module='blocks.0.fc']")
+    inner = "document.querySelector(\"[data-side=b] [data-module='blocks.0.fc']\")?.classList.contains('gv-open')"
+    browser.wait_for(context, inner, timeout=READY_TIMEOUT, what="blocks.0.fc opened in pane b")
+    mat1 = browser.evaluate(context, """[...document.querySelectorAll("[data-side=a] .gv-node")]
+        .find(e => e.textContent.includes('mat1')).dataset.node""")
+    _press(browser, context, f"[data-side=a] [data-node={mat1}]")
+    chosen = "document.querySelector('[data-side=b] .gv-node.gv-selected')?.textContent"
+    browser.wait_for(context, f"({chosen} || '').includes('mat1')", timeout=READY_TIMEOUT,
+                     what="the counterpart selected in pane b")
+    assert "bfloat16" in browser.evaluate(context, chosen)
+    assert browser.evaluate(context, "typeof window.__pwned") == "undefined"
+    assert browser.evaluate(context, "document.querySelectorAll('img, iframe, [onerror], [onload]').length") == 0
+    assert [url for url in browser.requests() if url != path.as_uri()] == []
     assert browser.page_errors() == [] and browser.dialogs() == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -12,7 +12,7 @@ from ...analysis.memory.plan import CHECKPOINT_KEPT_ATTR, RECOMPUTE_BLOCK_ATTR, 
 from ...model import PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
 from ..torch_internals import checkpoint_inputs, checkpoint_packs, storage_identity
 
-__all__ = ["mark_recomputed"]
+__all__ = ["mark_recomputed", "unseen_bytes"]
 
 
 def mark_recomputed(graph: Graph, fns: Mapping[str, Any], known_storage: Callable[[torch.Tensor], str | None],
@@ -87,16 +87,23 @@ def _kept_inputs(packs: list[tuple[int, int, str, tuple[int, ...], torch.dtype, 
         if block in kept:
             continue
         found = checkpoint_inputs(fns[saver_of[node_id]])
-        total = 0
-        for t in found[1] if found is not None else ():
-            storage = t.untyped_storage()
-            ident = storage_identity(storage)
-            if ident in before or ident in seen or known_storage(t) is not None:
-                continue
-            seen.add(ident)
-            total += storage.nbytes()
-        kept[block] = total
+        kept[block] = unseen_bytes(found[1] if found is not None else (), before, seen, known_storage)
     return kept
+
+
+def unseen_bytes(tensors: Iterable[torch.Tensor], before: set[int], seen: set[int],
+                 known_storage: Callable[[torch.Tensor], str | None]) -> int:
+    """The bytes of `tensors`' storages that no graph node describes (`known_storage`), that did not exist
+    before the step (`before`, storage identities) and are not counted yet (`seen`, which this adds to)."""
+    total = 0
+    for t in tensors:
+        storage = t.untyped_storage()
+        ident = storage_identity(storage)
+        if ident in before or ident in seen or known_storage(t) is not None:
+            continue
+        seen.add(ident)
+        total += storage.nbytes()
+    return total
 
 
 _VIEWS = frozenset({"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0", "ExpandBackward0",

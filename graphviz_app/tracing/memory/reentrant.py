@@ -13,6 +13,7 @@ from ...analysis.memory.op_bytes import REENTRANT_KEEPS_ATTR
 from ...model import Graph, Node
 from ..torch_internals import storage_identity
 from .counting import tensors_in
+from .recompute import unseen_bytes
 
 __all__ = ["name_reentrant_blocks", "mark_reentrant_keeps", "REENTRANT_NOTE"]
 
@@ -50,7 +51,6 @@ def mark_reentrant_keeps(graph: Graph, fns: Mapping[str, Any], known_storage: Ca
     for node in graph.nodes:
         if node.name != "CheckpointFunctionBackward" or node.id not in fns:
             continue
-        total = 0
         # torch's CheckpointFunction puts None for each tensor argument (those are saved tensors) and keeps
         # every other argument as given: tensors inside tuples, lists and dicts stay alive with it; so does
         # its function, a `functools.partial` with keyword arguments in transformers' checkpointed layers.
@@ -59,13 +59,7 @@ def mark_reentrant_keeps(graph: Graph, fns: Mapping[str, Any], known_storage: Ca
         run = getattr(fn, "run_function", None)
         if isinstance(run, functools.partial):
             kept += [run.args, run.keywords]
-        for t in tensors_in(kept):
-            storage = t.untyped_storage()
-            ident = storage_identity(storage)
-            if ident in before or ident in seen or known_storage(t) is not None:
-                continue
-            seen.add(ident)
-            total += storage.nbytes()
+        total = unseen_bytes(tensors_in(kept), before, seen, known_storage)
         if total:
             changed[node.id] = dataclasses.replace(node, attrs=(*node.attrs, (REENTRANT_KEEPS_ATTR, str(total))))
     if not changed:

@@ -1,7 +1,7 @@
 // The page's graph viewer: the bundle of graphviz_app/viewer (loaded once per page by the
 // graphviz_app.viewer_library component, which sets window.GraphvizAppViewer) mounted once per graph.
 // Opening boxes, search and details happen here, in the browser; the page only hears of the view
-// (open boxes, selection, colouring) for its link.
+// (open boxes, selection, colouring) for its link. `data.mount` "mountCompare": two graphs in synced panes.
 const REPORT_MS = 250;
 const LOADED = "graphviz-app-viewer-loaded";
 
@@ -27,6 +27,10 @@ export default function (component) {
     clearTimeout(timer);
     timer = setTimeout(() => setStateValue("view", hash), REPORT_MS);
   };
+  if (data.mount === "mountCompare") {  // two graphs in synced panes: no view kept for the page's link
+    library().then((lib) => lib.mountCompare(host, data.payload, { focus: false }));
+    return;
+  }
   library().then((lib) => lib.mount(host, data.payload, { fragment: data.fragment || "", onView: report })).then((viewer) => {
     if (!viewer) return;
     last = (viewer.root.dataset.view || "").replace(/^#/, "");
