@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.diff import EdgeOnly, GraphDiff
 from ..analysis.diff_view import STATUSES, pair_view
 from ..model import Graph
-from .bundle import bundle_css, bundle_js
-from .html import CONTENT_SECURITY_POLICY, notebook_cell
+from .html import notebook_cell, standalone_page
 from .payload import RANKDIRS, encode, payload
 
 __all__ = ["COMPARE_FORMAT", "COMPARE_VERSION", "DELTA_KEYS", "compare_payload", "compare_html", "compare_page",
@@ -154,31 +152,9 @@ def _dtype(own: dict[str, Any], match: Sequence[int], changes: dict[int, list[tu
             "scale": "linear", "unit": "", "node": node, "group": group, "flag": []}
 
 
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="graphviz-app">
-<title>{title}</title>
-<style>
-html, body {{ margin: 0; height: 100%; }}
-#gv-root {{ height: 100vh; box-sizing: border-box; padding: 6px; }}
-{css}
-</style>
-</head>
-<body>
-<div id="gv-root"></div>
-<script type="application/octet-stream" id="gv-payload">{data}</script>
-<script>{js}</script>
-<script>
-GraphvizAppViewer.mountCompare(document.getElementById("gv-root"), document.getElementById("gv-payload").textContent,
-  {{focus: window.top === window}});
-</script>
-</body>
-</html>
-"""
+# Two graphs: the panes keep no fragment (a link to one pane's view would not say which).
+_MOUNT_PAIR = """GraphvizAppViewer.mountCompare(document.getElementById("gv-root"),
+  document.getElementById("gv-payload").textContent, {focus: window.top === window});"""
 
 
 def compare_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"), title: str | None = None,
@@ -203,8 +179,7 @@ def compare_page(encoded: str, *, title: str) -> str:
     Raises:
         RenderError: the viewer's bundle is not built.
     """
-    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(title), css=bundle_css(), data=encoded,
-                        js=bundle_js())
+    return standalone_page(encoded, title=title, mount=_MOUNT_PAIR)
 
 
 def compare_notebook_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"),

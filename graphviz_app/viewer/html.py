@@ -13,7 +13,8 @@ from ..model import Graph
 from .bundle import bundle_css, bundle_gzip, bundle_js
 from .payload import UserOverlays, encode, payload
 
-__all__ = ["CONTENT_SECURITY_POLICY", "MOUNTS", "viewer_html", "page_html", "notebook_html", "notebook_cell"]
+__all__ = ["CONTENT_SECURITY_POLICY", "MOUNTS", "viewer_html", "page_html", "standalone_page", "notebook_html",
+           "notebook_cell"]
 
 # What a notebook cell's frame may start: one graph, or two in synced panes (`compare.compare_payload`).
 MOUNTS = ("mount", "mountCompare")
@@ -45,14 +46,18 @@ html, body {{ margin: 0; height: 100%; }}
 <script type="application/octet-stream" id="gv-payload">{data}</script>
 <script>{js}</script>
 <script>
-GraphvizAppViewer.mount(document.getElementById("gv-root"), document.getElementById("gv-payload").textContent,
-  {{fragment: location.hash, focus: window.top === window, onView: function (hash) {{
-    try {{ history.replaceState(null, "", hash); }} catch (e) {{ /* a sandboxed frame keeps no history */ }}
-  }}}});
+{mount}
 </script>
 </body>
 </html>
 """
+
+# One graph: the view travels in the address's fragment, so a link reopens it.
+_MOUNT_ONE = """GraphvizAppViewer.mount(document.getElementById("gv-root"),
+  document.getElementById("gv-payload").textContent,
+  {fragment: location.hash, focus: window.top === window, onView: function (hash) {
+    try { history.replaceState(null, "", hash); } catch (e) { /* a sandboxed frame keeps no history */ }
+  }});"""
 
 
 def page_html(data: Mapping[str, Any]) -> str:
@@ -60,9 +65,19 @@ def page_html(data: Mapping[str, Any]) -> str:
 
     The title is escaped; the payload is base64 text, which holds no character HTML reads as markup.
     """
-    title = str(data.get("title", "autograd graph"))
-    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(title), css=bundle_css(),
-                        data=encode(data), js=bundle_js())
+    return standalone_page(encode(data), title=str(data.get("title", "autograd graph")), mount=_MOUNT_ONE)
+
+
+def standalone_page(encoded: str, *, title: str, mount: str) -> str:
+    """The self-contained page around an encoded payload (`payload.encode`): the bundle's script and styles
+    inline, the policy that lets nothing be fetched, and `mount`, the script (ours, never data) that starts
+    the viewer on the payload. The title is escaped.
+
+    Raises:
+        RenderError: the viewer's bundle is not built.
+    """
+    return _PAGE.format(csp=CONTENT_SECURITY_POLICY, title=html.escape(title), css=bundle_css(), data=encoded,
+                        js=bundle_js(), mount=mount)
 
 
 def viewer_html(graph: Graph, *, title: str = "autograd graph", rankdir: str = "TB",
