@@ -132,7 +132,7 @@ def chain(n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     return y, {"x": x}
 
 
-def saving(n: int, runs: int) -> None:
+def saving(n: int, runs: int, *, browser: bool = True) -> None:
     def work() -> None:
         y, params = chain(n)
         gc.collect()
@@ -142,13 +142,14 @@ def saving(n: int, runs: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             save_cpu, path = _cpu(lambda: save(graph, Path(tmp) / "x.html"))
             size = path.stat().st_size
-            first, box = _open_in_chromium(path, runs)
+            first, box = _open_in_chromium(path, runs) if browser else (float("nan"), float("nan"))
         gc.collect()
         gc.disable()  # as payload() builds them (viewer.payload._gc_paused)
         steps = {}
-        steps["build_tree"], tree = _cpu(lambda: build_tree(graph))
-        steps["to_compact"], _ = _cpu(lambda: to_compact(graph))
-        steps["overlays"], _ = _cpu(lambda: overlays(graph, tree))
+        steps["to_compact"], columns = _cpu(lambda: to_compact(graph))
+        ends = columns["edges"]["src"], columns["edges"]["dst"]
+        steps["build_tree"], tree = _cpu(lambda: build_tree(graph, ends=ends))
+        steps["overlays"], _ = _cpu(lambda: overlays(graph, tree, ends=ends, edge_kinds=columns["edges"]["kind"]))
         steps["memory_view"], _ = _cpu(lambda: memory_view(graph, tree))
         steps["initial_open"], _ = _cpu(lambda: initial_open(tree))
         data = payload(graph)
@@ -173,11 +174,12 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=1_000_000, help="ops of the traced chain (0: skip)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-compare", action="store_true")
+    parser.add_argument("--skip-browser", action="store_true", help="save only: no first view in Chromium")
     args = parser.parse_args()
     if not args.skip_compare:
         compare(args.layers, args.runs)
     if args.chain:
-        saving(args.chain, args.runs)
+        saving(args.chain, args.runs, browser=not args.skip_browser)
 
 
 if __name__ == "__main__":

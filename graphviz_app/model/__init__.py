@@ -8,7 +8,7 @@ read them. Loading the model loads nothing above it (`graphviz_app.errors` alone
 
 from __future__ import annotations
 
-from .compact import COMPACT_SCHEMA, compact_fields, to_compact
+from .compact import COMPACT_SCHEMA, compact_fields, node_positions, to_compact
 from .graph import Graph
 from .records import (
     FORWARD_PEAK_ATTR,
@@ -35,6 +35,7 @@ __all__ = [
     "COMPACT_SCHEMA",
     "to_compact",
     "compact_fields",
+    "node_positions",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",

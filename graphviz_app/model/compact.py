@@ -26,6 +26,11 @@ Layout (all columns of one table have the same length)::
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate, repeat
+from operator import attrgetter, mul, sub
 from typing import Any
 
 from ..errors import SchemaError
@@ -34,13 +39,16 @@ from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scala
 from .regions import region_from_dict, region_to_dict
 from .schema import json_number, number_from_json
 
-__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields"]
+__all__ = ["COMPACT_SCHEMA", "to_compact", "compact_fields", "node_positions"]
 
 COMPACT_SCHEMA = 3
 _EDGE_KINDS = (EdgeKind.DATA, EdgeKind.SAVED, EdgeKind.VIEW)
 _GRAD_FIELDS = ("numel", "norm", "max_abs", "mean_abs", "nan", "inf", "zero_fraction", "values")
 _TENSOR_FIELDS = ("name", "shape", "dtype", "device", "numel", "bytes", "requires_grad", "values",
                   "storage", "freed", "storage_bytes")
+_EDGE_KIND_INDEX = {kind.value: i for i, kind in enumerate(_EDGE_KINDS)}
+_IS_NOT_NONE = functools.partial(operator.is_not, None)
+_AFTER_N = operator.itemgetter(slice(1, None))  # "n17" -> "17"
 
 
 class _Strings(dict[str | None, int]):
@@ -71,8 +79,29 @@ def _grad_columns(grads: list[GradInfo]) -> dict[str, list[Any]]:
     }
 
 
-def to_compact(graph: Any) -> dict[str, Any]:
+def node_positions(nodes: Sequence[Node]) -> dict[str, int]:
+    """Each node id's place in `nodes` (a repeated id: its first place); built in C, no Python per node.
+
+    >>> node_positions((Node("n0", NodeKind.OUTPUT, "output"), Node("a", NodeKind.OP, "MulBackward0")))
+    {'n0': 0, 'a': 1}
+    """
+    ids = list(map(attrgetter("id"), nodes))
+    found = dict(zip(ids, range(len(ids)), strict=True))
+    if len(found) != len(ids):  # a repeated id: dict() keeps the last place, a scan finds the first
+        found = {}
+        for i, node_id in enumerate(ids):
+            found.setdefault(node_id, i)
+    return found
+
+
+def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dict[str, Any]:
     """`graph` (a `Graph`) as schema-3 columns; `Graph.from_dict` reads them back exactly.
+
+    `positions` (node id -> index, `node_positions(graph.nodes)`): the caller's map, else one is built when
+    the ids are not n0, n1, ... in order (those are read from the ids).
+    Each column is made by `map` over the records (attribute getters and dict lookups in C): a
+    million-node graph has tens of millions of column entries, and a Python loop per entry was most
+    of the time of saving it.
 
     >>> from graphviz_app.model import Graph, Node, NodeKind, Edge
     >>> g = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")),
@@ -85,55 +114,58 @@ def to_compact(graph: Any) -> dict[str, Any]:
     True
     """
     s = _Strings()
+
+    def strings(records: Sequence[Any], field: str) -> list[int]:  # a text field's column of string indices
+        return list(map(s.__getitem__, map(attrgetter(field), records)))
+
+    def plain(records: Sequence[Any], field: str) -> list[Any]:
+        return list(map(attrgetter(field), records))
+
     nodes: tuple[Node, ...] = graph.nodes
-    position = {n.id: i for i, n in enumerate(nodes)}
-    plain_ids = all(n.id == f"n{i}" for i, n in enumerate(nodes))
-    tensors: list[TensorInfo] = []
-    grads: list[GradInfo] = []
-    tensor_col: list[int] = []
-    grad_col: list[int] = []
-    for n in nodes:
-        tensor_col.append(len(tensors) if n.tensor is not None else -1)
-        if n.tensor is not None:
-            tensors.append(n.tensor)
-        grad_col.append(len(grads) if n.grad is not None else -1)
-        if n.grad is not None:
-            grads.append(n.grad)
+    ids = plain(nodes, "id")
+    plain_ids = all(map(str.__eq__, ids, map("n{}".format, range(len(ids)))))
+    tensor_col, tensors = _index_column(plain(nodes, "tensor"))
+    grad_col, grads = _index_column(plain(nodes, "grad"))
     node_cols: dict[str, Any] = {
-        "id": None if plain_ids else [s[n.id] for n in nodes],
-        "kind": [s[n.kind.value] for n in nodes],
-        "name": [s[n.name] for n in nodes],
-        "module": [s[n.module] for n in nodes],
-        "source": [s[n.source] for n in nodes],
-        "recency": [n.recency for n in nodes],
-        "attrs": _attrs_column(nodes, s),
+        "id": None if plain_ids else list(map(s.__getitem__, ids)),
+        "kind": strings(nodes, "kind._value_"),  # an enum's `_value_` is a plain attribute, `.value` a property
+        "name": strings(nodes, "name"),
+        "module": strings(nodes, "module"),
+        "source": strings(nodes, "source"),
+        "recency": plain(nodes, "recency"),
+        "attrs": _attrs_column(map(attrgetter("attrs"), nodes), s),
         "tensor": tensor_col,
         "grad": grad_col,
     }
-    if any(n.order is not None for n in nodes):  # orders of derivatives: written only when known
-        node_cols["order"] = [n.order for n in nodes]
-        node_cols["differentiates"] = [s[n.differentiates] for n in nodes]
+    orders = plain(nodes, "order")
+    if orders.count(None) != len(orders):  # orders of derivatives: written only when known
+        node_cols["order"] = orders
+        node_cols["differentiates"] = strings(nodes, "differentiates")
     tensor_cols: dict[str, list[Any]] = {
-        "name": [s[t.name] for t in tensors], "shape": [list(t.shape) for t in tensors],
-        "dtype": [s[t.dtype] for t in tensors], "device": [s[t.device] for t in tensors],
-        "numel": [t.numel for t in tensors], "bytes": [t.bytes for t in tensors],
-        "requires_grad": [int(t.requires_grad) for t in tensors],
-        "values": [None if t.values is None else list(t.values) for t in tensors],
-        "storage": [s[t.storage] for t in tensors], "freed": [int(t.freed) for t in tensors],
-        "storage_bytes": [t.storage_bytes for t in tensors],
+        # shapes and values stay the records' tuples: JSON writes a tuple as an array, and no list is made
+        "name": strings(tensors, "name"), "shape": plain(tensors, "shape"),
+        "dtype": strings(tensors, "dtype"), "device": strings(tensors, "device"),
+        "numel": plain(tensors, "numel"), "bytes": plain(tensors, "bytes"),
+        "requires_grad": list(map(int, map(attrgetter("requires_grad"), tensors))),
+        "values": plain(tensors, "values"), "storage": strings(tensors, "storage"),
+        "freed": list(map(int, map(attrgetter("freed"), tensors))),
+        "storage_bytes": plain(tensors, "storage_bytes"),
     }
-    if any(t.sharding is not None for t in tensors):  # a rank's DTensor shards: written only when present
-        tensor_cols["sharding"] = [s[t.sharding] for t in tensors]
+    shardings = plain(tensors, "sharding")
+    if shardings.count(None) != len(shardings):  # a rank's DTensor shards: written only when present
+        tensor_cols["sharding"] = list(map(s.__getitem__, shardings))
     edges: tuple[Edge, ...] = graph.edges
-    edge_grad_col: list[int] = []
-    for e in edges:
-        edge_grad_col.append(len(grads) if e.grad is not None else -1)
-        if e.grad is not None:
-            grads.append(e.grad)
+    edge_grad_col, edge_grad_list = _index_column(plain(edges, "grad"), start=len(grads))
+    src, dst = plain(edges, "src"), plain(edges, "dst")
+    places = (_plain_places(src, ids), _plain_places(dst, ids)) if plain_ids and positions is None else (None, None)
+    position: Mapping[str, int] = {}
+    if places[0] is None or places[1] is None or graph.nonfinite_origin is not None:
+        position = node_positions(nodes) if positions is None else positions
     edge_cols = {
-        "src": [position[e.src] for e in edges], "dst": [position[e.dst] for e in edges],
-        "kind": [_EDGE_KINDS.index(e.kind) for e in edges], "output_nr": [e.output_nr for e in edges],
-        "slot": [e.slot for e in edges], "grad": edge_grad_col,
+        "src": places[0] if places[0] is not None else list(map(position.__getitem__, src)),
+        "dst": places[1] if places[1] is not None else list(map(position.__getitem__, dst)),
+        "kind": list(map(_EDGE_KIND_INDEX.__getitem__, map(attrgetter("kind._value_"), edges))),
+        "output_nr": plain(edges, "output_nr"), "slot": plain(edges, "slot"), "grad": edge_grad_col,
     }
     origin = graph.nonfinite_origin
     return {
@@ -141,7 +173,7 @@ def to_compact(graph: Any) -> dict[str, Any]:
         "strings": s.table(),
         "nodes": node_cols,
         "tensors": tensor_cols,
-        "grads": _grad_columns(grads),
+        "grads": _grad_columns(grads + edge_grad_list),
         "edges": edge_cols,
         "notes": list(graph.notes),
         "truncated": graph.truncated,
@@ -152,21 +184,50 @@ def to_compact(graph: Any) -> dict[str, Any]:
     }
 
 
-def _attrs_column(nodes: tuple[Node, ...], s: _Strings) -> list[list[int] | int]:
+def _plain_places(ends: list[str], ids: list[str]) -> list[int] | None:
+    """The places of edge ends in a graph whose ids are n0, n1, ... in order, read from the ids themselves
+    (a million-entry dict's lookups and its building are a second of a million-op chain's save); None
+    where an end is no node's id (the caller looks it up, and says which).
+
+    >>> _plain_places(["n1", "n0"], ["n0", "n1"]), _plain_places(["n2"], ["n0", "n1"]), _plain_places(["x"], ["n0"])
+    ([1, 0], None, None)
+    """
+    try:
+        places = list(map(int, map(_AFTER_N, ends)))
+    except ValueError:
+        return None
+    if places and (min(places) < 0 or max(places) >= len(ids)):
+        return None
+    # exactly the node's id ("n1_0" and "n 5" read as numbers too): the same object, or equal text
+    return places if all(map(operator.eq, map(ids.__getitem__, places), ends)) else None
+
+
+def _index_column(items: Sequence[Any], start: int = 0) -> tuple[list[int], list[Any]]:
+    """Each item's place among the items that are not None (counting from `start`; -1 for None), and those items.
+
+    In C: with `there` 1 or 0 and `count` the running count of items there, the place is there * (start +
+    count) - 1.
+
+    >>> _index_column(["a", None, "b"], start=5)
+    ([5, -1, 6], ['a', 'b'])
+    """
+    present = list(filter(None, items))  # records are never false (no __len__ or __bool__)
+    if len(present) == len(items):
+        return list(range(start, start + len(items))), present
+    there = list(map(_IS_NOT_NONE, items))
+    return list(map(sub, map(mul, there, map(start.__add__, accumulate(there))), repeat(1))), present
+
+
+def _attrs_column(attrs: Iterable[tuple[tuple[str, str], ...]], s: _Strings) -> list[list[int] | int]:
     """Each node's attributes as string indices (0: none); equal attribute sets share one list (a long
     loop repeats the same few, so each is looked up once)."""
-    column: list[list[int] | int] = []
-    seen: dict[tuple[tuple[str, str], ...], list[int]] = {}
-    for n in nodes:
-        attrs = n.attrs
-        if not attrs:
-            column.append(0)
-            continue
-        found = seen.get(attrs)
-        if found is None:
-            found = seen[attrs] = [s[text] for pair in attrs for text in pair]
-        column.append(found)
-    return column
+
+    class _Sets(dict[tuple[tuple[str, str], ...], Any]):
+        def __missing__(self, pairs: tuple[tuple[str, str], ...]) -> list[int]:
+            found = self[pairs] = [s[text] for pair in pairs for text in pair]
+            return found
+
+    return list(map(_Sets({(): 0}).__getitem__, attrs))
 
 
 def _values(raw: Any) -> tuple[Scalar, ...] | None:

@@ -11,12 +11,16 @@ so no group holds more than about `CROWDED` direct children.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 
 from ..analysis.module_tree import module_depth, module_names, module_types, node_modules
 from ..analysis.rolls import ModuleTree, run_title
-from ..model import Graph, NodeKind
+from ..model import Graph, NodeKind, node_positions
 
 __all__ = ["CROWDED", "PART_ITEMS", "Tree", "build_tree", "initial_open", "open_to_depth"]
 
@@ -30,6 +34,9 @@ MIN_FOLD_OPS = 8
 MAX_PERIOD = 24
 # The opening view shows at most this many items (nodes and closed boxes).
 READABLE = 120
+# Field getters in C (an enum's `_value_` is a plain attribute; `.value` is a Python property).
+_MODULE = attrgetter("module")
+_KIND = attrgetter("kind._value_")
 
 
 @dataclass(slots=True)
@@ -66,10 +73,12 @@ class Tree:
                 "node_group": list(self.node_group), "node_instance": list(self.node_instance)}
 
 
-def build_tree(graph: Graph, *, roll: bool = True, crowded: int = CROWDED, part_items: int = PART_ITEMS) -> Tree:
+def build_tree(graph: Graph, *, roll: bool = True, crowded: int = CROWDED, part_items: int = PART_ITEMS,
+               ends: tuple[Sequence[int], Sequence[int]] | None = None) -> Tree:
     """Group `graph`'s nodes into nested boxes (see the module docstring).
 
     `roll=False` leaves consecutive identical modules side by side instead of rolling them into one box.
+    `ends`: each edge's source and destination index (the compact columns), when the caller has them.
 
     >>> from graphviz_app.model import Edge, Node
     >>> names = ["MulBackward0", "SinBackward0"] * 50
@@ -80,14 +89,14 @@ def build_tree(graph: Graph, *, roll: bool = True, crowded: int = CROWDED, part_
     ('SinBackward0 → MulBackward0 ×50', 50, [49, 49, 48, 48])
     """
     tree = Tree([-1], ["root"], [""], [""], [-1], [0], [0] * len(graph.nodes), [-1] * len(graph.nodes))
-    if any(n.module is not None for n in graph.nodes):  # else every node is in the graph's box (0)
+    if any(m is not None for m in map(_MODULE, graph.nodes)):  # else every node is in the graph's box (0)
         modules_of = node_modules(graph)
         group_of_module: dict[str, int] = {"": 0}
         _module_groups(graph, tree, modules_of, group_of_module, roll=roll)
         for i, n in enumerate(graph.nodes):
             own = modules_of.get(n.id)
             tree.node_group[i] = group_of_module.get(own, 0) if own is not None else 0
-    _Crowding(graph, tree, crowded=crowded, part_items=part_items).run()
+    _Crowding(graph, tree, crowded=crowded, part_items=part_items, ends=ends).run()
     return tree
 
 
@@ -120,15 +129,23 @@ def _module_groups(graph: Graph, tree: Tree, modules_of: dict[str, str | None], 
 class _Crowding:
     """Folds, then parts, for every group with too many direct children."""
 
-    def __init__(self, graph: Graph, tree: Tree, *, crowded: int, part_items: int) -> None:
+    def __init__(self, graph: Graph, tree: Tree, *, crowded: int, part_items: int,
+                 ends: tuple[Sequence[int], Sequence[int]] | None) -> None:
         self.graph, self.tree, self.crowded, self.part_items = graph, tree, crowded, part_items
-        position = {n.id: i for i, n in enumerate(graph.nodes)}
-        self.neighbours: list[list[int]] = [[] for _ in graph.nodes]
-        for e in graph.edges:
-            a, b = position[e.src], position[e.dst]
-            self.neighbours[a].append(b)
-            self.neighbours[b].append(a)
-        self.is_op = [n.kind is NodeKind.OP for n in graph.nodes]
+        if ends is None:
+            position = node_positions(graph.nodes)
+            ends = ([position[e.src] for e in graph.edges], [position[e.dst] for e in graph.edges])
+        self.is_op = list(map(NodeKind.OP.value.__eq__, map(_KIND, graph.nodes)))
+        # Only nodes that are no op are ever moved by their neighbours (`_attach`, `_parts`): their edges are
+        # picked in C, and a million-op chain makes no list per op.
+        not_op = list(map(operator.not_, self.is_op))
+        self.neighbours: dict[int, list[int]] = {}
+        neighbours = self.neighbours
+        src, dst = ends
+        for a, b in compress(zip(src, dst, strict=True), map(not_op.__getitem__, src)):
+            neighbours.setdefault(a, []).append(b)
+        for a, b in compress(zip(src, dst, strict=True), map(not_op.__getitem__, dst)):
+            neighbours.setdefault(b, []).append(a)
         self.first: dict[int, int] = {}  # per group: its first node in walk order (`_first_nodes`)
 
     def run(self) -> None:
@@ -200,7 +217,7 @@ class _Crowding:
     def _attach(self, node: int, g: int) -> bool:
         """Move a non-op node into the fold all its neighbours are in (its instance, if one)."""
         tree = self.tree
-        places = {(tree.node_group[j], tree.node_instance[j]) for j in self.neighbours[node]}
+        places = {(tree.node_group[j], tree.node_instance[j]) for j in self.neighbours.get(node, ())}
         folds = {p[0] for p in places}
         if len(folds) != 1:
             return False
@@ -232,7 +249,7 @@ class _Crowding:
                     tree.node_group[item] = part
         for i in nodes:  # saved tensors, leaves: with the first op or box they touch
             if not self.is_op[i]:
-                placed = sorted((j for j in self.neighbours[i] if tree.node_group[j] != g), key=lambda j: j)
+                placed = sorted((j for j in self.neighbours.get(i, ()) if tree.node_group[j] != g), key=lambda j: j)
                 if placed:
                     tree.node_group[i] = _top_below(tree, tree.node_group[placed[0]], g)
         _nest_parts(tree, g, parts, self.part_items)

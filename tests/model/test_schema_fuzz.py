@@ -48,7 +48,9 @@ def _mutate(data: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 @pytest.mark.parametrize("form", ["schema 2", "compact"])
 def test_every_mutation_reads_or_is_a_schema_error(form: str) -> None:
-    base = every_field_graph().to_dict() if form == "schema 2" else to_compact(every_field_graph())
+    # through JSON text, as a reader meets it: the columns hold the records' tuples, which JSON writes as arrays
+    graph = every_field_graph()
+    base = graph.to_dict() if form == "schema 2" else json.loads(json.dumps(to_compact(graph)))
     rng = random.Random(30)
     outcomes = {"read": 0, "refused": 0}
     for _ in range(400):
