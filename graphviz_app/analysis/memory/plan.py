@@ -11,7 +11,8 @@ from .op_bytes import read_op_attrs
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
-           "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR", "MAKES_VIEW", "MAKES_SAME", "MAKES_SAME_FIRST"]
+           "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR", "MAKES_VIEW", "MAKES_SAME", "MAKES_SAME_FIRST",
+           "MAKES_BY_NAME"]
 
 # On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
 # bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
@@ -25,6 +26,9 @@ CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 _UNKNOWN_RECENCY = 1 << 62
 # How an op makes its inputs' gradients (`BackwardPlan.makes`; rules.py): absent, a new tensor for each.
 MAKES_VIEW, MAKES_SAME, MAKES_SAME_FIRST = 1, 2, 3
+# Op name -> how it makes them, where the rules say (a name in two rules: the first of VIEWS, SAME_WHEN_SAME_SIZE).
+MAKES_BY_NAME: dict[str, int] = {**dict.fromkeys(SAME_FIRST, MAKES_SAME_FIRST),
+                                 **dict.fromkeys(SAME_WHEN_SAME_SIZE, MAKES_SAME), **dict.fromkeys(VIEWS, MAKES_VIEW)}
 # Below every op's rank: leaves (AccumulateGrad) run first (`BackwardPlan.ranks`).
 _LEAF_RANK = -(1 << 100)
 
@@ -161,6 +165,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     keeps: dict[str, int] = {}
     op, leaf, saved, output = NodeKind.OP, NodeKind.LEAF, NodeKind.SAVED, NodeKind.OUTPUT
     packed_state = (STATE_ATTR, PACKED_BY_HOOK)
+    makes_by_name = MAKES_BY_NAME
     step = len(graph.nodes) + 1
     for i, n in enumerate(graph.nodes):
         nid, kind, t = n.id, n.kind, n.tensor
@@ -178,12 +183,9 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
             if n.attrs:
                 read_op_attrs(n, temporaries, nested, keeps)
             name = n.name
-            if name in VIEWS:
-                makes[nid] = MAKES_VIEW
-            elif name in SAME_WHEN_SAME_SIZE:
-                makes[nid] = MAKES_SAME
-            elif name in SAME_FIRST:
-                makes[nid] = MAKES_SAME_FIRST
+            made = makes_by_name.get(name)
+            if made is not None:
+                makes[nid] = made
             elif name == "CheckpointFunctionBackward":
                 reentrant.append(nid)
         elif kind is saved:

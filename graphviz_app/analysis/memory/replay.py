@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import NodeKind
-from .plan import MAKES_SAME, MAKES_SAME_FIRST, MAKES_VIEW, BackwardPlan
+from .plan import MAKES_BY_NAME, MAKES_SAME, MAKES_VIEW, BackwardPlan
 from .records import HolderKind, MemoryStep
-from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["EngineReplay", "Recompute"]
 
@@ -445,13 +444,4 @@ def _priorities(plan: BackwardPlan) -> dict[str, int]:
 
 def _makes(plan: BackwardPlan) -> dict[str, int]:
     """`plan.makes` for a plan made without it."""
-    found = {}
-    for n, node in plan.nodes.items():
-        name = node.name
-        if name in VIEWS:
-            found[n] = MAKES_VIEW
-        elif name in SAME_WHEN_SAME_SIZE:
-            found[n] = MAKES_SAME
-        elif name in SAME_FIRST:
-            found[n] = MAKES_SAME_FIRST
-    return found
+    return {n: made for n, node in plan.nodes.items() if (made := MAKES_BY_NAME.get(node.name)) is not None}
