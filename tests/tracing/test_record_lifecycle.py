@@ -198,7 +198,7 @@ def test_ops_returning_named_tuples_get_their_own_line() -> None:
 
 
 def test_record_works_where_torch_has_no_sequence_number_peek(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphviz_app.tracing import torch_internals as _autograd
+    from graphviz_app.tracing.torch_internals import nodes_and_tensors as _autograd
 
     monkeypatch.setattr(_autograd, "_peek_sequence_nr", None)  # a torch without _get_sequence_nr
     model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
