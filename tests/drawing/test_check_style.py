@@ -44,7 +44,8 @@ def test_the_viewer_overlay_codes_nodes_and_boxes_and_flags_the_culprit() -> Non
     assert overlay["node"] == [None, CHECK_CODES["culprit"], CHECK_CODES["passed"]]
     assert overlay["flag"] == [1] and overlay["mark"] == [1]
     assert CHECK_CODES["culprit"] in overlay["group"] and CHECK_CODES["passed"] in overlay["group"]
-    assert 'culprit Evil"].backward: 2 x (x input)' in overlay["text"]  # the module table's words
+    words = 'culprit Evil"].backward: 2 x (x input), a\\b.py:3'  # the module table's words, with the line
+    assert words in overlay["text"] and words in overlay["node_text"]  # text: the viewer writes it as text
 
 
 def test_the_html_page_carries_the_check(tmp_path: pytest.TempPathFactory) -> None:
