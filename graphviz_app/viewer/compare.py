@@ -152,7 +152,7 @@ def _dtype(own: dict[str, Any], match: Sequence[int], changes: dict[int, list[tu
             "scale": "linear", "unit": "", "node": node, "group": group, "flag": []}
 
 
-# Two graphs: the panes keep no fragment (a link to one pane's view would not say which).
+# Two graphs in synced panes: they start from their opening views (the address's fragment is not read).
 _MOUNT_PAIR = """GraphvizAppViewer.mountCompare(document.getElementById("gv-root"),
   document.getElementById("gv-payload").textContent, {focus: window.top === window});"""
 
