@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from waiting import process_alive, wait_until
+from waiting import worker_ends_with_its_owner
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -34,17 +33,4 @@ def test_a_cli_killed_while_the_function_runs_takes_its_worker_with_it(tmp_path:
     cli = subprocess.Popen([sys.executable, "-m", "graphviz_app.cli", "render", "steps.py:hangs", "-o", "g.svg",
                             "--timeout", "600"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    pid_file, worker = tmp_path / "worker.pid", 0
-    try:
-        wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=180, what="the function starting")
-        worker = int(pid_file.read_text())
-        assert worker != cli.pid and process_alive(worker)
-        cli.send_signal(signal.SIGKILL)
-        cli.wait(30)
-        wait_until(lambda: not process_alive(worker), timeout=30,
-                   what=f"worker {worker} ending after the CLI's SIGKILL")
-    finally:
-        if cli.poll() is None:
-            cli.kill()
-        if worker and process_alive(worker):
-            os.kill(worker, signal.SIGKILL)
+    worker_ends_with_its_owner(cli, tmp_path / "worker.pid", start_timeout=180, owner_name="the CLI")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from waiting import process_alive, wait_until
+from waiting import worker_ends_with_its_owner
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -36,17 +35,4 @@ def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) ->
     paths = [str(ROOT), str(ROOT / "tests" / "support"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(pid_file)], env=env, cwd=ROOT)
-    worker = 0
-    try:
-        wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=120, what="the job starting")
-        worker = int(pid_file.read_text())
-        assert process_alive(worker)
-        owner.send_signal(signal.SIGKILL)
-        owner.wait(30)
-        wait_until(lambda: not process_alive(worker), timeout=30,
-                   what=f"worker {worker} ending after its owner's SIGKILL")
-    finally:
-        if owner.poll() is None:
-            owner.kill()
-        if worker and process_alive(worker):
-            os.kill(worker, signal.SIGKILL)  # never leave it behind, even when the test fails
+    worker_ends_with_its_owner(owner, pid_file, start_timeout=120, owner_name="its owner")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["wait_until", "process_alive"]
+__all__ = ["wait_until", "process_alive", "worker_ends_with_its_owner"]
 
 
 def wait_until(condition: Callable[[], object], *, timeout: float, what: str) -> None:
@@ -39,3 +41,24 @@ def process_alive(pid: int) -> bool:
             return False
         return True
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def worker_ends_with_its_owner(owner: subprocess.Popen[bytes], pid_file: Path, *, start_timeout: float,
+                               owner_name: str) -> None:
+    """Wait for the worker to write its pid into `pid_file`, kill `owner` with SIGKILL, and fail unless the
+    worker (another process than the owner) ends within 30 s. Neither process is left behind, even on failure."""
+    worker = 0
+    try:
+        wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=start_timeout,
+                   what="the worker's job starting")
+        worker = int(pid_file.read_text())
+        assert worker != owner.pid and process_alive(worker)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(30)
+        wait_until(lambda: not process_alive(worker), timeout=30,
+                   what=f"worker {worker} ending after {owner_name}'s SIGKILL")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+        if worker and process_alive(worker):
+            os.kill(worker, signal.SIGKILL)
