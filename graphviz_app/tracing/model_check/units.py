@@ -175,18 +175,28 @@ def suppressed(site: Site) -> Iterator[None]:
     """While inside, the hook, `.detach()`, `torch.no_grad()` or `.data` change made at `site` does nothing
     (to test whether it is the culprit): `.data` there reads a detached clone, so an in-place change
     through it no longer reaches the tensor autograd saved."""
+    owner, name, replacement = _neutral(site)
+    had, original = name in owner.__dict__, owner.__dict__.get(name)
+    set_attribute(owner, name, replacement)
+    try:
+        yield
+    finally:
+        if had:
+            set_attribute(owner, name, original)
+        else:  # inherited (from torch's C base class): the class's own entry goes, the inherited one shows again
+            delattr(owner, name)
+
+
+def _neutral(site: Site) -> tuple[Any, str, Any]:
+    """(class, attribute, replacement) that makes the change at `site` do nothing and leaves every other call
+    as it was."""
     at = (site.file, site.line)
     if site.kind == UnitKind.DATA:
         def data(tensor: torch.Tensor) -> torch.Tensor:
             value = DATA.__get__(tensor)
             return value.clone() if caller_site(1) == at else value
 
-        set_attribute(torch.Tensor, "data", data_property(data))
-        try:
-            yield
-        finally:
-            delattr(torch.Tensor, "data")
-        return
+        return torch.Tensor, "data", data_property(data)
     if site.name == NO_GRAD:
         original_enter = torch.no_grad.__enter__
 
@@ -196,12 +206,7 @@ def suppressed(site: Site) -> Iterator[None]:
                 return
             original_enter(self)
 
-        set_attribute(torch.no_grad, "__enter__", enter)
-        try:
-            yield
-        finally:
-            set_attribute(torch.no_grad, "__enter__", original_enter)
-        return
+        return torch.no_grad, "__enter__", enter
     if site.kind == UnitKind.HOOK:
         original_hook = torch.Tensor.register_hook
 
@@ -210,12 +215,7 @@ def suppressed(site: Site) -> Iterator[None]:
                 return None
             return original_hook(tensor, hook)
 
-        set_attribute(torch.Tensor, "register_hook", register_hook)
-        try:
-            yield
-        finally:
-            set_attribute(torch.Tensor, "register_hook", original_hook)
-        return
+        return torch.Tensor, "register_hook", register_hook
     original_detach = torch.Tensor.detach
 
     def detach(tensor: torch.Tensor) -> torch.Tensor:
@@ -223,8 +223,4 @@ def suppressed(site: Site) -> Iterator[None]:
             return tensor.view_as(tensor)  # keeps the gradient that .detach() cut
         return original_detach(tensor)
 
-    set_attribute(torch.Tensor, "detach", detach)
-    try:
-        yield
-    finally:
-        set_attribute(torch.Tensor, "detach", original_detach)
+    return torch.Tensor, "detach", detach
