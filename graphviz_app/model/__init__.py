@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .compact import COMPACT_SCHEMA, compact_fields, node_positions, to_compact
 from .graph import Graph
+from .ranks import RankInfo
 from .records import (
     FORWARD_PEAK_ATTR,
     MODIFIED_IN_PLACE,
@@ -45,6 +46,7 @@ __all__ = [
     "Edge",
     "Graph",
     "CompiledRegion",
+    "RankInfo",
     "REGION_TYPE",
     "Summary",
     "ModuleRow",

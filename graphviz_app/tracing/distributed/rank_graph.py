@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
-from ...analysis.distributed import FsdpUnit, RankMemory
+from ...analysis.distributed import CollectiveEvent, FsdpUnit, RankMemory
 from ...analysis.memory import MeasuredMemory, MemoryStep
-from ...model import Graph, NodeKind
+from ...model import Graph, NodeKind, RankInfo
 from ..big_stack import call_with_large_stack
 from ..memory.step import step_outputs
 from ..module_trace import given_tensors
@@ -21,10 +22,10 @@ from ..recorder import record
 from ..torch_internals import fake_tensor_api, fsdp_units
 from ..walker import Walker, WalkOptions
 from .counting import RankStorages
-from .rank_step import RankStep, run_rank_step
+from .rank_step import RankStep, run_rank_step, strategy_of
 from .shards import is_dtensor, local_part, sharding_text
 
-__all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step"]
+__all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step", "rank_info"]
 
 _ACTIVE_FAKE_MODE = fake_tensor_api()[3]
 
@@ -164,7 +165,9 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
     `RankStorages`; the parameters' `.grad` are put back as they were.
 
     Runs on a big-stack thread, as `trace_model` does, inside the fake mode in force (a fake cluster's), so
-    the step runs there as it would here. DTensor ops are sized as the rank's part of them.
+    the step runs there as it would here. DTensor ops are sized as the rank's part of them. Inside a process
+    group the graph carries the rank (`Graph.rank`: its collectives, each at the node that issued it, and its
+    FSDP units), so `save(graph, "rank0.html")` marks them on the memory chart.
     """
     params = list(step.model.parameters())
     kept = [p.grad for p in params]
@@ -186,7 +189,20 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
     steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
     device = next((str(local_part(p).device) for p in params), "cpu")
     measured = MeasuredMemory(steps, counter.peak, forward_peak, "storages", device)
-    return RankTrace(graph, roots, measured, tuple(FsdpUnit(*u) for u in units), counter)
+    fsdp = tuple(FsdpUnit(*u) for u in units)
+    if dist.is_available() and dist.is_initialized():
+        graph = dataclasses.replace(graph, rank=rank_info(step.model, dist.get_rank(), dist.get_world_size(),
+                                                          counter.events, fsdp))
+    return RankTrace(graph, roots, measured, fsdp, counter)
+
+
+def rank_info(model: torch.nn.Module, rank: int, world_size: int, events: Sequence[CollectiveEvent],
+              units: Sequence[FsdpUnit]) -> RankInfo:
+    """What a rank's graph carries of its rank (`Graph.rank`): which rank, how `model` is spread, its collectives
+    and FSDP units, and whether DDP's gradients are views of its buckets."""
+    ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
+    return RankInfo(rank, world_size, strategy_of(model), tuple(events), tuple(units),
+                    grads_in_buckets=ddp and bool(model.gradient_as_bucket_view))
 
 
 def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> RankGraph:
@@ -199,5 +215,7 @@ def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> Ra
     trace = traced_rank_step(step)
     for p in step.model.parameters():
         p.grad = None
-    return RankGraph(trace.graph, dataclasses.replace(memory, collectives=tuple(trace.counter.events)),
+    graph = dataclasses.replace(trace.graph, rank=rank_info(step.model, rank, world_size, trace.counter.events,
+                                                            trace.units))
+    return RankGraph(graph, dataclasses.replace(memory, collectives=tuple(trace.counter.events)),
                      trace.roots, trace.units, trace.measured.forward_peak_bytes)

@@ -27,11 +27,12 @@ def spread_over_ranks(model: torch.nn.Module) -> bool:
 def measure_in_rank(model: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
                     loss: Callable[[Any], Any] | None = None, autocast: torch.dtype | None = None,
                     retain_graph: bool = False) -> tuple[Graph, MemoryTimeline, MeasuredMemory]:
-    """One forward and backward of this rank, as `measure` defines it: the graph (DTensor ops as local shards),
-    the replay of it with FSDP2's units (`rank_timeline`), and what `RankStorages` counted as it ran."""
+    """One forward and backward of this rank, as `measure` defines it: the graph (DTensor ops as local shards,
+    the rank's collectives and FSDP units on it as `Graph.rank`, so `save(graph, "rank0.html")` marks them), the
+    replay of it with FSDP2's units (`rank_timeline`), and what `RankStorages` counted as it ran."""
     trace = traced_rank_step(RankStep(model, tuple(args), dict(kwargs), loss), optimizer=False,
                              retain_graph=retain_graph, autocast=autocast)
-    view = isinstance(model, torch.nn.parallel.DistributedDataParallel) and bool(model.gradient_as_bucket_view)
+    view = trace.graph.rank is not None and trace.graph.rank.grads_in_buckets
     timeline = rank_timeline(trace.graph, units=trace.units, roots=trace.roots, retain_graph=retain_graph,
                              forward_peak_bytes=trace.measured.forward_peak_bytes, grads_in_buckets=view)
     return trace.graph, timeline, trace.measured
