@@ -11,6 +11,7 @@ import dataclasses
 import gzip
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import dist_jobs
 import pytest
 from viewer_support import HOSTILE, open_viewer
 
+from graphviz_app import save
 from graphviz_app.analysis.distributed import CollectiveEvent, RankMemory
 from graphviz_app.cli.commands import main
 from graphviz_app.model import Graph, NodeKind, human_bytes
@@ -162,6 +164,38 @@ def test_the_chart_marks_collectives_and_a_node_s_details_list_those_it_issued(p
     assert any(t.startswith(HOSTILE[1]) for t in titles)  # the op's name, as text
     assert "rank 0 of 4 (FSDP2)" in page.get_by_test_id("viewer-chart").inner_text()
     assert page.dialogs == [] and page.errors == [] and page.evaluate("window.__pwned") is None
+
+
+@pytest.mark.browser
+def test_collectives_issued_while_one_node_runs_are_each_visible_and_hoverable(page, fsdp_rank: RankGraph,  # noqa: ANN001
+                                                                               tmp_path: Path) -> None:
+    path = save(fsdp_rank.graph, tmp_path / "rank0.html")  # the graph's own rank: nothing else passed
+    events = payload(fsdp_rank.graph)["series"][0]["events"]
+    shared = {step: n for step, n in Counter(e["step"] for e in events).items() if n > 1}
+    # FSDP2: the forward's all-gathers at step 0, and a backward node issuing a reduce-scatter and an all-gather
+    assert shared.get(0, 0) >= 3 and any(step > 0 for step in shared), shared
+    open_viewer(page, path)
+    for step, count in shared.items():
+        marks = page.locator(f"[data-testid=viewer-chart-collective][data-step='{step}']")
+        assert marks.count() == count
+        boxes = [marks.nth(j).locator("rect").bounding_box() for j in range(count)]
+        for j, a in enumerate(boxes):
+            assert a is not None and a["width"] >= 6 and a["height"] >= 6
+            for b in boxes[j + 1:]:  # no two share a pixel
+                assert b is not None
+                assert (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or
+                        a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"]), (step, a, b)
+        for j, box in enumerate(boxes):
+            assert box is not None
+            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            mark = marks.nth(j)
+            on_top = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.closest('[data-mark]')"
+                                   "?.getAttribute('data-mark')", [x, y])
+            assert on_top == mark.get_attribute("data-mark"), (step, j)  # nothing covers it
+            page.mouse.move(x, y)
+            title = mark.locator("title").text_content()
+            assert title is not None and title in page.get_by_test_id("viewer-chart-hover").inner_text()
+    assert page.errors == []
 
 
 @pytest.mark.browser
