@@ -205,11 +205,12 @@ def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -
 
 def saved_rank_viewer(result: Any, target: str, with_torch_tracker: bool) -> dict[str, Any]:
     """On a rank: `measure` of the step after a warm-up one, then `save(graph, "rank{rank}.html")` and
-    `save(graph, "rank{rank}.json")`, as a training script would; the two files' text and the collectives counted."""
+    `save(graph, "rank{rank}.json")`, as a training script would, and `trace_model`'s graph saved the same way;
+    the files' text and the collectives each graph carries."""
     import tempfile
     from pathlib import Path
 
-    from graphviz_app import save
+    from graphviz_app import save, trace_model
     from graphviz_app.memory import measure
 
     model, x = result[0], result[1]
@@ -217,10 +218,13 @@ def saved_rank_viewer(result: Any, target: str, with_torch_tracker: bool) -> dic
     for p in model.parameters():
         p.grad = None
     graph = measure(model, x).graph
+    traced = trace_model(model, x)
     rank = dist.get_rank()
     with tempfile.TemporaryDirectory() as folder:
-        html, saved = save(graph, Path(folder) / f"rank{rank}.html"), save(graph, Path(folder) / f"rank{rank}.json")
-        texts = html.read_text(encoding="utf-8"), saved.read_text(encoding="utf-8")
-    assert graph.rank is not None
-    return {"rank": rank, "html": texts[0], "json": texts[1],
-            "collectives": [(c.op, c.bytes, c.phase, c.node) for c in graph.rank.collectives]}
+        files = [save(graph, Path(folder) / f"rank{rank}.html"), save(graph, Path(folder) / f"rank{rank}.json"),
+                 save(traced, Path(folder) / f"traced{rank}.html")]
+        texts = [f.read_text(encoding="utf-8") for f in files]
+    assert graph.rank is not None and traced.rank is not None
+    return {"rank": rank, "html": texts[0], "json": texts[1], "traced_html": texts[2],
+            "collectives": [(c.op, c.bytes, c.phase, c.node) for c in graph.rank.collectives],
+            "traced_collectives": [(c.op, c.bytes, c.phase, c.node) for c in traced.rank.collectives]}

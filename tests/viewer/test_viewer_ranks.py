@@ -102,6 +102,7 @@ def test_save_inside_each_real_gloo_rank_marks_that_rank_s_collectives(gloo_rank
         index = {n.id: i for i, n in enumerate(graph.nodes)}
         ops = [c[0] for c in saved["collectives"]]
         assert ops.count("_reduce_scatter_base_") == 3 and "_allgather_base_" in ops, ops
+        ops_bytes = saved["collectives"][0][1]
         live = _payload_of(saved["html"])["series"][0]
         _check_marks(live, saved["collectives"], index)
         assert live["notes"][0].startswith(f"rank {r} of 2 (FSDP2): collectives: ")
@@ -110,6 +111,11 @@ def test_save_inside_each_real_gloo_rank_marks_that_rank_s_collectives(gloo_rank
         out = tmp_path / f"later{r}.html"
         assert main(["render", str(tmp_path / f"rank{r}.json"), "-o", str(out)]) == 0
         assert _payload_of(out.read_text(encoding="utf-8"))["series"][0]["events"] == live["events"]
+        # trace_model's graph in the rank: the forward's all-gathers, one per unit with parameters
+        traced = _payload_of(saved["traced_html"])["series"][0]
+        assert [c[:3] for c in saved["traced_collectives"]] == [("_allgather_base_", ops_bytes, "forward")] * 3
+        _check_marks(traced, saved["traced_collectives"], {})
+        assert traced["notes"][0] == f"rank {r} of 2 (FSDP2): collectives: 3 _allgather_base_"
         # the module name stays text: kept verbatim in the graph and in its FSDP unit
         assert graph.rank is not None and dist_jobs.HOSTILE_BLOCK in {u.name for u in graph.rank.units}
         assert any(n.module == f"{dist_jobs.HOSTILE_BLOCK}.up" for n in graph.nodes)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from ...analysis.distributed import CollectiveEvent, FsdpUnit, RankMemory
+from ...analysis.distributed import FsdpUnit, RankMemory
 from ...analysis.memory import MeasuredMemory, MemoryStep
-from ...model import Graph, NodeKind, RankInfo
+from ...model import Graph, NodeKind
 from ..big_stack import call_with_large_stack
 from ..memory.step import step_outputs
 from ..module_trace import given_tensors
@@ -22,10 +22,11 @@ from ..recorder import record
 from ..torch_internals import fake_tensor_api, fsdp_units
 from ..walker import Walker, WalkOptions
 from .counting import RankStorages
-from .rank_step import RankStep, run_rank_step, strategy_of
+from .rank_step import RankStep, run_rank_step
 from .shards import is_dtensor, local_part, sharding_text
+from .spread import rank_info
 
-__all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step", "rank_info"]
+__all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step"]
 
 _ACTIVE_FAKE_MODE = fake_tensor_api()[3]
 
@@ -194,15 +195,6 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
         graph = dataclasses.replace(graph, rank=rank_info(step.model, dist.get_rank(), dist.get_world_size(),
                                                           counter.events, fsdp))
     return RankTrace(graph, roots, measured, fsdp, counter)
-
-
-def rank_info(model: torch.nn.Module, rank: int, world_size: int, events: Sequence[CollectiveEvent],
-              units: Sequence[FsdpUnit]) -> RankInfo:
-    """What a rank's graph carries of its rank (`Graph.rank`): which rank, how `model` is spread, its collectives
-    and FSDP units, and whether DDP's gradients are views of its buckets."""
-    ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
-    return RankInfo(rank, world_size, strategy_of(model), tuple(events), tuple(units),
-                    grads_in_buckets=ddp and bool(model.gradient_as_bucket_view))
 
 
 def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> RankGraph:

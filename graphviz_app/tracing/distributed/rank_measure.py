@@ -7,21 +7,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from ...analysis.distributed_replay import rank_timeline
 from ...analysis.memory import MeasuredMemory, MemoryTimeline
 from ...model import Graph
 from .rank_graph import traced_rank_step
-from .rank_step import RankStep, strategy_of
+from .rank_step import RankStep
 
-__all__ = ["spread_over_ranks", "measure_in_rank"]
-
-
-def spread_over_ranks(model: torch.nn.Module) -> bool:
-    """Whether `model` is a rank's part of a distributed model (DDP, FSDP2, DTensor parameters) in an initialised
-    process group (a real job's or a fake cluster's); a plain model in a rank is measured as a single process."""
-    return dist.is_available() and dist.is_initialized() and strategy_of(model) != "replicated"
+__all__ = ["measure_in_rank"]
 
 
 def measure_in_rank(model: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
