@@ -63,8 +63,11 @@ class NodeChange:
 
     @property
     def label(self) -> str:
-        """The attribute's name for an attribute change, else what changed ("shape", "dtype", ...)."""
-        return self.attribute or self.what
+        """The attribute's name for an attribute change (`attribute dtype` where it is also a kind of
+        change, so the rows stay apart), else what changed ("shape", "dtype", ...)."""
+        if not self.attribute:
+            return self.what
+        return f"attribute {self.attribute}" if self.attribute in CHANGE_KINDS else self.attribute
 
     def row(self) -> tuple[str, str, str]:
         """(label, before, after): the change as the drawings and the viewers list it."""

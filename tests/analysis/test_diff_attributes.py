@@ -139,6 +139,16 @@ def test_assert_same_graph_names_the_attribute_and_can_ignore_attributes() -> No
     assert_same_graph(a, b, ignore="attributes")
 
 
+def test_an_attribute_named_like_a_kind_of_change_is_labelled_apart() -> None:
+    """The compare file's "dtype changed" colouring reads the rows' labels: a torch attribute called
+    `dtype` must not read as the tensor's dtype."""
+    found = diff(_op((("dtype", "torch.float32"),)), _op((("dtype", "torch.bfloat16"),)))
+    (change,) = found.changes
+    assert (change.what, change.attribute, change.label) == ("attributes", "dtype", "attribute dtype")
+    assert change.row() == ("attribute dtype", "torch.float32", "torch.bfloat16")
+    assert "~ PowBackward0: attribute dtype torch.float32 -> torch.bfloat16" in str(found)
+
+
 def test_only_ops_attributes_are_compared_not_a_module_box_s_summary() -> None:
     box = (("ops", "3"),)
     a = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.MODULE, "fc", attrs=box)),
