@@ -17,12 +17,15 @@ from typing import Any
 
 import dist_jobs
 import pytest
+import torch
 from viewer_support import HOSTILE, open_viewer
 
 from graphviz_app import save
 from graphviz_app.analysis.distributed import CollectiveEvent, RankMemory
 from graphviz_app.cli.commands import main
-from graphviz_app.model import Graph, NodeKind, human_bytes
+from graphviz_app.distributed import rank_timeline
+from graphviz_app.memory import measure
+from graphviz_app.model import Graph, NodeKind, RankInfo, human_bytes
 from graphviz_app.tracing.distributed.fake_cluster import fake_cluster
 from graphviz_app.tracing.distributed.rank_graph import RankGraph, trace_rank_step
 from graphviz_app.tracing.distributed.rank_step import rank_step
@@ -135,6 +138,17 @@ def test_a_real_rank_s_saved_viewer_shows_its_marks_and_its_hostile_module_name_
     assert page.dialogs == [] and page.errors == [] and page.evaluate("window.__pwned") is None
 
 
+def test_a_ddp_rank_s_graph_with_bucket_views_is_replayed_so_in_the_viewer() -> None:
+    m = measure(dist_jobs.plain_model(1), torch.randn(dist_jobs.BATCH, dist_jobs.SEQ, dist_jobs.D))
+    graph = dataclasses.replace(m.graph, rank=RankInfo(1, 2, "DDP", grads_in_buckets=True))
+    live = payload(graph)["series"][0]
+    expected = rank_timeline(graph, grads_in_buckets=True)  # gradients dropped once copied into their bucket
+    assert live["values"] == [s.peak for s in expected.steps]
+    assert live["values"] != [s.peak for s in rank_timeline(graph).steps]
+    assert live["notes"][0] == "rank 1 of 2 (DDP): collectives: none"
+    assert any("gradient_as_bucket_view" in n for n in live["notes"])
+
+
 def test_ddp_buckets_get_a_line_under_the_chart() -> None:
     ddp = RankMemory(1, 2, "DDP", 1000, 2048, 2048, 0, 0, 64, buckets_bytes=2048,
                      collectives=(CollectiveEvent("allreduce_", 2048, "backward", 3000, None),),
@@ -164,7 +178,7 @@ def test_the_chart_marks_collectives_and_a_node_s_details_list_those_it_issued(p
     kib = f"{events[0].bytes / 1024:.1f}"[:-1]  # the viewer rounds halves up, Python to even: the rest
     assert any(re.fullmatch(rf"_allgather_base_ {kib}\d KiB \(forward\) at step 0", t) for t in titles), titles
     issued = next(i for i, e in enumerate(events) if e.node is not None and e.op == "_reduce_scatter_base_")
-    marks.nth(issued).dispatch_event("click")  # marks issued at one step lie on each other
+    marks.nth(issued).dispatch_event("click")
     details = page.get_by_test_id("viewer-details").inner_text()
     assert re.search(r"collective issued\t_reduce_scatter_base_ [\d.]+ KiB \(backward\)", details), details
     assert any(t.startswith(HOSTILE[1]) for t in titles)  # the op's name, as text
