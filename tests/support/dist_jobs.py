@@ -138,6 +138,12 @@ def ddp_view() -> Any:
     return job("ddp_view")()
 
 
+def ddp_unused() -> Any:
+    """DDP looking for unused parameters in every step (it reads which were used from a tensor's values)."""
+    model = torch.nn.parallel.DistributedDataParallel(plain_model(), find_unused_parameters=True)
+    return _step(model)
+
+
 def raises_on_rank_1() -> Any:
     """Rank 1 raises while building; rank 0 goes on into the first collective and would wait there for ever."""
     if dist.get_rank() == 1:

@@ -93,8 +93,8 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
     with fake_cluster(world_size, rank):
         try:
             result = func()
-        except DistributedError:
-            raise
+        except DistributedError as e:  # raised by what FUNC called (the fake cluster's DDP): say where and at what size
+            raise DistributedError(f"{where} failed at world size {world_size}: {e}") from e
         except Exception as e:  # noqa: BLE001 - the user's FUNC: say where and at which size, keep the cause
             raise DistributedError(_func_failed(where, world_size, e)) from e
         step = rank_step(result, where)

@@ -84,7 +84,8 @@ def _refuse_what_reads_values(model: DistributedDataParallel) -> None:
             raise DistributedError(
                 f"DDP with {flag}=True cannot be forecast on the fake cluster: its reducer reads which parameters "
                 f"each step used from a tensor's values, and fake tensors have none; forecast with {flag}=False "
-                f"(the same buckets, rebuilt once in gradient-ready order), or {_ON_REAL_RANKS}")
+                f"(when every parameter gets a gradient each step, its buckets hold the same bytes), or "
+                f"{_ON_REAL_RANKS}")
 
 
 def _init(self: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:

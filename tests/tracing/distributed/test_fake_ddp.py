@@ -1,0 +1,133 @@
+"""DDP on the fake cluster: torch's own DDP and reducer on fake tensors, against buckets counted by hand from
+`bucket_cap_mb`, and PyTorch's MemTracker following the same fake step (real gloo ranks: test_real_ranks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as dist
+from dist_jobs import BATCH, SEQ, D, job, plain_model
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+from graphviz_app.errors import DistributedError
+from graphviz_app.tracing.distributed.fake_cluster import forecast_world, forecast_worlds, largest_batch_world
+
+# One Block's parameters: up (D -> 4D) and down (4D -> D), weights and biases, float32.
+BLOCK = (D * 4 * D + 4 * D + 4 * D * D + D) * 4
+ORIGINAL_INIT, ORIGINAL_PRE_FORWARD = DistributedDataParallel.__init__, DistributedDataParallel._pre_forward
+
+
+def ddp_job(layers: int = 3, **options: Any) -> Callable[[], Any]:
+    def func() -> Any:
+        model = DistributedDataParallel(plain_model(layers), **options)
+        return model, torch.randn(BATCH, SEQ, D), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    return func
+
+
+def reduced(r: Any) -> list[int]:
+    return [e.bytes for e in r.collectives if e.op == "allreduce_"]
+
+
+def test_block_bytes_are_counted_by_hand() -> None:
+    assert BLOCK == 132_352 == sum(p.numel() * 4 for p in plain_model(1).parameters())
+
+
+@pytest.mark.parametrize(("layers", "options", "buckets"), [
+    # The gradients arrive from the last block to the first (down's bias, down's weight, up's bias, up's weight);
+    # the rebuilt buckets take them in that order, each closing once it holds bucket_cap_mb or more.
+    (3, {"bucket_cap_mb": 0.1}, [BLOCK] * 3),  # 104,857 bytes: each block fills one
+    (3, {"bucket_cap_mb": 0.25}, [2 * BLOCK, BLOCK]),  # 262,144 bytes: closes after the second block
+    # The default: a small first bucket of 1 MiB (8 blocks are the first to reach it), then 25 MiB for the rest.
+    (10, {}, [8 * BLOCK, 2 * BLOCK]),
+    (3, {}, [3 * BLOCK]),
+])
+def test_each_bucket_is_all_reduced_once_at_the_size_ddp_rebuilt_it_to(
+        layers: int, options: dict[str, Any], buckets: list[int]) -> None:
+    r = forecast_world(ddp_job(layers, **options), world_size=4)
+    assert r.strategy == "DDP"
+    assert reduced(r) == buckets  # one all-reduce per bucket, in backward
+    assert {e.phase for e in r.collectives if e.op == "allreduce_"} == {"backward"}
+    assert r.buckets_bytes == sum(buckets) == r.params_bytes == layers * BLOCK
+    assert f"{len(buckets)} gradient bucket(s) of {', '.join(map(str, buckets))} bytes" in r.notes[0]
+
+
+@pytest.mark.parametrize("name", ["ddp", "ddp_view"])
+def test_a_ddp_rank_holds_the_same_bytes_at_any_world_size(name: str) -> None:
+    two, eight, sixty_four = forecast_worlds(job(name), [2, 8, 64])
+    # Every rank holds the whole model, its buckets and its optimizer state, and runs the whole step on its batch.
+    figures = [{k: v for k, v in r.to_dict().items() if k != "world_size"} for r in (two, eight, sixty_four)]
+    assert figures[0] == figures[1] == figures[2]
+    assert two.optimizer_bytes == 2 * two.params_bytes + 4 * 12  # Adam: 2 states, a 4-byte step per parameter
+    assert any("forecast is of the steady step, the third" in n for n in two.notes)
+
+
+def test_memtracker_follows_the_same_fake_step() -> None:
+    copy, view = (forecast_world(job(name), world_size=2, with_torch_tracker=True) for name in ("ddp", "ddp_view"))
+    assert copy.tracker == view.tracker == "MemTracker"
+    assert copy.total_bytes == copy.tracker_bytes  # .grad a copy beside its bucket: MemTracker sees both
+    # .grad a view into its bucket: MemTracker first sees the bucket when the all-reduce hands it back, late in
+    # backward; the bucket exists from DDP's construction, so ours is higher, by less than the buckets.
+    assert view.tracker_bytes is not None
+    assert view.tracker_bytes < view.total_bytes <= view.tracker_bytes + view.buckets_bytes
+    assert view.peak_bytes < copy.peak_bytes and view.grads_bytes == copy.grads_bytes == copy.params_bytes
+
+
+def plain_job() -> Any:
+    model = plain_model()
+    return model, torch.randn(BATCH, SEQ, D), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def by_memtracker(batch: int) -> int:
+    """A DDP rank of `job("ddp")` at `batch`, by PyTorch's MemTracker: the same model's step unwrapped, plus DDP's
+    buckets. (MemTracker on the DDP step itself sees a bucket only once the reducer copies into it: before the
+    peak of a large batch, in early backward, it had seen one of the three, on real ranks as on fake ones.)"""
+    plain = forecast_world(plain_job, world_size=8, batch=batch, with_torch_tracker=True).tracker_bytes
+    assert plain is not None
+    return plain + 3 * BLOCK
+
+
+@pytest.mark.parametrize("batch", [4, 24])
+def test_a_ddp_rank_is_the_unwrapped_step_plus_its_buckets(batch: int) -> None:
+    assert forecast_world(job("ddp"), world_size=8, batch=batch).total_bytes == by_memtracker(batch)
+
+
+@pytest.mark.slow
+def test_the_largest_batch_per_gpu_fits_the_budget_by_memtracker_and_one_more_does_not() -> None:
+    budget = 4_000_000
+    batch = largest_batch_world(job("ddp"), world_size=8, budget_bytes=budget)
+    assert batch > BATCH
+    assert by_memtracker(batch) <= budget < by_memtracker(batch + 1)
+
+
+@pytest.mark.parametrize("flag", ["find_unused_parameters", "static_graph"])
+def test_what_reads_values_every_step_is_refused_in_words(flag: str) -> None:
+    with pytest.raises(DistributedError, match=rf"FUNC failed at world size 4: DDP with {flag}=True cannot be "
+                                               r"forecast on the fake cluster: .* fake tensors have none; forecast "
+                                               rf"with {flag}=False .* measure DDP with it on real ranks: run_ranks"):
+        forecast_world(ddp_job(**{flag: True}), world_size=4)
+    assert not dist.is_initialized()
+
+
+def test_a_comm_hook_of_func_s_own_is_refused_in_words() -> None:
+    def func() -> Any:
+        model, x, opt = job("ddp")()
+        model.register_comm_hook(None, default_hooks.allreduce_hook)
+        return model, x, opt
+
+    with pytest.raises(DistributedError, match=r"hooked failed at world size 2: a DDP communication hook registered "
+                                               r"in hooked cannot run on the fake cluster"):
+        forecast_world(func, world_size=2, where="hooked")
+    assert not dist.is_initialized()
+
+
+def test_ddp_is_itself_again_after_the_fake_cluster() -> None:
+    forecast_world(job("ddp_view"), world_size=2)
+    assert DistributedDataParallel.__init__ is ORIGINAL_INIT
+    assert DistributedDataParallel._pre_forward is ORIGINAL_PRE_FORWARD
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedDataParallel(plain_model(1))  # outside a process group DDP says what it always says
