@@ -9,12 +9,19 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-from dist_jobs import BATCH, SEQ, D, job, plain_model
+from dist_jobs import BATCH, SEQ, D, job, measure_beside_tracker, plain_model
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from graphviz_app.errors import DistributedError
-from graphviz_app.tracing.distributed.fake_cluster import forecast_world, forecast_worlds, largest_batch_world
+from graphviz_app.tracing.distributed.fake_cluster import (
+    fake_cluster,
+    forecast_world,
+    forecast_worlds,
+    largest_batch_world,
+)
+from graphviz_app.tracing.distributed.rank_graph import trace_rank_step
+from graphviz_app.tracing.distributed.rank_step import rank_step
 
 # One Block's parameters: up (D -> 4D) and down (4D -> D), weights and biases, float32.
 BLOCK = (D * 4 * D + 4 * D + 4 * D * D + D) * 4
@@ -131,3 +138,22 @@ def test_ddp_is_itself_again_after_the_fake_cluster() -> None:
     assert DistributedDataParallel._pre_forward is ORIGINAL_PRE_FORWARD
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         DistributedDataParallel(plain_model(1))  # outside a process group DDP says what it always says
+
+
+@pytest.mark.parametrize("name", ["ddp", "ddp_view"])
+def test_a_ddp_rank_s_graph_marks_each_bucket_s_all_reduce_at_a_backward_node(name: str) -> None:
+    forecast = forecast_world(job(name), world_size=4)
+    with fake_cluster(4):
+        traced = trace_rank_step(rank_step(job(name)()), rank=0, world_size=4)
+    assert traced.memory.total_bytes == forecast.total_bytes
+    assert [(e.op, e.bytes) for e in traced.memory.collectives] == [("allreduce_", BLOCK)] * 3
+    nodes = {n.id for n in traced.graph.nodes}
+    assert all(e.phase == "backward" and e.node in nodes for e in traced.memory.collectives)
+
+
+def test_measure_inside_a_fake_ddp_rank_agrees_with_memtracker_on_the_same_forward_and_backward() -> None:
+    with fake_cluster(2):
+        figures = measure_beside_tracker(job("ddp")(), "ddp", True)
+    # The same figures as on real gloo ranks (test_rank_measure): the tracker counts 4 bytes more.
+    assert figures["measured"] == figures["replayed"] == 1_353_988
+    assert figures["tracker"] - figures["measured"] == 4
