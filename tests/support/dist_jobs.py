@@ -71,8 +71,9 @@ def build_fsdp_tp(mesh: DeviceMesh) -> Any:
     return _step(model)
 
 
-def build_ddp(mesh: DeviceMesh | None, *, view: bool = False) -> Any:
-    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view)
+def build_ddp(mesh: DeviceMesh | None, *, view: bool = False, **options: Any) -> Any:
+    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view,
+                                                      **options)
     return _step(model)
 
 
@@ -140,8 +141,21 @@ def ddp_view() -> Any:
 
 def ddp_unused() -> Any:
     """DDP looking for unused parameters in every step (it reads which were used from a tensor's values)."""
-    model = torch.nn.parallel.DistributedDataParallel(plain_model(), find_unused_parameters=True)
-    return _step(model)
+    return build_ddp(None, find_unused_parameters=True)
+
+
+def ddp_static() -> Any:
+    """DDP told its graph is static: it finds the unused parameters in its first step, rebuilds in its third."""
+    return build_ddp(None, static_graph=True)
+
+
+def ddp_hooked() -> Any:
+    """DDP with a communication hook of its own (torch's plain all-reduce, written in Python)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    model, x, optimizer = build_ddp(None)
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
+    return model, x, optimizer
 
 
 def raises_on_rank_1() -> Any:

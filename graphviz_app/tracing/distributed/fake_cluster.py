@@ -25,17 +25,18 @@ from ...analysis.memory.fit import largest_batch
 from ...errors import DistributedError
 from ..memory.forecast import resized
 from ..torch_internals import fake_store, fake_tensor_api
-from .fake_ddp import ddp_on_fake_tensors
+from .fake_ddp import ddp_on_fake_tensors, fake_mode
 from .rank_step import rank_step, run_rank_step
 
 __all__ = ["fake_cluster", "forecast_world", "forecast_worlds", "largest_batch_world"]
 
 _DDP_STEADY = ("DDP on the fake cluster: its own reducer ran on fake tensors, its default all-reduce as a "
-              "communication hook; the forecast is of the steady step, the third (the first reduces every gradient "
-              "in one bucket, the second rebuilds the buckets in gradient-ready order, freeing the old bucket before "
-              "making the new ones; on real gloo ranks the three steps reached the same total in our tests)")
+               "communication hook; the forecast is of the steady step, after DDP rebuilt its buckets in "
+               "gradient-ready order (in its second step's forward, the third's with static_graph, never with "
+               "find_unused_parameters), which frees the old buckets before making the new ones: on real gloo ranks "
+               "the first steps reached the same total in our tests")
 _MESH_INIT = device_mesh.DeviceMesh.__init__
-FakeTensor, FakeTensorMode, unset_fake_temporarily, _ = fake_tensor_api()
+FakeTensor, _, unset_fake_temporarily, _ = fake_tensor_api()
 
 
 def _mesh_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -69,7 +70,7 @@ def fake_cluster(world_size: int, rank: int = 0) -> Iterator[Any]:
     dist.init_process_group("fake", store=fake_store(), rank=rank, world_size=world_size)
     device_mesh.DeviceMesh.__init__ = _mesh_init  # type: ignore[method-assign]
     try:
-        with ddp_on_fake_tensors(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        with ddp_on_fake_tensors(), fake_mode() as mode:
             yield mode
     finally:
         device_mesh.DeviceMesh.__init__ = _MESH_INIT  # type: ignore[method-assign]

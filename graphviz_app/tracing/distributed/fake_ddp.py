@@ -2,20 +2,21 @@
 
 The reducer itself runs (its bucket assignment by `bucket_cap_mb`, the single
 first-step bucket and the rebuild in gradient-ready order, `.grad` as a bucket
-view or a copy beside it), so a fake rank allocates what a real one does. Three
-places read a tensor's values, which fake tensors do not have; inside
-`ddp_on_fake_tensors` each is answered as one process of the fake cluster can:
+view or a copy beside it, `find_unused_parameters`, `static_graph`), so a fake
+rank allocates what a real one does. The places that read a tensor's values,
+which fake tensors do not have, are answered as one process of the fake cluster
+can:
 
 - the check at construction that every rank's parameters have the same shapes
   is skipped (one process runs one FUNC: there is nothing to compare);
-- the rebuilt bucket assignment, which the reducer broadcasts from rank 0 as an
-  int32 tensor it writes and reads, is made of real (tiny) tensors;
+- the reducer's small int32 tensors (the rebuilt bucket assignment it broadcasts
+  from rank 0, the map of parameters used in the step with
+  `find_unused_parameters` or `static_graph`), which it writes and reads, are
+  real tensors: made so inside DDP's constructor and pre-forward, and every op
+  whose tensors are all real int32 ones runs for real (`fake_mode`);
 - the all-reduce of each bucket goes through a communication hook that does what
   DDP's default does (divide by the world size, all-reduce in place) and hands the
   bucket back itself: the fake process group's futures hold no tensor.
-
-`find_unused_parameters=True` and `static_graph=True` read which parameters were
-used from a tensor's values in every step; they are refused with the reason.
 """
 
 from __future__ import annotations
@@ -28,38 +29,50 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ...errors import DistributedError
 from ..memory.counting import tensors_in
 from ..torch_internals import TorchDispatchMode, fake_tensor_api
 from ..torch_internals.ddp import ddp_steps_around
 
-__all__ = ["ddp_on_fake_tensors", "fake_allreduce_hook"]
+__all__ = ["ddp_on_fake_tensors", "fake_allreduce_hook", "fake_mode"]
 
-FakeTensor, _, unset_fake_temporarily, _ = fake_tensor_api()
+FakeTensor, FakeTensorMode, unset_fake_temporarily, _ = fake_tensor_api()
 _DDP_INIT = DistributedDataParallel.__init__
-_EMPTY = torch.ops.aten.empty.memory_format
-_ON_REAL_RANKS = "measure DDP with it on real ranks: run_ranks, or measure_rank under torchrun"
 
 
-class _RealBucketIndices(TorchDispatchMode):
-    """Int32 tensors made from nothing, and ops whose tensors are all real int32 ones, run for real.
+def _all_real_int32(tensors: list[torch.Tensor]) -> bool:
+    return bool(tensors) and all(t.dtype == torch.int32 and not isinstance(t, FakeTensor) for t in tensors)
 
-    These are the bucket indices and sizes the reducer writes, broadcasts and
-    reads back when it rebuilds its buckets (a few bytes per parameter); every
-    other op (the new buckets themselves included) goes on to FakeTensorMode.
-    """
+
+class _RealInt32Made(TorchDispatchMode):
+    """Int32 tensors made from nothing (empty, zeros) are real: inside DDP's constructor and pre-forward, these
+    are the reducer's bucket assignment and map of used parameters (a few bytes per parameter)."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        tensors = tensors_in((args, kwargs))
-        if tensors:
-            real = all(t.dtype == torch.int32 and not isinstance(t, FakeTensor) for t in tensors)
-        else:
-            real = func is _EMPTY and kwargs.get("dtype") == torch.int32
-        if not real:
-            return func(*args, **kwargs)
-        with unset_fake_temporarily():
-            return func(*args, **kwargs)
+        if not tensors_in((args, kwargs)) and kwargs.get("dtype") == torch.int32:
+            with unset_fake_temporarily():
+                return func(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+class _FakeModeForDdp(FakeTensorMode):  # type: ignore[misc, valid-type]
+    """FakeTensorMode in which an op whose tensors are all real int32 ones runs for real (the reducer's own,
+    made real by `_RealInt32Made`: it fills, all-reduces and reads them back); any other op is faked.
+
+    A mode, not a patch around a call: the reducer works on these in backward, on
+    whatever thread the fake mode is entered (a traced step runs on a thread of its own).
+    """
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if _all_real_int32(tensors_in((args, kwargs or {}))):
+            with unset_fake_temporarily():
+                return func(*args, **(kwargs or {}))
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+def fake_mode() -> Any:
+    """The fake cluster's FakeTensorMode (constants from outside allowed), with DDP's real int32 tensors real."""
+    return _FakeModeForDdp(allow_non_fake_inputs=True)
 
 
 def fake_allreduce_hook(process_group: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -78,19 +91,9 @@ fake_allreduce_hook.__annotations__ = {"process_group": Any, "bucket": dist.Grad
                                        "return": torch.futures.Future[torch.Tensor]}
 
 
-def _refuse_what_reads_values(model: DistributedDataParallel) -> None:
-    for flag in ("find_unused_parameters", "static_graph"):
-        if getattr(model, flag, False):
-            raise DistributedError(
-                f"DDP with {flag}=True cannot be forecast on the fake cluster: its reducer reads which parameters "
-                f"each step used from a tensor's values, and fake tensors have none; forecast with {flag}=False "
-                f"(when every parameter gets a gradient each step, its buckets hold the same bytes), or "
-                f"{_ON_REAL_RANKS}")
-
-
 def _init(self: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:
-    _DDP_INIT(self, *args, **kwargs)
-    _refuse_what_reads_values(self)
+    with _RealInt32Made():
+        _DDP_INIT(self, *args, **kwargs)
     self.register_comm_hook(self.process_group, fake_allreduce_hook)
 
 
@@ -108,7 +111,7 @@ def ddp_on_fake_tensors() -> Iterator[None]:
     """
     DistributedDataParallel.__init__ = _init  # type: ignore[method-assign]
     try:
-        with ddp_steps_around(shape_check=_skip_shape_check, around_pre_forward=_RealBucketIndices):
+        with ddp_steps_around(shape_check=_skip_shape_check, around_pre_forward=_RealInt32Made):
             yield
     finally:
         DistributedDataParallel.__init__ = _DDP_INIT  # type: ignore[method-assign]

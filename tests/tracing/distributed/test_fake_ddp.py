@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import dist_jobs
 import pytest
 import torch
 import torch.distributed as dist
 from dist_jobs import BATCH, SEQ, D, job, measure_beside_tracker, plain_model
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from graphviz_app.errors import DistributedError
@@ -70,7 +70,7 @@ def test_a_ddp_rank_holds_the_same_bytes_at_any_world_size(name: str) -> None:
     figures = [{k: v for k, v in r.to_dict().items() if k != "world_size"} for r in (two, eight, sixty_four)]
     assert figures[0] == figures[1] == figures[2]
     assert two.optimizer_bytes == 2 * two.params_bytes + 4 * 12  # Adam: 2 states, a 4-byte step per parameter
-    assert any("forecast is of the steady step, the third" in n for n in two.notes)
+    assert any("the forecast is of the steady step, after DDP rebuilt its buckets" in n for n in two.notes)
 
 
 def test_memtracker_follows_the_same_fake_step() -> None:
@@ -111,24 +111,28 @@ def test_the_largest_batch_per_gpu_fits_the_budget_by_memtracker_and_one_more_do
     assert by_memtracker(batch) <= budget < by_memtracker(batch + 1)
 
 
-@pytest.mark.parametrize("flag", ["find_unused_parameters", "static_graph"])
-def test_what_reads_values_every_step_is_refused_in_words(flag: str) -> None:
-    with pytest.raises(DistributedError, match=rf"FUNC failed at world size 4: DDP with {flag}=True cannot be "
-                                               r"forecast on the fake cluster: .* fake tensors have none; forecast "
-                                               rf"with {flag}=False .* measure DDP with it on real ranks: run_ranks"):
-        forecast_world(ddp_job(**{flag: True}), world_size=4)
-    assert not dist.is_initialized()
+def test_find_unused_parameters_keeps_the_first_buckets_and_all_reduces_its_map_of_used_parameters() -> None:
+    r = forecast_world(dist_jobs.ddp_unused, world_size=4)
+    # No rebuild: the buckets of construction, in parameter order (up's weight and bias and down's weight close
+    # the first at 132,096 bytes, down's bias opens the next), reduced last first; then the map of used
+    # parameters, one int32 per parameter, all-reduced.
+    up_w, up_b, down_w, down_b = (p.numel() * 4 for p in plain_model(1).parameters())
+    assert reduced(r) == [down_b, BLOCK, BLOCK, up_w + up_b + down_w, 12 * 4]
+    assert r.total_bytes == forecast_world(job("ddp"), world_size=4).total_bytes  # every parameter is used
+
+
+def test_static_graph_rebuilds_in_its_third_step_and_the_steady_step_is_the_fourth() -> None:
+    static, plain = (forecast_world(f, world_size=4) for f in (dist_jobs.ddp_static, job("ddp")))
+    assert reduced(static) == [BLOCK] * 3 and [e.op for e in static.collectives] == ["allreduce_"] * 3
+    assert static.total_bytes == plain.total_bytes
+    counted_in_the_rebuild = forecast_world(dist_jobs.ddp_static, world_size=4, warmup=2)
+    assert [e.op for e in counted_in_the_rebuild.collectives][:2] == ["broadcast_", "broadcast_"]
 
 
 def test_a_comm_hook_of_func_s_own_is_refused_in_words() -> None:
-    def func() -> Any:
-        model, x, opt = job("ddp")()
-        model.register_comm_hook(None, default_hooks.allreduce_hook)
-        return model, x, opt
-
     with pytest.raises(DistributedError, match=r"hooked failed at world size 2: a DDP communication hook registered "
                                                r"in hooked cannot run on the fake cluster"):
-        forecast_world(func, world_size=2, where="hooked")
+        forecast_world(dist_jobs.ddp_hooked, world_size=2, where="hooked")
     assert not dist.is_initialized()
 
 
