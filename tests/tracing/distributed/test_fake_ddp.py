@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 from dist_jobs import BATCH, SEQ, D, job, measure_beside_tracker, plain_model
+from torch.distributed.device_mesh import init_device_mesh
 from torch.nn.parallel import DistributedDataParallel
 
 from graphviz_app.errors import DistributedError
@@ -161,3 +162,14 @@ def test_measure_inside_a_fake_ddp_rank_agrees_with_memtracker_on_the_same_forwa
     # The same figures as on real gloo ranks (test_rank_measure): the tracker counts 4 bytes more.
     assert figures["measured"] == figures["replayed"] == 1_353_988
     assert figures["tracker"] - figures["measured"] == 4
+
+
+def test_ddp_over_a_one_dimensional_device_mesh_is_ddp_over_the_world() -> None:
+    def over_mesh() -> Any:
+        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+        model = DistributedDataParallel(plain_model(), device_mesh=mesh, bucket_cap_mb=0.1)
+        return model, torch.randn(BATCH, SEQ, D), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    meshed, plain = (forecast_world(f, world_size=4) for f in (over_mesh, job("ddp")))
+    assert meshed.to_dict() == plain.to_dict()
+    assert reduced(meshed) == [BLOCK] * 3
