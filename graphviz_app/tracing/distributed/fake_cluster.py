@@ -34,7 +34,7 @@ _DDP_STEADY = ("DDP on the fake cluster: its own reducer ran on fake tensors, it
                "communication hook; the forecast is of the steady step, after DDP rebuilt its buckets in "
                "gradient-ready order (in its second step's forward, the third's with static_graph, never with "
                "find_unused_parameters), which frees the old buckets before making the new ones: on real gloo ranks "
-               "the first steps reached the same total in our tests")
+               "no earlier step reached more in our tests")
 _MESH_INIT = device_mesh.DeviceMesh.__init__
 FakeTensor, _, unset_fake_temporarily, _ = fake_tensor_api()
 
