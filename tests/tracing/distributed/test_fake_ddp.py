@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 from dist_jobs import BATCH, SEQ, D, job, measure_beside_tracker, plain_model
 from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.nn.parallel import DistributedDataParallel
 
 from graphviz_app.errors import DistributedError
@@ -173,3 +174,17 @@ def test_ddp_over_a_one_dimensional_device_mesh_is_ddp_over_the_world() -> None:
     meshed, plain = (forecast_world(f, world_size=4) for f in (over_mesh, job("ddp")))
     assert meshed.to_dict() == plain.to_dict()
     assert reduced(meshed) == [BLOCK] * 3
+
+
+def test_ddp_with_tensor_parallelism_is_refused_in_words() -> None:
+    def ddp_tp() -> Any:
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        model = plain_model()
+        for block in model:
+            parallelize_module(block, mesh["tp"], {"up": ColwiseParallel(), "down": RowwiseParallel()})
+        return DistributedDataParallel(model, device_mesh=mesh["dp"]), torch.randn(BATCH, SEQ, D)
+
+    with pytest.raises(DistributedError, match=r"FUNC failed at world size 4: DDP over a slice of a 2-D device mesh "
+                                               r"\(DDP with tensor parallelism\) cannot be forecast yet"):
+        forecast_world(ddp_tp, world_size=4)
+    assert not dist.is_initialized() and DistributedDataParallel.__init__ is ORIGINAL_INIT
