@@ -13,7 +13,8 @@ from torch.utils.checkpoint import checkpoint
 
 from graphviz_app.analysis.memory.levers import LeverKind, chunked_loss_peak
 from graphviz_app.memory import advise_checkpoints, measure
-from graphviz_app.tracing.memory.levers import free_grads, lever_forecasts, verify_levers
+from graphviz_app.tracing.memory.lever_advice import lever_forecasts, verify_levers
+from graphviz_app.tracing.memory.levers import free_grads
 from graphviz_app.tracing.memory.step import Step
 
 
@@ -130,19 +131,30 @@ def test_the_chunked_loss_prediction_is_within_10_percent_of_the_loss_written_in
     assert abs(predicted.peak - written) <= 0.10 * written, (predicted.peak, written)
 
 
-def test_the_advice_prints_each_lever_predicted_and_measured_and_says_why_the_loss_is_not_applied() -> None:
+def test_the_advice_prints_each_lever_predicted_and_measured_and_the_best_combination() -> None:
     torch.manual_seed(0)
     ids = torch.randint(0, 2048, (4, 64), generator=torch.Generator().manual_seed(0))
     plan = advise_checkpoints(_LM(), ids, budget_bytes=1, verify=True)
     text = str(plan)
-    assert not plan.reached and len(plan.levers) == 4
-    assert text.count("verified: measured") == 3
-    assert "a loss computed in 8 chunks over the vocabulary: predicted peak" in text
-    assert "not applied by --verify: it changes your loss code" in text
+    assert not plan.reached and [lv.kind for lv in plan.levers] == [
+        LeverKind.FREE_GRADS, LeverKind.AUTOCAST, LeverKind.MICRO_BATCH, LeverKind.CHUNKED_LOSS, LeverKind.COMBINED]
+    assert text.count("verified: measured") == 5
+    # Predicted and applied on top of the plan's checkpointed blocks, which alone miss the budget.
+    assert plan.modules == plan.levers_on == ("blocks.0", "blocks.1")
+    assert "each predicted on top of checkpointing the plan's 2 module(s)" in text
+    assert ("applied by --verify: non-reentrant checkpointing of blocks.0, blocks.1; head's logits not made, "
+            "F.cross_entropy over them computed in 8 chunks") in text
+    assert "to do it in training: have the model return its last hidden states" in text
     assert "register_post_accumulate_grad_hook" in text
+    combined = plan.levers[-1]
+    # A .grad freed as soon as it is made cannot be accumulated over micro-batches: never both.
+    assert len(combined.parts) >= 2 and not {LeverKind.FREE_GRADS, LeverKind.MICRO_BATCH} <= set(combined.parts)
+    assert combined.predicted_peak < min(lv.predicted_peak for lv in plan.levers[:-1])  # type: ignore[type-var]
+    for lever in plan.levers:
+        assert lever.predicted_peak == lever.measured_peak, lever.what
     levers = plan.to_dict()["levers"]
-    assert [lv["lever"] for lv in levers] == ["free_grads", "autocast_bf16", "micro_batch", "chunked_loss"]
-    assert all(lv["predicted_peak_bytes"] < plan.levers_baseline for lv in levers if lv["lever"] != "free_grads")
+    assert [lv["lever"] for lv in levers] == ["free_grads", "autocast_bf16", "micro_batch", "chunked_loss", "combined"]
+    assert levers[3]["head"] == "head" and levers[4]["parts"] == [k.value for k in combined.parts]
 
 
 def test_a_loss_that_captures_its_target_is_forecast_on_meta_and_verified() -> None:
