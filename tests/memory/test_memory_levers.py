@@ -3,6 +3,9 @@ measured, against PyTorch's MemTracker on the same changed step."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import mem_zoo
 import pytest
 import torch
 from mem_oracle import StepSpec, memtracker_accumulated_peak, memtracker_peak
@@ -13,6 +16,7 @@ from torch.utils.checkpoint import checkpoint
 
 from graphviz_app.analysis.memory.levers import LeverKind, chunked_loss_peak
 from graphviz_app.memory import advise_checkpoints, measure
+from graphviz_app.tracing.memory.changes import Changes, measure_changes, predict_changes
 from graphviz_app.tracing.memory.lever_advice import lever_forecasts, verify_levers
 from graphviz_app.tracing.memory.levers import free_grads
 from graphviz_app.tracing.memory.step import Step
@@ -165,5 +169,30 @@ def test_a_loss_that_captures_its_target_is_forecast_on_meta_and_verified() -> N
     ids = torch.randint(0, 1000, (8, 64), generator=torch.Generator().manual_seed(0))
     levers = _levers(Step(model, (ids,), loss=lambda out: F.cross_entropy(out.flatten(0, 1), ids.flatten())))
     verified = [lv for lv in levers.values() if lv.measured_peak is not None]  # type: ignore[attr-defined]
-    assert len(verified) == 3
+    assert {lv.kind for lv in verified} >= {LeverKind.FREE_GRADS, LeverKind.AUTOCAST, LeverKind.MICRO_BATCH}  # type: ignore[attr-defined]
     assert all(lv.predicted_peak == lv.measured_peak for lv in verified)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 8])
+def test_autocast_on_a_gru_is_predicted_on_fake_tensors_measured_and_memtrackers(batch: int) -> None:
+    # A GRU runs torch's step-by-step cell on the CPU (no fused workspace): fake tensors count it as it runs.
+    spec = mem_zoo.by_name("gru-tagger").spec
+    torch.manual_seed(0)
+    model = spec.build()
+    args, kwargs = spec.inputs(batch)
+    step = Step(model, args, kwargs, loss=spec.loss)
+    predicted, _ = predict_changes(step, Changes(autocast=True))
+    oracle = memtracker_peak(dataclasses.replace(spec, autocast=torch.bfloat16), batch).peak_bytes
+    assert predicted == measure_changes(step, Changes(autocast=True)) == oracle
+    assert oracle != memtracker_peak(spec, batch).peak_bytes  # bfloat16 changes what the step holds
+
+
+def test_autocast_on_an_lstm_says_why_it_is_not_predicted() -> None:
+    spec = mem_zoo.by_name("lstm-lm").spec
+    torch.manual_seed(0)
+    args, kwargs = spec.inputs(2)
+    _, levers = lever_forecasts(Step(spec.build(), args, kwargs, loss=spec.loss), 1)
+    lever = next(lv for lv in levers if lv.kind is LeverKind.AUTOCAST)
+    assert lever.predicted_peak is None and "oneDNN lays out itself" in (lever.reason or "")
+    assert "measure it with --measure --dtype bfloat16 on the real device" in (lever.reason or "")

@@ -20,12 +20,18 @@ from torch.nn import functional as F
 
 from ...analysis.memory.levers import CHUNKS
 from ...errors import TraceError
+from .autocast import recompute_autocast
 
 __all__ = ["chunked_cross_entropy", "chunked_head", "LazyLogits", "ChunkedLossError", "CHUNKS"]
 
 
 class ChunkedLossError(TraceError):
     """The step's loss cannot be computed in chunks automatically; the message says what used the logits."""
+
+
+class _NoAttribute(ChunkedLossError, AttributeError):
+    """An attribute the logits do not have: `hasattr` and `getattr(..., default)` see an AttributeError (a step's
+    output probed for `.loss`), a person reading it the reason."""
 
 
 def _chunk_loss(hidden: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -81,7 +87,8 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: to
         raise ChunkedLossError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     part = "none" if reduction == "none" else "sum"
     parts = [torch.utils.checkpoint.checkpoint(_chunk_loss, h, y, weight, bias, dtype, class_weight, ignore_index,
-                                               label_smoothing, part, use_reentrant=False)
+                                               label_smoothing, part, use_reentrant=False,
+                                               context_fn=recompute_autocast)
              for h, y in zip(hidden.chunk(chunks), target.chunk(chunks), strict=True)]
     if reduction == "none":
         return torch.cat(parts)
@@ -195,7 +202,7 @@ class LazyLogits:
             "graphviz_app.memory.chunked_cross_entropy(hidden, head.weight, target)")
 
     def __getattr__(self, name: str) -> Any:
-        raise self._refused(f"the attribute .{name}")
+        raise _NoAttribute(str(self._refused(f"the attribute .{name}")))
 
 
 def _lazy_cross_entropy(logits: LazyLogits, target: torch.Tensor, weight: torch.Tensor | None = None,

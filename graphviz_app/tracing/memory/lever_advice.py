@@ -123,7 +123,7 @@ def _chunked(step: Step, base: Changes, baseline: Prediction) -> Lever:
         return _bound(whatif, logits, str(e).splitlines()[0], bool(base.modules))
     return Lever(LeverKind.CHUNKED_LOSS, _CHUNKED_WHAT, peak,
                  f"F.cross_entropy over {head}'s logits ({shape}) computed chunk by chunk with "
-                 "chunked_cross_entropy, the step run on fake tensors; forecast allocating nothing",
+                 "chunked_cross_entropy; forecast allocating nothing",
                  manual=f"to do it in training: {CHUNKED_LOSS_CODE}", head=head)
 
 
