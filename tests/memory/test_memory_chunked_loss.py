@@ -30,6 +30,7 @@ _CASES = [
     dict(label_smoothing=0.1),
     dict(weight=True),
     dict(bias=True, chunks=3),
+    dict(logit_bias=True),
     dict(chunks=50),  # more chunks than rows: one row each
 ]
 
@@ -44,9 +45,11 @@ def test_the_value_and_gradients_are_torchs_cross_entropy(case: dict[str, Any]) 
     target[::5] = case.get("ignore_index", -100)
     classes = torch.rand(50, generator=g, dtype=torch.float64) if case.get("weight") else None
     kw = {k: case[k] for k in ("reduction", "ignore_index", "label_smoothing") if k in case}
+    extra = torch.randn(50, generator=g, dtype=torch.float64) if case.get("logit_bias") else None
     ours = chunked_cross_entropy(hidden, weight, target, bias=bias, class_weight=classes,
-                                 chunks=case.get("chunks", 8), **kw)
-    torchs = F.cross_entropy(F.linear(hidden, weight, bias), target, weight=classes, **kw)
+                                 chunks=case.get("chunks", 8), logit_bias=extra, **kw)
+    logits = F.linear(hidden, weight, bias) + (extra if extra is not None else 0)
+    torchs = F.cross_entropy(logits, target, weight=classes, **kw)
     assert torch.allclose(ours, torchs)
     inputs = [t for t in (hidden, weight, bias) if t is not None]
     got = torch.autograd.grad(ours.sum(), inputs)

@@ -35,9 +35,11 @@ class _NoAttribute(ChunkedLossError, AttributeError):
 
 
 def _chunk_loss(hidden: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                cast: torch.dtype | None, class_weight: torch.Tensor | None, ignore_index: int,
-                label_smoothing: float, reduction: str) -> torch.Tensor:
+                logit_bias: torch.Tensor | None, cast: torch.dtype | None, class_weight: torch.Tensor | None,
+                ignore_index: int, label_smoothing: float, reduction: str) -> torch.Tensor:
     logits = F.linear(hidden, weight, bias)
+    if logit_bias is not None:
+        logits = logits + logit_bias
     if cast is not None:
         logits = logits.to(cast)
     return F.cross_entropy(logits, target, weight=class_weight, ignore_index=ignore_index, reduction=reduction,
@@ -48,7 +50,7 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: to
                           bias: torch.Tensor | None = None, chunks: int = CHUNKS, ignore_index: int = -100,
                           reduction: str = "mean", label_smoothing: float = 0.0,
                           class_weight: torch.Tensor | None = None, dtype: torch.dtype | None = None,
-                          ) -> torch.Tensor:
+                          logit_bias: torch.Tensor | None = None) -> torch.Tensor:
     """`F.cross_entropy(F.linear(hidden, weight, bias), target)` computed `chunks` rows at a time.
 
     Each chunk's logits are made, reduced and dropped under non-reentrant `torch.utils.checkpoint`, and
@@ -65,6 +67,8 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: to
         ignore_index, reduction, label_smoothing: as `F.cross_entropy` takes them ("mean", "sum" or "none").
         class_weight: `F.cross_entropy`'s `weight` (one per class).
         dtype: cast each chunk's logits to it before the loss (`logits.float()` under autocast).
+        logit_bias: added to each chunk's logits after the head, over the vocabulary (transformers'
+            `final_logits_bias`).
 
     Returns:
         The loss, as `F.cross_entropy` returns it.
@@ -86,8 +90,8 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, target: to
     if reduction not in ("mean", "sum", "none"):
         raise ChunkedLossError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     part = "none" if reduction == "none" else "sum"
-    parts = [torch.utils.checkpoint.checkpoint(_chunk_loss, h, y, weight, bias, dtype, class_weight, ignore_index,
-                                               label_smoothing, part, use_reentrant=False,
+    parts = [torch.utils.checkpoint.checkpoint(_chunk_loss, h, y, weight, bias, logit_bias, dtype, class_weight,
+                                               ignore_index, label_smoothing, part, use_reentrant=False,
                                                context_fn=recompute_autocast)
              for h, y in zip(hidden.chunk(chunks), target.chunk(chunks), strict=True)]
     if reduction == "none":
@@ -117,8 +121,8 @@ class LazyLogits:
     in chunks (`chunked_cross_entropy`); any other use raises `ChunkedLossError`."""
 
     def __init__(self, hidden: torch.Tensor, head: torch.nn.Linear, cast: torch.dtype | None = None,
-                 calls: list[int] | None = None) -> None:
-        self.hidden, self.head, self.cast = hidden, head, cast
+                 calls: list[int] | None = None, logit_bias: torch.Tensor | None = None) -> None:
+        self.hidden, self.head, self.cast, self.logit_bias = hidden, head, cast, logit_bias
         self.calls = calls if calls is not None else [0]  # chunked losses computed from these logits
 
     @property
@@ -145,7 +149,7 @@ class LazyLogits:
         return self.shape if dim is None else self.shape[dim]
 
     def _with(self, hidden: torch.Tensor, cast: torch.dtype | None = None) -> LazyLogits:
-        return LazyLogits(hidden, self.head, cast or self.cast, self.calls)
+        return LazyLogits(hidden, self.head, cast or self.cast, self.calls, self.logit_bias)
 
     def float(self) -> LazyLogits:
         return self._with(self.hidden, torch.float32)
@@ -159,6 +163,19 @@ class LazyLogits:
 
     def contiguous(self, *args: Any, **kwargs: Any) -> LazyLogits:
         return self
+
+    def __add__(self, other: Any) -> LazyLogits:
+        """A bias over the vocabulary (every other dimension 1: BART's `final_logits_bias`) is kept for each chunk."""
+        vocab = self.head.out_features
+        if (not isinstance(other, torch.Tensor) or other.dim() > self.ndim or not other.shape
+                or other.shape[-1] != vocab or any(d != 1 for d in other.shape[:-1]) or self.cast is not None):
+            raise self._refused("+ a tensor that is not a bias over the vocabulary")
+        bias = other.reshape(vocab)
+        out = self._with(self.hidden)
+        out.logit_bias = bias if self.logit_bias is None else self.logit_bias + bias
+        return out
+
+    __radd__ = __add__
 
     def _rows(self, shape: tuple[int, ...], how: str) -> LazyLogits:
         if not shape or shape[-1] != self.head.out_features:
@@ -216,7 +233,7 @@ def _lazy_cross_entropy(logits: LazyLogits, target: torch.Tensor, weight: torch.
     logits.calls[-1] += 1
     return chunked_cross_entropy(logits.hidden, head.weight, target, bias=head.bias, ignore_index=ignore_index,
                                  reduction=reduction, label_smoothing=label_smoothing, class_weight=weight,
-                                 dtype=logits.cast)
+                                 dtype=logits.cast, logit_bias=logits.logit_bias)
 
 
 @contextlib.contextmanager
