@@ -177,3 +177,33 @@ def test_gpt2s_tied_head_chunked_is_predicted_measured_and_memtrackers(batch: in
     with chunked_head(model, "lm_head") as calls:
         chunked = model(*args, **kwargs).loss
     assert calls == [1] and torch.allclose(chunked, plain)  # the labels shifted and -100 ignored as transformers does
+
+
+class _Shifted(nn.Module):
+    """A causal LM's loss as older transformers wrote it: the last position's logits sliced off, the labels shifted."""
+
+    def __init__(self, how: str = "shift") -> None:
+        super().__init__()
+        self.embed = nn.Embedding(100, 16)
+        self.head = nn.Linear(16, 100)
+        self.how = how
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        logits = self.head(self.embed(ids))
+        if self.how == "fold":
+            return F.cross_entropy(logits.flatten().view(-1, 100), ids.flatten())
+        shifted = logits[..., :-1, :].contiguous().float()
+        return F.cross_entropy(shifted.view(-1, shifted.size(-1)), ids[..., 1:].reshape(-1))
+
+
+def test_row_wise_reshapes_of_the_logits_are_applied_to_the_heads_input() -> None:
+    torch.manual_seed(0)
+    model, ids = _Shifted(), torch.randint(0, 100, (3, 7), generator=torch.Generator().manual_seed(0))
+    plain = model(ids)
+    with chunked_head(model, "head") as calls:
+        chunked = model(ids)
+    assert calls == [1] and torch.allclose(plain, chunked)
+    folded = _Shifted("fold")
+    with pytest.raises(ChunkedLossError, match=r"\.flatten\(0, -1\), which folds the vocabulary into the rows"), \
+            chunked_head(folded, "head"):
+        folded(ids)
