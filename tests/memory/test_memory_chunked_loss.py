@@ -16,9 +16,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphviz_app.analysis.memory.levers import LeverKind
+from graphviz_app.errors import ChunkedLossError
 from graphviz_app.memory import chunked_cross_entropy
 from graphviz_app.tracing.memory.changes import Changes, measure_changes, predict_changes
-from graphviz_app.tracing.memory.chunked_loss import ChunkedLossError, chunked_head
+from graphviz_app.tracing.memory.chunked_loss import chunked_head
 from graphviz_app.tracing.memory.lever_advice import lever_forecasts
 from graphviz_app.tracing.memory.step import Step
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import torch
 
+from ...errors import ChunkedLossError
 from ...model import human_bytes
 from .checkpointing import checkpointed
-from .chunked_loss import ChunkedLossError, chunked_head
+from .chunked_loss import chunked_head
 from .forecast import step_variant
 from .levers import accumulated_peak, policy_of, shadow_peak, step_peak
 from .step import Step

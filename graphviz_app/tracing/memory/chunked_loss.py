@@ -19,14 +19,10 @@ import torch.utils.checkpoint
 from torch.nn import functional as F
 
 from ...analysis.memory.levers import CHUNKS
-from ...errors import TraceError
+from ...errors import ChunkedLossError
 from .autocast import recompute_autocast
 
-__all__ = ["chunked_cross_entropy", "chunked_head", "LazyLogits", "ChunkedLossError", "CHUNKS"]
-
-
-class ChunkedLossError(TraceError):
-    """The step's loss cannot be computed in chunks automatically; the message says what used the logits."""
+__all__ = ["chunked_cross_entropy", "chunked_head", "LazyLogits", "CHUNKS"]
 
 
 class _NoAttribute(ChunkedLossError, AttributeError):

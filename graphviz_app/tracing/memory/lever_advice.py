@@ -14,9 +14,9 @@ import torch
 
 from ...analysis.memory.checkpoint import CheckpointPlan
 from ...analysis.memory.levers import CHUNKS, ChunkedLoss, Lever, LeverKind, chunked_loss_peak
+from ...errors import ChunkedLossError
 from ...model import human_bytes
 from .changes import Changes, measure_changes, predict_changes
-from .chunked_loss import ChunkedLossError
 from .forecast import Prediction, predict, step_variant
 from .levers import policy_of, step_batch
 from .step import Step
