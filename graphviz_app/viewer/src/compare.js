@@ -163,7 +163,7 @@ export function summaryText(data) {
 /**
  * The edges of one side the other graph lacks, as the drawing names them ("srcId>dstId").
  * @param {number[]} only  edge indices
- * @param {{src: number[], dst: number[], id: (i: number) => string}} graph
+ * @param {{src: ArrayLike<number>, dst: ArrayLike<number>, id: (i: number) => string}} graph
  * @returns {Set<string>}
  */
 export function edgeNames(only, graph) {

@@ -101,17 +101,23 @@ export class Viewer {
       else this.chart.highlight(step);
     }, companionSeries(this.data.series, series));
   }
-  /** @returns {(i: number) => number[]} the nodes whose tensors node i saved */
+  /** @returns {(i: number) => number[]} the nodes whose tensors node i saved (indexed when first asked: the
+   * first view of a million-node graph does not wait for it) */
   _savedIndex() {
-    /** @type {Map<number, number[]>} */
-    const saved = new Map();
+    /** @type {Map<number, number[]> | null} */
+    let saved = null;
     const g = this.graph;
-    for (let e = 0; e < g.m; e++) {
-      if (g.edgeKind(e) !== "saved") continue;
-      const list = saved.get(g.dst[e]);
-      if (list) list.push(g.src[e]); else saved.set(g.dst[e], [g.src[e]]);
-    }
-    return (i) => saved.get(i) || [];
+    return (i) => {
+      if (!saved) {
+        saved = new Map();
+        for (let e = 0; e < g.m; e++) {
+          if (g.edgeKind(e) !== "saved") continue;
+          const list = saved.get(g.dst[e]);
+          if (list) list.push(g.src[e]); else saved.set(g.dst[e], [g.src[e]]);
+        }
+      }
+      return saved.get(i) || [];
+    };
   }
   _start() {
     const t = this.tree;

@@ -30,7 +30,7 @@ test("a payload of another version names both versions", () => {
 
 test("boxes that do not match the nodes, and edges to nodes that do not exist, are refused", () => {
   const short = fixture("modules");
-  short.tree.node_group.pop();
+  /** @type {number[]} */ (short.tree.node_group).pop();
   assert.throws(() => checkPayload(short), /boxes do not match its nodes/);
   const noLabels = fixture("modules");
   noLabels.tree.label = noLabels.tree.label.slice(1);
