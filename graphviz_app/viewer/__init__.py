@@ -17,6 +17,10 @@ The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
      "series": [series, ...],                  # optional, per-step data (the first drawable one is charted)
      "notes": [str, ...]}                      # optional, shown in the status line (why a block is missing)
 
+In the page's text (`payload.encode`) a column of at least `packing.PACK_FROM` entries (the graph's, the
+boxes' and each overlay's "node" and "group") travels packed: one value, a range, or little-endian numbers
+in base64 (`packing`; the bundle's `src/unpack.js` reads it back as typed arrays, `packing.unpack` as lists).
+
 An overlay colours nodes and boxes by a number: ``{"key": str, "label": str, "scale": "log" | "linear",
 "unit": "bytes" | "", "node": [float | null per node], "group": [float | null per box],
 "flag": [node index, ...]}`` (flagged nodes are drawn red, e.g. NaN gradients), optionally

@@ -66,6 +66,10 @@ export class GraphData {
   id(i) { return this.g.nodes.id ? this.s(this.g.nodes.id[i]) : "n" + i; }
   /** @param {string} id @returns {number} the node's index, -1 for none */
   indexOf(id) {
+    if (!this.g.nodes.id) {  // the ids are n0, n1, ...: read the index from the id (no map of a million ids)
+      const i = /^n(0|[1-9][0-9]{0,15})$/.test(id) ? Number(id.slice(1)) : -1;
+      return i < this.n ? i : -1;
+    }
     if (!this._ids) {
       this._ids = new Map();
       for (let i = 0; i < this.n; i++) this._ids.set(this.id(i), i);
