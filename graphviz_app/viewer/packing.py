@@ -13,6 +13,9 @@ Forms, each a JSON object in place of a list of `n` entries (any other list is l
     {"$packed": "int", "n": n, "type": t, "data": b64, "start": a | absent}
         whole numbers as t ("i8", "i16", "i32") little-endian; with "start" the stored numbers are the
         steps from one entry to the next (the first is 0): index columns that mostly count up
+    {"$packed": "int", "n": n, "type": "bits", "width": w, "min": m, "data": b64, "start": a | absent}
+        as above, numbers m to m + 2**w - 1 as w bit planes (each entry's bit k in plane k, eight
+        entries to a byte, the first in the lowest bit; a plane is ceil(n / 8) bytes)
     {"$packed": "num", "n": n, "type": "f32" | "f64", "data": b64, "ints": bool}
         finite numbers (float32 where that holds each exactly; "ints": all are whole)
     {"$packed": "nullable", "n": n, "none": null | 0 | -1, "present": column, "values": column}
@@ -83,7 +86,7 @@ def pack_column(column: Any, *, pack_from: int = PACK_FROM) -> Any:
     module's forms), else `column` itself.
 
     >>> pack_column([0, 1, 3, 3], pack_from=4)
-    {'$packed': 'int', 'n': 4, 'type': 'i8', 'data': 'AAEDAw=='}
+    {'$packed': 'int', 'n': 4, 'type': 'bits', 'width': 2, 'min': 0, 'data': 'Dgw='}
     >>> pack_column(["a", "b"], pack_from=1)
     ['a', 'b']
     """
@@ -118,9 +121,9 @@ def _ints(column: Any) -> dict[str, Any] | None:
     kind, values = found
     n = len(column)
     if kind == "i8":
-        if min(values) >= 0 and max(values) <= 1 and bool in set(map(type, column)):
+        if not values.tobytes().translate(None, b"\x00\x01") and bool in set(map(type, column)):
             return None  # true and false stay booleans (a bool tensor's values)
-        return {_KEY: "int", "n": n, "type": kind, "data": _b64(values)}
+        return _bytes(values, {_KEY: "int", "n": n})
     # steps: an index column that counts up (edge ends, tensor rows) packs into a byte each, or into a range
     steps = list(map(sub, column, chain((column[0],), column)))
     if steps.count(steps[-1]) == n - 1:
@@ -129,14 +132,35 @@ def _ints(column: Any) -> dict[str, Any] | None:
         if _width(narrower) >= _width(kind):
             break
         try:
-            return {_KEY: "int", "n": n, "type": narrower, "data": _b64(array(code, steps)), "start": column[0]}
+            stored = array(code, steps)
         except OverflowError:
             continue
+        return _bytes(stored, {_KEY: "int", "n": n, "start": column[0]})
     if -1 in column:  # string indices or rows with -1 for none: the others may count up
         some = _nullable(column, -1)
         if some is not None and some["values"].get("type") not in (kind, "f64"):
             return some
     return {_KEY: "int", "n": n, "type": kind, "data": _b64(values)}
+
+
+def _bytes(values: array[int], form: dict[str, Any]) -> dict[str, Any]:
+    """`form` with `values` (a column of bytes, "i8") stored: as bit planes when they span fewer than 16
+    values (a kind, a flag, a step of 0 or 1: a quarter to an eighth of the bytes), else as bytes."""
+    raw = values.tobytes()
+    signed = [v - 256 if v > 127 else v for v in set(raw)]  # the distinct values (a set of bytes: in C)
+    lo, hi = min(signed), max(signed)
+    if hi - lo >= 16:
+        return form | {"type": "i8", "data": _b64(values)}
+    width = 1 if hi - lo < 2 else 2 if hi - lo < 4 else 4
+    planes = b"".join(_plane(raw, lo, bit, len(values)) for bit in range(width))
+    return form | {"type": "bits", "width": width, "min": lo, "data": base64.b64encode(planes).decode("ascii")}
+
+
+def _plane(raw: bytes, lo: int, bit: int, n: int) -> bytes:
+    """Bit `bit` of each (value - lo), eight to a byte, the first value in the lowest bit (in C: each byte
+    becomes the digit "0" or "1", and the digits, last first, one binary number)."""
+    table = bytes(0x31 if (((v if v < 128 else v - 256) - lo) >> bit) & 1 else 0x30 for v in range(256))
+    return int(b"0" + raw.translate(table)[::-1], 2).to_bytes((n + 7) // 8, "little")
 
 
 def _narrowest(column: Any) -> tuple[str, array[int]] | None:
@@ -180,8 +204,8 @@ def _nullable(column: Any, none: Any) -> dict[str, Any] | None:
     packed = pack_column(values, pack_from=0)
     if values and packed is values:
         return None
-    return {_KEY: "nullable", "n": len(column), "none": none, "present": pack_column(present, pack_from=0),
-            "values": packed}
+    return {_KEY: "nullable", "n": len(column), "none": none,
+            "present": _bytes(array("b", present), {_KEY: "int", "n": len(column)}), "values": packed}
 
 
 def _rows(column: Any) -> dict[str, Any] | None:
@@ -226,7 +250,8 @@ def _unpack_column(packed: Mapping[str, Any]) -> list[Any]:
         return list(range(packed["start"], packed["start"] + n * packed["step"], packed["step"])) if packed["step"] \
             else [packed["start"]] * n
     if form == "int":
-        found = _numbers_of(_CODES[packed["type"]], packed["data"]).tolist()
+        kind = packed["type"]
+        found = _bits(packed) if kind == "bits" else _numbers_of(_CODES[kind], packed["data"]).tolist()
         return list(accumulate(found, initial=packed["start"]))[1:] if "start" in packed else found
     if form == "num":
         values = _numbers_of(_CODES[packed["type"]], packed["data"]).tolist()
@@ -239,6 +264,17 @@ def _unpack_column(packed: Mapping[str, Any]) -> list[Any]:
         ends = list(accumulate(lengths, initial=0))
         return [flat[a:b] for a, b in zip(ends, ends[1:], strict=False)]
     raise ValueError(f"unknown packed column form {form!r}: read it with the graphviz-app that wrote it")
+
+
+def _bits(packed: Mapping[str, Any]) -> list[int]:
+    n, width, data = packed["n"], packed["width"], base64.b64decode(packed["data"])
+    size = (n + 7) // 8
+    found = [packed["min"]] * n
+    for bit in range(width):
+        plane = data[bit * size:(bit + 1) * size]
+        for i in range(n):
+            found[i] += ((plane[i >> 3] >> (i & 7)) & 1) << bit
+    return found
 
 
 def _numbers_of(code: str, text: str) -> array[Any]:

@@ -38,7 +38,7 @@ def test_the_chain_columns_take_their_compact_forms() -> None:
     assert edges["output_nr"] == {"$packed": "const", "n": 301, "value": 0}
     assert nodes["tensor"]["$packed"] == "range"
     assert tensors["shape"]["$packed"] == "rows"
-    assert nodes["kind"]["$packed"] == "int" and nodes["kind"]["type"] == "i8"
+    assert (nodes["kind"]["type"], nodes["kind"]["width"]) == ("bits", 2)  # output, op, leaf: two bits a node
 
 
 @pytest.mark.parametrize(("column", "form"), [
@@ -47,6 +47,10 @@ def test_the_chain_columns_take_their_compact_forms() -> None:
     ([(2,), (2, 3), ()], "rows"),  # shapes
     ([None, (1.5, 2.25), (0.1,)], "nullable"),  # values: float64 where float32 would round
     ([0, 40_000, -70_000], "int"),
+    ([5, -3, 100, -100], "int"),  # bytes
+    ([7, 8, 7, 9, 10], "int"),  # bit planes from 7
+    ([-128, -113, -120, -125, -127, -128, -114, -115, -116, -117, -118], "int"),  # 4 planes from the lowest byte
+    ([*range(0, 70_000, 3), 5], "int"),  # steps of 3 and one back: bytes of steps
     ([2 ** 40, 1], "num"),  # past 32 bits: float64 holds it exactly
     ([1.0, None, None], "nullable"),
 ])

@@ -1,6 +1,6 @@
 // @ts-check
 // Packed columns (graphviz_app/viewer/packing.py) read back: a long column of the payload arrives as one
-// value, a range, or little-endian numbers in base64, and becomes a typed array (no parse per entry);
+// value, a range, bit planes or little-endian numbers in base64, and becomes a typed array (no parse per entry);
 // a column with nulls a plain array; a column of lists a Rows.
 /** @typedef {import("./types.js").Column} Column */
 
@@ -95,7 +95,7 @@ export function unpackColumn(packed) {
       return out;
     }
     case "int": {
-      const stored = numbers(packed.type, packed.data, n);
+      const stored = packed.type === "bits" ? bits(packed.width, packed.min, packed.data, n) : numbers(packed.type, packed.data, n);
       if (packed.start === undefined) return stored;
       const out = new Int32Array(n);
       let at = packed.start;
@@ -154,6 +154,22 @@ function numbers(type, data, n) {
   const bytes = base64Bytes(data);
   if (bytes.length !== n * WIDTH[/** @type {keyof typeof WIDTH} */ (type)]) throw damaged();
   return new Type(bytes.buffer);
+}
+
+/**
+ * Numbers `lo` to `lo + 2**width - 1` from `width` bit planes (entry i's bit k: bit i % 8 of byte i / 8 of plane k).
+ * @param {number} width @param {number} lo @param {string} data @param {number} n @returns {Int32Array}
+ */
+function bits(width, lo, data, n) {
+  if (![1, 2, 4].includes(width) || !Number.isInteger(lo) || typeof data !== "string") throw damaged();
+  const bytes = base64Bytes(data), size = (n + 7) >> 3;
+  if (bytes.length !== width * size) throw damaged();
+  const out = new Int32Array(n).fill(lo);
+  for (let k = 0; k < width; k++) {
+    const plane = bytes.subarray(k * size, (k + 1) * size);
+    for (let i = 0; i < n; i++) out[i] += ((plane[i >> 3] >> (i & 7)) & 1) << k;
+  }
+  return out;
 }
 
 function damaged() {

@@ -46,6 +46,9 @@ test("each packed form reads back as the entries it stands for", () => {
   assert.deepEqual(Array.from(/** @type {Int32Array} */ (unpackColumn({ $packed: "range", n: 4, start: 7, step: -2 }))), [7, 5, 3, 1]);
   const steps = unpackColumn({ $packed: "int", n: 4, type: "i8", data: b64([0, 1, 255, 3]), start: 100 });
   assert.deepEqual(Array.from(/** @type {Int32Array} */ (steps)), [100, 101, 100, 103]);
+  // 2-bit values 3, 4, 6, 5 from min 3: plane 0 holds 0,1,1,0 (bits 1,2: 0b0110), plane 1 holds 0,0,1,1 (0b1100)
+  const planes = unpackColumn({ $packed: "int", n: 4, type: "bits", width: 2, min: 3, data: b64([0b0110, 0b1100]) });
+  assert.deepEqual(Array.from(/** @type {Int32Array} */ (planes)), [3, 4, 6, 5]);
   const wide = unpackColumn({ $packed: "int", n: 2, type: "i16", data: b64([0x10, 0x27, 0xff, 0xff]) });
   assert.deepEqual(Array.from(/** @type {Int16Array} */ (wide)), [10000, -1]);
   const some = unpackColumn({ $packed: "nullable", n: 4, none: null, present: { $packed: "int", n: 4, type: "i8", data: b64([0, 1, 1, 0]) },
@@ -62,6 +65,8 @@ test("a damaged or unknown packed column is refused with what to do", () => {
   assert.throws(() => unpackColumn({ $packed: "int", n: 2, type: "i16", data: b64 }), /damaged .*save the graph again/);
   assert.throws(() => unpackColumn({ $packed: "int", n: 3, type: "u64", data: b64 }), /damaged/);
   assert.throws(() => unpackColumn({ $packed: "int", type: "i8", data: b64 }), /without its length/);
+  assert.throws(() => unpackColumn({ $packed: "int", n: 30, type: "bits", width: 1, min: 0, data: b64 }), /damaged/);
+  assert.throws(() => unpackColumn({ $packed: "int", n: 8, type: "bits", width: 3, min: 0, data: b64 }), /damaged/);
   assert.throws(() => unpackColumn({ $packed: "zip", n: 3 }), /packed as "zip", which this viewer does not read/);
   assert.throws(() => unpackColumn({ $packed: "int", n: 3, type: "i8", data: "%%%" }), /not base64/);
 });
