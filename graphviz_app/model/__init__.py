@@ -8,13 +8,10 @@ read them. Loading the model loads nothing above it (`graphviz_app.errors` alone
 
 from __future__ import annotations
 
+from .annotations import ANNOTATION_ATTRS, FORWARD_PEAK_ATTR, MODIFIED_IN_PLACE, PACKED_BY_HOOK, STATE_ATTR
 from .compact import COMPACT_SCHEMA, compact_fields, node_positions, to_compact
 from .graph import Graph
 from .records import (
-    FORWARD_PEAK_ATTR,
-    MODIFIED_IN_PLACE,
-    PACKED_BY_HOOK,
-    STATE_ATTR,
     Edge,
     EdgeKind,
     GradInfo,
@@ -55,4 +52,5 @@ __all__ = [
     "MODIFIED_IN_PLACE",
     "PACKED_BY_HOOK",
     "FORWARD_PEAK_ATTR",
+    "ANNOTATION_ATTRS",
 ]

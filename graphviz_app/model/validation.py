@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SchemaError
+from .annotations import FORWARD_PEAK_ATTR
 from .checks import Status, UnitKind, Verdict
-from .records import FORWARD_PEAK_ATTR, Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
+from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
 
 # Reading builds the records first (both the schema-2 and the compact schema-3 reader),
 # then `check_graph` walks them once; every problem is a `SchemaError` naming the field,
