@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_compare import CHROMIUM_ARGS, chain  # noqa: E402
+from timing import cpu_seconds  # noqa: E402
 
 from graphviz_app import save, trace  # noqa: E402
 from graphviz_app.tracing.big_stack import call_with_large_stack  # noqa: E402
@@ -34,10 +35,9 @@ from graphviz_app.viewer.payload import encode, payload  # noqa: E402
 _NEVER = 10 ** 15  # a pack_from no column reaches: plain JSON, as before packing
 
 
-def _cpu(f):  # noqa: ANN001, ANN202
-    c0 = time.thread_time()
-    out = f()
-    return time.thread_time() - c0, out
+def _cpu(fn):  # noqa: ANN001, ANN202
+    """CPU seconds of this thread (the work runs on the big-stack thread) and what `fn` returned."""
+    return cpu_seconds(fn, clock=time.thread_time)
 
 
 def first_views(files: dict[str, Path], runs: int) -> dict[str, list[float]]:
