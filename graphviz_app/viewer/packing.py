@@ -94,8 +94,8 @@ def pack_column(column: Any, *, pack_from: int = PACK_FROM) -> Any:
         return column
     n, first = len(column), column[0]
     if (first is None or type(first) is int or (type(first) is float and math.isfinite(first))) \
-            and column.count(first) == n:  # (1 == 1.0: the same number in JSON)
-        return {_KEY: "const", "n": n, "value": first}
+            and column[-1] == first and column[n // 2] == first and column.count(first) == n:
+        return {_KEY: "const", "n": n, "value": first}  # (1 == 1.0: the same number in JSON)
     found = _ints(column)
     if found is not None:
         return found
@@ -127,6 +127,8 @@ def _ints(column: Any) -> dict[str, Any] | None:
     # steps: an index column that counts up (edge ends, tensor rows) packs into a byte each, or into a range
     steps = list(map(sub, column, chain((column[0],), column)))
     if steps.count(steps[-1]) == n - 1:
+        if steps[-1] == 0:
+            return {_KEY: "const", "n": n, "value": column[0]}
         return {_KEY: "range", "n": n, "start": column[0], "step": steps[-1]}
     for narrower, code, _ in _TYPES:
         if _width(narrower) >= _width(kind):
@@ -149,6 +151,8 @@ def _bytes(values: array[int], form: dict[str, Any]) -> dict[str, Any]:
     raw = values.tobytes()
     signed = [v - 256 if v > 127 else v for v in set(raw)]  # the distinct values (a set of bytes: in C)
     lo, hi = min(signed), max(signed)
+    if lo == hi and "start" not in form:
+        return {_KEY: "const", "n": form["n"], "value": lo}
     if hi - lo >= 16:
         return form | {"type": "i8", "data": _b64(values)}
     width = 1 if hi - lo < 2 else 2 if hi - lo < 4 else 4
