@@ -78,7 +78,7 @@ def add_memory_parser(sub: Any) -> None:
                         "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
-                        help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "
+                        help="a distributed job (FUNC wraps the model with fully_shard, DDP or parallelize_module): "
                         "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
                         "process group, fake tensors: nothing allocated); with --measure and one small world size, "
                         "also run that many real gloo ranks here")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .annotations import ANNOTATION_ATTRS, FORWARD_PEAK_ATTR, MODIFIED_IN_PLACE, PACKED_BY_HOOK, STATE_ATTR
 from .compact import COMPACT_SCHEMA, compact_fields, node_positions, to_compact
 from .graph import Graph
+from .ranks import RankInfo
 from .records import (
     Edge,
     EdgeKind,
@@ -42,6 +43,7 @@ __all__ = [
     "Edge",
     "Graph",
     "CompiledRegion",
+    "RankInfo",
     "REGION_TYPE",
     "Summary",
     "ModuleRow",
