@@ -143,7 +143,9 @@ export class Viewer {
     this.root.dataset.firstViewMs = String(Math.round(performance.now()));
     /** @type {(f: () => void) => void} */
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
-    idle(() => this.search.index());  // so the first search is quick
+    // So the first search is quick, in slices of 20 ms: a million nodes' texts would hold input for hundreds.
+    const slice = () => { if (!this.search.indexSome(20)) idle(slice); };
+    idle(slice);
   }
   // What the tree's state looks like now: laid out (only what changed), drawn, outlined.
   refresh() {
