@@ -4,7 +4,8 @@ The Python side turns a `Graph` into the viewer's payload (`payload.payload`) an
 bundle built from this folder's npm project (`npm ci && npm run build`: `dist/viewer.js`, `dist/viewer.css`)
 into a page (`html.viewer_html`), a notebook cell (`html.notebook_html`) or the web page's component.
 
-The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
+The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1, or 2, `packing.PACKED_VERSION`,
+once a long column is packed by `payload.encode`)::
 
     {"format": "graphviz-app-viewer", "version": 1, "title": str,
      "options": {"rankdir": "TB", "opening": "auto" | "given"},

@@ -35,9 +35,13 @@ from itertools import accumulate, chain, compress, repeat
 from operator import is_not, ne, sub
 from typing import Any
 
-__all__ = ["PACK_FROM", "pack", "pack_column", "unpack"]
+__all__ = ["PACKED_VERSION", "PACK_FROM", "PLAIN_VERSION", "pack", "pack_column", "unpack"]
 
 PACK_FROM = 20_000  # a shorter list stays JSON: it parses fast, and a person can read it in the file
+# A payload with a packed column says so by its version: a viewer from before packing (a notebook page
+# holding an older cell's script) refuses it by name instead of misreading it. Unpacked payloads stay 1.
+PACKED_VERSION = 2
+PLAIN_VERSION = 1  # viewer/payload.py's PAYLOAD_VERSION
 _KEY = "$packed"
 _TYPES = (("i8", "b", 127), ("i16", "h", 32_767), ("i32", "i", 2_147_483_647))
 _CODES = {name: code for name, code, _ in _TYPES} | {"f32": "f", "f64": "d"}  # array's type codes
@@ -65,7 +69,17 @@ def pack(data: Mapping[str, Any], *, pack_from: int = PACK_FROM) -> dict[str, An
         found["tree"] = _table(data["tree"], pack_from)
     if isinstance(data.get("overlays"), list):
         found["overlays"] = [_overlay(o, pack_from) for o in data["overlays"]]
+    if "version" in data and isinstance(graph, Mapping) and _holds_packed(found):
+        found["version"] = PACKED_VERSION
     return found
+
+
+def _holds_packed(payload: Mapping[str, Any]) -> bool:
+    """Whether a column of `pack`'s result for one payload is packed."""
+    tables = [*(payload["graph"].get(key) for key in ("nodes", "tensors", "grads", "edges")), payload.get("tree"),
+              *(payload.get("overlays") or ())]
+    return any(isinstance(column, Mapping) and _KEY in column
+               for table in tables if isinstance(table, Mapping) for column in table.values())
 
 
 def _table(columns: Any, pack_from: int) -> Any:
@@ -240,7 +254,10 @@ def unpack(data: Any) -> Any:
     if isinstance(data, Mapping):
         if _KEY in data:
             return _unpack_column(data)
-        return {key: unpack(value) for key, value in data.items()}
+        found = {key: unpack(value) for key, value in data.items()}
+        if found.get("version") == PACKED_VERSION and "graph" in found:
+            found["version"] = PLAIN_VERSION
+        return found
     if isinstance(data, list) and data and isinstance(data[0], Mapping):
         return [unpack(x) for x in data]
     return data

@@ -21,7 +21,7 @@ from ..analysis.module_tree import leaf_storages
 from ..model import Graph, NodeKind, node_positions, to_compact
 from .check import check_overlay
 from .memory import memory_view
-from .packing import PACK_FROM, pack
+from .packing import PACK_FROM, PLAIN_VERSION, pack
 from .tree import Tree, build_tree, initial_open, open_to_depth
 
 __all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "UserOverlays", "payload", "encode", "overlays",
@@ -31,7 +31,7 @@ __all__ = ["PAYLOAD_FORMAT", "PAYLOAD_VERSION", "RANKDIRS", "UserOverlays", "pay
 UserOverlays = Mapping[str, Mapping[str, float | None]]
 
 PAYLOAD_FORMAT = "graphviz-app-viewer"
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = PLAIN_VERSION  # packing.PACKED_VERSION (2) once encode() packs a column
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
 

@@ -171,7 +171,7 @@ def _packed(text: bytes) -> str:
     (_packed(b"{not json"), "the graph data is damaged (not JSON): save the graph again"),
     (_packed(b"[" * 100_000 + b"]" * 100_000), "this is not graphviz-app viewer data"),
     (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 99}).encode()),
-     "the graph data is of viewer version 99; this viewer reads version 1: save the graph again with this "
+     "the graph data is of viewer version 99; this viewer reads versions 1 and 2: save the graph again with this "
      "graphviz-app"),
     (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 1, "graph": {}}).encode()),
      "the graph data lacks its nodes, edges or boxes"),

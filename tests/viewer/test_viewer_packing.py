@@ -11,7 +11,7 @@ import pytest
 from viewer_support import chain_graph, module_graph, with_order
 
 from graphviz_app.viewer.compare import compare_payload
-from graphviz_app.viewer.packing import PACK_FROM, pack, pack_column, unpack
+from graphviz_app.viewer.packing import PACK_FROM, PACKED_VERSION, pack, pack_column, unpack
 from graphviz_app.viewer.payload import encode, payload
 
 
@@ -93,3 +93,11 @@ def test_a_compare_files_panes_are_packed_and_its_alignment_is_not() -> None:
 def test_an_unknown_form_is_refused_with_what_to_do() -> None:
     with pytest.raises(ValueError, match="unknown packed column form 'zip'.*graphviz-app that wrote it"):
         unpack({"x": {"$packed": "zip", "n": 1}})
+
+
+def test_a_payload_says_version_2_once_a_column_is_packed_and_reads_back_as_version_1() -> None:
+    data = payload(chain_graph(300))
+    assert _decoded(encode(data))["version"] == 1  # nothing packed below PACK_FROM: the plain form
+    packed = _decoded(encode(data, pack_from=1))
+    assert packed["version"] == PACKED_VERSION == 2  # a viewer from before packing refuses it by name
+    assert unpack(packed)["version"] == 1

@@ -7,6 +7,8 @@ import { base64Bytes, isColumn, unpackAll } from "./unpack.js";
 
 export const FORMAT = "graphviz-app-viewer";
 export const VERSION = 1;
+/** The version of a payload with packed columns (graphviz_app/viewer/packing.py's PACKED_VERSION). */
+export const PACKED_VERSION = 2;
 export const MAX_ENCODED_CHARS = 200 * 1024 * 1024;
 
 /** @param {string} text @returns {Promise<Payload>} */
@@ -44,8 +46,8 @@ export async function decodeJson(text) {
 export function checkPayload(raw) {
   const data = /** @type {Payload} */ (raw);
   if (!data || data.format !== FORMAT) throw new Error("this is not graphviz-app viewer data");
-  if (data.version !== VERSION) {
-    throw new Error(`the graph data is of viewer version ${data.version}; this viewer reads version ${VERSION}: save the graph again with this graphviz-app`);
+  if (data.version !== VERSION && data.version !== PACKED_VERSION) {
+    throw new Error(`the graph data is of viewer version ${data.version}; this viewer reads versions ${VERSION} and ${PACKED_VERSION}: save the graph again with this graphviz-app`);
   }
   const g = data.graph, t = data.tree;
   if (!g || g.schema !== 3 || !g.nodes || !g.edges || !t || !isColumn(t.parent)) {
