@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ...model import Node, NodeKind
 
-__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "read_op_bytes", "read_op_attrs"]
+__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "OpBytesRead",
+           "read_op_bytes", "read_op_attrs"]
 
 # On an op: the most bytes its backward had alive at once beyond what it left alive when it returned (the
 # temporaries it made and freed inside: a pow in PowBackward0, a cast under autocast, a reentrant checkpoint's
@@ -15,30 +17,53 @@ TEMPORARIES_ATTR = "backward temporaries"
 # On a reentrant checkpoint's node (CheckpointFunctionBackward): the bytes its nested backward left alive
 # beyond the gradients the node returns (the `.grad` of the block's parameters, not in the outer graph).
 NESTED_GRADS_ATTR = "nested backward .grad"
+# On a reentrant checkpoint's node: of those bytes, the `.grad` its nested backward made for leaves of the outer
+# graph too (a parameter used inside the block and outside it), as "leaf id=bytes" separated by spaces. That
+# `.grad` exists when the leaf's own AccumulateGrad runs in the outer graph, which then sums into it in place.
+NESTED_LEAF_GRADS_ATTR = "nested backward .grad of graph leaves"
 # On a reentrant checkpoint's node: the bytes of tensors its block took inside other arguments (a tuple of
 # rotary cos and sin) that the checkpoint keeps as they are (not saved tensors) and nothing else in the graph
 # describes; alive for the whole step (the node keeps them until the graph is freed).
 REENTRANT_KEEPS_ATTR = "checkpoint keeps"
 
 
-def read_op_bytes(nodes: Iterable[Node]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-    """(node id -> temporaries' bytes, -> bytes a nested backward left, -> bytes a reentrant checkpoint keeps)
-    for the ops that have them."""
-    temporaries: dict[str, int] = {}
-    nested: dict[str, int] = {}
-    keeps: dict[str, int] = {}
+@dataclass(slots=True)
+class OpBytesRead:
+    """The recorded bytes of a graph's ops, by op id: `temporaries`, the bytes a nested backward left (`nested`),
+    of them the `.grad` it made for leaves of the graph (`nested_leaves`: [(leaf id, bytes)]), and what a
+    reentrant checkpoint keeps (`keeps`)."""
+
+    temporaries: dict[str, int] = field(default_factory=dict)
+    nested: dict[str, int] = field(default_factory=dict)
+    nested_leaves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    keeps: dict[str, int] = field(default_factory=dict)
+
+
+def read_op_bytes(nodes: Iterable[Node]) -> OpBytesRead:
+    """The recorded bytes of the ops that have them.
+
+    >>> n = Node("n2", NodeKind.OP, "CheckpointFunctionBackward",
+    ...          attrs=((NESTED_GRADS_ATTR, "96"), (NESTED_LEAF_GRADS_ATTR, "n6=64")))
+    >>> read = read_op_bytes([n])
+    >>> read.nested, read.nested_leaves
+    ({'n2': 96}, {'n2': [('n6', 64)]})
+    """
+    found = OpBytesRead()
     for n in nodes:
         if n.attrs and n.kind is NodeKind.OP:
-            read_op_attrs(n, temporaries, nested, keeps)
-    return temporaries, nested, keeps
+            read_op_attrs(n, found)
+    return found
 
 
-def read_op_attrs(n: Node, temporaries: dict[str, int], nested: dict[str, int], keeps: dict[str, int]) -> None:
-    """Add op `n`'s recorded bytes (if any) to the three tables `read_op_bytes` returns."""
+def read_op_attrs(n: Node, found: OpBytesRead) -> None:
+    """Add op `n`'s recorded bytes (if any) to `found`."""
     for name, text in n.attrs:
         if name == TEMPORARIES_ATTR:
-            temporaries[n.id] = int(text)
+            found.temporaries[n.id] = int(text)
         elif name == NESTED_GRADS_ATTR:
-            nested[n.id] = int(text)
+            found.nested[n.id] = int(text)
+        elif name == NESTED_LEAF_GRADS_ATTR:
+            found.nested_leaves[n.id] = [(leaf, int(size)) for leaf, _, size in
+                                         (item.rpartition("=") for item in text.split())]
         elif name == REENTRANT_KEEPS_ATTR:
-            keeps[n.id] = int(text)
+            found.keeps[n.id] = int(text)

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
-from .op_bytes import read_op_attrs
+from .op_bytes import OpBytesRead, read_op_attrs
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
@@ -64,7 +64,8 @@ class BackwardPlan:
     `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps. `forward_peak` is the forward's
     own peak the run that made the graph left on its roots (`with_forward_peak`), None when it left none.
     `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
-    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
+    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran, and of
+    them `nested_leaves[n]` the (leaf, bytes) of the `.grad` it made for leaves of this graph (used outside too);
     `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
     `ranks[n]` is `priority(n)` as one int (ops and leaves; a leaf's is negative), read with the nodes in one pass;
     `makes[n]` says how op `n` makes its inputs' gradients when not as new tensors (MAKES_VIEW: views of the
@@ -93,6 +94,7 @@ class BackwardPlan:
     forward_peak: int | None = None
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
+    nested_leaves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     reentrant_keeps: dict[str, int] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
     makes: dict[str, int] = field(default_factory=dict)
@@ -160,9 +162,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     reentrant: list[str] = []
     ops = saved_count = freed = packed = 0
     unknown_recency = False
-    temporaries: dict[str, int] = {}
-    nested: dict[str, int] = {}
-    keeps: dict[str, int] = {}
+    recorded = OpBytesRead()
     op, leaf, saved, output = NodeKind.OP, NodeKind.LEAF, NodeKind.SAVED, NodeKind.OUTPUT
     packed_state = (STATE_ATTR, PACKED_BY_HOOK)
     makes_by_name = MAKES_BY_NAME
@@ -181,7 +181,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
                 unknown_recency = True
             ranks[nid] = recency * step + i
             if n.attrs:
-                read_op_attrs(n, temporaries, nested, keeps)
+                read_op_attrs(n, recorded)
             name = n.name
             made = makes_by_name.get(name)
             if made is not None:
@@ -203,8 +203,9 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
         elif kind is output:
             outputs.append(n)
     facts = GraphFacts(ops, saved_count, freed, packed, reentrant, unknown_recency)
-    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=temporaries, nested=nested, reentrant_keeps=keeps,
-                        ranks=ranks, makes=makes, facts=facts)
+    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=recorded.temporaries, nested=recorded.nested,
+                        nested_leaves=recorded.nested_leaves, reentrant_keeps=recorded.keeps, ranks=ranks, makes=makes,
+                        facts=facts)
     return plan, outputs, skip
 
 

@@ -58,6 +58,7 @@ class EngineReplay:
         self.sums_in_place = sums_in_place
         self.temporaries = _temporaries(plan)
         self.extra = set(self.temporaries) | set(plan.nested)
+        self.nested_leaves = {leaf for made in plan.nested_leaves.values() for leaf, _ in made}
         self.priority = plan.ranks or _priorities(plan)
         self.makes = plan.makes if plan.ranks else _makes(plan)  # both read with the nodes
         self.recompute = recompute or Recompute()
@@ -298,11 +299,15 @@ class EngineReplay:
                     self._hold(key, size, _SAVED, saver)
 
     def _run_leaf(self, node: str) -> int:
-        """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy."""
+        """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy; where `.grad`
+        exists already (made by a reentrant block's nested backward), the gradient is summed into it in place."""
         inputs = self.buffers.pop(node, None)
         value = inputs.get(0) if inputs else None
         peak = self.live
         if value is None:
+            return peak
+        if node in self.nested_leaves and f"grad:{node}" in self.store:  # a nested backward made it: summed in place
+            self._drop(value)
             return peak
         leaf_bytes = self.plan.sizes.get(node, 0)
         if value[1] == 1 and value[0][1] >= leaf_bytes:  # stolen: the value stays, held by .grad
@@ -401,9 +406,14 @@ class EngineReplay:
         return peak
 
     def _extra(self, node: str) -> None:
-        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay), and the
-        temporaries its backward made and freed inside (released once the peak is read)."""
-        nested = self.plan.nested.get(node)
+        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay; a leaf of this
+        graph's under its own name, `grad:<leaf>`, as its AccumulateGrad would have made it), and the temporaries its
+        backward made and freed inside (released once the peak is read)."""
+        nested = self.plan.nested.get(node, 0)
+        for leaf, size in self.plan.nested_leaves.get(node, ()):  # the .grad of a leaf of this graph: held as its own
+            nested -= size
+            if f"grad:{leaf}" not in self.store:  # else summed into it in place (a what-if replay ran the leaf first)
+                self._hold(f"grad:{leaf}", size, _GRADS, leaf)
         if nested:
             self._hold(f"nested:{node}", nested, _GRADS, node)
         temporaries = self.temporaries.get(node)

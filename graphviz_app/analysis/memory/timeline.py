@@ -189,7 +189,8 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
         notes.append(f"{counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs its "
                      "forward again and a nested backward inside that node, neither in this graph; counted as the "
                      "step ran: the most they held at once inside the node, and the .grad of the block's "
-                     "parameters they leave (a parameter also used outside the block is counted twice)")
+                     "parameters they leave (a parameter also used outside the block once: its gradient from "
+                     "outside is summed into that .grad)")
     if len(blocks) > counted:
         notes.append(f"{len(blocks) - counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): "
                      "each runs its forward again and a nested backward inside that node, neither in this graph; the "
