@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ...model import Node, NodeKind
 
-__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "OpBytesRead",
+__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "RECORDED_ATTRS",
+           "OpBytesRead",
            "read_op_bytes", "read_op_attrs"]
 
 # On an op: the most bytes its backward had alive at once beyond what it left alive when it returned (the
@@ -25,6 +26,9 @@ NESTED_LEAF_GRADS_ATTR = "nested backward .grad of graph leaves"
 # rotary cos and sin) that the checkpoint keeps as they are (not saved tensors) and nothing else in the graph
 # describes; alive for the whole step (the node keeps them until the graph is freed).
 REENTRANT_KEEPS_ATTR = "checkpoint keeps"
+
+# The names above: an op with none of them in its attrs recorded nothing.
+RECORDED_ATTRS = frozenset({TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR})
 
 
 @dataclass(slots=True)
