@@ -24,7 +24,6 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import cpu_seconds  # noqa: E402
+
 from graphviz_app import memory_timeline, trace  # noqa: E402
 from graphviz_app.model import Graph  # noqa: E402
 from graphviz_app.tracing.big_stack import call_with_large_stack  # noqa: E402
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.process_time()
-    result = fn()
-    return time.process_time() - start, result
 
 
 def _chain(nodes: int) -> torch.Tensor:
@@ -97,11 +92,11 @@ def bench(shape: str, nodes: int, repeat: int, profile: bool) -> None:
         what = "trace"
     traced = replayed = float("inf")
     for _ in range(repeat):  # in turn: a burst of load on the machine slows both alike
-        seconds, made = _timed(traced_by)
+        seconds, made = cpu_seconds(traced_by)
         traced = min(traced, seconds)
         graph, roots = read(made)
         del made
-        seconds, timeline = _timed(lambda g=graph, r=roots: memory_timeline(g, roots=r))
+        seconds, timeline = cpu_seconds(lambda g=graph, r=roots: memory_timeline(g, roots=r))
         replayed = min(replayed, seconds)
         del timeline
     timeline = memory_timeline(graph, roots=roots)

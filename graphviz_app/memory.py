@@ -70,7 +70,8 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     their local shards, FSDP2's all-gathered parameters, gradients and collective buffers included,
     and replayed with its FSDP units (`graphviz_app.distributed`).
     """
-    from .tracing.distributed.rank_measure import measure_in_rank, spread_over_ranks
+    from .tracing.distributed.rank_measure import measure_in_rank
+    from .tracing.distributed.spread import spread_over_ranks
 
     if spread_over_ranks(model):
         return Measurement(*measure_in_rank(model, args, kwargs, loss=loss, autocast=autocast,

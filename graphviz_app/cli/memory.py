@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from ..errors import TraceError
 from ..model import human_bytes
 from ..model.numbers import LARGEST_SIZE
 from ..runner import RunnerError
-from .files import FileProblem, check_output, check_script
+from .files import SCRIPT_TARGET, FileProblem, check_output, check_script
 from .numbers import LONGEST_TIMEOUT_S, device, real, sizes, whole
 from .worker import MEMORY_JOB, run_script_job, script_stopped
 
@@ -28,7 +27,7 @@ __all__ = ["add_memory_parser", "run_memory", "parse_budget", "MEMORY_SECONDS"]
 # The default --timeout: a real model forecast at several batch sizes, measured and verified, takes minutes.
 MEMORY_SECONDS = 1800.0
 
-_SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+
 _DTYPES = ("float32", "bfloat16", "float16")
 _SEQ_HINT = ": the length of the sequences the model reads, e.g. --seq-len 512"
 
@@ -98,7 +97,7 @@ def add_memory_parser(sub: Any) -> None:
 
 def run_memory(args: argparse.Namespace) -> int:
     """Run the command: the step FUNC returns, forecast (and measured) in a worker; the report printed."""
-    match = _SCRIPT.match(args.target)
+    match = SCRIPT_TARGET.match(args.target)
     if match is None:
         raise TraceError(f"memory expects SCRIPT.py:FUNC, found {args.target!r}")
     if getattr(args, "world_size", None):

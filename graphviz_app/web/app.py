@@ -19,15 +19,15 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from graphviz_app.errors import RenderError
-from graphviz_app.viewer.compare import compare_page
-from graphviz_app.web import present, service, upload, urlstate
+from graphviz_app.web import compare_view, present, service, upload, urlstate
 from graphviz_app.web.cache import ResultCache
+from graphviz_app.web.failures import show_failure
 from graphviz_app.web.fairness import FairRunner, SessionRunner
 from graphviz_app.web.gallery import EXAMPLES, example, example_for
 from graphviz_app.web.pair import SavedPair
 from graphviz_app.web.results import Analysis, CheckModes, Failure, GradientCheck
 from graphviz_app.web.urlstate import CheckInput, Options, PageState
-from graphviz_app.web.widgets import compare_viewer, graph_viewer, program_editor
+from graphviz_app.web.widgets import graph_viewer, program_editor
 
 __all__ = ["main"]
 
@@ -155,7 +155,7 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         check_forward=False, check_second=False, check_kinks="fail",
-        expanded=state.expanded, view=state.view, showing="program",
+        expanded=state.expanded, view=state.view, showing="program", **compare_view.seeded(state.compare),
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
     )
 
@@ -298,33 +298,11 @@ def saved_pair(options: Options) -> SavedPair | Failure | None:
         my_runner(), data_a, first.name, data_b, second.name, options))
 
 
-def compare_results(pair: SavedPair | Failure) -> None:
-    """Two saved graphs side by side in synced panes, with the diff's summary."""
-    if isinstance(pair, Failure):
-        show_failure(pair, title="Could not compare the saved graphs", retry="upload the files again")
-        return
-    try:
-        compare_viewer(pair.viewer, key="compare-" + hashlib.blake2b(pair.viewer.encode(), digest_size=6).hexdigest())
-    except RenderError as e:
-        st.error(present.md(str(e)))
-        return
-    st.caption(present.md(f"{pair.labels[0]} ({pair.node_counts[0]:,} nodes) ⟷ {pair.labels[1]} "
-                          f"({pair.node_counts[1]:,} nodes): {pair.summary}"))
-    st.download_button("The panes as one HTML file", partial(compare_page, pair.viewer,
-                                                             title=f"{pair.labels[0]} ⟷ {pair.labels[1]}"),
-                       "compare.html", "text/html", on_click="ignore", key="compare-download",
-                       help="The same synced panes as a self-contained file: opens in any browser, makes no request.")
-
-
-def show_failure(failure: Failure, *, title: str, retry: str = "press Run to try again") -> None:
-    """An error as a message, with the offending line when there is one."""
-    st.error(f"**{present.md(title)}.** {present.md(str(failure))}")
-    if failure.excerpt:
-        st.code(failure.excerpt, language=None)
-    if failure.transient:
-        st.caption(f"This may pass on a less busy moment: {retry}.")
-    elif failure.kind == "overtime" and retry.startswith("press Run"):
-        st.caption("Make the program smaller (smaller tensors, fewer loop iterations), then Run.")
+def compare_programs(first: Analysis, second: Analysis, options: Options) -> SavedPair | Failure:
+    """The two programs' graphs aligned in the worker for the synced panes (cached by both graphs and direction)."""
+    key = ("programs", *(hashlib.sha256(r.graph_json.encode()).hexdigest() for r in (first, second)), options.rankdir)
+    return cached(key, "Comparing the two programs…", lambda: service.compare_graphs(
+        my_runner(), first.graph_json, second.graph_json, compare_view.PROGRAM_LABELS, options))
 
 
 def results(result: Analysis | Failure, options: Options, *, shown: Failure | None = None,
@@ -590,7 +568,8 @@ def current_state(options: Options) -> PageState:
     s = st.session_state
     return PageState(program=s.submitted, options=options,
                      check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
-                     expanded=tuple(s.get("expanded") or ()), view=s.get("view") or "")
+                     expanded=tuple(s.get("expanded") or ()), view=s.get("view") or "",
+                     compare=compare_view.second_program())
 
 
 def sync_url(options: Options) -> None:
@@ -612,7 +591,8 @@ def main() -> None:
     # The editor beside the program's values; the graph below them at the page's full width.
     left, right = st.columns([3, 2], gap="large")
     with left:
-        _, problem = editor()
+        run, problem = editor()
+        problem_b = compare_view.second_editor(run)
         open_saved_box()
     saved = saved_graph(options)
     pair = saved_pair(options)
@@ -622,10 +602,12 @@ def main() -> None:
     with right:
         values(result)
     if result is None and pair is not None:
-        compare_results(pair)
+        compare_view.panes(pair, what="saved graphs", retry="upload the files again")
     elif result is None and saved is not None:
         results(saved, options, saved=True)
-    elif result is not None:
+    elif result is not None and not compare_view.programs(
+            result, options, analyze=analyze, compare=partial(compare_programs, options=options),
+            link=urlstate.share_query(current_state(options)), shown=(problem, problem_b)):
         results(result, options, shown=problem)
     st.divider()
     if result is not None:

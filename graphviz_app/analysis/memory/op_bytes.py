@@ -6,28 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...model import Node, NodeKind
+from ...model.annotations import NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR, TEMPORARIES_ATTR
 
 __all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "RECORDED_ATTRS",
-           "OpBytesRead",
-           "read_op_bytes", "read_op_attrs"]
+           "OpBytesRead", "read_op_bytes", "read_op_attrs"]
 
-# On an op: the most bytes its backward had alive at once beyond what it left alive when it returned (the
-# temporaries it made and freed inside: a pow in PowBackward0, a cast under autocast, a reentrant checkpoint's
-# recompute and nested backward), counted as the step ran (`measure`, or `forecast` on meta).
-TEMPORARIES_ATTR = "backward temporaries"
-# On a reentrant checkpoint's node (CheckpointFunctionBackward): the bytes its nested backward left alive
-# beyond the gradients the node returns (the `.grad` of the block's parameters, not in the outer graph).
-NESTED_GRADS_ATTR = "nested backward .grad"
-# On a reentrant checkpoint's node: of those bytes, the `.grad` its nested backward made for leaves of the outer
-# graph too (a parameter used inside the block and outside it), as "leaf id=bytes" separated by spaces. That
-# `.grad` exists when the leaf's own AccumulateGrad runs in the outer graph, which then sums into it in place.
-NESTED_LEAF_GRADS_ATTR = "nested backward .grad of graph leaves"
-# On a reentrant checkpoint's node: the bytes of tensors its block took inside other arguments (a tuple of
-# rotary cos and sin) that the checkpoint keeps as they are (not saved tensors) and nothing else in the graph
-# describes; alive for the whole step (the node keeps them until the graph is freed).
-REENTRANT_KEEPS_ATTR = "checkpoint keeps"
-
-# The names above: an op with none of them in its attrs recorded nothing.
+# The names this module reads: an op with none of them in its attrs recorded nothing.
 RECORDED_ATTRS = frozenset({TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR})
 
 

@@ -15,8 +15,9 @@ from ..memory.step import step_outputs
 from ..torch_internals import ddp_bucket_sizes, root_mesh
 from .counting import RankStorages
 from .shards import is_dtensor, local_storage_bytes
+from .spread import strategy_of
 
-__all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "strategy_of", "ddp_buckets", "check_meshes"]
+__all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "ddp_buckets", "check_meshes"]
 
 
 @dataclass(frozen=True)
@@ -108,18 +109,6 @@ def train_step(step: RankStep, counter: RankStorages | None = None) -> int:
     return grads
 
 
-def strategy_of(model: torch.nn.Module) -> str:
-    """How the model is spread over ranks: "DDP", "FSDP2", "TP", "FSDP+TP", or "replicated" (none of them)."""
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        return "DDP"
-    fsdp = _fsdp_module_type()
-    has_fsdp = fsdp is not None and any(isinstance(m, fsdp) for m in model.modules())
-    meshes = {p.device_mesh.ndim for p in model.parameters() if is_dtensor(p)}  # type: ignore[attr-defined]
-    if has_fsdp:
-        return "FSDP+TP" if meshes and max(meshes) > 1 else "FSDP2"
-    return "TP" if meshes else "replicated"
-
-
 def check_meshes(model: torch.nn.Module, world_size: int) -> None:
     """Raise when a mesh the model's DTensors live on does not cover every rank of the world.
 
@@ -140,13 +129,6 @@ def check_meshes(model: torch.nn.Module, world_size: int) -> None:
                 f"the mesh {shape} of parameter {name!r} covers {root.size()} of the {world_size} ranks: the mesh "
                 f"must split the {world_size} ranks exactly (the product of its dimensions); compute its shape "
                 "from dist.get_world_size()")
-
-
-def _fsdp_module_type() -> type | None:
-    import sys
-
-    module = sys.modules.get("torch.distributed.fsdp")
-    return getattr(module, "FSDPModule", None) if module is not None else None
 
 
 def ddp_buckets(model: torch.nn.Module) -> tuple[int, ...]:
