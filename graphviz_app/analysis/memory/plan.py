@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -230,6 +231,8 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
     senders = (NodeKind.OP, NodeKind.LEAF)
     storage_bytes, savers_of, saved_by, sends, deps = (plan.storage_bytes, plan.savers, plan.saved_by, plan.sends,
                                                        plan.deps)
+    senders_sent: list[str] = []  # a sender once per gradient it sends, counted in C below
+    sent = senders_sent.append
     for e in graph.edges:
         kind = e.kind
         src = nodes[e.src]
@@ -259,15 +262,17 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
             if src.name.startswith("result"):
                 plan.results.add((dst, key))
         elif kind is data_kind:
-            dst_kind = nodes[e.dst].kind
+            dst = e.dst
+            dst_kind = nodes[dst].kind
             if dst_kind is op_node:
                 if src.kind in senders:
-                    found = sends.get(e.dst)
+                    sender = e.src
+                    found = sends.get(dst)
                     if found is None:
-                        sends[e.dst] = [(e.src, e.output_nr, e.slot)]
+                        sends[dst] = [(sender, e.output_nr, e.slot)]
                     else:
-                        found.append((e.src, e.output_nr, e.slot))
-                    deps[e.src] = deps.get(e.src, 0) + 1  # from every sender: `_reach` keeps them if all run
+                        found.append((sender, e.output_nr, e.slot))
+                    sent(sender)
             elif dst_kind is output_node:
                 plan.output_op[e.dst] = e.src
                 if e.dst in wanted and src.kind is op_node:
@@ -275,6 +280,7 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
                     size = t.bytes if t is not None else 0
                     item = size // t.numel if t is not None and t.numel else size
                     plan.roots.append((e.src, e.output_nr, size, item))
+    deps.update(Counter(senders_sent))  # the gradients each waits for, from every sender (`_reach` may count again)
 
 
 def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
