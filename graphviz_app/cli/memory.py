@@ -70,15 +70,17 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--measure", action="store_true", help="also run the step for real and measure it")
     memory.add_argument("--checkpoint", action="store_true", help="advise modules to checkpoint to get under "
                         "--budget (without one: half the peak); when that is not enough, predict the peak with each "
-                        "other lever: .grad freed once accumulated, autocast bfloat16, micro-batches with gradient "
-                        "accumulation, a chunked loss")
+                        "other lever on top of the plan: .grad freed once accumulated, autocast bfloat16, "
+                        "micro-batches with gradient accumulation, the loss in chunks over the tokens, and the best "
+                        "combination of them")
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan and each lever "
-                        "that needs no change to your code, measure, print predicted against measured; with "
+                        "predicted (the chunked loss where the logits of an nn.Linear head only reach "
+                        "F.cross_entropy; else it says why not), measure, print predicted against measured; with "
                         "--world-size: check each row against PyTorch's tracker (on real gloo ranks up to 2, else on "
                         "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
-                        help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "
+                        help="a distributed job (FUNC wraps the model with fully_shard, DDP or parallelize_module): "
                         "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
                         "process group, fake tensors: nothing allocated); with --measure and one small world size, "
                         "also run that many real gloo ranks here")

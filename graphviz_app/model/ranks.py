@@ -7,12 +7,14 @@ collectives on the memory chart and replay its step with its FSDP units.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
 
 from ..errors import SchemaError
 
-__all__ = ["PHASES", "CollectiveEvent", "FsdpUnit", "RankInfo", "rank_to_dict", "rank_from_dict"]
+__all__ = ["PHASES", "CollectiveEvent", "FsdpUnit", "RankInfo", "rank_to_dict", "rank_from_dict",
+           "rank_with_nodes_moved"]
 
 PHASES = ("forward", "backward", "optimizer")
 
@@ -74,6 +76,21 @@ class RankInfo:
     collectives: tuple[CollectiveEvent, ...] = ()
     units: tuple[FsdpUnit, ...] = ()
     grads_in_buckets: bool = False
+
+
+def rank_with_nodes_moved(info: RankInfo | None, moved: Mapping[str, str | None]) -> RankInfo | None:
+    """`info` with each collective's node moved where a transformation put it: a node folded into a box
+    (`collapse`, a closed compiled region) names the box; a node mapped to None is gone, and so is the
+    collective's place (it stays listed, at no node).
+
+    >>> info = RankInfo(0, 2, "DDP", (CollectiveEvent("all_reduce", 64, "backward", 128, "n3"),))
+    >>> rank_with_nodes_moved(info, {"n3": "module/1"}).collectives[0].node
+    'module/1'
+    """
+    if info is None or not any(c.node is not None and c.node in moved for c in info.collectives):
+        return info
+    return replace(info, collectives=tuple(
+        replace(c, node=moved[c.node]) if c.node is not None and c.node in moved else c for c in info.collectives))
 
 
 def rank_to_dict(info: RankInfo) -> dict[str, Any]:

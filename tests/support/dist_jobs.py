@@ -86,8 +86,9 @@ def build_fsdp_hostile(mesh: DeviceMesh) -> Any:
     return _step(model)
 
 
-def build_ddp(mesh: DeviceMesh | None, *, view: bool = False) -> Any:
-    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view)
+def build_ddp(mesh: DeviceMesh | None, *, view: bool = False, **options: Any) -> Any:
+    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view,
+                                                      **options)
     return _step(model)
 
 
@@ -152,6 +153,25 @@ def ddp() -> Any:
 
 def ddp_view() -> Any:
     return job("ddp_view")()
+
+
+def ddp_unused() -> Any:
+    """DDP looking for unused parameters in every step (it reads which were used from a tensor's values)."""
+    return build_ddp(None, find_unused_parameters=True)
+
+
+def ddp_static() -> Any:
+    """DDP told its graph is static: it finds the unused parameters in its first step, rebuilds in its third."""
+    return build_ddp(None, static_graph=True)
+
+
+def ddp_hooked() -> Any:
+    """DDP with a communication hook of its own (torch's plain all-reduce, written in Python)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    model, x, optimizer = build_ddp(None)
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
+    return model, x, optimizer
 
 
 def fsdp_hostile() -> Any:

@@ -131,6 +131,14 @@ def check_meshes(model: torch.nn.Module, world_size: int) -> None:
                 "from dist.get_world_size()")
 
 
+def _warmup_steps(model: torch.nn.Module, strategy: str) -> int:
+    """Steps before the steady one: 1 (the optimizer's state, FSDP's lazy buffers); DDP rebuilds its buckets
+    in its second step's forward, or its third with `static_graph=True` (measured on gloo ranks, torch 2.13)."""
+    if strategy != "DDP":
+        return 1
+    return 3 if getattr(model, "static_graph", False) else 2
+
+
 def ddp_buckets(model: torch.nn.Module) -> tuple[int, ...]:
     """The bytes of each of DDP's gradient buckets (`bucket_cap_mb` decides how many), () for other models."""
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
@@ -162,7 +170,7 @@ def _inputs(step: RankStep) -> list[torch.Tensor]:
 def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | None = None,
                   with_torch_tracker: bool = False) -> RankMemory:
     """This rank's memory in the steady state: `warmup` steps (default 1; 2 for DDP, whose buckets are rebuilt
-    after its first step), then one step counted by `RankStorages`.
+    after its first step, 3 with its `static_graph`), then one step counted by `RankStorages`.
 
     The warm-up makes what a step keeps (optimizer state, FSDP's lazily made
     buffers), so the counted step is the one every later step repeats. With
@@ -171,7 +179,7 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
     """
     check_meshes(step.model, world_size)
     strategy = strategy_of(step.model)
-    for _ in range(warmup if warmup is not None else (2 if strategy == "DDP" else 1)):
+    for _ in range(warmup if warmup is not None else _warmup_steps(step.model, strategy)):
         train_step(step)
     counter = RankStorages()
     tracker_name, tracker_bytes = None, None
