@@ -201,7 +201,10 @@ def _peak_lines(entry: dict[str, Any]) -> list[str]:
                  f"backward step {entry['peak_step']} of {entry['steps']}")
     held = ", ".join(f"{m['module'] or '(root)' if m['module'] is not None else '(no module)'} "
                      f"{human_bytes(m['bytes'])}" for m in entry["at_peak"])
-    lines = [f"peak{batch}: {where}", f"held at the peak: {held}"]
+    # With the peak in the forward, the holders listed are those of the backward's own (lower) peak: say so.
+    holders = (f"held at the backward's own peak ({human_bytes(entry['replay_backward_peak_bytes'])})"
+               if entry.get("peak_in_forward") and "replay_backward_peak_bytes" in entry else "held at the peak")
+    lines = [f"peak{batch}: {where}", f"{holders}: {held}"]
     gaps = [r for r in entry.get("by_node", ()) if r["measured_bytes"] != r["predicted_bytes"]]
     if gaps:
         worst = max(gaps, key=lambda r: abs(r["measured_bytes"] - r["predicted_bytes"]))

@@ -169,6 +169,7 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
         "at_peak": [{"module": m.module, "bytes": m.total} for m in timeline.at_peak[:5]],
         "notes": list(timeline.notes), "replay_peak_bytes": timeline.peak_bytes,
         "forecast_peak_bytes": prediction.peak_bytes, "peak_in_forward": timeline.peak_in_forward,
+        "replay_backward_peak_bytes": max((s.peak for s in timeline.steps), default=0),  # what at_peak is of
     }
     entry["predicted_peak_bytes"] = prediction.peak_bytes  # the total above is of the measured peak, if measured
     if run is None:

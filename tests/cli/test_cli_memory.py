@@ -53,6 +53,21 @@ class Scaled(nn.Module):
 def with_a_tensor_and_kwargs():
     return Scaled(), torch.randn(4, 8), {"scale": 2.0}
 
+class GRUTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(200, 32)
+        self.gru = nn.GRU(32, 64, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(128, 9)
+
+    def forward(self, ids):
+        h, _ = self.gru(self.embed(ids))
+        return nn.functional.cross_entropy(self.out(h).flatten(0, 1), (ids % 9).flatten())
+
+def forward_peak():
+    torch.manual_seed(0)
+    return GRUTagger(), torch.randint(0, 200, (8, 48))
+
 def as_a_mapping():
     return {"model": Scaled(), "args": (torch.randn(4, 8),), "loss": lambda out: out["logits"].pow(2).mean()}
 '''
@@ -117,6 +132,23 @@ def _viewer_payload(path: Path) -> dict[str, Any]:
     found = re.search(r'id="gv-payload">([^<]*)<', path.read_text(encoding="utf-8"))
     assert found is not None
     return json.loads(gzip.decompress(base64.b64decode(found[1])))
+
+
+def test_a_peak_in_the_forward_does_not_call_the_backward_peaks_holders_the_peaks(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The GRU's per-step outputs make the step's peak in the forward; the modules listed are what the backward
+    # replay holds at its own, lower, peak, and the line says so with that figure.
+    code, out, _ = _run(["memory", f"{script}:forward_peak", "--json"], capsys)
+    entry = json.loads(out)["batches"][0]
+    assert code == 0 and entry["peak_in_forward"]
+    assert entry["replay_backward_peak_bytes"] < entry["predicted_peak_bytes"]
+    assert sum(m["bytes"] for m in entry["at_peak"]) <= entry["replay_backward_peak_bytes"]
+    code, out, _ = _run(["memory", f"{script}:forward_peak"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and "peak: during the forward" in lines
+    held = next(line for line in lines if line.startswith("held at"))
+    assert held.startswith("held at the backward's own peak (") and ("gru" in held or "out" in held)
 
 
 def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
