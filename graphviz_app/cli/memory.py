@@ -183,7 +183,10 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
     lines += _peak_lines(report["batches"][-1])
     if "largest_batch" in report:
         state = "no optimizer state" if report["optimizer"] == "none" else f"{report['optimizer']} state"
-        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: {report['largest_batch']}")
+        found = report["largest_batch"]
+        note = f" ({report['largest_batch_note']})" if "largest_batch_note" in report else ""
+        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: "
+                     f"{'unknown' if found is None else found}{note}")
     if plan is not None:
         lines.append(plan)
     lines.append(f"not modelled: {report['not_modelled']}")

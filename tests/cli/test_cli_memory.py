@@ -68,6 +68,24 @@ def forward_peak():
     torch.manual_seed(0)
     return GRUTagger(), torch.randint(0, 200, (8, 48))
 
+class ChecksValues(nn.Linear):
+    # transformers reads position_ids' values unless the tensors are fake (its packed-sequence check)
+    def forward(self, x):
+        from torch._subclasses.fake_tensor import FakeTensor
+        if not isinstance(x, FakeTensor) and bool((x[:, -1] == 12345).all()):
+            return super().forward(x).sum()
+        return super().forward(x).square().sum()
+
+class ReadsValues(nn.Linear):
+    def forward(self, x):
+        return super().forward(x).sum() if x.sum().item() > 1e9 else super().forward(x).square().sum()
+
+def checks_values():
+    return ChecksValues(8, 8), torch.randn(4, 8)
+
+def reads_values():
+    return ReadsValues(8, 8), torch.randn(4, 8)
+
 def as_a_mapping():
     return {"model": Scaled(), "args": (torch.randn(4, 8),), "loss": lambda out: out["logits"].pow(2).mean()}
 '''
@@ -149,6 +167,23 @@ def test_a_peak_in_the_forward_does_not_call_the_backward_peaks_holders_the_peak
     assert code == 0 and "peak: during the forward" in lines
     held = next(line for line in lines if line.startswith("held at"))
     assert held.startswith("held at the backward's own peak (") and ("gru" in held or "out" in held)
+
+
+def test_a_budget_on_a_real_device_survives_a_step_that_cannot_run_on_meta(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The largest batch is searched on meta even for a CPU step; a value read there (a Llama under
+    # gradient_checkpointing_enable(), no attention_mask) made the whole command fail "on meta" (exit 2).
+    code, out, _ = _run(["memory", f"{script}:checks_values", "--budget", "1MiB", "--measure", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["largest_batch"] > 4
+    note = report["largest_batch_note"]
+    assert note.startswith("searched on fake CPU tensors (CPU's kernels), as the step failed on meta: ")
+    code, out, _ = _run(["memory", f"{script}:reads_values", "--budget", "1MiB", "--measure"], capsys)
+    assert code == 0 and "measured peak" in out
+    line = next(x for x in out.splitlines() if x.startswith("largest batch"))
+    assert line.startswith("largest batch that fits in 1.0 MiB with no optimizer state: unknown (not found: ")
+    assert "reads a tensor's value" in line
 
 
 def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
