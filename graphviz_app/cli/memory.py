@@ -70,10 +70,12 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--measure", action="store_true", help="also run the step for real and measure it")
     memory.add_argument("--checkpoint", action="store_true", help="advise modules to checkpoint to get under "
                         "--budget (without one: half the peak); when that is not enough, predict the peak with each "
-                        "other lever: .grad freed once accumulated, autocast bfloat16, micro-batches with gradient "
-                        "accumulation, a chunked loss")
+                        "other lever on top of the plan: .grad freed once accumulated, autocast bfloat16, "
+                        "micro-batches with gradient accumulation, the loss in chunks over the tokens, and the best "
+                        "combination of them")
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan and each lever "
-                        "that needs no change to your code, measure, print predicted against measured; with "
+                        "predicted (the chunked loss where the logits of an nn.Linear head only reach "
+                        "F.cross_entropy; else it says why not), measure, print predicted against measured; with "
                         "--world-size: check each row against PyTorch's tracker (on real gloo ranks up to 2, else on "
                         "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
