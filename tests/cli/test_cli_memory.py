@@ -145,7 +145,9 @@ def test_measure_puts_predicted_beside_measured_for_every_backward_node(
     assert all(r["predicted_bytes"] == r["measured_bytes"] for r in rows)  # this model: to the byte
     assert max(r["measured_bytes"] for r in rows) == entry["measured_peak_bytes"]
     code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure"], capsys)
-    assert f"measured against predicted, node by node: all {len(rows)} steps agree" in out
+    # counted as the timeline counts its steps ("step 2 of N"): the end of the forward is not one of them
+    assert (f"measured against predicted, node by node (the end of the forward and {entry['steps']} backward "
+            "step(s)): all agree") in out
 
 
 def test_output_writes_the_measured_step_into_the_viewer_file(script: Path, tmp_path: Path,
