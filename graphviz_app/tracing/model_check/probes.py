@@ -52,6 +52,7 @@ def screen(unit: Unit, opts: Options, *, shift: float = 0.0) -> Outcome:
     autograd = parts.sum(0)
     outcome = compare(autograd, numerical, p, opts)
     outcome.parts = parts
+    outcome.notes.extend(p.notes)
     if not outcome.passed and outcome.reason is None:
         _kinks(outcome, autograd, numerical, p, opts)
         p.outs = []  # frees the graph kept for the kink test's backward passes
