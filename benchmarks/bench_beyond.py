@@ -24,11 +24,11 @@ import os
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from timing import taking_turns
 from torch import nn
 
 from graphviz_app import Graph, trace, trace_model
@@ -36,9 +36,9 @@ from graphviz_app.analysis.diff import diff
 from graphviz_app.analysis.diff_view import diff_view
 from graphviz_app.analysis.regions import region_names, show_regions
 from graphviz_app.drawing.diff_style import render_diff
-from graphviz_app.tracing import torch_internals
 from graphviz_app.tracing.compiled import add_regions
 from graphviz_app.tracing.compiled_graph import forget_backward_graphs
+from graphviz_app.tracing.torch_internals import saved as torch_internals  # the saved-hook cache lives here
 from graphviz_app.tracing.walker import Walker, WalkOptions
 
 
@@ -48,15 +48,7 @@ def _median(fns: dict[str, Callable[[], Any]], repeat: int,
 
     `before[name]`, when given, runs untimed before each timed call of `name` (to empty a cache).
     """
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    names = list(fns)
-    for i in range(repeat):
-        for name in names if i % 2 == 0 else reversed(names):
-            if before and name in before:
-                before[name]()
-            start = time.process_time()
-            fns[name]()
-            times[name].append(time.process_time() - start)
+    times = taking_turns(fns, repeat, before=before)
     return {name: statistics.median(found) for name, found in times.items()}
 
 

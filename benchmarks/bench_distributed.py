@@ -4,6 +4,9 @@ side by side with PyTorch's FSDPMemTracker under the same FakeTensorMode and fak
 `--overhead`: on 2 real gloo ranks, a plain FSDP2 step of examples/distributed_fsdp.py:fsdp against the same step
 counted (`RankStorages`) and followed by FSDPMemTracker (best of 5, CPU seconds of rank 0).
 
+`--ddp`: the same model under DDP (default 25 MiB buckets) forecast at the same world sizes, beside MemTracker
+following the same fake step after the same warm-up (CPU seconds, bytes).
+
 `--replay`: the same model inside a fake rank: `graphviz_app.memory.measure` (trace, count, replay of the rank's
 graph with its FSDP units) against FSDPMemTracker following the same forward and backward (CPU seconds, bytes).
 """
@@ -85,6 +88,49 @@ def tracker_total(world_size: int) -> int:
                     tracker.reset_mod_stats()
         (per_device,) = tracker.get_tracker_snapshot("peak").values()
         return int(per_device["Total"])
+
+
+def gpt_1b_ddp() -> Any:
+    """The FUNC under DDP: the whole model on every rank, its gradients all-reduced in DDP's default buckets."""
+    model = torch.nn.parallel.DistributedDataParallel(GPT())
+    return model, torch.randint(0, VOCAB, (BATCH, SEQ)), torch.optim.AdamW(model.parameters())
+
+
+def ddp_tracker_total(world_size: int) -> int:
+    """MemTracker on rank 0's third step of `gpt_1b_ddp` in the same fake cluster (the first two: AdamW's state,
+    and DDP's rebuild of its buckets in gradient-ready order)."""
+    _, mem_tracker = memory_trackers()
+    with fake_cluster(world_size):
+        model, idx, opt = gpt_1b_ddp()
+
+        def step() -> None:
+            model(idx).backward()
+            opt.step()
+            opt.zero_grad()
+
+        step()
+        step()
+        tracker = mem_tracker()
+        tracker.track_external(model, opt, idx)
+        with tracker:
+            step()
+        (per_device,) = tracker.get_tracker_snapshot("peak").values()
+        return int(per_device["Total"])
+
+
+def ddp(world_sizes: list[int]) -> None:
+    print("| world size | ours: total per rank | buckets | CPU s | MemTracker total | CPU s | ours / tracker |")
+    print("|---|---|---|---|---|---|---|")
+    for n in world_sizes:
+        t = time.process_time()
+        ours = forecast_world(gpt_1b_ddp, world_size=n)
+        ours_s = time.process_time() - t
+        t = time.process_time()
+        theirs = ddp_tracker_total(n)
+        theirs_s = time.process_time() - t
+        buckets = int(next(e for e in ours.notes if e.startswith("DDP:")).split()[1])  # "DDP: N gradient bucket(s)"
+        print(f"| {n} | {human_bytes(ours.total_bytes)} ({ours.total_bytes}) | {buckets} | {ours_s:.1f} | "
+              f"{human_bytes(theirs)} ({theirs}) | {theirs_s:.1f} | {ours.total_bytes / theirs:.4f} |", flush=True)
 
 
 def _overhead_rank(rank: int, port: int) -> None:
@@ -174,6 +220,7 @@ def main() -> None:
     parser.add_argument("--world-sizes", default="8,64,512")
     parser.add_argument("--no-tracker", action="store_true", help="skip FSDPMemTracker")
     parser.add_argument("--overhead", action="store_true", help="time a counted step on 2 real gloo ranks instead")
+    parser.add_argument("--ddp", action="store_true", help="the model under DDP instead, beside MemTracker")
     parser.add_argument("--replay", action="store_true", help="measure() and its replay in a fake rank of the first "
                         "world size, against FSDPMemTracker")
     args = parser.parse_args()
@@ -182,6 +229,9 @@ def main() -> None:
         return
     if args.replay:
         replay(int(args.world_sizes.split(",")[0]))
+        return
+    if args.ddp:
+        ddp([int(n) for n in args.world_sizes.split(",")])
         return
     with torch.device("meta"):
         params = sum(p.numel() for p in GPT().parameters())

@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from timing import cpu_seconds
 
 from graphviz_app import trace
 
@@ -60,14 +60,10 @@ def _time(build: Build, run: Callable[[torch.Tensor, dict[str, torch.Tensor]], A
             warnings.simplefilter("ignore")
             with torch.autograd.detect_anomaly():
                 y, params = build()
-                start = time.process_time()
-                run(y, params)
-                elapsed = time.process_time() - start
+                elapsed, _ = cpu_seconds(lambda: run(y, params))
     else:
         y, params = build()
-        start = time.process_time()
-        run(y, params)
-        elapsed = time.process_time() - start
+        elapsed, _ = cpu_seconds(lambda: run(y, params))
     _clear(params)
     return elapsed
 

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import best_cpu, cpu_seconds  # noqa: E402
 
 from graphviz_app import memory_timeline  # noqa: E402
 from graphviz_app.tracing.memory.forecast import predict, step_variant  # noqa: E402
@@ -106,22 +106,13 @@ def _models() -> dict[str, Callable[[], Step]]:
     }
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.process_time()
-        result = fn()
-        best = min(best, time.process_time() - start)
-    return best, result
-
-
 def bench_timeline(repeat: int) -> None:
     torch.manual_seed(0)
     with torch.device("meta"):
         model = GPT(130, 64, 4, 1000, 64)  # over 10,000 nodes (attention as the fused kernel on meta)
     prediction = predict(Step(model, (torch.empty(4, 64, dtype=torch.long, device="meta"),)))
     graph = prediction.graph
-    seconds, timeline = _best(lambda: memory_timeline(graph, roots=prediction.roots), repeat)
+    seconds, timeline = best_cpu(lambda: memory_timeline(graph, roots=prediction.roots), repeat)
     print(f"timeline: {len(graph.nodes):,} nodes, {len(timeline.steps) - 1:,} backward steps: "
           f"{seconds:.3f} s (best of {repeat})")
 
@@ -137,7 +128,7 @@ def bench_forecast(repeat: int) -> None:
         return [predict(step_variant(step, batch=b, device="meta", dtype=torch.bfloat16)).peak_bytes
                 for b in batches]
 
-    seconds, peaks = _best(forecast_all, repeat)
+    seconds, peaks = best_cpu(forecast_all, repeat)
     shown = ", ".join(f"batch {b}: {p / 2**30:.2f} GiB" for b, p in zip(batches, peaks, strict=True))
     print(f"forecast: GPT-2 124M, context 1024, bfloat16 autocast (CUDA lists), 4 batch sizes: {seconds:.2f} s "
           f"(best of {repeat}); {shown}")
@@ -148,10 +139,9 @@ def bench_forecast_against_fake(meta_model: nn.Module, idx: torch.Tensor, batche
     """The same GPT in float32 (CPU's kernels): our meta forecast against MemTracker under FakeTensorMode."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    start = time.process_time()
-    ours = [predict(step_variant(Step(meta_model, (idx,)), batch=b, device="meta", policy="cpu")).peak_bytes
-            for b in batches]
-    ours_s = time.process_time() - start
+    ours_s, ours = cpu_seconds(lambda: [
+        predict(step_variant(Step(meta_model, (idx,)), batch=b, device="meta", policy="cpu")).peak_bytes
+        for b in batches])
     fake, fake_s = [], 0.0
     for b in batches:
         with FakeTensorMode():
@@ -173,11 +163,13 @@ def _memtracker(step: Step) -> tuple[float, int]:
     tracker.track_external(step.model)
     for p in step.model.parameters():
         p.grad = None
-    start = time.process_time()
-    with tracker:
-        out = step.model(*step.args)
-        (out if out.dim() == 0 else out.sum()).backward()
-    seconds = time.process_time() - start
+
+    def tracked_step() -> None:
+        with tracker:
+            out = step.model(*step.args)
+            (out if out.dim() == 0 else out.sum()).backward()
+
+    seconds, _ = cpu_seconds(tracked_step)
     snapshot = next(iter(tracker.get_tracker_snapshot("peak").values()))
     kinds = {getattr(k, "value", k): v for k, v in snapshot.items()}
     for p in step.model.parameters():
@@ -191,12 +183,8 @@ def bench_error(quick: bool) -> None:
     for name, make in _models().items():
         torch.manual_seed(0)
         step = make()
-        start = time.process_time()
-        predicted = predict(step).timeline.peak_bytes
-        predict_s = time.process_time() - start
-        start = time.process_time()
-        measured = run_step(step).measured
-        measure_s = time.process_time() - start
+        predict_s, predicted = cpu_seconds(lambda: predict(step).timeline.peak_bytes)  # noqa: B023 - called at once
+        measure_s, measured = cpu_seconds(lambda: run_step(step).measured)  # noqa: B023 - called at once
         assert measured is not None
         tracker_s, tracker_peak = _memtracker(step)
         on_meta = predict(step_variant(step, device="meta", policy="cpu")).peak_bytes

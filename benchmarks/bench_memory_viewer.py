@@ -17,7 +17,6 @@ import importlib
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_viewer import CHROMIUM_ARGS, graphs  # noqa: E402
+from timing import best_cpu, cpu_seconds  # noqa: E402
 
 from graphviz_app import memory_timeline  # noqa: E402
 from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo  # noqa: E402
@@ -64,22 +64,13 @@ def memory_off() -> Iterator[None]:
         viewer_payload.memory_view = real
 
 
-def best(f: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        f()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
 def side_by_side(f: Callable[[], object], repeat: int) -> tuple[float, float]:
     """Best CPU time of `f` without the memory view and with it, the two taking turns (a busy machine drifts)."""
     without, with_ = [], []
     for _ in range(repeat):
         with memory_off():
-            without.append(best(f, 1))
-        with_.append(best(f, 1))
+            without.append(cpu_seconds(f)[0])
+        with_.append(cpu_seconds(f)[0])
     return min(without), min(with_)
 
 
@@ -113,7 +104,7 @@ def main() -> None:
         size_after = len(build())
         pages[name]["with"] = viewer_page.page_html(viewer_payload.payload(graph))
         charted = bool(viewer_payload.payload(graph)["series"])
-        replay = best(lambda graph=graph: memory_timeline(graph), args.repeat) if charted else 0.0
+        replay = best_cpu(lambda graph=graph: memory_timeline(graph), args.repeat)[0] if charted else 0.0
         print(f"| {name} | {len(graph.nodes):,} | {size_before / 1e6:.3f} MB | {size_after / 1e6:.3f} MB | "
               f"{len(pages[name]['with']) / 1e6:.2f} MB | {before:.2f} s | {after:.2f} s | {replay:.2f} s |",
               flush=True)

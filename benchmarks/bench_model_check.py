@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 import transformers
+from timing import cpu_seconds
 
 from graphviz_app.tracing.model_check import check_model
 from graphviz_app.tracing.model_check.capture import capture
@@ -51,12 +52,6 @@ def gpt2(layers: int, d: int, tokens: int) -> Any:
     config = transformers.GPT2Config(n_layer=layers, n_embd=d, n_head=max(1, d // 64), vocab_size=1000,
                                      n_positions=tokens, bos_token_id=0, eos_token_id=0)
     return transformers.GPT2LMHeadModel(config).train()
-
-
-def cpu(fn: Any) -> tuple[float, Any]:
-    start = time.process_time()
-    result = fn()
-    return time.process_time() - start, result
 
 
 def gradcheck_per_module(model: Any, ids: torch.Tensor, messages: bool) -> tuple[float, list[str], int]:
@@ -109,7 +104,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}, 1 thread")
     print(f"GPT-2-shaped: {args.layers} layers, d={args.d}, {params / 1e6:.1f} M parameters, "
           f"batch {args.batch} x {args.tokens} tokens")
-    seconds, clean = cpu(lambda: check_model(model, ids))
+    seconds, clean = cpu_seconds(lambda: check_model(model, ids))
     print(f"clean, all units:   {seconds:6.1f} CPU s, {clean.evaluations} evaluations, {len(clean.verdicts)} units, "
           f"passed={clean.passed}")
     if not args.skip_peer:
@@ -121,7 +116,7 @@ def main() -> None:
         lambda module, inputs, out: ScaledIdentity.apply(out))
     target = f"transformer.h.{middle}.mlp.act"
     for strategy in ("bisect", "all"):
-        seconds, found = cpu(lambda s=strategy: check_model(model, ids, strategy=s))
+        seconds, found = cpu_seconds(lambda s=strategy: check_model(model, ids, strategy=s))
         named = [v.path for v in found.culprits]
         print(f"planted, {strategy + ':':7} {seconds:6.1f} CPU s, {found.evaluations} evaluations, "
               f"culprits {named} (planted in {target}: {'found' if named == [target] else 'NOT found'})")

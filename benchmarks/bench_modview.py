@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from timing import cpu_seconds, taking_turns
 
 from graphviz_app.analysis.collapse import collapse
 from graphviz_app.drawing.renderer import export
@@ -37,20 +38,8 @@ def encoder_graph(layers: int) -> tuple[Graph, float, str]:
     layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32)
     encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
     x = torch.randn(5, 3, 16, requires_grad=True)
-    start = time.perf_counter()
-    graph = trace_model(encoder, x)
-    return graph, time.perf_counter() - start, "trace_model(nn.TransformerEncoder)"
-
-
-def _best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    best = dict.fromkeys(fns, float("inf"))
-    names = list(fns)
-    for i in range(repeat):
-        for name in names if i % 2 == 0 else reversed(names):  # alternate who runs first
-            start = time.perf_counter()
-            fns[name]()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+    seconds, graph = cpu_seconds(lambda: trace_model(encoder, x), clock=time.perf_counter)
+    return graph, seconds, "trace_model(nn.TransformerEncoder)"
 
 
 def main() -> int:
@@ -76,16 +65,15 @@ def main() -> int:
     }
     if args.no_roll:
         fns[f"{args.layers} layers, depth 2"] = lambda: export(big, "svg", depth=2)
-    best = _best(fns, args.repeat)
+    # wall time: the layout runs in Graphviz's `dot`, another process
+    best = {name: min(seconds) for name, seconds in taking_turns(fns, args.repeat, clock=time.perf_counter).items()}
     base = best["flat 2 layers"]
     print(f"\n| drawing (export to SVG, layout by dot) | best of {args.repeat}, s | / flat 2 layers |")
     print("|---|---|---|")
     for name, seconds in best.items():
         print(f"| {name} | {seconds:.3f} | {seconds / base:.2f}x |")
     if args.flat:
-        start = time.perf_counter()
-        export(big, "svg")
-        seconds = time.perf_counter() - start
+        seconds, _ = cpu_seconds(lambda: export(big, "svg"), clock=time.perf_counter)
         print(f"| {args.layers} layers flat (once) | {seconds:.1f} | {seconds / base:.0f}x |")
     return 0
 

@@ -8,19 +8,19 @@ For the gallery's 6-layer transformer encoder and CNN, each run alternates:
   `trace(ev.output, ev.params, names=ev.variables)`;
 - peer: the same modules built and called as plain torch code under `record(root)`, then
   `trace(out, root)`: what a script with `trace_model` pays.
-Reports the best wall time of each and the ratio. Nothing here is a pass/fail test.
+Reports the best CPU time of each and the ratio (`benchmarks/timing.py`). Nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from timing import taking_turns
 from torch import nn
 
 from graphviz_app import record, trace
@@ -61,15 +61,6 @@ def _ours(key: str) -> Callable[[], Any]:
     return run
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -80,10 +71,8 @@ def main() -> None:
     for key, peer in (("transformer", _transformer), ("cnn", _cnn)):
         ours, theirs = _ours(key), peer
         ours(), theirs()  # warm up
-        a, b = [], []
-        for _ in range(args.repeat):  # alternate, so load changes hit both
-            a.append(_best(ours, 1))
-            b.append(_best(theirs, 1))
+        times = taking_turns({"ours": ours, "theirs": theirs}, args.repeat)  # so load changes hit both
+        a, b = times["ours"], times["theirs"]
         print(f"{key:12s} program {min(a) * 1e3:7.1f} ms   plain torch + record {min(b) * 1e3:7.1f} ms   "
               f"ratio {min(a) / min(b):.2f}x")
 

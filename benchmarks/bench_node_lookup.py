@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+
+from timing import cpu_seconds
 
 from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.model import Edge, EdgeKind, Graph, Node, NodeKind, TensorInfo
@@ -41,11 +42,9 @@ def saving_chain(size: int, cls: type[Graph] = Graph) -> Graph:
     return cls(nodes=tuple(nodes), edges=tuple(edges))
 
 
-def cpu_seconds(graph: Graph) -> float:
+def panel_seconds(graph: Graph) -> float:
     timeline = memory_timeline(graph)
-    start = time.process_time()
-    memory_panel_of(graph, timeline)
-    return time.process_time() - start
+    return cpu_seconds(lambda: memory_panel_of(graph, timeline))[0]
 
 
 def main() -> int:
@@ -54,7 +53,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{'nodes':>7} {'index, s':>9} {'scan, s':>9} {'scan / index':>13}")
     for size in args.sizes:
-        indexed, scanned = cpu_seconds(saving_chain(size)), cpu_seconds(saving_chain(size, ScanGraph))
+        indexed, scanned = panel_seconds(saving_chain(size)), panel_seconds(saving_chain(size, ScanGraph))
         print(f"{size:>7,} {indexed:>9.3f} {scanned:>9.2f} {scanned / max(indexed, 1e-9):>12.0f}x", flush=True)
     return 0
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from timing import cpu_seconds
 
 from gradcheck import check
 
@@ -44,12 +45,6 @@ FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def _cpu(run: Callable[[], object]) -> tuple[float, object]:
-    start = time.process_time()
-    found = run()
-    return time.process_time() - start, found
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200_000)
@@ -60,15 +55,15 @@ def main() -> None:
     for name, fn in FUNCTIONS.items():
         torch.manual_seed(0)
         x = torch.randn(n, dtype=torch.float64, requires_grad=True)
-        ours_s, report = _cpu(lambda: check(fn, x))  # noqa: B023 - called at once
-        peer_s, peer = _cpu(lambda: torch.autograd.gradcheck(fn, (x,), fast_mode=True,  # noqa: B023
+        ours_s, report = cpu_seconds(lambda: check(fn, x))  # noqa: B023 - called at once
+        peer_s, peer = cpu_seconds(lambda: torch.autograd.gradcheck(fn, (x,), fast_mode=True,  # noqa: B023
                                                              raise_exception=False))
         ours = ("pass" if report.passed else "FAIL") + f" ({report.mode})"  # type: ignore[attr-defined]
         print(f"| {name} | {ours_s:.2f} | {ours} | {peer_s:.2f} | {'pass' if peer else 'FAIL'} | "
               f"{peer_s / ours_s:.2f} |")
     torch.manual_seed(0)
     x = torch.randn(n, dtype=torch.float64, requires_grad=True)
-    wrong_s, report = _cpu(lambda: check(_WrongSquare.apply, x))
+    wrong_s, report = cpu_seconds(lambda: check(_WrongSquare.apply, x))
     verdict = f"{'pass' if report.passed else 'FAIL'} (blame {report.pairs[0].blame})"  # type: ignore[attr-defined]
     # torch's fast mode, on a failure, computes the whole Jacobian for its message: run it apart, bounded.
     peer = multiprocessing.get_context("fork").Process(target=_torch_fast_on_wrong, args=(n,))

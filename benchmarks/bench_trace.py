@@ -28,10 +28,10 @@ import pstats
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import torch
+from timing import best_cpu
 
 from graphviz_app import render, trace
 from graphviz_app.tracing.big_stack import call_with_large_stack
@@ -56,16 +56,6 @@ def network(ops: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     return h.sum(), params
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
-
 def compare_with_torchviz(ops: int, repeat: int) -> dict[str, Any]:
     import torchviz  # a dev dependency
 
@@ -81,7 +71,7 @@ def compare_with_torchviz(ops: int, repeat: int) -> dict[str, Any]:
             order = [("ours", lambda: render(trace(y, params)).source),
                      ("torchviz", lambda: torchviz.make_dot(y, params, show_attrs=True, show_saved=True).source)]
             for name, fn in order if i % 2 == 0 else order[::-1]:
-                t, source = _best(fn, 1)
+                t, source = best_cpu(fn, 1, clock=time.perf_counter, before=gc.collect)
                 if name == "ours":
                     ours_times.append(t)
                     ours_chars = len(source)

@@ -19,6 +19,7 @@ from .analysis.distributed import (
     format_what_ifs,
 )
 from .analysis.distributed_replay import rank_timeline
+from .model.ranks import RankInfo
 from .tracing.distributed.fake_cluster import fake_cluster, forecast_world, forecast_worlds, largest_batch_world
 from .tracing.distributed.rank_graph import RankGraph, trace_rank_step
 from .tracing.distributed.rank_step import RankStep, rank_step
@@ -29,5 +30,5 @@ __all__ = [
     "forecast_world", "forecast_worlds", "largest_batch_world", "what_if", "fake_cluster",
     "measure_rank", "gather_ranks", "run_ranks", "trace_rank_step", "rank_step",
     "RankStep", "RankMemory", "RankTable", "RankGraph", "CollectiveEvent", "WhatIf", "format_ranks",
-    "format_what_ifs", "rank_timeline", "FsdpUnit",
+    "format_what_ifs", "rank_timeline", "FsdpUnit", "RankInfo",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "CollapseError",
     "GraphDiffError",
     "DistributedError",
+    "ChunkedLossError",
     "ModelCheckError",
 ]
 
@@ -64,6 +65,11 @@ class GraphDiffError(GraphvizAppError, AssertionError):
 
 class DistributedError(TraceError):
     """A distributed step cannot be run, forecast or gathered: what the job needs is missing or wrong."""
+
+
+class ChunkedLossError(TraceError):
+    """A loss cannot be computed in chunks over the tokens: `chunked_cross_entropy`'s arguments, or a step whose
+    head's logits are used by more than reshapes and `F.cross_entropy` (the message names the use)."""
 
 
 class ModelCheckError(GraphvizAppError, ValueError):

@@ -31,12 +31,13 @@ from .analysis.memory.fit import fit, largest_batch
 from .analysis.memory.plan import with_forward_peak
 from .model import Graph
 from .tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
+from .tracing.memory.chunked_loss import chunked_cross_entropy
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
-from .tracing.memory.levers import with_levers
+from .tracing.memory.lever_advice import with_levers
 from .tracing.memory.step import Step, run_step
 
 __all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
-           "largest_batch_for", "advise_checkpoints"]
+           "largest_batch_for", "advise_checkpoints", "chunked_cross_entropy"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     their local shards, FSDP2's all-gathered parameters, gradients and collective buffers included,
     and replayed with its FSDP units (`graphviz_app.distributed`).
     """
-    from .tracing.distributed.rank_measure import measure_in_rank, spread_over_ranks
+    from .tracing.distributed.rank_measure import measure_in_rank
+    from .tracing.distributed.spread import spread_over_ranks
 
     if spread_over_ranks(model):
         return Measurement(*measure_in_rank(model, args, kwargs, loss=loss, autocast=autocast,
@@ -132,10 +134,11 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
     checkpointed (`replay_peaks` keeps the replay's).
 
     When the plan does not reach the budget (what holds the peak is not saved tensors: `.grad`, logits), its
-    `levers` predict the peak with each lever that lowers it otherwise, forecast on fake tensors: each `.grad`
-    freed once accumulated, autocast bfloat16, micro-batches with gradient accumulation, a chunked loss (a
-    what-if of the replay); with `verify`, each one that needs no change to the person's code is applied to
-    the real step and measured."""
+    `levers` predict the peak with each lever that lowers it otherwise, on top of the plan's modules, forecast on
+    fake tensors: each `.grad` freed once accumulated, autocast bfloat16, micro-batches with gradient
+    accumulation, the loss computed in chunks over the tokens (`chunked_cross_entropy`, where the loss is
+    `F.cross_entropy` over an `nn.Linear` head's logits; else the replay's what-if, a lower bound), and the best
+    combination of them; with `verify`, each predicted one is applied to the real step and measured."""
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from ..errors import CollapseError
 from ..model import Edge, EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
+from ..model.ranks import rank_with_nodes_moved
 from .gradient_report import combine_grads
 from .module_tree import ancestors, module_depth, node_modules, saved_bytes
 from .rolls import ModuleTree, run_title
@@ -171,6 +172,7 @@ def _build(graph: Graph, tree: ModuleTree, units: list[list[str]]) -> Graph:
     return dataclasses.replace(
         graph, nodes=_box_grads(nodes, edges, set(box_ids)), edges=edges,
         nonfinite_origin=rep.get(origin, origin) if origin else origin,
+        rank=rank_with_nodes_moved(graph.rank, rep),
     )
 
 

@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import GraphDiffError
-from ..model import EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
+from ..model import ANNOTATION_ATTRS, EdgeKind, GradInfo, Graph, Node, NodeKind, human_bytes
 from .module_tree import held_bytes, leaf_storages, node_modules
 
 __all__ = ["CHANGE_KINDS", "NodeOnly", "EdgeOnly", "NodeChange", "ModuleDelta", "GraphDiff", "diff",
            "assert_same_graph", "node_keys"]
 
 # What `assert_same_graph(..., ignore=...)` can leave out.
-CHANGE_KINDS = ("nodes", "edges", "shape", "dtype", "saved_bytes", "gradients")
+CHANGE_KINDS = ("nodes", "edges", "shape", "dtype", "saved_bytes", "gradients", "attributes")
 
 Key = tuple[object, ...]
 
@@ -45,7 +45,11 @@ class EdgeOnly:
 
 @dataclass(frozen=True, slots=True)
 class NodeChange:
-    """A node of both graphs whose `what` ("shape", "dtype", "saved_bytes", "gradients") changed."""
+    """A node of both graphs whose `what` ("shape", "dtype", "saved_bytes", "gradients", "attributes") changed.
+
+    For "attributes", `attribute` names the op's attribute torch saved (`exponent`, `dim`, ...) and
+    `before`/`after` are its values; `label` is what a person reads first ("exponent", else `what`).
+    """
 
     what: str
     a: str
@@ -55,6 +59,19 @@ class NodeChange:
     before: str
     after: str
     key: str
+    attribute: str = ""
+
+    @property
+    def label(self) -> str:
+        """The attribute's name for an attribute change (`attribute dtype` where it is also a kind of
+        change, so the rows stay apart), else what changed ("shape", "dtype", ...)."""
+        if not self.attribute:
+            return self.what
+        return f"attribute {self.attribute}" if self.attribute in CHANGE_KINDS else self.attribute
+
+    def row(self) -> tuple[str, str, str]:
+        """(label, before, after): the change as the drawings and the viewers list it."""
+        return (self.label, self.before, self.after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +136,11 @@ class GraphDiff:
             return "the graphs are the same"
         c = self.counts()
         lines = [f"{len(self.only_b)} node(s) added, {len(self.only_a)} removed, {c['edges']} edge(s) in one graph "
-                 f"only, {c['shape']} shape, {c['dtype']} dtype, {c['saved_bytes']} saved-bytes and "
-                 f"{c['gradients']} gradient change(s)"]
+                 f"only, {c['shape']} shape, {c['dtype']} dtype, {c['saved_bytes']} saved-bytes, "
+                 f"{c['gradients']} gradient and {c['attributes']} op-attribute change(s)"]
         lines += [f"  + {n.key}" for n in self.only_b[:20]]
         lines += [f"  - {n.key}" for n in self.only_a[:20]]
-        lines += [f"  ~ {ch.key}: {ch.what} {ch.before} -> {ch.after}" for ch in self.changes[:20]]
+        lines += [f"  ~ {ch.key}: {ch.label} {ch.before} -> {ch.after}" for ch in self.changes[:20]]
         more = len(self.only_a) + len(self.only_b) + len(self.changes) - len(lines) + 1
         if more > 0:
             lines.append(f"  ... and {more} more")
@@ -183,8 +200,10 @@ def diff(graph_a: Graph, graph_b: Graph, *, grad_rtol: float = 1e-5) -> GraphDif
         grad_rtol: relative change of a gradient's norm, max or mean below which it counts as the same.
 
     Returns:
-        A `GraphDiff`: nodes and edges in one graph only, shape, dtype, saved-bytes
-        and gradient-statistic changes of the nodes in both, and a table by module.
+        A `GraphDiff`: nodes and edges in one graph only; shape, dtype, saved-bytes,
+        gradient-statistic and op-attribute changes of the nodes in both (an op's attributes
+        are those torch saved, `exponent 2 -> 3`; what graphviz-app noted on a node,
+        `ANNOTATION_ATTRS`, is not compared); and a table by module.
 
     >>> from graphviz_app.model import Edge
     >>> a = Graph((Node("n0", NodeKind.OUTPUT, "output"), Node("n1", NodeKind.OP, "MulBackward0")), (Edge("n1", "n0"),))
@@ -236,6 +255,20 @@ def _changes(a: Node, b: Node, key: Key, grad_rtol: float) -> Iterable[NodeChang
             yield NodeChange("saved_bytes", a.id, b.id, b.name, b.module, _held_text(a), _held_text(b), _text(key))
     if _grad_differs(a.grad, b.grad, grad_rtol):
         yield NodeChange("gradients", a.id, b.id, b.name, b.module, _grad_text(a.grad), _grad_text(b.grad), _text(key))
+    if a.kind is NodeKind.OP and a.attrs != b.attrs:
+        after = _op_attributes(b)
+        for name, before in _op_attributes(a).items():
+            if name in after and after[name] != before:
+                yield NodeChange("attributes", a.id, b.id, b.name, b.module, before, after[name], _text(key), name)
+
+
+def _op_attributes(n: Node) -> dict[str, str]:
+    """The attributes torch saved on op `n` (name -> text), without what graphviz-app noted on it.
+
+    An attribute on one side only is not a change of the op: a graph traced with `show_attrs=False`
+    has none, so only names on both sides are compared.
+    """
+    return {k: v for k, v in n.attrs if k not in ANNOTATION_ATTRS}
 
 
 def _held(n: Node) -> bool:
@@ -325,7 +358,7 @@ def assert_same_graph(graph_a: Graph, graph_b: Graph, *, ignore: Iterable[str] =
         graph_a: the expected graph.
         graph_b: the graph found.
         ignore: kinds of difference to accept, from `CHANGE_KINDS`: "nodes", "edges",
-            "shape", "dtype", "saved_bytes", "gradients".
+            "shape", "dtype", "saved_bytes", "gradients", "attributes".
 
     Raises:
         GraphDiffError: the graphs differ; its message is the diff (`str(GraphDiff)`), `.diff` the records.

@@ -65,7 +65,7 @@ def diff_view(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None) ->
     changes: dict[str, list[tuple[str, str, str]]] = {}
     for c in found.changes:
         statuses.setdefault(c.b, "changed")
-        changes.setdefault(c.b, []).append((c.what, c.before, c.after))
+        changes.setdefault(c.b, []).append(c.row())
 
     def place(node_id: str) -> str:
         return to_b.get(node_id) or REMOVED_PREFIX + node_id
@@ -133,6 +133,6 @@ def pair_view(graph_a: Graph, graph_b: Graph, found: GraphDiff | None = None) ->
     for c in found.changes:
         i, j = index_a[c.a], index_b[c.b]
         status_a[i] = status_b[j] = "changed"
-        changes_a.setdefault(i, []).append((c.what, c.before, c.after))
-        changes_b.setdefault(j, []).append((c.what, c.before, c.after))
+        changes_a.setdefault(i, []).append(c.row())
+        changes_b.setdefault(j, []).append(c.row())
     return PairView(found, tuple(match_a), tuple(match_b), tuple(status_a), tuple(status_b), changes_a, changes_b)

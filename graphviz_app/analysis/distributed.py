@@ -5,51 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import human_bytes
+from ..model.ranks import CollectiveEvent, FsdpUnit
 
 __all__ = ["CollectiveEvent", "FsdpUnit", "RankMemory", "RankTable", "rank_table", "format_ranks", "WhatIf",
            "format_what_ifs", "Verified", "format_verified"]
 
-
-@dataclass(frozen=True, slots=True)
-class CollectiveEvent:
-    """One collective a rank ran during the step.
-
-    `op` is torch's op name (`_allgather_base_`, `_reduce_scatter_base_`,
-    `all_reduce`, ...), `bytes` the bytes of the buffers it wrote (an all-gather's
-    output, a reduce-scatter's input, an all-reduce's tensor), `phase` one of
-    "forward", "backward", "optimizer", and `live_bytes` what the step held when
-    it ran. `node` is the id of the graph's backward node running when it was
-    issued (a traced step's backward only; None otherwise).
-    """
-
-    op: str
-    bytes: int
-    phase: str
-    live_bytes: int
-    node: str | None = None
-
-
-
-@dataclass(frozen=True, slots=True)
-class FsdpUnit:
-    """One FSDP2 unit of a rank's step (a module `fully_shard` wrapped; "" the root), in bytes on this rank.
-
-    `params` are its parameters' names and `param_bytes` each one's bytes all-gathered; `unsharded_bytes`
-    its parameters all-gathered (in the
-    MixedPrecisionPolicy's param dtype), `gather_bytes` the all-gather's output buffer (padded),
-    `sharded_grad_bytes` the gradient shards it keeps after backward, `reduce_bytes` the
-    reduce-scatter's input buffer (in the reduce dtype). `reshard_after_forward`: its parameters are
-    freed after its forward and all-gathered again for its backward (else kept from forward to backward).
-    """
-
-    name: str
-    params: tuple[str, ...]
-    param_bytes: tuple[int, ...]
-    unsharded_bytes: int
-    gather_bytes: int
-    sharded_grad_bytes: int
-    reduce_bytes: int
-    reshard_after_forward: bool
 
 @dataclass(frozen=True, slots=True)
 class RankMemory:

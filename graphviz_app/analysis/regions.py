@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, Node, NodeKind, human_bytes
+from ..model.ranks import rank_with_nodes_moved
 from .module_tree import leaf_storages, saved_bytes
 
 __all__ = ["show_regions", "region_names", "MAX_REGION_EDGES", "border_edge_count"]
@@ -71,7 +72,10 @@ def show_regions(graph: Graph, *, expanded: Iterable[str] = frozenset()) -> Grap
         f"regions may add {MAX_REGION_EDGES:,} together (its border lists many ops on the two sides of an edge)"
         for node, count in too_big.items()
     )
-    return dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, modules=modules, regions=(), notes=notes)
+    # A collective issued while an opened region ran sits at the op that receives the region's gradient first.
+    moved = {node: region.outputs[0][1] if region.outputs else None for node, region in opening.items()}
+    return dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, modules=modules, regions=(), notes=notes,
+                               rank=rank_with_nodes_moved(graph.rank, moved))
 
 
 def border_edge_count(edges: tuple[Edge, ...], opening: dict[str, CompiledRegion]) -> dict[str, int]:

@@ -19,7 +19,8 @@ EXIT_DIFFERENT = 1  # nodes or edges in one graph only: a CI job fails on it
 _HELP = """\
 Compare two graphs saved as JSON (save(graph, "a.json"), or graphviz-app render ... -o a.json).
 Nodes are aligned by module path, op and position among equals, never by node id. Prints the
-nodes and edges in one graph only, shape, dtype, saved-bytes and gradient changes, and a table
+nodes and edges in one graph only, shape, dtype, saved-bytes, gradient and op-attribute changes
+(exponent 2 -> 3; not what graphviz-app noted on a node, such as measured bytes), and a table
 of activation bytes by module. Exit 0 when no node or edge is in one graph only (shape, dtype
 and byte changes alone exit 0), 1 when one is, 2 on bad input.
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from ..errors import GraphvizAppError
 
-__all__ = ["FileProblem", "file_kind", "check_script", "check_output", "read_input", "read_program", "named_path"]
+__all__ = ["SCRIPT_TARGET", "FileProblem", "file_kind", "check_script", "check_output", "read_input", "read_program",
+           "named_path"]
+
+SCRIPT_TARGET = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+"""SCRIPT.py:FUNCTION, as every command takes it."""
 
 
 class FileProblem(GraphvizAppError, ValueError):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from ..errors import TraceError
 from ..model import human_bytes
 from ..model.numbers import LARGEST_SIZE
 from ..runner import RunnerError
-from .files import FileProblem, check_output, check_script
+from .files import SCRIPT_TARGET, FileProblem, check_output, check_script
 from .numbers import LONGEST_TIMEOUT_S, device, real, sizes, whole
 from .worker import MEMORY_JOB, run_script_job, script_stopped
 
@@ -28,7 +27,7 @@ __all__ = ["add_memory_parser", "run_memory", "parse_budget", "MEMORY_SECONDS"]
 # The default --timeout: a real model forecast at several batch sizes, measured and verified, takes minutes.
 MEMORY_SECONDS = 1800.0
 
-_SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+
 _DTYPES = ("float32", "bfloat16", "float16")
 _SEQ_HINT = ": the length of the sequences the model reads, e.g. --seq-len 512"
 
@@ -71,15 +70,17 @@ def add_memory_parser(sub: Any) -> None:
     memory.add_argument("--measure", action="store_true", help="also run the step for real and measure it")
     memory.add_argument("--checkpoint", action="store_true", help="advise modules to checkpoint to get under "
                         "--budget (without one: half the peak); when that is not enough, predict the peak with each "
-                        "other lever: .grad freed once accumulated, autocast bfloat16, micro-batches with gradient "
-                        "accumulation, a chunked loss")
+                        "other lever on top of the plan: .grad freed once accumulated, autocast bfloat16, "
+                        "micro-batches with gradient accumulation, the loss in chunks over the tokens, and the best "
+                        "combination of them")
     memory.add_argument("--verify", action="store_true", help="with --checkpoint: apply the plan and each lever "
-                        "that needs no change to your code, measure, print predicted against measured; with "
+                        "predicted (the chunked loss where the logits of an nn.Linear head only reach "
+                        "F.cross_entropy; else it says why not), measure, print predicted against measured; with "
                         "--world-size: check each row against PyTorch's tracker (on real gloo ranks up to 2, else on "
                         "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
-                        help="a distributed job (FUNC wraps the model with fully_shard, parallelize_module): "
+                        help="a distributed job (FUNC wraps the model with fully_shard, DDP or parallelize_module): "
                         "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
                         "process group, fake tensors: nothing allocated); with --measure and one small world size, "
                         "also run that many real gloo ranks here")
@@ -98,7 +99,7 @@ def add_memory_parser(sub: Any) -> None:
 
 def run_memory(args: argparse.Namespace) -> int:
     """Run the command: the step FUNC returns, forecast (and measured) in a worker; the report printed."""
-    match = _SCRIPT.match(args.target)
+    match = SCRIPT_TARGET.match(args.target)
     if match is None:
         raise TraceError(f"memory expects SCRIPT.py:FUNC, found {args.target!r}")
     if getattr(args, "world_size", None):

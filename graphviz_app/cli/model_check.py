@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ..runner import JobRef, RunnerError
-from .files import FileProblem, check_output, check_script
+from .files import SCRIPT_TARGET, FileProblem, check_output, check_script
 from .worker import run_script_job, script_stopped
 
 __all__ = ["add_module_options", "run_model_check", "report_text", "ModulesUsageError", "MODEL_CHECK_JOB",
@@ -24,7 +23,7 @@ MODEL_CHECK_JOB = JobRef("graphviz_app.jobs.model_check", "model_check_job")
 # The default --timeout: a real model's every module checked takes minutes on a CPU.
 MODEL_CHECK_SECONDS = 1800.0
 
-_SCRIPT = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
+
 _FORMATS = (".html", ".dot", ".json")
 
 
@@ -62,7 +61,7 @@ def run_model_check(args: argparse.Namespace) -> tuple[bool, str, dict[str, Any]
         ModulesUsageError: a bad argument, or a script stopped by --timeout, with a message for the person.
         Exception: the job's own errors (TraceError, ModelCheckError), as raised.
     """
-    script = _SCRIPT.match(args.target or "")
+    script = SCRIPT_TARGET.match(args.target or "")
     if script is None:
         raise ModulesUsageError(f"--modules checks a model: give SCRIPT.py:FUNC, where FUNC returns (model, inputs); "
                          f"got {args.target!r}")

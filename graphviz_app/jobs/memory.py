@@ -24,7 +24,7 @@ from ..drawing.renderer import save
 from ..errors import TraceError
 from ..tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
 from ..tracing.memory.forecast import Prediction, predict, step_variant
-from ..tracing.memory.levers import with_levers
+from ..tracing.memory.lever_advice import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
 from .script_forms import model_call
 

@@ -8,13 +8,11 @@ read them. Loading the model loads nothing above it (`graphviz_app.errors` alone
 
 from __future__ import annotations
 
+from .annotations import ANNOTATION_ATTRS, FORWARD_PEAK_ATTR, MODIFIED_IN_PLACE, PACKED_BY_HOOK, STATE_ATTR
 from .compact import COMPACT_SCHEMA, compact_fields, node_positions, to_compact
 from .graph import Graph
+from .ranks import RankInfo
 from .records import (
-    FORWARD_PEAK_ATTR,
-    MODIFIED_IN_PLACE,
-    PACKED_BY_HOOK,
-    STATE_ATTR,
     Edge,
     EdgeKind,
     GradInfo,
@@ -45,6 +43,7 @@ __all__ = [
     "Edge",
     "Graph",
     "CompiledRegion",
+    "RankInfo",
     "REGION_TYPE",
     "Summary",
     "ModuleRow",
@@ -55,4 +54,5 @@ __all__ = [
     "MODIFIED_IN_PLACE",
     "PACKED_BY_HOOK",
     "FORWARD_PEAK_ATTR",
+    "ANNOTATION_ATTRS",
 ]

@@ -21,7 +21,8 @@ Layout (all columns of one table have the same length)::
      "edges": {"src": [node index], "dst": [node index], "kind": [0 data | 1 saved | 2 view],
                "output_nr": [int], "slot": [int], "grad": [g | -1]},
      "notes": [...], "truncated": false, "modules": [[name, type, params, param_bytes]],
-     "nonfinite_origin": node index | null, "regions": [region, ...] (compiled regions, schema 2's form)}
+     "nonfinite_origin": node index | null, "regions": [region, ...] (compiled regions, schema 2's form),
+     "checks": [verdict, ...] and "rank": {...} (`model.ranks`; node ids, not indices), as schema 2 writes them}
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from .checks import verdict_from_dict, verdict_to_dict
+from .ranks import rank_from_dict, rank_to_dict
 from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, Scalar, TensorInfo
 from .regions import region_from_dict, region_to_dict
 from .schema import json_number, number_from_json
@@ -181,6 +183,7 @@ def to_compact(graph: Any, *, positions: Mapping[str, int] | None = None) -> dic
         "nonfinite_origin": None if origin is None else position.get(origin, -1),
         **({"regions": [region_to_dict(r) for r in graph.regions]} if graph.regions else {}),
         **({"checks": [verdict_to_dict(v) for v in graph.checks]} if graph.checks else {}),
+        **({"rank": rank_to_dict(graph.rank)} if graph.rank is not None else {}),
     }
 
 
@@ -334,4 +337,5 @@ def _read(data: dict[str, Any]) -> dict[str, Any]:
         nonfinite_origin=None if origin is None or origin == -1 else ids[origin],
         regions=tuple(region_from_dict(r) for r in data.get("regions", ())),
         checks=tuple(verdict_from_dict(v) for v in data.get("checks", ())),
+        rank=rank_from_dict(data["rank"]) if "rank" in data else None,
     )

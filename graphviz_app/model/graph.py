@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SchemaError
 from .checks import Verdict, verdict_from_dict, verdict_to_dict
 from .compact import COMPACT_SCHEMA, compact_fields
+from .ranks import RankInfo, rank_from_dict, rank_to_dict
 from .records import Edge, EdgeKind, ModuleInfo, Node, NodeKind
 from .regions import CompiledRegion, region_from_dict, region_to_dict
 from .schema import (
@@ -49,7 +50,9 @@ class Graph:
     became NaN or Inf in backward, when traced with gradients. `regions` holds
     the inside of each compiled region (`CompiledFunctionBackward` node). `checks` holds a
     model check's verdicts (`graphviz_app.check_model`, put on the graph by `with_check`), so a
-    saved graph shows them in the viewer, the summaries and the drawing.
+    saved graph shows them in the viewer, the summaries and the drawing. `rank` says which rank of a
+    distributed job (torchrun, a fake cluster) the graph was traced in, with its collectives and FSDP units,
+    so a saved rank's graph shows them in the viewer.
     """
 
     nodes: tuple[Node, ...]
@@ -60,13 +63,14 @@ class Graph:
     nonfinite_origin: str | None = None
     regions: tuple[CompiledRegion, ...] = ()
     checks: tuple[Verdict, ...] = ()
+    rank: RankInfo | None = None
     # id -> node, built on the first `node()` call: not a field a person sets, compares, hashes or pickles.
     _index: dict[str, Node] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __reduce__(self) -> tuple[type[Graph], tuple[Any, ...]]:
         """Pickle the fields alone: the lookup index is rebuilt on demand."""
         return (type(self), (self.nodes, self.edges, self.notes, self.truncated, self.modules,
-                             self.nonfinite_origin, self.regions, self.checks))
+                             self.nonfinite_origin, self.regions, self.checks, self.rank))
 
     def __repr__(self) -> str:
         """One line of counts (the dataclass repr of a ResNet's graph is 100,000+ characters).
@@ -167,6 +171,8 @@ class Graph:
             data["regions"] = [region_to_dict(r) for r in self.regions]
         if self.checks:
             data["checks"] = [verdict_to_dict(v) for v in self.checks]
+        if self.rank is not None:
+            data["rank"] = rank_to_dict(self.rank)
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -205,6 +211,7 @@ class Graph:
                 nonfinite_origin=data.get("nonfinite_origin"),
                 regions=read_items(data.get("regions", []), "regions", region_from_dict, dict),
                 checks=read_items(data.get("checks", []), "checks", verdict_from_dict, dict),
+                rank=rank_from_dict(data["rank"]) if "rank" in data else None,
             )
         check_graph(graph)
         return graph

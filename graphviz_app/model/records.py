@@ -7,10 +7,6 @@ from enum import Enum
 
 __all__ = [
     "Scalar",
-    "STATE_ATTR",
-    "MODIFIED_IN_PLACE",
-    "PACKED_BY_HOOK",
-    "FORWARD_PEAK_ATTR",
     "NodeKind",
     "EdgeKind",
     "TensorInfo",
@@ -21,15 +17,6 @@ __all__ = [
 ]
 
 Scalar = float | int | bool | str
-
-# A saved node whose tensor torch would not hand out (TensorInfo.freed) says
-# why in attrs, as (STATE_ATTR, reason); without it backward() freed it.
-STATE_ATTR = "state"
-MODIFIED_IN_PLACE = "modified in place"
-PACKED_BY_HOOK = "not held: packed by a saved-tensor hook"  # torch.utils.checkpoint recomputes it
-# On an output node backward starts from, when the step was run (measured, or forecast on meta): the forward's
-# own peak in bytes, as whole-number text; it travels with the graph through save and load.
-FORWARD_PEAK_ATTR = "forward peak bytes"
 
 
 class NodeKind(str, Enum):

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SchemaError
+from .annotations import FORWARD_PEAK_ATTR
 from .checks import Status, UnitKind, Verdict
-from .records import FORWARD_PEAK_ATTR, Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
+from .ranks import PHASES, CollectiveEvent, FsdpUnit, RankInfo
+from .records import Edge, EdgeKind, GradInfo, ModuleInfo, Node, NodeKind, TensorInfo
 
 # Reading builds the records first (both the schema-2 and the compact schema-3 reader),
 # then `check_graph` walks them once; every problem is a `SchemaError` naming the field,
@@ -87,6 +89,19 @@ _FIELDS: dict[type, tuple[tuple[str, tuple[str, _Check]], ...]] = {
         ("explained_by", _OPT_TEXT), ("input", _OPT_TEXT), ("ratio", _OPT_FLOAT), ("abs_error", _OPT_FLOAT),
         ("rel_error", _OPT_FLOAT), ("element", _OPT_TEXT), ("reason", _OPT_TEXT), ("checks", _TEXTS),
         ("failed_check", _OPT_TEXT), ("notes", _TEXTS), ("evaluations", _COUNT), ("seconds", _STAT),
+    ),
+    CollectiveEvent: (
+        ("op", _TEXT), ("bytes", _COUNT), ("phase", ("one of " + ", ".join(PHASES), lambda v: v in PHASES)),
+        ("live_bytes", _COUNT), ("node", _OPT_TEXT),
+    ),
+    FsdpUnit: (
+        ("name", _TEXT), ("params", _TEXTS), ("param_bytes", ("a list of whole numbers >= 0", _tuple_of(_is_int))),
+        ("unsharded_bytes", _COUNT), ("gather_bytes", _COUNT), ("sharded_grad_bytes", _COUNT),
+        ("reduce_bytes", _COUNT), ("reshard_after_forward", _BOOL),
+    ),
+    RankInfo: (
+        ("rank", _COUNT), ("world_size", ("a whole number >= 1", lambda v: _is_int(v) and v >= 1)),
+        ("strategy", _TEXT), ("grads_in_buckets", _BOOL),
     ),
     Edge: (
         ("src", _TEXT), ("dst", _TEXT),
@@ -237,8 +252,8 @@ def check_graph(graph: Any) -> None:
 
     Checks each field's type and range, that node ids are unique, that each edge joins two
     nodes present, that no edge path leads back to where it started, that `nonfinite_origin`
-    and each compiled region name a node, that module names are unique, and that each check verdict
-    holds what its fields say.
+    and each compiled region name a node, that module names are unique, that each check verdict
+    holds what its fields say, and that a rank's collectives name nodes present.
 
     >>> from graphviz_app.model import Graph
     >>> check_graph(Graph((Node("n0", NodeKind.OP, 5),), ()))  # type: ignore[arg-type]
@@ -262,6 +277,34 @@ def check_graph(graph: Any) -> None:
         raise SchemaError(f"nonfinite_origin: no node has the id {origin!r}")
     _check_regions(graph, ids)
     _check_verdicts(graph.checks)
+    _check_rank(graph.rank, ids)
+
+
+def _check_rank(info: Any, ids: set[str]) -> None:
+    if info is None:
+        return
+    if type(info) is not RankInfo:
+        raise _fail("rank", "an object or null", info)
+    _check_record(info, "rank")
+    if info.rank >= info.world_size:
+        raise SchemaError(f"rank.rank: rank {info.rank} is not below world_size {info.world_size}; ranks count "
+                          "from 0")
+    for field, kind in (("collectives", CollectiveEvent), ("units", FsdpUnit)):
+        items = getattr(info, field)
+        if type(items) is not tuple:
+            raise _fail(f"rank.{field}", "a list of objects", items)
+        for i, item in enumerate(items):
+            if type(item) is not kind:
+                raise _fail(f"rank.{field}[{i}]", "an object", item)
+            _check_record(item, f"rank.{field}[{i}]")
+    for i, event in enumerate(info.collectives):
+        if event.node is not None and event.node not in ids:
+            raise SchemaError(f"rank.collectives[{i}].node: no node has the id {event.node!r}; a collective "
+                              "names the node running when it was issued, or null")
+    for i, unit in enumerate(info.units):
+        if len(unit.param_bytes) != len(unit.params):
+            raise SchemaError(f"rank.units[{i}].param_bytes: {len(unit.param_bytes)} sizes for "
+                              f"{len(unit.params)} parameters; a unit gives one size per parameter")
 
 
 def _check_verdicts(verdicts: Any) -> None:

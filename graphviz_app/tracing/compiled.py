@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import REGION_TYPE, CompiledRegion, Edge, EdgeKind, Graph, ModuleInfo, Node, NodeKind
+from ..model.annotations import MADE_BY_ATTR
 from .compiled_graph import OP, SAVED, BackwardGraph, BackwardSaved, backward_graph
 from .fast_records import FAST, new_edge, new_node
 from .torch_internals import compiled_backward_graph
@@ -145,7 +146,7 @@ def _described(node: Node, record: BackwardSaved, leaves: Mapping[int, str]) -> 
     made_by = record.made_by
     if record.input is not None:
         leaf = leaves.get(record.input)
-        made_by = (("made by", f"input {record.input} of the region" + (f" ({leaf})" if leaf else "")),)
+        made_by = ((MADE_BY_ATTR, f"input {record.input} of the region" + (f" ({leaf})" if leaf else "")),)
     attrs, source = node.attrs + made_by, record.source or node.source
     if not FAST:  # pragma: no cover - only when the model's fields change
         return dataclasses.replace(node, attrs=attrs, source=source)

@@ -15,6 +15,13 @@ from typing import Any
 import torch
 
 from ..model import Node, NodeKind, TensorInfo
+from ..model.annotations import (
+    FORWARD_MODULE_ATTR,
+    MADE_BY_ATTR,
+    REGION_FOR_ATTR,
+    REGION_OUTPUTS_ATTR,
+    REGION_SEQ_ATTR,
+)
 from .fast_records import new_node, new_tensor_info
 from .tensor_info import dtype_name
 from .torch_internals import aot_role
@@ -303,10 +310,10 @@ class _Reader:
         details = [_op_name(aten)] if aten is not None else []
         details += [f"seq_nr {seq}"] if seq is not None else []
         if call or details:
-            facts.append(("made by", f"{call or p.name} ({', '.join(details)})" if details else str(call)))
+            facts.append((MADE_BY_ATTR, f"{call or p.name} ({', '.join(details)})" if details else str(call)))
         owner = _module_of(p.meta)
         if owner is not None and owner[0]:
-            facts.append(("forward module", owner[0]))
+            facts.append((FORWARD_MODULE_ATTR, owner[0]))
         return BackwardSaved(shape, None, tuple(facts), source)
 
     def _op(self, number: int, fx: Any, paths: list[str]) -> Node:
@@ -314,11 +321,11 @@ class _Reader:
         seq, forward, val = meta.get("seq_nr"), _forward_of(meta), meta.get("val")
         attrs: tuple[tuple[str, str], ...] = ()
         if seq is not None:
-            attrs += (("seq_nr", str(seq)),)
+            attrs += ((REGION_SEQ_ATTR, str(seq)),)
         if forward is not None:
-            attrs += (("for", forward),)
+            attrs += ((REGION_FOR_ATTR, forward),)
         if isinstance(val, (tuple, list)):
-            attrs += (("outputs", str(len(val))),)
+            attrs += ((REGION_OUTPUTS_ATTR, str(len(val))),)
         owner = _module_of(meta)
         path = ""
         if owner is not None and owner[0]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from typing import Any
 
@@ -34,7 +35,9 @@ def trace_model(
     more than 100,000 ops does not crash the process when its graph is freed.
     The forward runs with grad enabled even if the caller is under `no_grad`.
     The model's parameters and buffers and the tensors among the inputs existed
-    before the step: their records are marked `TensorInfo.given`.
+    before the step: their records are marked `TensorInfo.given`. Inside a process group
+    (a torchrun rank) a DDP, FSDP2 or tensor-parallel model's graph carries its rank
+    (`Graph.rank`: the forward's collectives, the FSDP units), which `save(graph, "rank0.html")` marks.
 
     Args:
         model: the `nn.Module` to call.
@@ -61,16 +64,19 @@ def trace_model(
             "call trace_model(model, *inputs), or trace(outputs) for a plain computation"
         )
 
+    in_rank = _forward_in_rank(model)
+
     def forward_and_trace() -> Graph:
         try:
-            with record(model):
+            with record(model), in_rank if in_rank is not None else contextlib.nullcontext():
                 outputs = model(*inputs, **forward_kwargs)
             try:
-                return trace(
+                graph = trace(
                     outputs, model, show_saved=show_saved, show_attrs=show_attrs, max_nodes=max_nodes,
                     gradients=gradients, grad_outputs=grad_outputs,
                     given=given_tensors(model, inputs, forward_kwargs),
                 )
+                return in_rank.on(graph) if in_rank is not None else graph
             finally:
                 del outputs  # freed here, on the big stack, also when trace() raises
         except BaseException as e:
@@ -80,6 +86,15 @@ def trace_model(
             raise
 
     return call_with_large_stack(forward_and_trace)
+
+
+def _forward_in_rank(model: torch.nn.Module) -> Any:  # noqa: ANN401 - a ForwardInRank, or None
+    """Inside a process group, what records a distributed model's forward collectives (`Graph.rank`)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None  # the distributed tracing is not even imported
+    from .distributed.rank_trace import forward_in_rank
+
+    return forward_in_rank(model)
 
 
 def given_tensors(model: torch.nn.Module, *inputs: Any) -> tuple[torch.Tensor, ...]:

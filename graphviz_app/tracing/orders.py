@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..model import Graph, NodeKind
+from ..model.annotations import OUTSIDE_ATTR  # the attribute naming a node the graph does not reach
 from .torch_internals import RunBackward, is_leaf_node, next_sequence_nr, sequence_nr, wrap_run_backward
 
 __all__ = ["record_orders", "RecordOrders", "add_orders", "orders_written", "ORDER_KEY", "PARENT_KEY",
@@ -21,9 +22,6 @@ __all__ = ["record_orders", "RecordOrders", "add_orders", "orders_written", "ORD
 ORDER_KEY = "graphviz_app.order"
 PARENT_KEY = "graphviz_app.differentiates"  # the sequence number of the node whose backward made it
 PARENT_NAME_KEY = "graphviz_app.differentiates_name"  # ... and its class name
-# The attribute naming that node when the traced graph does not reach it (e.g. the forward's
-# last op, when only the gradient is traced): `Node.differentiates` can only name a node id.
-OUTSIDE_ATTR = "differentiates"
 
 
 class _ThreadState(threading.local):

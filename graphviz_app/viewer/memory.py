@@ -19,7 +19,7 @@ from typing import Any
 from ..analysis.distributed import CollectiveEvent, FsdpUnit, RankMemory
 from ..analysis.distributed_replay import rank_timeline
 from ..analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
-from ..model import Graph, NodeKind, human_bytes
+from ..model import Graph, NodeKind, RankInfo, human_bytes
 from .tree import Tree
 
 __all__ = ["REPLAY_LIMIT", "MemoryView", "memory_view", "held_overlay", "live_series", "measured_series",
@@ -61,7 +61,8 @@ def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = N
     (`measured_series`). With `rank` (a rank's figures, `trace_rank_step(...).memory`), its
     collectives are marked on the chart at the step where each was issued (`collective_marks`)
     and its figures and DDP buckets written under it (`rank_lines`); with FSDP `units`, the
-    replay is a rank's (`rank_timeline`).
+    replay is a rank's (`rank_timeline`). A graph traced inside a rank carries its rank
+    (`Graph.rank`: collectives, units): used when `rank` and `units` are not given.
 
     Left out, with a note, when the graph cannot say: it holds no saved tensors
     (traced with `show_saved=False`), it was cut off by `max_nodes`, or its ops
@@ -89,13 +90,19 @@ def memory_view(graph: Graph, tree: Tree, *, measured: MeasuredMemory | None = N
     if len(ops) > REPLAY_LIMIT:
         return MemoryView(notes=[f"no memory chart: {len(ops):,} backward ops, more than the viewer replays "
                                  f"({REPLAY_LIMIT:,}); memory_timeline(graph) gives the timeline"])
-    timeline = rank_timeline(graph, units=units) if units else memory_timeline(graph)
+    carried = graph.rank
+    shown: RankMemory | RankInfo | None = rank if rank is not None else carried
+    if not units and carried is not None:
+        units = carried.units
+    buckets = carried is not None and carried.grads_in_buckets
+    timeline = rank_timeline(graph, units=units, grads_in_buckets=buckets) if units or buckets else (
+        memory_timeline(graph))
     index = {n.id: i for i, n in enumerate(graph.nodes)}
     peak = index.get(timeline.peak_node) if timeline.peak_node is not None else None
     series = [live_series(timeline, index, len(graph.nodes))]
-    if rank is not None:
-        series[0]["events"] = collective_marks(rank.collectives, timeline, index)
-        series[0]["notes"] = rank_lines(rank) + series[0]["notes"]
+    if shown is not None:
+        series[0]["events"] = collective_marks(shown.collectives, timeline, index)
+        series[0]["notes"] = rank_lines(shown) + series[0]["notes"]
     if measured is not None:
         series.append(measured_series(timeline, measured))
     return MemoryView(overlays=[held_overlay(timeline, tree, index)], series=series, peak=peak,
@@ -195,12 +202,21 @@ def collective_marks(events: Sequence[CollectiveEvent], timeline: MemoryTimeline
     return marks
 
 
-def rank_lines(rank: RankMemory) -> list[str]:
-    """A rank's figures in words, for under its chart: rank, strategy, collectives, DDP's buckets."""
+def rank_lines(rank: RankMemory | RankInfo) -> list[str]:
+    """A rank's figures in words, for under its chart: rank, strategy, collectives, DDP's buckets.
+
+    A graph's own `RankInfo` (no figures beside the graph's) gives the first line only.
+
+    >>> from graphviz_app.analysis.distributed import CollectiveEvent
+    >>> rank_lines(RankInfo(1, 2, "TP", (CollectiveEvent("allreduce_", 64, "backward", 8, None),)))
+    ['rank 1 of 2 (TP): collectives: 1 allreduce_']
+    """
     counts: dict[str, int] = {}
     for e in rank.collectives:
         counts[e.op] = counts.get(e.op, 0) + 1
     ops = ", ".join(f"{n} {op}" for op, n in counts.items()) or "none"
+    if isinstance(rank, RankInfo):
+        return [f"rank {rank.rank} of {rank.world_size} ({rank.strategy}): collectives: {ops}"]
     lines = [f"rank {rank.rank} of {rank.world_size} ({rank.strategy}): total {human_bytes(rank.total_bytes)} "
              f"(step peak {human_bytes(rank.peak_bytes)}, parameters {human_bytes(rank.params_bytes)}); "
              f"collectives: {ops}"]

@@ -1,4 +1,4 @@
-"""Two saved graphs compared on the page: the record the worker returns, and the panes' names."""
+"""Two graphs compared on the page (two saved files, or two programs): the record the worker returns, the names."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ __all__ = ["SavedPair", "pair_labels"]
 
 @dataclass(frozen=True, slots=True)
 class SavedPair:
-    """Two uploaded graphs aligned by `diff()`, for the synced panes.
+    """Two graphs aligned by `diff()`, for the synced panes: two uploaded files, or the graphs of two programs.
 
     `viewer` is the compare data (`graphviz_app.viewer.compare.compare_payload`, encoded: base64 of
     gzipped JSON), sent to the browser once; `summary` the diff's first line; `labels` the panes' names.

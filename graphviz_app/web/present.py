@@ -25,7 +25,10 @@ __all__ = [
     "analysis_caption",
     "nonfinite_mark",
     "md",
+    "STATIC_TABLE_ROWS",
 ]
+
+STATIC_TABLE_ROWS = 60  # longer tables scroll (st.dataframe) instead of filling the page
 
 _SIDE = {"expected": "your gradient", "autograd": "autograd", "numerical": "finite differences"}
 # Which two sides a failing pair's constant ratio divides, by blame (as gradcheck's report).

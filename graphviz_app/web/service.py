@@ -32,6 +32,7 @@ __all__ = [
     "dot",
     "open_saved",
     "compare_saved",
+    "compare_graphs",
     "memory",
     "syntax_problem",
     "JOBS",
@@ -51,8 +52,9 @@ PNG_JOB = JobRef(f"{_JOBS}.pictures", "png_job")
 SVG_JOB = JobRef(f"{_JOBS}.pictures", "svg_job")
 SAVED_JOB = JobRef(f"{_JOBS}.saved", "saved_graph_job")
 COMPARE_JOB = JobRef(f"{_JOBS}.compare_saved", "compare_saved_job")
+COMPARE_GRAPHS_JOB = JobRef(f"{_JOBS}.compare_saved", "compare_graphs_job")
 MEMORY_JOB = JobRef(f"{_JOBS}.page_memory", "memory_job")
-JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB, COMPARE_JOB)
+JOBS = (DEVICES_JOB, ANALYSIS_JOB, CHECK_JOB, PNG_JOB, SVG_JOB, SAVED_JOB, MEMORY_JOB, COMPARE_JOB, COMPARE_GRAPHS_JOB)
 
 
 class JobRunner(Protocol):
@@ -150,6 +152,12 @@ def compare_saved(runner: JobRunner, data_a: bytes, name_a: str, data_b: bytes, 
     instead = f"compare them as a file instead: `graphviz-app diff {name_a} {name_b} -o cmp.html`"
     return Failure(_TOO_BIG[found.kind].format(name=names, limit=runner.time_limit, memory=MEMORY_LIMIT_BYTES / 2**30)
                    + instead, kind=found.kind)
+
+
+def compare_graphs(runner: JobRunner, json_a: str, json_b: str, labels: tuple[str, str],
+                   options: Options) -> SavedPair | Failure:
+    """The graphs of two programs the page ran (`Analysis.graph_json`) aligned in the worker, for the synced panes."""
+    return _call(runner, COMPARE_GRAPHS_JOB, json_a, json_b, labels, options)
 
 
 # A saved graph that takes the worker past a limit: what to say (the runner's words are about programs).

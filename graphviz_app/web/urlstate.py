@@ -72,7 +72,8 @@ class CheckInput:
 
 @dataclass(frozen=True, slots=True)
 class PageState:
-    """Everything a link carries: the program, the options, the gradient to check, the viewer's view.
+    """Everything a link carries: the program, the options, the gradient to check, the viewer's view, and a
+    second program shown beside the first in synced panes (`compare`, empty for none).
 
     `view` is the viewer's fragment (`open=0.3.7&inst=7:2&sel=n42&color=gradient`: boxes by
     their numbers in the viewer's data); `expanded` module boxes opened by name (`?expand=`,
@@ -84,6 +85,7 @@ class PageState:
     check: CheckInput = field(default_factory=CheckInput)
     expanded: tuple[str, ...] = ()  # module boxes opened in the graph (sorted)
     view: str = ""
+    compare: str = ""
 
 
 def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[str]]:
@@ -129,7 +131,13 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
     if len(view) > MAX_VIEW_CHARS:
         problems.append(f"ignored ?view= ({len(view):,} characters): a view holds at most {MAX_VIEW_CHARS:,}")
         view = ""
-    return PageState(program=program, options=options, check=check, expanded=expanded, view=view), problems
+    compare = get.text("compare", "")
+    if "compare" not in params and "compare_chars" in params:
+        problems.append(f"the second program ({get.text('compare_chars', '?')} characters) was too long for a link "
+                        f"beside the first (together at most {MAX_URL_PROGRAM_CHARS:,}), so the link left it out: "
+                        "ask for it as a file, or paste it under 'Compare with a second program'")
+    state = PageState(program=program, options=options, check=check, expanded=expanded, view=view, compare=compare)
+    return state, problems
 
 
 def to_query(state: PageState) -> dict[str, str]:
@@ -138,7 +146,8 @@ def to_query(state: PageState) -> dict[str, str]:
     The program is left out when it is too long for a URL (see
     `MAX_URL_PROGRAM_CHARS`), and `program_chars` says so to whoever opens
     the link; the check is left out when there is none. The viewer's `view` replaces
-    `expand` once there is one (it holds the boxes `expand` opened).
+    `expand` once there is one (it holds the boxes `expand` opened). A second program (`compare`)
+    goes in when both programs fit in `MAX_URL_PROGRAM_CHARS` together, else `compare_chars` says so.
     """
     o = state.options
     query: dict[str, str] = {}
@@ -163,6 +172,10 @@ def to_query(state: PageState) -> dict[str, str]:
         query["view"] = state.view
     elif state.expanded:
         query["expand"] = ",".join(state.expanded)
+    if state.compare and len(state.program) + len(state.compare) <= MAX_URL_PROGRAM_CHARS:
+        query["compare"] = state.compare
+    elif state.compare:
+        query["compare_chars"] = str(len(state.compare))
     return {key: _SURROGATE.sub("\ufffd", value) for key, value in query.items()}
 
 

@@ -57,15 +57,17 @@ def _viewer() -> Any:
     )
 
 
-def program_editor(initial: str, *, key: str) -> EditorEvent:
+def program_editor(initial: str, *, key: str, label: str | None = None, testid: str | None = None) -> EditorEvent:
     """Show the program editor, filled with `initial` when first drawn.
 
     The editor keeps what the person types across reruns; to replace its
-    text (a gallery example, a link), mount it under a new `key`.
+    text (a gallery example, a link), mount it under a new `key`. `label` and
+    `testid` (its `data-testid`) tell a second editor from the first.
     """
+    named = {k: v for k, v in (("label", label), ("testid", testid)) if v is not None}
     result = _component("editor")(
         key=key,
-        data={"value": initial},
+        data={"value": initial, **named},
         default={"value": initial},
         on_value_change=lambda: None,
         on_run_change=lambda: None,

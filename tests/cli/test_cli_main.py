@@ -97,7 +97,7 @@ def test_unexpected_errors_are_one_line_unless_traceback_is_asked(monkeypatch: p
     def broken(args: object) -> int:
         raise KeyError("surprise")
 
-    monkeypatch.setattr(cli, "_render", broken)
+    monkeypatch.setattr(cli, "run_render", broken)
     code, _, err = _main(["render", *SEED, "-o", "x.svg"], capsys)
     assert code == 3
     assert err.strip() == (

@@ -53,6 +53,22 @@ class Scaled(nn.Module):
 def with_a_tensor_and_kwargs():
     return Scaled(), torch.randn(4, 8), {"scale": 2.0}
 
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(2048, 32)
+        self.block = Block(32)
+        self.head = nn.Linear(32, 2048, bias=False)
+
+    def forward(self, ids):
+        return self.head(self.block(self.embed(ids)))
+
+def lm():
+    torch.manual_seed(0)
+    ids = torch.randint(0, 2048, (4, 64))
+    return {"model": LM(), "args": (ids,),
+            "loss": lambda out: nn.functional.cross_entropy(out.flatten(0, 1), ids.flatten())}
+
 def as_a_mapping():
     return {"model": Scaled(), "args": (torch.randn(4, 8),), "loss": lambda out: out["logits"].pow(2).mean()}
 '''
@@ -285,13 +301,33 @@ def test_a_budget_checkpointing_cannot_reach_prints_each_lever_predicted_and_mea
     assert code == 0
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("levers beyond checkpointing"))
-    levers = [line for line in lines[start + 1:start + 9] if line.startswith("- ")]
+    levers = [line for line in lines[start + 1:] if line.startswith("- ")]
     names = [line.split(":")[0] for line in levers]
     assert names[:2] == [
         "- free each .grad as soon as it is accumulated (optimizer in backward, register_post_accumulate_grad_hook)",
         "- autocast bfloat16"]
     assert re.fullmatch(r"- (2|4|8|16) micro-batches of (8|4|2|1) with gradient accumulation", names[2]), names[2]
-    assert names[3] == "- a loss computed in 8 chunks over the vocabulary"  # no cross-entropy here: does not apply
-    measured = [line.strip() for line in lines[start:start + 9] if line.strip().startswith("verified: measured")]
-    assert len(measured) == 3
+    assert names[3] == "- a loss computed in 8 chunks over the tokens"  # no cross-entropy here: does not apply
+    assert "not predicted (the loss is not a cross-entropy" in levers[3]
+    measured = [line.strip() for line in lines[start:] if line.strip().startswith("verified: measured")]
+    assert len(measured) == len(names) - 1  # every lever predicted is applied and measured
     assert all(re.fullmatch(r"verified: measured \S+ \S+ -> \S+ \S+ \(predicted \S+ \S+\)", m) for m in measured)
+
+
+def test_verify_applies_the_chunked_loss_to_a_loss_over_a_linear_head(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["memory", f"{script}:lm", "--budget", "1KiB", "--checkpoint", "--verify", "--json"], capsys)
+    assert code == 0
+    levers = {lv["lever"]: lv for lv in json.loads(out)["checkpoint"]["levers"]}
+    chunked = levers["chunked_loss"]
+    assert chunked["head"] == "head" and chunked["predicted_peak_bytes"] == chunked["measured_peak_bytes"]
+    assert chunked["measured_peak_bytes"] < chunked["measured_peak_before_bytes"] - 256 * 2048 * 4  # the logits
+    assert "head's logits not made, F.cross_entropy over them computed in 8 chunks" in chunked["applied"]
+    code, out, _ = _run(["memory", f"{script}:lm", "--budget", "1KiB", "--checkpoint", "--verify"], capsys)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("- a loss computed in 8 chunks over the tokens"))
+    assert "F.cross_entropy over head's logits (256x2048) computed chunk by chunk" in lines[at]
+    assert lines[at + 1].strip().startswith("applied by --verify: ")
+    assert re.fullmatch(r"verified: measured \S+ \S+ -> \S+ \S+ \(predicted \S+ \S+\)", lines[at + 2].strip())
+    assert lines[at + 3].strip().startswith("to do it in training: have the model return its last hidden states")

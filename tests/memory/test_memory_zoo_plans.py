@@ -13,6 +13,7 @@ import pytest
 import torch
 from mem_zoo import ZOO, by_name
 
+from graphviz_app.analysis.memory.levers import LeverKind
 from graphviz_app.memory import CheckpointPlan, advise_checkpoints, forecast, measure, total_bytes
 
 pytestmark = pytest.mark.slow
@@ -55,3 +56,16 @@ def test_each_lever_verify_applies_is_within_10_percent_of_its_measured_peak(nam
         assert lever.predicted_peak is not None and lever.measured_peak is not None
         assert abs(lever.predicted_peak - lever.measured_peak) <= 0.10 * lever.measured_peak, (
             f"{name}: {lever.what}: predicted {lever.predicted_peak} B, measured {lever.measured_peak} B")
+
+
+# Language models whose loss is F.cross_entropy over an nn.Linear head's logits (tied or not) and whose plan misses
+# the budget: --verify applies the chunked loss to each and measures it (in the 10% test above).
+_CHUNKED = ["gpt2", "bert-mlm", "qwen2-tied", "llama", "bart", "roberta-mlm", "gpt2-gc", "llama-bf16", "tiny-gpt-ckpt"]
+
+
+@pytest.mark.parametrize("name", _CHUNKED)
+def test_the_chunked_loss_is_applied_and_measured_on_the_zoos_language_models(name: str) -> None:
+    plan = _plan(name)
+    lever = next(lv for lv in plan.levers if lv.kind is LeverKind.CHUNKED_LOSS)
+    assert lever.head is not None and lever.measured_peak is not None, f"{name}: {lever.manual or lever.reason}"
+    assert lever.measured_peak < lever.measured_before, f"{name}: the chunked loss did not lower the measured peak"

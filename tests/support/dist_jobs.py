@@ -7,6 +7,7 @@ make themselves (outside FakeTensorMode, as torch's own tests do).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -71,8 +72,23 @@ def build_fsdp_tp(mesh: DeviceMesh) -> Any:
     return _step(model)
 
 
-def build_ddp(mesh: DeviceMesh | None, *, view: bool = False) -> Any:
-    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view)
+# A module name a user's code could hold (no dot: torch refuses those): the viewer shows it as text, runs nothing.
+HOSTILE_BLOCK = "<img src=x onerror=\"window['__pwned']=3;alert('block')\">"
+
+
+def build_fsdp_hostile(mesh: DeviceMesh) -> Any:
+    """FSDP2 as `build_fsdp`, the middle block named `HOSTILE_BLOCK`."""
+    blocks = list(plain_model())
+    model = torch.nn.Sequential(OrderedDict([("0", blocks[0]), (HOSTILE_BLOCK, blocks[1]), ("2", blocks[2])]))
+    for block in model:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return _step(model)
+
+
+def build_ddp(mesh: DeviceMesh | None, *, view: bool = False, **options: Any) -> Any:
+    model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view,
+                                                      **options)
     return _step(model)
 
 
@@ -92,6 +108,7 @@ BUILDERS: dict[str, Callable[[DeviceMesh], Any]] = {
     "fsdp_tp": build_fsdp_tp,
     "ddp": build_ddp,
     "ddp_view": lambda mesh: build_ddp(mesh, view=True),
+    "fsdp_hostile": build_fsdp_hostile,
 }
 
 
@@ -138,6 +155,29 @@ def ddp_view() -> Any:
     return job("ddp_view")()
 
 
+def ddp_unused() -> Any:
+    """DDP looking for unused parameters in every step (it reads which were used from a tensor's values)."""
+    return build_ddp(None, find_unused_parameters=True)
+
+
+def ddp_static() -> Any:
+    """DDP told its graph is static: it finds the unused parameters in its first step, rebuilds in its third."""
+    return build_ddp(None, static_graph=True)
+
+
+def ddp_hooked() -> Any:
+    """DDP with a communication hook of its own (torch's plain all-reduce, written in Python)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    model, x, optimizer = build_ddp(None)
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
+    return model, x, optimizer
+
+
+def fsdp_hostile() -> Any:
+    return job("fsdp_hostile")()
+
+
 def raises_on_rank_1() -> Any:
     """Rank 1 raises while building; rank 0 goes on into the first collective and would wait there for ever."""
     if dist.get_rank() == 1:
@@ -181,3 +221,30 @@ def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -
     assert peak.total_bytes is not None
     return {"measured": m.measured.peak_bytes + held, "tracker": peak.total_bytes,
             "replayed": m.predicted.peak_bytes + held}
+
+
+def saved_rank_viewer(result: Any, target: str, with_torch_tracker: bool) -> dict[str, Any]:
+    """On a rank: `measure` of the step after a warm-up one, then `save(graph, "rank{rank}.html")` and
+    `save(graph, "rank{rank}.json")`, as a training script would, and `trace_model`'s graph saved the same way;
+    the files' text and the collectives each graph carries."""
+    import tempfile
+    from pathlib import Path
+
+    from graphviz_app import save, trace_model
+    from graphviz_app.memory import measure
+
+    model, x = result[0], result[1]
+    model(x).sum().backward()  # the warm-up: FSDP2's lazy init
+    for p in model.parameters():
+        p.grad = None
+    graph = measure(model, x).graph
+    traced = trace_model(model, x)
+    rank = dist.get_rank()
+    with tempfile.TemporaryDirectory() as folder:
+        files = [save(graph, Path(folder) / f"rank{rank}.html"), save(graph, Path(folder) / f"rank{rank}.json"),
+                 save(traced, Path(folder) / f"traced{rank}.html")]
+        texts = [f.read_text(encoding="utf-8") for f in files]
+    assert graph.rank is not None and traced.rank is not None
+    return {"rank": rank, "html": texts[0], "json": texts[1], "traced_html": texts[2],
+            "collectives": [(c.op, c.bytes, c.phase, c.node) for c in graph.rank.collectives],
+            "traced_collectives": [(c.op, c.bytes, c.phase, c.node) for c in traced.rank.collectives]}

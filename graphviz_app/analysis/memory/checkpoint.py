@@ -36,7 +36,8 @@ class CheckpointPlan:
     `replay_peaks` is (before, after) as the replay predicted them when `predicted_peak_before/after` come from
     running the step with and without the modules checkpointed on fake tensors (`forecast_plan`).
     `levers`, when the plan does not reach the budget and the step could be run again, predict (and once
-    verified, measure) what lowers the peak otherwise, from the step's forecast peak `levers_baseline`.
+    verified, measure) what lowers the peak otherwise, from the step's forecast peak `levers_baseline`, with the
+    modules `levers_on` checkpointed (the plan's, where the step could be forecast with them; else none).
     """
 
     modules: tuple[str, ...]
@@ -52,6 +53,7 @@ class CheckpointPlan:
     levers: tuple[Lever, ...] = ()
     levers_baseline: int | None = None
     replay_peaks: tuple[int, int] | None = None
+    levers_on: tuple[str, ...] = ()
 
     @property
     def reached(self) -> bool:
@@ -69,6 +71,7 @@ class CheckpointPlan:
             "replay_peak_before": self.replay_peaks[0] if self.replay_peaks else None,
             "replay_peak_after": self.replay_peaks[1] if self.replay_peaks else None,
             "levers_baseline_bytes": self.levers_baseline, "levers": [lever.to_dict() for lever in self.levers],
+            "levers_on_modules": list(self.levers_on),
         }
 
     def __str__(self) -> str:
@@ -101,8 +104,11 @@ class CheckpointPlan:
         if not self.levers or self.levers_baseline is None:
             return ["levers that do lower it: free each .grad as soon as it is accumulated (optimizer in backward, "
                     "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
-                    "accumulation, a loss computed in chunks over the vocabulary"]
-        return [f"levers beyond checkpointing, each predicted on the step as it is (forecast peak "
+                    "accumulation, a loss computed in chunks over the tokens"]
+        on = (f"on top of checkpointing the plan's {len(self.levers_on)} module(s)" if self.levers_on
+              else "on the step as it is" + (" (not on top of the plan: the step cannot be forecast with its modules "
+                                             "checkpointed)" if self.modules else ""))
+        return [f"levers beyond checkpointing, each predicted {on} (forecast peak "
                 f"{human_bytes(self.levers_baseline)}):"] + [
             lever.line(self.levers_baseline, self.budget_bytes) for lever in self.levers]
 

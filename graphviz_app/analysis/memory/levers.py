@@ -1,9 +1,9 @@
 """Levers that lower a peak checkpointing cannot: what each is, its predicted peak, and the chunked loss's what-if.
 
 A lever's predicted peak comes from running the changed step on fake tensors or meta (the torch
-side, `graphviz_app.tracing.memory.levers`), except the chunked loss, which changes the person's
-own loss code: it is a what-if of the replay here (`chunked_loss_peak`), every tensor made from the
-logits (the loss's input over the vocabulary) taken at one chunk's size.
+side, `graphviz_app.tracing.memory.levers`), the chunked loss included where its head is an `nn.Linear`
+whose logits only reach `F.cross_entropy`. Where it is not, the loss's chunked what-if of the replay here
+(`chunked_loss_peak`: every tensor made from the logits taken at one chunk's size) is a lower bound.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class LeverKind(str, Enum):
     AUTOCAST = "autocast_bf16"
     MICRO_BATCH = "micro_batch"
     CHUNKED_LOSS = "chunked_loss"
+    COMBINED = "combined"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,9 @@ class Lever:
     `predicted_peak` is None where the lever does not apply (`reason` says why). `how` says how the
     prediction was made, or what was applied; `manual`, for a lever `--verify` cannot apply (it needs the
     person's own code), why not and what to write. `micro_batches` is (how many, their size) for the
-    micro-batch lever.
+    micro-batch lever; `head`, for the chunked loss `--verify` applies, the `nn.Linear` whose logits it
+    does not make; `parts`, for the combined lever, the levers it applies together. `applied` says what
+    `--verify` applied to the real step.
     """
 
     kind: LeverKind
@@ -56,13 +59,17 @@ class Lever:
     manual: str | None = None
     reason: str | None = None
     micro_batches: tuple[int, int] | None = None
+    head: str | None = None
+    parts: tuple[LeverKind, ...] = ()
+    applied: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the kind's value, the predicted and (verified) measured peaks, and the texts."""
         return {"lever": self.kind.value, "what": self.what, "predicted_peak_bytes": self.predicted_peak,
                 "how": self.how, "measured_peak_bytes": self.measured_peak,
                 "measured_peak_before_bytes": self.measured_before, "manual": self.manual, "reason": self.reason,
-                "micro_batches": list(self.micro_batches) if self.micro_batches else None}
+                "micro_batches": list(self.micro_batches) if self.micro_batches else None,
+                "head": self.head, "parts": [k.value for k in self.parts], "applied": self.applied}
 
     def line(self, before: int, budget: int) -> str:
         """One line: the lever, its predicted peak against `before` and the `budget`, measured if verified.
@@ -76,23 +83,27 @@ class Lever:
         text = (f"- {self.what}: predicted peak {human_bytes(before)} -> {human_bytes(self.predicted_peak)} "
                 f"({under} the peak's budget {human_bytes(budget)}; {self.how})")
         if self.measured_peak is not None:
+            if self.applied:
+                text += f"\n    applied by --verify: {self.applied}"
             text += (f"\n    verified: measured {human_bytes(self.measured_before or 0)} -> "
                      f"{human_bytes(self.measured_peak)} (predicted {human_bytes(self.predicted_peak)})")
-        elif self.manual:
-            text += f"\n    not applied by --verify: {self.manual}"
+        if self.manual:
+            text += f"\n    {self.manual}"
         return text
 
 
 @dataclass(frozen=True, slots=True)
 class ChunkedLoss:
-    """The chunked loss's what-if: the peak predicted, the logits' shape, the nodes taken at a chunk's size, and
-    whether the loss is a cross-entropy (a log-softmax or softmax between the logits and the loss)."""
+    """The chunked loss's what-if: the peak predicted, the logits' shape, the nodes taken at a chunk's size,
+    whether the loss is a cross-entropy (a log-softmax or softmax between the logits and the loss), and the
+    module of the op making the logits (the head, for `--verify` to apply the chunked loss to)."""
 
     peak: int
     logits_shape: tuple[int, ...]
     logits_bytes: int
     nodes: tuple[str, ...]
     cross_entropy: bool
+    head_module: str | None = None
 
 
 def _walk_up(into: dict[str, list[str]], start: list[str], depth: int, stop: str | None = None) -> list[str]:
@@ -109,9 +120,11 @@ def _walk_up(into: dict[str, list[str]], start: list[str], depth: int, stop: str
     return found
 
 
-def _logits_region(graph: Graph, plan: BackwardPlan) -> tuple[str, set[str], set[str]] | None:
+def _logits_region(graph: Graph, plan: BackwardPlan) -> tuple[str, set[str], set[str], str | None] | None:
     """The op making the logits (the largest tensor within a few ops of the loss), the ops from the loss up to it,
-    and among those the ones whose tensors are logits-sized (the same last dimension, at least half the bytes)."""
+    among those the ones whose tensors are logits-sized (the same last dimension, at least half the bytes), and
+    the module that made them: the nearest module of an op at or above it with a tensor over the vocabulary
+    (`logits.view(-1, vocab)` in the loss is the model's own op; the head's matmul a few ops up is its module's)."""
     into: dict[str, list[str]] = {}
     for e in graph.edges:
         if e.kind is EdgeKind.DATA and plan.nodes[e.src].kind is NodeKind.OP:
@@ -129,7 +142,8 @@ def _logits_region(graph: Graph, plan: BackwardPlan) -> tuple[str, set[str], set
         t = plan.nodes[n].tensor
         return t is not None and bool(t.shape) and t.shape[-1] == last and plan.sizes.get(n, 0) >= big
 
-    return head, between, {n for n in between if logits_sized(n)}
+    made = [n for n in _walk_up(into, [head], 4) if plan.nodes[n].module and logits_sized(n)]
+    return head, between, {n for n in between if logits_sized(n)}, plan.nodes[made[0]].module if made else None
 
 
 def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chunks: int = CHUNKS,
@@ -149,7 +163,7 @@ def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chu
     found = _logits_region(graph, plan)
     if found is None:
         return None
-    head, between, region = found
+    head, between, region, module = found
     base = EngineReplay(plan, retain_graph=retain_graph)
     steps = base.run()
     sizes = {n: (s // chunks if n in region else s) for n, s in plan.sizes.items()}
@@ -175,4 +189,4 @@ def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chu
         peak = max(peak, after[0].after + max(0, forward_peak - steps[0].after) // chunks)
     entropy = any(plan.nodes[n].name in _SOFTMAX for n in between)
     return ChunkedLoss(peak, tensor.shape if tensor is not None else (), logits,
-                       tuple(sorted(region, key=plan.index.__getitem__)), entropy)
+                       tuple(sorted(region, key=plan.index.__getitem__)), entropy, module)

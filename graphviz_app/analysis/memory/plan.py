@@ -7,20 +7,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
+from ...model.annotations import CHECKPOINT_KEPT_ATTR, RECOMPUTE_BLOCK_ATTR, RECOMPUTED_BYTES_ATTR
 from .op_bytes import read_op_attrs
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
            "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR", "MAKES_VIEW", "MAKES_SAME", "MAKES_SAME_FIRST",
            "MAKES_BY_NAME"]
-
-# On a saved tensor non-reentrant checkpointing packed: its checkpointed block (a number) and the
-# bytes the block's recompute makes for it (0: a parameter or block input, saved again uncopied).
-RECOMPUTE_BLOCK_ATTR = "checkpoint block"
-RECOMPUTED_BYTES_ATTR = "recomputed bytes"
-# On one packed saved tensor of a block: the bytes of the block's inputs only its checkpoint keeps (until
-# the block's backward is done).
-CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 
 # Ops of unknown recency run after those of known recency, in walk order.
 _UNKNOWN_RECENCY = 1 << 62

@@ -23,6 +23,9 @@ __all__ = ["RankStorages"]
 _WAIT = wait_tensor_op()
 _ACTIVE_FAKE_MODE = fake_tensor_api()[3]
 _COLLECTIVES = frozenset({"c10d", "_c10d_functional"})
+# Ops of those namespaces that send nothing: wait_tensor (`_WAIT`) and the wrapper that lets autograd reach an
+# AsyncCollectiveTensor (DTensor's redistribution runs it beside each functional all-reduce).
+_NOT_SENT = frozenset({"_wrap_tensor_autograd"})
 
 
 class RankStorages(LiveStorages):
@@ -81,11 +84,11 @@ class RankStorages(LiveStorages):
             # Fake tensors' wait_tensor makes a new tensor; a real one hands back the tensor it waited on.
             return args[0]
         out = super().__torch_dispatch__(func, types, args, kwargs)
-        if func.namespace in _COLLECTIVES and func is not _WAIT and not self.paused:
+        op = func.__name__.split(".")[0]
+        if func.namespace in _COLLECTIVES and func is not _WAIT and op not in _NOT_SENT and not self.paused:
             sizes = [t.numel() * t.element_size() for t in tensors_in((args, kwargs, out))]
             node = self.marks[-1][0] if self.marks else None  # the backward node running, when marked
-            self.events.append(CollectiveEvent(func.__name__.split(".")[0], max(sizes, default=0), self.phase,
-                                               self.live, node))
+            self.events.append(CollectiveEvent(op, max(sizes, default=0), self.phase, self.live, node))
         return out
 
     def _storage_resized(self, st: torch.UntypedStorage) -> None:

@@ -25,12 +25,18 @@ from ...analysis.memory.fit import largest_batch
 from ...errors import DistributedError
 from ..memory.forecast import resized
 from ..torch_internals import fake_store, fake_tensor_api
+from .fake_ddp import ddp_on_fake_tensors, fake_mode
 from .rank_step import rank_step, run_rank_step
 
 __all__ = ["fake_cluster", "forecast_world", "forecast_worlds", "largest_batch_world"]
 
+_DDP_STEADY = ("DDP on the fake cluster: its own reducer ran on fake tensors, its default all-reduce as a "
+               "communication hook; the forecast is of the steady step, after DDP rebuilt its buckets in "
+               "gradient-ready order (in its second step's forward, the third's with static_graph, never with "
+               "find_unused_parameters), which frees the old buckets before making the new ones: on real gloo ranks "
+               "no earlier step reached more in our tests")
 _MESH_INIT = device_mesh.DeviceMesh.__init__
-FakeTensor, FakeTensorMode, unset_fake_temporarily, _ = fake_tensor_api()
+FakeTensor, _, unset_fake_temporarily, _ = fake_tensor_api()
 
 
 def _mesh_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -64,7 +70,7 @@ def fake_cluster(world_size: int, rank: int = 0) -> Iterator[Any]:
     dist.init_process_group("fake", store=fake_store(), rank=rank, world_size=world_size)
     device_mesh.DeviceMesh.__init__ = _mesh_init  # type: ignore[method-assign]
     try:
-        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        with ddp_on_fake_tensors(), fake_mode() as mode:
             yield mode
     finally:
         device_mesh.DeviceMesh.__init__ = _MESH_INIT  # type: ignore[method-assign]
@@ -88,8 +94,8 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
     with fake_cluster(world_size, rank):
         try:
             result = func()
-        except DistributedError:
-            raise
+        except DistributedError as e:  # raised by what FUNC called (the fake cluster's DDP): say where and at what size
+            raise DistributedError(f"{where} failed at world size {world_size}: {e}") from e
         except Exception as e:  # noqa: BLE001 - the user's FUNC: say where and at which size, keep the cause
             raise DistributedError(_func_failed(where, world_size, e)) from e
         step = rank_step(result, where)
@@ -97,13 +103,16 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
             step = dataclasses.replace(step, args=resized(step.args, batch=batch),
                                        kwargs=resized(dict(step.kwargs), batch=batch))
         try:
-            return run_rank_step(step, rank=rank, world_size=world_size, warmup=warmup,
-                                 with_torch_tracker=with_torch_tracker)
+            memory = run_rank_step(step, rank=rank, world_size=world_size, warmup=warmup,
+                                   with_torch_tracker=with_torch_tracker)
         except DistributedError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's model: say where and at which size
             raise DistributedError(f"the step of {where} failed at world size {world_size}: "
-                                   f"{type(e).__name__}: {_first_line(e)}") from e
+                                   f"{type(e).__name__}: {_first_line(e)}{_values_hint(e)}") from e
+    if memory.strategy == "DDP" and warmup is None:
+        memory = dataclasses.replace(memory, notes=(*memory.notes, _DDP_STEADY))
+    return memory
 
 
 def forecast_worlds(func: Callable[[], Any], world_sizes: Sequence[int], *, rank: int = 0, where: str = "FUNC",
@@ -130,11 +139,19 @@ def _first_line(e: BaseException) -> str:
 
 def _func_failed(where: str, world_size: int, e: Exception) -> str:
     text = _first_line(e)
-    if "data is not allocated" in text:  # DDP's reducer touching a fake tensor's data
-        return (f"{where} failed at world size {world_size}: DDP cannot run on fake tensors (its C++ reducer "
-                "allocates real gradient buckets); measure DDP on real ranks: run_ranks, or measure_rank under "
-                "torchrun")
-    hint = ""
+    if "comm_hook" in text and "only be called once" in text:  # FUNC's own hook after the fake cluster's
+        return (f"{where} failed at world size {world_size}: a DDP communication hook registered in {where} cannot "
+                "run on the fake cluster (its process group hands no tensor back; DDP's default all-reduce runs "
+                "there instead); forecast without the hook, or measure it on real ranks: run_ranks")
+    hint = _values_hint(e)
     if "mesh" in text.lower() or "world size" in text.lower() or "world_size" in text:
-        hint = f"; the mesh must split the {world_size} ranks exactly (the product of its dimensions)"
+        hint += f"; the mesh must split the {world_size} ranks exactly (the product of its dimensions)"
     return f"{where} failed at world size {world_size}: {type(e).__name__}: {text}{hint}"
+
+
+def _values_hint(e: BaseException) -> str:
+    text = _first_line(e)
+    if "data is not allocated" not in text and "_local_scalar_dense" not in text:
+        return ""
+    return ("; something read a tensor's values (.item(), .tolist(), a C++ extension), which fake tensors do not "
+            "have: measure on real ranks instead: run_ranks, or measure_rank under torchrun")

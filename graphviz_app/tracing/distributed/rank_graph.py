@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from ...analysis.distributed import FsdpUnit, RankMemory
 from ...analysis.memory import MeasuredMemory, MemoryStep
@@ -23,6 +24,7 @@ from ..walker import Walker, WalkOptions
 from .counting import RankStorages
 from .rank_step import RankStep, run_rank_step
 from .shards import is_dtensor, local_part, sharding_text
+from .spread import rank_info
 
 __all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step"]
 
@@ -164,7 +166,9 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
     `RankStorages`; the parameters' `.grad` are put back as they were.
 
     Runs on a big-stack thread, as `trace_model` does, inside the fake mode in force (a fake cluster's), so
-    the step runs there as it would here. DTensor ops are sized as the rank's part of them.
+    the step runs there as it would here. DTensor ops are sized as the rank's part of them. Inside a process
+    group the graph carries the rank (`Graph.rank`: its collectives, each at the node that issued it, and its
+    FSDP units), so `save(graph, "rank0.html")` marks them on the memory chart.
     """
     params = list(step.model.parameters())
     kept = [p.grad for p in params]
@@ -186,7 +190,11 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
     steps = tuple(MemoryStep(label, before, peak, after) for label, before, peak, after in counter.marks)
     device = next((str(local_part(p).device) for p in params), "cpu")
     measured = MeasuredMemory(steps, counter.peak, forward_peak, "storages", device)
-    return RankTrace(graph, roots, measured, tuple(FsdpUnit(*u) for u in units), counter)
+    fsdp = tuple(FsdpUnit(*u) for u in units)
+    if dist.is_available() and dist.is_initialized():
+        graph = dataclasses.replace(graph, rank=rank_info(step.model, dist.get_rank(), dist.get_world_size(),
+                                                          counter.events, fsdp))
+    return RankTrace(graph, roots, measured, fsdp, counter)
 
 
 def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> RankGraph:
@@ -199,5 +207,7 @@ def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> Ra
     trace = traced_rank_step(step)
     for p in step.model.parameters():
         p.grad = None
-    return RankGraph(trace.graph, dataclasses.replace(memory, collectives=tuple(trace.counter.events)),
+    graph = dataclasses.replace(trace.graph, rank=rank_info(step.model, rank, world_size, trace.counter.events,
+                                                            trace.units))
+    return RankGraph(graph, dataclasses.replace(memory, collectives=tuple(trace.counter.events)),
                      trace.roots, trace.units, trace.measured.forward_peak_bytes)

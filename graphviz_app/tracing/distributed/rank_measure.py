@@ -7,31 +7,25 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from ...analysis.distributed_replay import rank_timeline
 from ...analysis.memory import MeasuredMemory, MemoryTimeline
 from ...model import Graph
 from .rank_graph import traced_rank_step
-from .rank_step import RankStep, strategy_of
+from .rank_step import RankStep
 
-__all__ = ["spread_over_ranks", "measure_in_rank"]
-
-
-def spread_over_ranks(model: torch.nn.Module) -> bool:
-    """Whether `model` is a rank's part of a distributed model (DDP, FSDP2, DTensor parameters) in an initialised
-    process group (a real job's or a fake cluster's); a plain model in a rank is measured as a single process."""
-    return dist.is_available() and dist.is_initialized() and strategy_of(model) != "replicated"
+__all__ = ["measure_in_rank"]
 
 
 def measure_in_rank(model: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
                     loss: Callable[[Any], Any] | None = None, autocast: torch.dtype | None = None,
                     retain_graph: bool = False) -> tuple[Graph, MemoryTimeline, MeasuredMemory]:
-    """One forward and backward of this rank, as `measure` defines it: the graph (DTensor ops as local shards),
-    the replay of it with FSDP2's units (`rank_timeline`), and what `RankStorages` counted as it ran."""
+    """One forward and backward of this rank, as `measure` defines it: the graph (DTensor ops as local shards,
+    the rank's collectives and FSDP units on it as `Graph.rank`, so `save(graph, "rank0.html")` marks them), the
+    replay of it with FSDP2's units (`rank_timeline`), and what `RankStorages` counted as it ran."""
     trace = traced_rank_step(RankStep(model, tuple(args), dict(kwargs), loss), optimizer=False,
                              retain_graph=retain_graph, autocast=autocast)
-    view = isinstance(model, torch.nn.parallel.DistributedDataParallel) and bool(model.gradient_as_bucket_view)
+    view = trace.graph.rank is not None and trace.graph.rank.grads_in_buckets
     timeline = rank_timeline(trace.graph, units=trace.units, roots=trace.roots, retain_graph=retain_graph,
                              forward_peak_bytes=trace.measured.forward_peak_bytes, grads_in_buckets=view)
     return trace.graph, timeline, trace.measured

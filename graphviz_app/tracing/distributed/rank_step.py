@@ -15,8 +15,9 @@ from ..memory.step import step_outputs
 from ..torch_internals import ddp_bucket_sizes, root_mesh
 from .counting import RankStorages
 from .shards import is_dtensor, local_storage_bytes
+from .spread import strategy_of
 
-__all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "strategy_of", "ddp_buckets", "check_meshes"]
+__all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "ddp_buckets", "check_meshes"]
 
 
 @dataclass(frozen=True)
@@ -108,18 +109,6 @@ def train_step(step: RankStep, counter: RankStorages | None = None) -> int:
     return grads
 
 
-def strategy_of(model: torch.nn.Module) -> str:
-    """How the model is spread over ranks: "DDP", "FSDP2", "TP", "FSDP+TP", or "replicated" (none of them)."""
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        return "DDP"
-    fsdp = _fsdp_module_type()
-    has_fsdp = fsdp is not None and any(isinstance(m, fsdp) for m in model.modules())
-    meshes = {p.device_mesh.ndim for p in model.parameters() if is_dtensor(p)}  # type: ignore[attr-defined]
-    if has_fsdp:
-        return "FSDP+TP" if meshes and max(meshes) > 1 else "FSDP2"
-    return "TP" if meshes else "replicated"
-
-
 def check_meshes(model: torch.nn.Module, world_size: int) -> None:
     """Raise when a mesh the model's DTensors live on does not cover every rank of the world.
 
@@ -142,11 +131,12 @@ def check_meshes(model: torch.nn.Module, world_size: int) -> None:
                 "from dist.get_world_size()")
 
 
-def _fsdp_module_type() -> type | None:
-    import sys
-
-    module = sys.modules.get("torch.distributed.fsdp")
-    return getattr(module, "FSDPModule", None) if module is not None else None
+def _warmup_steps(model: torch.nn.Module, strategy: str) -> int:
+    """Steps before the steady one: 1 (the optimizer's state, FSDP's lazy buffers); DDP rebuilds its buckets
+    in its second step's forward, or its third with `static_graph=True` (measured on gloo ranks, torch 2.13)."""
+    if strategy != "DDP":
+        return 1
+    return 3 if getattr(model, "static_graph", False) else 2
 
 
 def ddp_buckets(model: torch.nn.Module) -> tuple[int, ...]:
@@ -180,7 +170,7 @@ def _inputs(step: RankStep) -> list[torch.Tensor]:
 def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | None = None,
                   with_torch_tracker: bool = False) -> RankMemory:
     """This rank's memory in the steady state: `warmup` steps (default 1; 2 for DDP, whose buckets are rebuilt
-    after its first step), then one step counted by `RankStorages`.
+    after its first step, 3 with its `static_graph`), then one step counted by `RankStorages`.
 
     The warm-up makes what a step keeps (optimizer state, FSDP's lazily made
     buffers), so the counted step is the one every later step repeats. With
@@ -189,7 +179,7 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
     """
     check_meshes(step.model, world_size)
     strategy = strategy_of(step.model)
-    for _ in range(warmup if warmup is not None else (2 if strategy == "DDP" else 1)):
+    for _ in range(warmup if warmup is not None else _warmup_steps(step.model, strategy)):
         train_step(step)
     counter = RankStorages()
     tracker_name, tracker_bytes = None, None

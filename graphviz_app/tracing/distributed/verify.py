@@ -22,7 +22,8 @@ def verify_world(target: str, func: Callable[[], Any], *, world_size: int, timeo
     following the step on a fake cluster of that size (`func` is the FUNC, called there).
 
     Raises:
-        DistributedError: a rank raised, did not finish, or the step cannot run on fake tensors (DDP).
+        DistributedError: a rank raised, did not finish, or the step cannot run on fake tensors (DDP with
+            `find_unused_parameters=True` beyond REAL_RANKS_UP_TO ranks).
     """
     if world_size <= REAL_RANKS_UP_TO:
         table = run_ranks(target, nprocs=world_size, with_torch_tracker=True, timeout_s=timeout_s)

@@ -16,8 +16,8 @@ def what_if(setups: Mapping[str, Callable[[], Any]], *, world_size: int) -> tupl
     """Each setup's FUNC (`reshard_after_forward`, mixed precision, checkpointing, DDP or FSDP2 or FSDP+TP, ...)
     forecast for rank 0 at `world_size`, in the order given.
 
-    A setup that cannot be forecast (DDP on fake tensors, a mesh the world size
-    does not split) keeps its row, with the reason instead of figures.
+    A setup that cannot be forecast (a mesh the world size does not split, DDP
+    looking for unused parameters) keeps its row, with the reason instead of figures.
     """
     rows = []
     for label, func in setups.items():

@@ -14,15 +14,16 @@ the CUDA policy.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from ..torch_internals import view_base
 
-__all__ = ["MetaAutocast", "POLICIES"]
+__all__ = ["MetaAutocast", "POLICIES", "recompute_autocast"]
 
 _LOWER_BOTH = frozenset({
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
@@ -72,7 +73,7 @@ class MetaAutocast(TorchFunctionMode):
         super().__init__()
         if policy not in POLICIES:
             raise ValueError(f"autocast policy must be one of {', '.join(POLICIES)}, got {policy!r}")
-        self.dtype = dtype
+        self.dtype, self.policy = dtype, policy
         self.lower, self.fp32, self.fp32_dtype = POLICIES[policy]
         self._cache: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}
 
@@ -102,3 +103,13 @@ class MetaAutocast(TorchFunctionMode):
                 _eligible(a) and a.dtype != torch.float32 for a in args):
             kwargs["dtype"] = torch.float32
         return func(*args, **kwargs)
+
+
+def recompute_autocast() -> tuple[contextlib.AbstractContextManager[Any], contextlib.AbstractContextManager[Any]]:
+    """A `context_fn` for non-reentrant `torch.utils.checkpoint`: the recompute in backward runs under the
+    `MetaAutocast` the forward ran under (torch restores its own autocast there, not a mode), so a checkpointed
+    block on meta recomputes the tensors it saved in the same dtypes."""
+    active = [m for m in _get_current_function_mode_stack() if isinstance(m, MetaAutocast)]
+    if not active:
+        return contextlib.nullcontext(), contextlib.nullcontext()
+    return contextlib.nullcontext(), MetaAutocast(active[-1].dtype, active[-1].policy)

@@ -13,6 +13,7 @@ import torch.utils.checkpoint
 
 from ...analysis.memory.checkpoint import CheckpointPlan
 from ...errors import TraceError
+from .autocast import recompute_autocast
 from .levers import shadow_peak
 from .step import Step, run_step
 
@@ -20,7 +21,8 @@ __all__ = ["checkpointed", "verify_plan", "runnable_modules", "forecast_plan"]
 
 
 def _checkpoint(forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)
+    return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, context_fn=recompute_autocast,
+                                             **kwargs)
 
 
 @contextlib.contextmanager

@@ -11,13 +11,14 @@ import torch
 
 from ...analysis.memory.op_bytes import REENTRANT_KEEPS_ATTR
 from ...model import Graph, Node
+from ...model.annotations import REENTRANT_ATTR
 from ..torch_internals import storage_identity
 from .counting import tensors_in
 from .recompute import unseen_bytes
 
 __all__ = ["name_reentrant_blocks", "mark_reentrant_keeps", "REENTRANT_NOTE"]
 
-REENTRANT_NOTE = ("checkpoint", "reentrant: the block's forward runs again, with a nested backward, inside this node")
+REENTRANT_NOTE = (REENTRANT_ATTR, "reentrant: the block's forward runs again, with a nested backward, inside this node")
 
 
 def name_reentrant_blocks(graph: Graph, fns: Mapping[str, Any], model: torch.nn.Module) -> Graph:

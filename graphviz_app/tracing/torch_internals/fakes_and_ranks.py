@@ -43,9 +43,11 @@ def wait_tensor_op() -> Any:
 
 
 def ddp_bucket_sizes(ddp: Any) -> str:
-    """DDP's gradient bucket sizes in bytes, as its logging data writes them ("1024, 2048"): DDP has no public
-    API for its buckets."""
-    return str(ddp._get_ddp_logging_data().get("bucket_sizes", ""))
+    """DDP's gradient bucket sizes in bytes, as its logging data writes them ("1024, 2048"): the rebuilt ones
+    once its second step has rebuilt them in gradient-ready order, else the first step's (DDP has no public
+    API for its buckets)."""
+    data = ddp._get_ddp_logging_data()
+    return str(data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes", ""))
 
 
 def root_mesh(mesh: Any) -> Any:

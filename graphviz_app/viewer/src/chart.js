@@ -7,12 +7,16 @@ import { format } from "./colour.js";
 import { collectiveRows, collectiveText } from "./details.js";
 import { h } from "./dom.js";
 import { el } from "./draw.js";
+import { placeMarks } from "./ticks.js";
 
 /** @typedef {import("./types.js").Series} Series */
 /** @typedef {import("./types.js").Collective} Collective */
 /** @typedef {import("./graph.js").GraphData} GraphData */
 
 const HEIGHT = 104, LEFT = 64, RIGHT = 12, TOP = 18, BOTTOM = 18;
+// Collective marks under the axis: each GAP wide (its hit area), in rows ROW high, at most MARK_ROWS rows
+// (past that, marks of one step fan out to the right): several issued at one step stay apart (ticks.js).
+const GAP = 8, ROW = 8, MARK_ROWS = 4;
 
 /**
  * The first series the viewer can draw, or null.
@@ -105,7 +109,11 @@ export class StepChart {
     this.svg = el("svg", { class: "gv-chart-svg", height: String(HEIGHT), width: "100%",
                            "aria-label": series.label || "chart", role: "img" }, this.root);
     parent.insertBefore(this.root, before);
-    this.svg.addEventListener("mousemove", (ev) => this._hover(this._stepAt(ev)));
+    this.svg.addEventListener("mousemove", (ev) => {
+      const mark = /** @type {Element} */ (ev.target).closest?.("[data-mark]");
+      if (mark) this._hoverMark(+mark.getAttribute("data-mark"));
+      else this._hover(this._stepAt(ev));
+    });
     this.svg.addEventListener("mouseleave", () => this._hover(-1));
     this.svg.addEventListener("click", (ev) => {
       const target = /** @type {Element} */ (ev.target);
@@ -181,8 +189,11 @@ export class StepChart {
   draw() {
     this.g = this._geometry();
     const { width, cols, colW } = this.g, svg = this.svg, v = this.s.values, base = this._y(0);
+    const marks = placeMarks(this.events.map((e) => this._x(e.step)), GAP, MARK_ROWS);
+    const height = HEIGHT + Math.max(0, marks.rows - 1) * ROW;  // rows of marks below the first push the labels down
     svg.replaceChildren();
-    svg.setAttribute("viewBox", `0 0 ${width} ${HEIGHT}`);
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("height", String(height));
     let d = `M${LEFT},${base}`;
     for (let c = 0; c < cols; c++) {
       const [a, b] = this._range(c);
@@ -201,9 +212,9 @@ export class StepChart {
     };
     label(LEFT - 4, TOP + 4, format(this.max, this.s.unit), "end");
     label(LEFT - 4, base, "0", "end");
-    label(LEFT, HEIGHT - 4, "0", "start");
-    label(width - RIGHT, HEIGHT - 4, (this.n - 1).toLocaleString(), "end");
-    label(LEFT + (width - LEFT - RIGHT) / 2, HEIGHT - 4, this.s.x_label || "step", "middle");
+    label(LEFT, height - 4, "0", "start");
+    label(width - RIGHT, height - 4, (this.n - 1).toLocaleString(), "end");
+    label(LEFT + (width - LEFT - RIGHT) / 2, height - 4, this.s.x_label || "step", "middle");
     this.selLine = el("line", { class: "gv-chart-sel", y1: TOP - 4, y2: base, visibility: "hidden" }, svg);
     this.hoverLine = el("line", { class: "gv-chart-hover-line", y1: TOP - 4, y2: base, visibility: "hidden" }, svg);
     const px = this._x(this.peak), py = this._y(v[this.peak]);
@@ -216,20 +227,36 @@ export class StepChart {
                            "text-anchor": px > width / 2 ? "end" : "start", "data-testid": "viewer-chart-peak-label" }, peak);
     t.textContent = `peak ${this._value(this.peak)}`;
     if (this.o && this.oPeak >= 0) this._otherPeakMark(px, t);
-    this._collectiveMarks(base);
+    this._collectiveMarks(base, marks);
     this.highlight(this.selected);
   }
-  // A rank's collectives: a tick under the axis at the step where each was issued, its op and bytes as its title.
-  /** @param {number} base */
-  _collectiveMarks(base) {
-    for (const e of this.events) {
-      const x = this._x(e.step);
+  // A rank's collectives: a tick under the axis at the step where each was issued, its op and bytes as its title;
+  // those issued at one step (or in one column) stacked in rows, then fanned right, so each can be seen and hovered.
+  /** @param {number} base @param {{places: import("./ticks.js").MarkPlace[], rows: number}} marks */
+  _collectiveMarks(base, { places, rows }) {
+    const tall = rows > 1 ? ROW : BOTTOM - 4;  // one row: the whole band under the axis is its hit area
+    this.events.forEach((e, j) => {
+      const { row, x } = places[j], y = base + row * ROW;
       const mark = el("g", { class: "gv-chart-collective", "data-testid": "viewer-chart-collective",
-                             "data-step": String(e.step), "data-op": e.op }, this.svg);
-      el("rect", { class: "gv-chart-hit", x: x - 5, y: base, width: 10, height: BOTTOM - 4 }, mark);
-      el("line", { x1: x, x2: x, y1: base, y2: base + 6 }, mark);
-      el("title", {}, mark).textContent = collectiveText(e) + ` at step ${e.step.toLocaleString()}`;
-    }
+                             "data-step": String(e.step), "data-op": e.op, "data-mark": String(j),
+                             "data-row": String(row) }, this.svg);
+      el("rect", { class: "gv-chart-hit", x: x - GAP / 2, y, width: GAP, height: tall }, mark);
+      el("line", { x1: x, x2: x, y1: y + 1, y2: y + ROW - 2 }, mark);
+      el("title", {}, mark).textContent = this._markText(e);
+    });
+  }
+  /** @param {Collective} e */
+  _markText(e) { return collectiveText(e) + ` at step ${e.step.toLocaleString()}`; }
+  // Hovering mark j: its own op and bytes, and its step's node.
+  /** @param {number} j */
+  _hoverMark(j) {
+    const e = this.events[j];
+    if (!e) return;
+    this._hover(e.step);
+    const node = this.stepNode[e.step];
+    this.hoverText.textContent = ` · ${this._markText(e)}` +
+      (node >= 0 ? ` (${this.graph.name(node)} ${this.graph.id(node)})` : " (the end of the forward)");
+    this.root.dataset.hoverMark = String(j);
   }
   // The second series as a line of steps, broken where it has no value.
   _otherPath() {
@@ -264,6 +291,7 @@ export class StepChart {
   }
   /** @param {number} k */
   _hover(k) {
+    delete this.root.dataset.hoverMark;
     if (k < 0) {
       this.hoverLine.setAttribute("visibility", "hidden");
       this.hoverText.textContent = "";

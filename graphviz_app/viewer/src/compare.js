@@ -160,14 +160,50 @@ export function summaryText(data) {
     `${count(1, 3)} changed`;
 }
 
+/** A drawn edge's class, by rank: the most telling change among the graph edges it stands for wins. */
+export const EDGE_MARKS = /** @type {const} */ (["", "gv-cmp-edge-changed", "gv-cmp-edge-added", "gv-cmp-edge-removed"]);
+
 /**
- * The edges of one side the other graph lacks, as the drawing names them ("srcId>dstId").
- * @param {number[]} only  edge indices
- * @param {{src: number[], dst: number[], id: (i: number) => string}} graph
- * @returns {Set<string>}
+ * Per edge of one side: 1 where the other graph lacks it.
+ * @param {number[]} only  edge indices  @param {number} count  the graph's edges
+ * @returns {Uint8Array}
  */
-export function edgeNames(only, graph) {
-  const found = new Set();
-  for (const e of only) if (e >= 0 && e < graph.src.length) found.add(graph.id(graph.src[e]) + ">" + graph.id(graph.dst[e]));
-  return found;
+export function edgeFlags(only, count) {
+  const flags = new Uint8Array(count);
+  for (const e of only) if (Number.isInteger(e) && e >= 0 && e < count) flags[e] = 1;
+  return flags;
+}
+
+/**
+ * What each drawn edge shows, as drawEdges draws them: one line per pair of items ("n3" a node, "g2" a
+ * box) standing for the ends of the graph edges in the open boxes. The line takes the class of the most
+ * telling of its edges: one the other graph lacks (removed in a, added in b), else one whose end, hidden
+ * inside a closed box, was added, removed or changed. A line between two drawn nodes is marked only
+ * when its edge is in one graph (its ends show their own change).
+ * @param {Tree} tree
+ * @param {{src: ArrayLike<number>, dst: ArrayLike<number>}} graph
+ * @param {Iterable<number>} open  the open boxes drawn (Scene.open)
+ * @param {Uint8Array} only  per edge: 1 where the other graph lacks it (edgeFlags)
+ * @param {number[]} status  per node: its code in STATUSES
+ * @param {0 | 1} side
+ * @returns {Map<string, string>}  "item>item" -> class, for the lines that show a change
+ */
+export function edgeMarks(tree, graph, open, only, status, side) {
+  const oneSide = side ? 2 : 3;  // added in b, removed in a
+  const rank = [0, 2, 3, 1];  // a hidden end's status code -> its line's rank: added, removed, changed
+  /** @type {Map<string, number>} */
+  const found = new Map();
+  for (const g of open) {
+    for (const e of tree.edgeList(g)) {
+      const s = graph.src[e], d = graph.dst[e], ra = tree.rep(s), rb = tree.rep(d);
+      if (ra === rb) continue;
+      let r = only[e] ? oneSide : 0;
+      if (r < 3 && ra !== "n" + s) r = Math.max(r, rank[status[s]] || 0);
+      if (r < 3 && rb !== "n" + d) r = Math.max(r, rank[status[d]] || 0);
+      if (!r) continue;
+      const key = ra + ">" + rb;
+      if ((found.get(key) || 0) < r) found.set(key, r);
+    }
+  }
+  return new Map([...found].map(([key, r]) => [key, EDGE_MARKS[r]]));
 }

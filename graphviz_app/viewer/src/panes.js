@@ -1,6 +1,6 @@
 // @ts-check
 // Two viewers side by side, in step: pan, zoom, opening a box, selecting and colouring act on both panes.
-import { STATUSES, boxHolds, compareRows, edgeNames, holdsClass, matchBoxes, summaryText } from "./compare.js";
+import { EDGE_MARKS, STATUSES, boxHolds, compareRows, edgeFlags, edgeMarks, holdsClass, matchBoxes, summaryText } from "./compare.js";
 import { h } from "./dom.js";
 import { Viewer } from "./viewer.js";
 
@@ -10,7 +10,7 @@ import { Viewer } from "./viewer.js";
 /** @typedef {import("./panzoom.js").PanZoom} PanZoom */
 
 const CMP_CLASSES = ["gv-cmp-added", "gv-cmp-removed", "gv-cmp-changed", "gv-cmp-holds-added", "gv-cmp-holds-removed",
-  "gv-cmp-holds-changed", "gv-cmp-edge-added", "gv-cmp-edge-removed"];
+  "gv-cmp-holds-changed", ...EDGE_MARKS.slice(1)];
 
 // One pane's viewer: tells its Link what a person did, after doing it.
 class PaneViewer extends Viewer {
@@ -70,7 +70,7 @@ class Link {
     this.busy = false;  // while one pane follows the other: the follower's own moves are not passed back
     this.boxes = [matchBoxes(panes[0].tree, panes[1].tree, data.match[0]), matchBoxes(panes[1].tree, panes[0].tree, data.match[1])];
     this.holds = [boxHolds(panes[0].tree, data.status[0]), boxHolds(panes[1].tree, data.status[1])];
-    this.edges = [edgeNames(data.edges[0], panes[0].graph), edgeNames(data.edges[1], panes[1].graph)];
+    this.edges = [edgeFlags(data.edges[0], panes[0].graph.m), edgeFlags(data.edges[1], panes[1].graph.m)];
     /** @type {Map<PanZoom, {k: number, tx: number, ty: number}>} */
     this.last = new Map();
   }
@@ -119,13 +119,13 @@ class Link {
       const code = status[v.graph.indexOf(/** @type {SVGElement} */ (e).dataset.node)];
       if (code > 0) e.classList.add("gv-cmp-" + STATUSES[code]);
     }
-    // An edge drawn between two nodes is one edge of the graph: marked when the other graph lacks it.
+    // A line stands for the graph edges between two drawn items (nodes or closed boxes): marked by what changed.
+    const marks = v.scene ? edgeMarks(v.tree, v.graph, v.scene.open, this.edges[side], status, side) : new Map();
     for (const e of v.viewport.querySelectorAll("path[data-edge]")) {
       e.classList.remove(...CMP_CLASSES);
-      const name = /** @type {SVGElement} */ (e).dataset.edge, [s, d] = name.split(">").map((id) => v.graph.indexOf(id));
-      if (this.edges[side].has(name) && s >= 0 && d >= 0 && v.tree.rep(s) === "n" + s && v.tree.rep(d) === "n" + d) {
-        e.classList.add(side ? "gv-cmp-edge-added" : "gv-cmp-edge-removed");
-      }
+      const [s, d] = /** @type {SVGElement} */ (e).dataset.edge.split(">").map((id) => v.graph.indexOf(id));
+      const cls = s >= 0 && d >= 0 ? marks.get(v.tree.rep(s) + ">" + v.tree.rep(d)) : undefined;
+      if (cls) e.classList.add(cls);
     }
     for (const e of v.viewport.querySelectorAll("[data-group]")) {
       e.classList.remove(...CMP_CLASSES);

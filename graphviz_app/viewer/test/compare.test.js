@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { HOLDS, STATUSES, boxHolds, checkCompare, compareRows, edgeNames, holdsClass, matchBoxes, summaryText } from "../src/compare.js";
+import { EDGE_MARKS, HOLDS, STATUSES, boxHolds, checkCompare, compareRows, edgeFlags, edgeMarks, holdsClass, matchBoxes, summaryText } from "../src/compare.js";
 import { GraphData } from "../src/graph.js";
 import { Tree } from "../src/tree.js";
 
@@ -77,15 +77,69 @@ test("damaged compare data is refused with what is wrong", () => {
   assert.throws(() => checkCompare(broken), /graph bf16: edge 0 joins nodes 999/);
 });
 
-test("the edges only one graph has are named as the drawing names them", () => {
+test("the edges only one graph has are flagged by index", () => {
   const { data, a, b } = loadedPair();
-  const removed = edgeNames(data.edges[0], a.graph), added = edgeNames(data.edges[1], b.graph);
-  assert.ok([...removed, ...added].every((name) => /^n\d+>n\d+$/.test(name)));
+  const removed = edgeFlags(data.edges[0], a.graph.m), added = edgeFlags(data.edges[1], b.graph.m);
+  assert.equal(removed.length, a.graph.m);
   // blocks.2's weight feeds its AddmmBackward0 in fp32 only.
   const weight = [...Array(a.graph.n).keys()].find((i) => a.graph.name(i) === "blocks.2.fc.weight");
-  assert.ok([...removed].some((name) => name.startsWith(a.graph.id(weight) + ">")));
+  assert.ok([...Array(a.graph.m).keys()].some((e) => removed[e] && a.graph.src[e] === weight));
   // bf16 has no node fp32 lacks; its new edge joins blocks.1's act to the head, which fed on blocks.2 before.
   assert.ok(!data.match[1].includes(-1));
   const head = [...Array(b.graph.n).keys()].find((i) => b.graph.module(i) === "head");
-  assert.ok([...added].some((name) => name.endsWith(">" + b.graph.id(head))), [...added].join(", "));
+  assert.deepEqual([...Array(b.graph.m).keys()].filter((e) => added[e]).map((e) => b.graph.dst[e]), [head]);
+  assert.deepEqual([...edgeFlags([-1, 99, 0.5], 3)], [0, 0, 0]);  // damaged indices flag nothing
+});
+
+/** The marks of one pane with only the boxes in `open` open (and the graph). */
+function marksOf(/** @type {0 | 1} */ side, /** @type {number[]} */ open, /** @type {number[] | null} */ status = null) {
+  const { data, a, b } = loadedPair();
+  const { graph, tree } = side ? b : a;
+  tree.open = new Set([0, ...open]);
+  const flags = edgeFlags(data.edges[side], graph.m);
+  return { graph, tree, marks: edgeMarks(tree, graph, tree.openVisible(), flags, status || data.status[side], side) };
+}
+
+test("a line between closed boxes takes the change of the edges it stands for, in each pane", () => {
+  // Everything closed: the blocks box feeds the head box; blocks.2's act fed it in fp32, blocks.1's in bf16.
+  const a = marksOf(0, []), b = marksOf(1, []);
+  const blocks = (/** @type {{tree: Tree}} */ s) => "g" + s.tree.module.indexOf("blocks");
+  const head = (/** @type {{tree: Tree}} */ s) => "g" + s.tree.module.indexOf("head");
+  assert.deepEqual([...a.marks], [[`${blocks(a)}>${head(a)}`, "gv-cmp-edge-removed"]]);
+  assert.deepEqual([...b.marks], [[`${blocks(b)}>${head(b)}`, "gv-cmp-edge-added"]]);
+  assert.deepEqual(EDGE_MARKS.slice(1), ["gv-cmp-edge-changed", "gv-cmp-edge-added", "gv-cmp-edge-removed"]);
+});
+
+test("a line into a closed box is marked changed when the node it reaches inside changed, not when it shows", () => {
+  const { data, b } = loadedPair();
+  // bf16's first layer's AddmmBackward0 (the one x feeds), as if it had changed
+  const x = [...Array(b.graph.n).keys()].find((i) => b.graph.name(i) === "x");
+  const fed = [...Array(b.graph.m).keys()].find((e) => b.graph.src[e] === x);
+  const addmm = b.graph.dst[fed];
+  const status = data.status[1].slice();
+  status[addmm] = STATUSES.indexOf("changed");
+  const closed = marksOf(1, [], status);
+  const into = `n${x}>${closed.tree.rep(addmm)}`;
+  assert.ok(closed.tree.rep(addmm).startsWith("g"));
+  assert.equal(closed.marks.get(into), "gv-cmp-edge-changed");
+  // On a line that also stands for an edge only bf16 has, that edge wins over a changed end.
+  const only = data.edges[1][0];
+  status[b.graph.src[only]] = STATUSES.indexOf("changed");
+  const both = marksOf(1, [], status);
+  assert.equal(both.marks.get(`${both.tree.rep(b.graph.src[only])}>${both.tree.rep(b.graph.dst[only])}`), "gv-cmp-edge-added");
+  // Every box on the way open: the AddmmBackward0 is drawn (and outlined itself); its line is not marked.
+  const { tree } = marksOf(1, []);
+  tree.reveal(addmm);
+  const open = marksOf(1, [...tree.open], status);
+  assert.equal(open.tree.rep(addmm), "n" + addmm);
+  assert.equal(open.marks.get(`n${x}>n${addmm}`), undefined);
+  // Unchanged, closed: nothing to mark on that line.
+  assert.equal(marksOf(1, []).marks.get(into), undefined);
+});
+
+test("an attribute change reads as the attribute and its two values", () => {
+  const data = checkCompare(raw());
+  const i = data.status[1].indexOf(STATUSES.indexOf("changed"));
+  data.changes[1][String(i)] = [["exponent", "2", "3"]];
+  assert.deepEqual(compareRows(data, 1, i, () => "PowBackward0")[1], ["exponent changed", "2 → 3"]);
 });

@@ -1,6 +1,7 @@
 // The program editor: a plain textarea that reports its text while the person
 // types (debounced), so the page can show parse errors before Run is pressed.
-// Ctrl+Enter (Cmd+Enter) asks the page to run the program.
+// Ctrl+Enter (Cmd+Enter) asks the page to run the program. `data.label` and `data.testid` name a
+// second editor (a program compared with the first) apart from the first.
 const DEBOUNCE_MS = 250;
 
 export default function (component) {
@@ -11,6 +12,12 @@ export default function (component) {
   }
   area.dataset.ready = "1";
   area.value = (data && data.value) || "";
+  const label = parentElement.querySelector(".gv-editor-label");
+  if (data && typeof data.label === "string" && label) {
+    label.textContent = data.label;  // text, never markup
+    area.setAttribute("aria-label", data.label);
+  }
+  if (data && typeof data.testid === "string") area.dataset.testid = data.testid;
   // A new text starts at its beginning: caret and scroll home, not where the last one ended.
   area.setSelectionRange(0, 0);
   area.scrollTop = 0;

@@ -142,23 +142,23 @@ def test_tensor_parallel_all_reduces_are_events_with_their_bytes() -> None:
         + [("all_reduce", activation, "backward")] * 2)
 
 
-def test_ddp_on_fake_tensors_says_to_measure_it_on_real_ranks() -> None:
-    with pytest.raises(DistributedError, match=r"ddp failed at world size 4: DDP cannot run on fake tensors.*"
-                                               r"measure DDP on real ranks: run_ranks"):
-        forecast_world(job("ddp"), world_size=4, where="ddp")
-    assert not dist.is_initialized()
-
-
 def test_what_if_keeps_every_setup_in_order_with_a_reason_where_it_has_no_figures() -> None:
+    def bad_mesh() -> Any:
+        return BUILDERS["fsdp_tp"](torch.distributed.device_mesh.init_device_mesh(
+            "cpu", (3, 2), mesh_dim_names=("dp", "tp")))
+
     rows = what_if({"reshard": job("fsdp"), "keep": job("fsdp_keep"), "bf16": job("fsdp_mixed"),
-                    "ddp": job("ddp")}, world_size=4)
-    assert [r.label for r in rows] == ["reshard", "keep", "bf16", "ddp"]
-    reshard, keep, bf16, ddp = (r.memory for r in rows)
-    assert reshard is not None and keep is not None and bf16 is not None and ddp is None
+                    "ddp": job("ddp"), "bad mesh": bad_mesh}, world_size=4)
+    assert [r.label for r in rows] == ["reshard", "keep", "bf16", "ddp", "bad mesh"]
+    reshard, keep, bf16, ddp, bad = (r.memory for r in rows)
+    assert reshard is not None and keep is not None and bf16 is not None and ddp is not None and bad is None
     assert keep.peak_bytes > reshard.peak_bytes  # the unsharded blocks stay from forward to backward
     assert bf16.peak_bytes < reshard.peak_bytes  # half-size gathered parameters and activations
-    assert "DDP cannot run on fake tensors" in (rows[3].error or "")
-    assert "ddp" in format_what_ifs(rows).splitlines()[-1]
+    # DDP holds every parameter, a bucket of the same size and Adam's two states of it, whatever the world size
+    assert ddp.strategy == "DDP" and ddp.total_bytes > reshard.total_bytes
+    assert "Mesh should not be bigger" in (rows[4].error or "")
+    assert format_what_ifs(rows).splitlines()[-2].startswith("ddp")
+    assert "bad mesh" in format_what_ifs(rows).splitlines()[-1]
 
 
 @pytest.mark.slow

@@ -1,0 +1,110 @@
+"""The page's compare parts: a second program run beside the first, and two graphs in synced panes."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import partial
+
+import streamlit as st
+
+from ..errors import RenderError
+from ..viewer.compare import compare_page
+from . import present, service
+from .failures import show_failure
+from .pair import SavedPair
+from .results import Analysis, Failure
+from .urlstate import MAX_URL_PROGRAM_CHARS, Options
+from .widgets import compare_viewer, program_editor
+
+__all__ = ["PROGRAM_LABELS", "seeded", "second_editor", "second_program", "programs", "panes"]
+
+PROGRAM_LABELS = ("program", "second program")  # the panes' names when two programs are compared
+
+
+def seeded(compare: str) -> dict[str, object]:
+    """The session state a new session starts with, from its link's second program (`?compare=`, "" for none)."""
+    return {"compare_on": bool(compare), "compare_text": compare, "compare_submitted": compare, "compare_rev": 0}
+
+
+def second_editor(run: bool) -> Failure | None:
+    """The switch "Compare with a second program" and, when on, its editor (it starts as a copy of the first).
+
+    `run`: Run was pressed; it runs both programs, Ctrl+Enter in this editor the second. Returns the
+    problem shown under this editor when it holds the submitted second program (not repeated below).
+    """
+    s = st.session_state
+    on = st.toggle("Compare with a second program", key="compare_on",
+                   help="Run a second program in the same workers and show both graphs side by side in synced "
+                        "panes, nodes aligned by diff(): what was added, removed or changed (x**2 against x**3).")
+    if not on:
+        s.compare_submitted = ""
+        return None
+    if not s.compare_text:
+        s.compare_text = s.submitted
+    event = program_editor(s.compare_text, key=f"editor-b-{s.compare_rev}",
+                           label="Second program: compared with the first, side by side", testid="program-editor-b")
+    problem = service.syntax_problem(event.text)
+    if problem is not None:
+        show_failure(problem, title="The second program will not run")
+    if run or event.run:
+        s.compare_submitted, s.compare_text, s.showing = event.text, event.text, "program"
+    return problem if event.text == s.compare_submitted else None
+
+
+def second_program() -> str:
+    """The second program submitted, when the switch is on; "" for none."""
+    s = st.session_state
+    return str(s.get("compare_submitted") or "") if s.get("compare_on") else ""
+
+
+def programs(first: Analysis | Failure, options: Options, *, analyze: Callable[[str, Options], Analysis | Failure],
+             compare: Callable[[Analysis, Analysis], SavedPair | Failure], link: str,
+             shown: tuple[Failure | None, Failure | None]) -> bool:
+    """The first program's graph beside the second's in synced panes, or each side's problem; False when no
+    second program is submitted (the page then shows the first alone).
+
+    `analyze` runs a program in the page's workers (cached); `compare` aligns two graphs there;
+    `link` is the query of a link to the page as shown; `shown` the problems already shown under each editor.
+    """
+    other = second_program()
+    if not other:
+        return False
+    second = analyze(other, options)
+    failed = False
+    for side, found, problem in (("first", first, shown[0]), ("second", second, shown[1])):
+        if not isinstance(found, Failure):
+            continue
+        failed = True
+        if problem is not None and (problem.message, problem.line) == (found.message, found.line):
+            st.caption(f"No graph for the {side} program: fix the problem shown under its editor, then Run.")
+        else:
+            show_failure(found, title=f"The {side} program could not run")
+    if failed or isinstance(first, Failure) or isinstance(second, Failure):
+        return True
+    if panes(compare(first, second), what="two programs", retry="press Run to try again"):
+        st.markdown(f"[Link to this comparison](?{link})")
+        chars = len(st.session_state.submitted) + len(other)
+        if chars > MAX_URL_PROGRAM_CHARS:
+            st.caption(present.md(f"The two programs are too long for one link ({chars:,} characters together; a "
+                                  f"link holds at most {MAX_URL_PROGRAM_CHARS:,}): the link leaves the second out."))
+    return True
+
+
+def panes(pair: SavedPair | Failure, *, what: str, retry: str) -> bool:
+    """Two graphs side by side in synced panes, the diff's summary and the panes as a file; whether they show."""
+    if isinstance(pair, Failure):
+        show_failure(pair, title=f"Could not compare the {what}", retry=retry)
+        return False
+    try:
+        compare_viewer(pair.viewer, key="compare-" + hashlib.blake2b(pair.viewer.encode(), digest_size=6).hexdigest())
+    except RenderError as e:
+        st.error(present.md(str(e)))
+        return False
+    st.caption(present.md(f"{pair.labels[0]} ({pair.node_counts[0]:,} nodes) ⟷ {pair.labels[1]} "
+                          f"({pair.node_counts[1]:,} nodes): {pair.summary}"))
+    st.download_button("The panes as one HTML file", partial(compare_page, pair.viewer,
+                                                             title=f"{pair.labels[0]} ⟷ {pair.labels[1]}"),
+                       "compare.html", "text/html", on_click="ignore", key="compare-download",
+                       help="The same synced panes as a self-contained file: opens in any browser, makes no request.")
+    return True
