@@ -160,8 +160,8 @@ def notebook_cell(data: Mapping[str, Any], *, mount: str = "mount", title: str =
             f'sandbox="allow-scripts allow-downloads" data-fit-min="{least}" data-fit-max="{FIT_MAX_HEIGHT}" '
             f'style="display: block; width: 100%; height: {int(height)}px; border: 0" '
             f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
-            f'<div class="graphviz-app-grip" title="Drag to change the height" role="separator" '
-            f'aria-orientation="horizontal" style="display: none"></div>'
+            f'<div class="graphviz-app-grip" title="Drag (or the arrow keys) to change the height" role="separator" '
+            f'aria-orientation="horizontal" tabindex="0" style="display: none"></div>'
             f"{fallback}<script>{_HAND_OVER}</script></div>")
 
 
@@ -225,10 +225,22 @@ _HAND_OVER = """(function () {
     grip.addEventListener("pointerup", end);
     grip.addEventListener("pointercancel", end);
   }
+  // The focused grip's arrow keys: 40 px shorter (up) or taller (down).
+  function key(event) {
+    var grip = event.target && event.target.classList && event.target.classList.contains("graphviz-app-grip");
+    var frame = grip ? event.target.previousElementSibling : null;
+    var by = {ArrowUp: -40, ArrowDown: 40}[event.key];
+    if (!frame || !by || !frame.matches("iframe.graphviz-app-viewer")) return;
+    event.preventDefault();
+    event.stopPropagation();  // not the notebook's own keys (moving between cells)
+    var least = +frame.getAttribute("data-fit-min") || 0;
+    frame.style.height = Math.round(Math.max(least, frame.getBoundingClientRect().height + by)) + "px";
+  }
   bundle();
   if (!w.__graphvizAppHandOver) {
     w.__graphvizAppHandOver = 2;
     document.addEventListener("pointerdown", drag, true);
+    document.addEventListener("keydown", key, true);
     w.addEventListener("message", function (event) {
       var m = event.data;
       if (!m || !event.source) return;

@@ -17,7 +17,9 @@ from typing import Any
 
 from waiting import wait_until
 
-__all__ = ["Lab", "jupyterlab"]
+__all__ = ["KERNEL_NAME", "Lab", "jupyterlab"]
+
+KERNEL_NAME = "Python 3 (graphviz-app tests)"  # the python3 kernel's name as JupyterLab shows it
 
 # JupyterLab's own settings for a test: no news or update check (a request to the internet), no toasts over
 # the notebook.
@@ -62,6 +64,12 @@ def jupyterlab(folder: Path, *, python_path: Sequence[str], start_timeout: float
     dirs = {name: folder / name for name in ("config", "data", "runtime", "notebooks")}
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
+    # The python3 kernel is this Python, whatever other kernels the machine has: JUPYTER_PATH is looked in first (in
+    # a virtualenv, JUPYTER_DATA_DIR comes after the environment's own).
+    spec = dirs["data"] / "kernels" / "python3" / "kernel.json"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                "display_name": KERNEL_NAME, "language": "python"}))
     for name, values in _SETTINGS.items():
         target = dirs["config"] / "lab" / "user-settings" / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +79,7 @@ def jupyterlab(folder: Path, *, python_path: Sequence[str], start_timeout: float
                JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["config"] / "lab" /
                                                                                     "user-settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(dirs["config"] / "lab" / "workspaces"),
+               JUPYTER_PATH=os.pathsep.join([str(dirs["data"]), os.environ.get("JUPYTER_PATH", "")]).rstrip(os.pathsep),
                PYTHONPATH=os.pathsep.join([*python_path, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     log = (folder / "server.log").open("wb")
     server = subprocess.Popen(

@@ -173,6 +173,9 @@ def test_the_compare_frame_takes_its_drawings_height_and_its_grip_changes_it(out
     page.mouse.up()
     after = element.bounding_box()["height"]
     assert abs(after - max(FIT_MIN_HEIGHT, before - 200)) <= 1, (before, after)
+    grip.focus()
+    page.keyboard.press("ArrowDown")  # the keys too: 40 px a press
+    assert abs(element.bounding_box()["height"] - (after + 40)) <= 1
     frame.locator("[data-side=a] .gv-viewport").wait_for()
     _drawings_fill_the_panes(frame)  # fitted again to the smaller panes
     assert page.locator(".graphviz-app-fallback").first.is_hidden()  # the static picture shows only without frame

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from viewer_jupyterlab import Lab, jupyterlab
+from viewer_jupyterlab import KERNEL_NAME, Lab, jupyterlab
 from viewer_support import module_graph
 from waiting import wait_until
 
@@ -58,7 +58,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def lab_page(lab: Lab, browser) -> Iterator[Any]:  # noqa: ANN001
     """JupyterLab with the notebook open, every cell run from the Run menu."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": KERNEL_NAME, "language": "python"}
     nbformat.write(notebook, str(lab.root / "graphs.ipynb"))
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     page = context.new_page()
@@ -80,7 +80,7 @@ def lab_page(lab: Lab, browser) -> Iterator[Any]:  # noqa: ANN001
 
 def _kernel_idle(page: Any) -> None:
     """Wait for the status bar to say the notebook's kernel is connected and idle (before it: "No Kernel")."""
-    page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle").first.wait_for(timeout=WAIT_MS)
+    page.locator(".jp-StatusBar-TextItem", has_text=f"{KERNEL_NAME} | Idle").first.wait_for(timeout=WAIT_MS)
 
 
 def _frames(page: Any) -> list[Any]:
@@ -200,7 +200,7 @@ def test_a_notebook_not_trusted_shows_the_static_picture_until_trusted(lab: Lab,
     data = mimebundle(module_graph(3), standalone=True)
     cell.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=1)]
     notebook = nbformat.v4.new_notebook(cells=[cell])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": KERNEL_NAME, "language": "python"}
     nbformat.write(notebook, str(lab.root / "untrusted.ipynb"))  # written here: not signed, so not trusted
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     page = context.new_page()
