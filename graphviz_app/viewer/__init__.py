@@ -4,7 +4,8 @@ The Python side turns a `Graph` into the viewer's payload (`payload.payload`) an
 bundle built from this folder's npm project (`npm ci && npm run build`: `dist/viewer.js`, `dist/viewer.css`)
 into a page (`html.viewer_html`), a notebook cell (`html.notebook_html`) or the web page's component.
 
-The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
+The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1, or 2, `packing.PACKED_VERSION`,
+once a long column is packed by `payload.encode`)::
 
     {"format": "graphviz-app-viewer", "version": 1, "title": str,
      "options": {"rankdir": "TB", "opening": "auto" | "given"},
@@ -16,6 +17,10 @@ The payload contract (JSON, sent gzipped in base64; `PAYLOAD_VERSION` 1)::
      "overlays": [overlay, ...],               # colourings offered beside "kind"
      "series": [series, ...],                  # optional, per-step data (the first drawable one is charted)
      "notes": [str, ...]}                      # optional, shown in the status line (why a block is missing)
+
+In the page's text (`payload.encode`) a column of at least `packing.PACK_FROM` entries (the graph's, the
+boxes' and each overlay's "node" and "group") travels packed: one value, a range, or little-endian numbers
+in base64 (`packing`; the bundle's `src/unpack.js` reads it back as typed arrays, `packing.unpack` as lists).
 
 An overlay colours nodes and boxes by a number: ``{"key": str, "label": str, "scale": "log" | "linear",
 "unit": "bytes" | "", "node": [float | null per node], "group": [float | null per box],

@@ -10,7 +10,12 @@ from mem_oracle import StepSpec, memtracker_peak
 from torch.profiler import ProfilerActivity, profile
 
 from graphviz_app import memory_timeline, trace_model
-from graphviz_app.analysis.memory.op_bytes import NESTED_GRADS_ATTR, REENTRANT_KEEPS_ATTR, TEMPORARIES_ATTR
+from graphviz_app.analysis.memory.op_bytes import (
+    NESTED_GRADS_ATTR,
+    NESTED_LEAF_GRADS_ATTR,
+    REENTRANT_KEEPS_ATTR,
+    TEMPORARIES_ATTR,
+)
 from graphviz_app.memory import measure
 
 
@@ -69,6 +74,16 @@ def test_a_graph_alone_says_the_temporaries_are_not_in_it() -> None:
     timeline = memory_timeline(trace_model(Cube(32), _x(16, 32)))
     assert timeline.peak_bytes == 8 + 2 * 4 * 16 * 32  # without the temporaries: 8 + 2 S
     assert any("temporaries each op's backward makes" in n for n in timeline.notes)
+
+
+def test_a_measured_step_whose_ops_made_no_temporaries_does_not_say_they_are_missing() -> None:
+    # Linear and ReLU: each backward returns its gradients and makes nothing beside them (BERT-like
+    # graphs had the "not in this graph" note though the run had recorded every op, none with temporaries).
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    m = measure(model, _x(16, 32))
+    assert not any(TEMPORARIES_ATTR == k for n in m.graph.nodes for k, _ in n.attrs)
+    assert m.predicted.peak_bytes == m.measured.peak_bytes
+    assert not any("temporaries each op's backward makes" in n for n in m.predicted.notes)
 
 
 @pytest.mark.parametrize("batch", [1, 8])
@@ -168,3 +183,37 @@ def test_what_a_reentrant_checkpoint_keeps_of_other_arguments_is_held(batch: int
     spec = StepSpec(lambda: ReentrantWithTuple(d), lambda b: ((x,), {}), lambda out: out)
     assert m.predicted.peak_bytes == m.measured.peak_bytes == memtracker_peak(spec, batch).peak_bytes
     assert m.predicted.steps[0].after == m.measured.steps[0].after  # the end of the forward: it is held there
+
+
+class ReentrantSharedScale(ReentrantMLP):
+    """ReentrantMLP whose `scale` is used outside the block (x * scale) and inside it again (its input * scale)."""
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(x * self.scale)))
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_a_parameter_used_inside_and_outside_a_reentrant_block_has_one_grad(batch: int) -> None:
+    # As the ReentrantMLP case, with t = x * scale again inside the block (4 d rows B, saved by up's mm) alive at
+    # down's MmBackward: 8 + 3 * 4 h rows + 3 * 4 d rows + 4 d h is the peak. The nested backward makes scale's
+    # .grad (4 d B) with the blocks' (4 d h B each); the outer MulBackward0's gradient for scale is then summed into
+    # it in place: the step ends with the three .grad, scale's once.
+    d, rows = 16, 16 * batch
+    h = 4 * d
+    hand = 8 + 3 * 4 * h * rows + 3 * 4 * d * rows + 4 * d * h
+    x = _x(rows, d)
+    torch.manual_seed(0)
+    m = measure(ReentrantSharedScale(d), x)
+    spec = StepSpec(lambda: ReentrantSharedScale(d), lambda b: ((x,), {}), lambda out: out)
+    assert memtracker_peak(spec, batch).peak_bytes == hand
+    assert m.measured.peak_bytes == hand
+    assert m.predicted.peak_bytes == hand
+    scale = next(n for n in m.graph.nodes if n.kind.value == "leaf" and n.name.endswith("scale"))
+    block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
+    assert dict(block.attrs)[NESTED_GRADS_ATTR] == str(2 * 4 * d * h + 4 * d)
+    assert dict(block.attrs)[NESTED_LEAF_GRADS_ATTR] == f"{scale.id}={4 * d}"
+    # scale's AccumulateGrad ran inside the block too (torch keeps one per tensor): still one measured step each
+    assert [s.node for s in m.measured.steps] == [s.node for s in m.predicted.steps]
+    assert m.measured.steps[-1].after == 2 * 4 * d * h + 4 * d
+    assert m.predicted.steps[-1].after == 2 * 4 * d * h + 4 * d + 8  # + the loss and its gradient, as above
+    assert not any("counted twice" in n for n in m.predicted.notes)

@@ -12,7 +12,7 @@ import torch
 from mem_models import MODELS, Fn
 
 from graphviz_app import trace, trace_model
-from graphviz_app.analysis.memory import MemoryTimeline, memory_timeline
+from graphviz_app.analysis.memory import MemoryStep, MemoryTimeline, memory_timeline
 from graphviz_app.model import Graph
 from graphviz_app.tracing.memory.step import Step, run_step
 
@@ -235,3 +235,14 @@ def test_the_readme_example_prints_what_the_readme_shows(capsys: pytest.CaptureF
     exec(compile(example, "README.md memory", "exec"), {})  # noqa: S102
     shown = section.split('```text title="Output"\n')[1].split("```")[0]
     assert capsys.readouterr().out == shown
+
+
+def test_the_replays_steps_are_plain_memory_steps() -> None:
+    # The replay fills its steps in without MemoryStep's frozen __init__ (for speed): they must be the same records.
+    timeline = memory_timeline(trace(_chain(_vector()), show_saved=True))
+    step = timeline.steps[1]
+    made = MemoryStep(step.node, step.before, step.peak, step.after)
+    assert type(step) is MemoryStep and step == made and hash(step) == hash(made)
+    assert dataclasses.replace(step, peak=1) == MemoryStep(step.node, step.before, 1, step.after)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.peak = 1  # type: ignore[misc]

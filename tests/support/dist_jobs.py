@@ -92,7 +92,18 @@ def build_ddp(mesh: DeviceMesh | None, *, view: bool = False, **options: Any) ->
     return _step(model)
 
 
+def build_ddp_tp(mesh: DeviceMesh) -> Any:
+    """TP on the mesh's "tp" dimension, then DDP over its "dp" slice (torch's way: DDP given `process_group=`
+    broadcasts the DTensor parameters, which DTensor refuses)."""
+    model = plain_model()
+    _tp_plan(model, mesh["tp"])
+    return _step(torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.1, device_mesh=mesh["dp"]))
+
+
 def mesh_for(name: str, world_size: int) -> DeviceMesh:
+    if name.startswith("ddp_tp"):  # dp x tp: "ddp_tp" splits the ranks by TP, "ddp_tp_dp" by DDP
+        tp = 1 if name.startswith("ddp_tp_dp") else world_size
+        return init_device_mesh("cpu", (world_size // tp, tp), mesh_dim_names=("dp", "tp"))
     if name == "fsdp_tp":
         tp = 2 if world_size % 2 == 0 and world_size > 2 else 1
         return init_device_mesh("cpu", (world_size // tp, tp), mesh_dim_names=("dp", "tp"))
@@ -109,6 +120,8 @@ BUILDERS: dict[str, Callable[[DeviceMesh], Any]] = {
     "ddp": build_ddp,
     "ddp_view": lambda mesh: build_ddp(mesh, view=True),
     "fsdp_hostile": build_fsdp_hostile,
+    "ddp_tp": build_ddp_tp,
+    "ddp_tp_dp": build_ddp_tp,
 }
 
 
@@ -116,7 +129,7 @@ def job(name: str) -> Callable[[], Any]:
     """The FUNC of a job: world size from torch.distributed, the mesh, the wrapped model, inputs, optimizer."""
     def func() -> Any:
         world = dist.get_world_size()
-        return BUILDERS[name](None if name.startswith("ddp") else mesh_for(name, world))
+        return BUILDERS[name](None if name in ("ddp", "ddp_view") else mesh_for(name, world))
 
     func.__name__ = name
     return func
@@ -153,6 +166,14 @@ def ddp() -> Any:
 
 def ddp_view() -> Any:
     return job("ddp_view")()
+
+
+def ddp_tp() -> Any:
+    return job("ddp_tp")()
+
+
+def ddp_tp_dp() -> Any:
+    return job("ddp_tp_dp")()
 
 
 def ddp_unused() -> Any:
@@ -200,7 +221,7 @@ def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -
     """
     from graphviz_app.memory import measure
     from graphviz_app.tracing.distributed.rank_step import ddp_buckets
-    from graphviz_app.tracing.distributed.shards import local_storage_bytes
+    from graphviz_app.tracing.distributed.shards import local_storage_bytes, rank_parameters
     from graphviz_app.tracing.distributed.torch_trackers import torch_tracker
 
     model, x = result[0], result[1]
@@ -209,12 +230,12 @@ def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -
         out = model(x)
         out.sum().backward()
         del out
-        for p in model.parameters():
+        for p in rank_parameters(model):
             p.grad = None
 
     for _ in range(2 if isinstance(model, torch.nn.parallel.DistributedDataParallel) else 1):
         step()  # DDP rebuilds its buckets in its second step: the steady state comes after it
-    held = local_storage_bytes([*model.parameters(), *model.buffers(), x]) + sum(ddp_buckets(model))
+    held = local_storage_bytes([*rank_parameters(model), *model.buffers(), x]) + sum(ddp_buckets(model))
     m = measure(model, x)
     with torch_tracker(model, None, [x]) as peak:
         step()

@@ -18,6 +18,7 @@ if str(_HERE) not in sys.path:
 from viewer_support import chain_graph, checked_graph, compare_pair, module_graph, with_order  # noqa: E402
 
 from graphviz_app.viewer.compare import compare_payload  # noqa: E402
+from graphviz_app.viewer.packing import pack  # noqa: E402
 from graphviz_app.viewer.payload import payload  # noqa: E402
 
 __all__ = ["FIXTURES", "fixtures", "text", "main"]
@@ -27,8 +28,11 @@ FIXTURES = _HERE.parents[1] / "graphviz_app" / "viewer" / "test" / "fixtures"
 
 def fixtures() -> dict[str, dict[str, Any]]:
     """File name -> payload: modules and rolled blocks, hostile names, a long flat chain, a checked model;
-    and a compare file's data (three blocks against two in bfloat16)."""
+    and a compare file's data (three blocks against two in bfloat16); the modules and the chain again with
+    every column packed, as `encode` packs a long graph's."""
     return {
+        "modules_packed.json": pack(payload(with_order(module_graph(3)), title="three blocks"), pack_from=1),
+        "chain_packed.json": pack(payload(chain_graph(400), title="chain"), pack_from=1),
         "modules.json": payload(with_order(module_graph(3)), title="three blocks"),
         "hostile.json": payload(module_graph(2, hostile=True), title="<b>hostile</b>"),
         "chain.json": payload(chain_graph(400), title="chain"),

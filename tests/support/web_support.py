@@ -50,8 +50,11 @@ def viewer_element(at) -> dict | None:  # noqa: ANN001
 
 
 def decode_viewer(text: str) -> dict:
-    """The viewer's data (`Analysis.viewer`: base64 of gzipped JSON) as a dict."""
-    return json.loads(gzip.decompress(base64.b64decode(text)))
+    """The viewer's data (`Analysis.viewer`: base64 of gzipped JSON, long columns packed) as a dict of lists."""
+    from graphviz_app.viewer.packing import unpack
+
+    found: dict = unpack(json.loads(gzip.decompress(base64.b64decode(text))))
+    return found
 
 
 def shown_payload(at) -> dict | None:  # noqa: ANN001

@@ -15,6 +15,7 @@ from viewer_support import HOSTILE, chain_graph, module_graph
 
 from graphviz_app.drawing.renderer import export
 from graphviz_app.model import GradInfo, Graph, to_compact
+from graphviz_app.viewer.packing import unpack
 from graphviz_app.viewer.payload import encode, payload
 from graphviz_app.viewer.tree import READABLE, build_tree, initial_open
 
@@ -22,7 +23,9 @@ MB = 1_000_000
 
 
 def _decode(text: str) -> dict[str, Any]:
-    return json.loads(gzip.decompress(base64.b64decode(text)))
+    """The payload in `text`, its packed columns read back (`packing.unpack`)."""
+    found: dict[str, Any] = unpack(json.loads(gzip.decompress(base64.b64decode(text))))
+    return found
 
 
 def _shown(tree: dict[str, list[Any]], opened: list[int]) -> list[str]:

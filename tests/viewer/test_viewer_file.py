@@ -171,7 +171,7 @@ def _packed(text: bytes) -> str:
     (_packed(b"{not json"), "the graph data is damaged (not JSON): save the graph again"),
     (_packed(b"[" * 100_000 + b"]" * 100_000), "this is not graphviz-app viewer data"),
     (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 99}).encode()),
-     "the graph data is of viewer version 99; this viewer reads version 1: save the graph again with this "
+     "the graph data is of viewer version 99; this viewer reads versions 1 and 2: save the graph again with this "
      "graphviz-app"),
     (_packed(json.dumps({"format": "graphviz-app-viewer", "version": 1, "graph": {}}).encode()),
      "the graph data lacks its nodes, edges or boxes"),
@@ -361,3 +361,38 @@ def test_a_hostile_or_stale_fragment_is_ignored_and_runs_nothing(page, model_htm
     assert page.get_by_test_id("viewer-search").input_value() == hostile  # the query, as text in the box
     assert page.evaluate("window.__pwned") is None
     assert page.locator("img, [onerror]").count() == 0 and page.errors == [] and page.dialogs == []
+
+
+def _every_column_packed(path: Path) -> Path:
+    """The file at `path` again with every column of its payload packed, as a million-node graph's are."""
+    from graphviz_app.viewer.payload import encode
+
+    text = path.read_text(encoding="utf-8")
+    start = text.index('id="gv-payload">') + len('id="gv-payload">')
+    end = text.index("<", start)
+    data = json.loads(gzip.decompress(base64.b64decode(text[start:end])))
+    packed = encode(data, pack_from=1)
+    assert "$packed" in json.loads(gzip.decompress(base64.b64decode(packed)))["graph"]["edges"]["src"]
+    path.write_text(text[:start] + packed + text[end:], encoding="utf-8")
+    return path
+
+
+def test_a_file_with_every_column_packed_shows_the_same_details_and_folds(page, tmp_path: Path) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    graph = module_graph(1)
+    fc = graph.nodes[3]
+    fc = replace(fc, attrs=(("alpha", "1"), ("beta", "0.5")), tensor=replace(fc.tensor, values=(0.25, -1.5)))
+    path = _every_column_packed(save(replace(graph, nodes=graph.nodes[:3] + (fc,) + graph.nodes[4:]),
+                                     tmp_path / "packed.html"))
+    open_viewer(page, path, "#open=0.1.2.3.4.5&sel=n3")
+    text = page.get_by_test_id("viewer-details").inner_text()
+    for expected in ("backward op", "8 elements, 32 B", "values", "0.25, -1.5", "attribute alpha", "attribute beta",
+                     "mat1: (2, 4) float32 32 B", "blocks.0.fc (Linear)", "model.py:11 in forward", "gradient norm"):
+        assert expected in text, expected
+    chain = _every_column_packed(save(chain_graph(4000), tmp_path / "chain.html"))
+    open_viewer(page, chain)
+    fold = page.locator(".gv-fold.gv-closed")
+    assert "SinBackward0 → MulBackward0 ×2,000" in fold.text_content()
+    fold.click()
+    assert "1 of 2,000" in page.locator(".gv-fold.gv-open").text_content()

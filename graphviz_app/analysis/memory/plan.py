@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
 from ...model.annotations import CHECKPOINT_KEPT_ATTR, RECOMPUTE_BLOCK_ATTR, RECOMPUTED_BYTES_ATTR
-from .op_bytes import read_op_attrs
+from .op_bytes import RECORDED_ATTRS, OpBytesRead, read_op_attrs
 from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
@@ -57,7 +58,8 @@ class BackwardPlan:
     `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps. `forward_peak` is the forward's
     own peak the run that made the graph left on its roots (`with_forward_peak`), None when it left none.
     `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
-    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran;
+    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran, and of
+    them `nested_leaves[n]` the (leaf, bytes) of the `.grad` it made for leaves of this graph (used outside too);
     `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
     `ranks[n]` is `priority(n)` as one int (ops and leaves; a leaf's is negative), read with the nodes in one pass;
     `makes[n]` says how op `n` makes its inputs' gradients when not as new tensors (MAKES_VIEW: views of the
@@ -86,6 +88,7 @@ class BackwardPlan:
     forward_peak: int | None = None
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
+    nested_leaves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     reentrant_keeps: dict[str, int] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
     makes: dict[str, int] = field(default_factory=dict)
@@ -143,8 +146,6 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
 def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     """The plan's per-node tables, its output nodes and the leaves' storages, in one pass over the nodes (a graph
     of 100,000 nodes does not fit in the CPU's caches: each pass over it costs as much as the work done in it)."""
-    nodes: dict[str, Node] = {}
-    index: dict[str, int] = {}
     sizes: dict[str, int] = {}
     ranks: dict[str, int] = {}
     makes: dict[str, int] = {}
@@ -153,18 +154,19 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
     reentrant: list[str] = []
     ops = saved_count = freed = packed = 0
     unknown_recency = False
-    temporaries: dict[str, int] = {}
-    nested: dict[str, int] = {}
-    keeps: dict[str, int] = {}
+    recorded = OpBytesRead()
     op, leaf, saved, output = NodeKind.OP, NodeKind.LEAF, NodeKind.SAVED, NodeKind.OUTPUT
     packed_state = (STATE_ATTR, PACKED_BY_HOOK)
     makes_by_name = MAKES_BY_NAME
     step = len(graph.nodes) + 1
+    ids = [n.id for n in graph.nodes]
+    nodes = dict(zip(ids, graph.nodes, strict=True))  # built in C: half the cost of two stores a node in a loop
+    index = dict(zip(ids, range(len(ids)), strict=True))
+    recorded_names = RECORDED_ATTRS
     for i, n in enumerate(graph.nodes):
-        nid, kind, t = n.id, n.kind, n.tensor
-        nodes[nid] = n
-        index[nid] = i
+        kind, t = n.kind, n.tensor
         if kind is op:
+            nid = ids[i]
             ops += 1
             if t is not None:
                 sizes[nid] = t.bytes
@@ -173,8 +175,10 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
                 recency = _UNKNOWN_RECENCY
                 unknown_recency = True
             ranks[nid] = recency * step + i
-            if n.attrs:
-                read_op_attrs(n, temporaries, nested, keeps)
+            for key, _ in n.attrs:  # most ops' attrs are their saved arguments: no call for them
+                if key in recorded_names:
+                    read_op_attrs(n, recorded)
+                    break
             name = n.name
             made = makes_by_name.get(name)
             if made is not None:
@@ -188,6 +192,7 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
                 if packed_state in n.attrs:
                     packed += 1
         elif kind is leaf:
+            nid = ids[i]
             ranks[nid] = _LEAF_RANK + i
             if t is not None:
                 sizes[nid] = t.bytes
@@ -196,8 +201,9 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
         elif kind is output:
             outputs.append(n)
     facts = GraphFacts(ops, saved_count, freed, packed, reentrant, unknown_recency)
-    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=temporaries, nested=nested, reentrant_keeps=keeps,
-                        ranks=ranks, makes=makes, facts=facts)
+    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=recorded.temporaries, nested=recorded.nested,
+                        nested_leaves=recorded.nested_leaves, reentrant_keeps=recorded.keeps, ranks=ranks, makes=makes,
+                        facts=facts)
     return plan, outputs, skip
 
 
@@ -225,6 +231,8 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
     senders = (NodeKind.OP, NodeKind.LEAF)
     storage_bytes, savers_of, saved_by, sends, deps = (plan.storage_bytes, plan.savers, plan.saved_by, plan.sends,
                                                        plan.deps)
+    senders_sent: list[str] = []  # a sender once per gradient it sends, counted in C below
+    sent = senders_sent.append
     for e in graph.edges:
         kind = e.kind
         src = nodes[e.src]
@@ -254,15 +262,17 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
             if src.name.startswith("result"):
                 plan.results.add((dst, key))
         elif kind is data_kind:
-            dst_kind = nodes[e.dst].kind
+            dst = e.dst
+            dst_kind = nodes[dst].kind
             if dst_kind is op_node:
                 if src.kind in senders:
-                    found = sends.get(e.dst)
+                    sender = e.src
+                    found = sends.get(dst)
                     if found is None:
-                        sends[e.dst] = [(e.src, e.output_nr, e.slot)]
+                        sends[dst] = [(sender, e.output_nr, e.slot)]
                     else:
-                        found.append((e.src, e.output_nr, e.slot))
-                    deps[e.src] = deps.get(e.src, 0) + 1  # from every sender: `_reach` keeps them if all run
+                        found.append((sender, e.output_nr, e.slot))
+                    sent(sender)
             elif dst_kind is output_node:
                 plan.output_op[e.dst] = e.src
                 if e.dst in wanted and src.kind is op_node:
@@ -270,6 +280,7 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
                     size = t.bytes if t is not None else 0
                     item = size // t.numel if t is not None and t.numel else size
                     plan.roots.append((e.src, e.output_nr, size, item))
+    deps.update(Counter(senders_sent))  # the gradients each waits for, from every sender (`_reach` may count again)
 
 
 def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:

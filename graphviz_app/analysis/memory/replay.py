@@ -15,6 +15,8 @@ __all__ = ["EngineReplay", "Recompute"]
 _NEVER = 1 << 62
 _UNKNOWN_RECENCY = 1 << 62  # as plan.priority: ops of unknown recency run after those of known recency
 _LEAF_RANK = -(1 << 100)  # as plan.ranks: below every op's
+# A rank names its node: an op's is `recency * (len(nodes) + 1) + index`, a leaf's `_LEAF_RANK + index` (below this).
+_LEAVES_BELOW = _LEAF_RANK // 2
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
@@ -58,6 +60,7 @@ class EngineReplay:
         self.sums_in_place = sums_in_place
         self.temporaries = _temporaries(plan)
         self.extra = set(self.temporaries) | set(plan.nested)
+        self.nested_leaves = {leaf for made in plan.nested_leaves.values() for leaf, _ in made}
         self.priority = plan.ranks or _priorities(plan)
         self.makes = plan.makes if plan.ranks else _makes(plan)  # both read with the nodes
         self.recompute = recompute or Recompute()
@@ -76,6 +79,9 @@ class EngineReplay:
         # with `track`, every storage's entry, in the order they were made
         self.history: list[list[Any]] = []
         self._start()
+        # What `_run_op` reads at every op, in one load (none of these is replaced while the replay runs)
+        self._tables = (plan, plan.sends, plan.sizes, self.makes, plan.saved_by, self.buffers, self.deps,
+                        self.priority, self.ready, self.extra, self.temporaries, track, retain_graph, sums_in_place)
 
     # -- storages and values -------------------------------------------------
     def _new(self, key: Any, size: int, kind: str, owner: str, count: int) -> list[Any]:
@@ -212,7 +218,9 @@ class EngineReplay:
             value = self._alloc(item, op, size)
             value[0][0] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
-        self.ready = [(self.priority[n], n) for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
+        # The ready nodes' ranks alone: a rank names its node (`_node_of`), and a heap of ints is twice as fast as
+        # one of (rank, node) pairs when a node makes thousands ready at once (a stack's backward)
+        self.ready = [self.priority[n] for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
                       if self.deps.get(n, 0) == 0]
         heapq.heapify(self.ready)
 
@@ -254,16 +262,21 @@ class EngineReplay:
         # Nodes with checkpointing work around them; the rest (nearly all) take the short way.
         special = {*block_of, *deferred, *recopied, *released_after, *recomputed}
         order, pop, add_step = self.order, heapq.heappop, steps.append
-        run_leaf, run_op = self._run_leaf, self._run_op
+        run_leaf, run_op, new_step = self._run_leaf, self._run_op, _Step
+        ids, per_recency = list(plan.nodes), len(plan.nodes) + 1
         while ready:
-            rank, node = pop(ready)
+            rank = pop(ready)
+            node = ids[rank - _LEAF_RANK if rank < _LEAVES_BELOW else rank % per_recency]
             before = self.live
             if node not in special:
-                peak = run_leaf(node) if rank < 0 else run_op(node)  # a leaf's rank is below every op's
+                peak = run_leaf(node) if rank < _LEAVES_BELOW else run_op(node)
                 after = self.live
                 order.append(node)
-                add_step(MemoryStep(node, before, peak if peak > before and peak > after
-                                    else (before if before > after else after), after))
+                step = new_step()  # `MemoryStep(node, before, peak, after)`, without its frozen __init__'s calls
+                step.node, step.before, step.after = node, before, after
+                step.peak = peak if peak > before and peak > after else (before if before > after else after)
+                step.__class__ = MemoryStep  # type: ignore[assignment]
+                add_step(step)  # type: ignore[arg-type]
                 continue
             block = block_of.get(node)
             if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
@@ -273,7 +286,7 @@ class EngineReplay:
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
                 self._hold_saved(key, copy=True)
-            peak = run_leaf(node) if rank < 0 else run_op(node)
+            peak = run_leaf(node) if rank < _LEAVES_BELOW else run_op(node)
             for key in released_after.get(node, ()):
                 self._release(key)
             for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
@@ -298,11 +311,15 @@ class EngineReplay:
                     self._hold(key, size, _SAVED, saver)
 
     def _run_leaf(self, node: str) -> int:
-        """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy."""
+        """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy; where `.grad`
+        exists already (made by a reentrant block's nested backward), the gradient is summed into it in place."""
         inputs = self.buffers.pop(node, None)
         value = inputs.get(0) if inputs else None
         peak = self.live
         if value is None:
+            return peak
+        if node in self.nested_leaves and f"grad:{node}" in self.store:  # a nested backward made it: summed in place
+            self._drop(value)
             return peak
         leaf_bytes = self.plan.sizes.get(node, 0)
         if value[1] == 1 and value[0][1] >= leaf_bytes:  # stolen: the value stays, held by .grad
@@ -318,24 +335,28 @@ class EngineReplay:
 
     def _run_op(self, node: str) -> int:
         """One op's backward: its gradients made, its temporaries, its input buffer and saved tensors released,
-        its gradients delivered (`_deliver`, written out for a target's first gradient: the usual case)."""
-        plan = self.plan
-        inputs = self.buffers.pop(node, None)
-        incoming = None
-        if inputs:
-            incoming = inputs.get(0)
-            if incoming is None:
-                incoming = next(iter(inputs.values()))
-        sizes, track = plan.sizes, self.track
+        its gradients delivered (`_deliver`, written out for a target's first gradient: the usual case).
+
+        The hottest code of the replay (once per op of a graph of 100,000s): tables and counters are read into
+        locals once, the counters written back before any method that reads them is called."""
+        (plan, sends_of, sizes, makes_of, saved_by, buffers, deps, priority, ready, extra, temporaries, track,
+         retain_graph, in_place) = self._tables
+        inputs = buffers.pop(node, None)
         made: list[tuple[str, int, list[Any]]] = []
-        sends = plan.sends.get(node)
+        entry: list[Any]
+        sends = sends_of.get(node)
         if sends:
-            makes = self.makes.get(node, 0)
+            makes = makes_of.get(node, 0)
+            incoming = None
+            if inputs and makes:
+                incoming = inputs.get(0)
+                if incoming is None:
+                    incoming = next(iter(inputs.values()))
             own = sizes.get(node, 0) if makes else -1
-            history = self.history
+            history, number, live, moment = self.history, self._next, self.live, self.moment
             for target, output_nr, at in sends:
-                need = sizes.get(target, 0) if not output_nr else plan.output_bytes(target, output_nr)
-                if incoming is not None and makes:
+                need = plan.output_bytes(target, output_nr) if output_nr else sizes.get(target, 0)
+                if incoming is not None:
                     if makes == MAKES_VIEW:
                         incoming[0][0] += 1  # a new value on the incoming gradient's storage
                         made.append((target, output_nr, [incoming[0], 1, need, True]))
@@ -345,71 +366,124 @@ class EngineReplay:
                         made.append((target, output_nr, incoming))
                         continue
                 # a new tensor: `_alloc`, written out (most ops, most gradients)
-                self._next += 1
-                self.live += need
+                number += 1
+                live += need
                 if track:
-                    self.moment += 1
-                    entry = [1, need, _GRADIENTS, node, self._next, _NEVER, self.moment, _GRADIENTS, node]
+                    moment += 1
+                    entry = [1, need, _GRADIENTS, node, number, _NEVER, moment, _GRADIENTS, node]
                     history.append(entry)
                 else:
-                    entry = [1, need, _GRADIENTS, node, self._next]
+                    entry = [1, need, _GRADIENTS, node, number]
                 made.append((target, output_nr, [entry, 1, need, False]))
-        if node in self.extra:
+            self._next, self.live, self.moment = number, live, moment
+        if node in extra:
             self._extra(node)
         peak = live = self.live
-        if live > self.best:
-            self.best, self.best_moment = live, self.moment
-        if node in self.temporaries:
+        moment = self.moment
+        if peak > self.best:
+            self.best, self.best_moment = peak, moment
+        if node in temporaries:
             self._release(f"temporaries:{node}")
+            live, moment = self.live, self.moment
+        store = self.store
         if inputs:
-            release_entry = self._release_entry
             for value in inputs.values():
                 value[1] -= 1
-                if value[1] == 0:
-                    release_entry(value[0])
-        if not self.retain_graph:
-            saved = plan.saved_by.get(node)
+                if value[1] == 0:  # `_release_entry(value[0])`, written out
+                    entry = value[0]
+                    entry[0] -= 1
+                    if entry[0] == 0:
+                        if type(entry[4]) is str:
+                            del store[entry[4]]
+                        live -= entry[1]
+                        if track:
+                            moment += 1
+                            entry[5] = moment
+        if not retain_graph:
+            saved = saved_by.get(node)
             if saved:
-                copies, release = self.recompute.copies, self._release
-                for key in saved:
-                    release(_copy_key(key) if copies and node in copies.get(key, ()) else key)
-        deps, buffers, priority = self.deps, self.buffers, self.priority
-        in_place, release_entry = self.sums_in_place, self._release_entry
+                copies = self.recompute.copies
+                for key in saved:  # `_release(key)`, written out (a storage's key names its entry)
+                    entry = store[_copy_key(key) if copies and node in copies.get(key, ()) else key]
+                    entry[0] -= 1
+                    if entry[0] == 0:
+                        del store[entry[4]]
+                        live -= entry[1]
+                        if track:
+                            moment += 1
+                            entry[5] = moment
+        if not made:
+            self.live, self.moment = live, moment
+            return peak
+        push = heapq.heappush
         for target, output_nr, value in made:
             slot = buffers.get(target)
-            if slot is None:
-                buffers[target] = slot = {}
-            old = slot.get(output_nr)
-            if old is None:  # the first gradient for this input (`_deliver`, written out)
-                slot[output_nr] = value
+            if slot is None:  # the first gradient for this input (`_deliver`, written out)
+                buffers[target] = {output_nr: value}
+                first = True
+            else:
+                first = output_nr not in slot
+                if first:
+                    slot[output_nr] = value
+                else:
+                    old = slot[output_nr]
+                    if in_place and old[1] == 1 and old[0][0] == 1 and old[2] <= old[0][1] and not old[3]:
+                        value[1] -= 1  # `_exclusive(old)`: summed into it in place, `value` dropped
+                        if value[1] == 0:
+                            entry = value[0]
+                            entry[0] -= 1
+                            if entry[0] == 0:  # `_release_entry`, written out
+                                if type(entry[4]) is str:
+                                    del store[entry[4]]
+                                live -= entry[1]
+                                if track:
+                                    moment += 1
+                                    entry[5] = moment
+                    else:
+                        self.live, self.moment = live, moment
+                        peak = self._sum(target, output_nr, old, value, peak)
+                        live, moment = self.live, self.moment
+            if first:
                 entry = value[0]
                 if entry[0] == 1 and entry[2] == _GRADIENTS:  # `_relabel`, written out: now the target's
                     entry[3] = target
                     if track:
-                        self.moment += 1
-                        entry += (self.moment, _GRADIENTS, target)
-            elif in_place and old[1] == 1 and old[0][0] == 1 and old[2] <= old[0][1] and not old[3]:
-                value[1] -= 1  # `_exclusive(old)`: summed into it in place, `value` dropped
-                if value[1] == 0:
-                    release_entry(value[0])
-            else:
-                peak = self._sum(target, output_nr, old, value, peak)
+                        moment += 1
+                        entry += (moment, _GRADIENTS, target)
             left = deps[target] - 1
             deps[target] = left
-            if left == 0:
-                heapq.heappush(self.ready, (priority[target], target))
+            if not left:
+                push(ready, priority[target])
+        self.live, self.moment = live, moment
         return peak
 
     def _extra(self, node: str) -> None:
-        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay), and the
-        temporaries its backward made and freed inside (released once the peak is read)."""
-        nested = self.plan.nested.get(node)
+        """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay; a leaf of this
+        graph's under its own name, `grad:<leaf>`, as its AccumulateGrad would have made it), and the temporaries its
+        backward made and freed inside (released once the peak is read)."""
+        nested = self.plan.nested.get(node, 0)
+        for leaf, size in self.plan.nested_leaves.get(node, ()):  # the .grad of a leaf of this graph: held as its own
+            nested -= size
+            if f"grad:{leaf}" not in self.store:  # else summed into it in place (a what-if replay ran the leaf first)
+                self._hold(f"grad:{leaf}", size, _GRADS, leaf)
         if nested:
             self._hold(f"nested:{node}", nested, _GRADS, node)
         temporaries = self.temporaries.get(node)
         if temporaries:
             self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
 
+
+
+class _Step:
+    """A MemoryStep while it is filled in: the same slots, then given MemoryStep's class. A frozen dataclass's
+    __init__ sets each field through `object.__setattr__` (0.8 us a step, a tenth of the replay of a fan of 160,000
+    nodes); the record made this way is the same MemoryStep (equal, hashable, `dataclasses.replace` works)."""
+
+    __slots__ = ("node", "before", "peak", "after")
+    node: str | None
+    before: int
+    peak: int
+    after: int
 
 
 def _copy_key(key: str) -> str:

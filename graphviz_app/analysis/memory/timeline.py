@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Collection
+from operator import attrgetter
 from typing import Any
 
-from ...model import Graph, NodeKind
+from ...model import Graph, Node, NodeKind
 from .plan import BackwardPlan, plan_backward
 from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
@@ -85,23 +86,30 @@ def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, f
         forward_peak_bytes = plan.forward_peak
     replay = EngineReplay(plan, retain_graph=retain_graph, track=True, sums_in_place=sums_in_place)
     steps = replay.run()
-    top = max(s.peak for s in steps)
-    peak_step = next(i for i, s in enumerate(steps) if s.peak == top)  # the first step reaching it
-    peak_bytes = max(steps[peak_step].peak, forward_peak_bytes or 0)
+    peaks = list(map(_PEAK, steps))
+    peak_step = peaks.index(max(peaks))  # the first step reaching it
+    peak_bytes = max(peaks[peak_step], forward_peak_bytes or 0)
     owners, held = _last_savers(plan, replay.order)
     held_at_peak, at_peak = _at_peak(plan, replay.alive_at_peak(), owners)
-    index = plan.index.__getitem__
     return MemoryTimeline(
         steps=tuple(steps),
         peak_bytes=peak_bytes,
         peak_step=peak_step,
-        held=tuple((owner, held[owner]) for owner in sorted(held, key=index)),
-        held_at_peak=tuple((owner, held_at_peak[owner]) for owner in sorted(held_at_peak, key=index)),
+        held=_in_graph_order(plan, held),
+        held_at_peak=_in_graph_order(plan, held_at_peak),
         at_peak=at_peak,
         retain_graph=retain_graph,
         notes=tuple(_notes(graph, plan, forward_peak_bytes is not None)),
         forward_peak_bytes=forward_peak_bytes,
     )
+
+
+_PEAK = attrgetter("peak")
+
+
+def _in_graph_order(plan: BackwardPlan, held: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    owners = sorted(held, key=plan.index.__getitem__)
+    return tuple(zip(owners, map(held.__getitem__, owners), strict=True))
 
 
 def _last_savers(plan: BackwardPlan, order: list[str]) -> tuple[dict[str, str], dict[str, int]]:
@@ -128,7 +136,8 @@ def _last_savers(plan: BackwardPlan, order: list[str]) -> tuple[dict[str, str], 
 def _at_peak(plan: BackwardPlan, alive: dict[Any, tuple[str, str, int]], owners: dict[str, str],
              ) -> tuple[dict[str, int], tuple[ModuleBytes, ...]]:
     """What each node holds at the peak (a saved storage under the saver that releases it), and the same by module."""
-    saved = HolderKind.SAVED.value
+    saved, output = HolderKind.SAVED.value, NodeKind.OUTPUT
+    nodes, output_op = plan.nodes, plan.output_op
     held: dict[str, int] = {}
     modules: dict[str, str | None] = {}
     totals: dict[str | None, dict[str, int]] = {}
@@ -138,22 +147,18 @@ def _at_peak(plan: BackwardPlan, alive: dict[Any, tuple[str, str, int]], owners:
         held[owner] = held.get(owner, 0) + size
         if owner in modules:
             module = modules[owner]
-        else:
-            module = modules[owner] = _module_of(plan, owner)
+        else:  # the owner's module; an output's is the module of the op that made it
+            n: Node | None = nodes[owner]
+            if n is not None and n.kind is output:
+                op = output_op.get(owner)
+                n = nodes[op] if op is not None else None
+            module = modules[owner] = n.module if n is not None else None
         kinds = totals.get(module)
         if kinds is None:
             kinds = totals[module] = {}
         kinds[kind] = kinds.get(kind, 0) + size
     rows = [ModuleBytes(module, **kinds) for module, kinds in totals.items()]
     return held, tuple(sorted(rows, key=lambda r: (-r.total, r.module or "")))
-
-
-def _module_of(plan: BackwardPlan, node_id: str) -> str | None:
-    n = plan.nodes[node_id]
-    if n.kind is NodeKind.OUTPUT:
-        op = plan.output_op.get(node_id)
-        return plan.nodes[op].module if op is not None else None
-    return n.module
 
 
 def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
@@ -170,7 +175,8 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     freed = facts.freed - facts.packed
     modelled = sum(len(v) for v in plan.recomputed.values())
     packed = facts.packed - modelled
-    recorded = bool(plan.temporaries)
+    # A run counted the step (its forward's peak is known): an op with no temporaries recorded made none.
+    recorded = bool(plan.temporaries) or forward_known
     if modelled:
         own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
                else "not counted: the recompute's own temporaries")
@@ -189,7 +195,8 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
         notes.append(f"{counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): each runs its "
                      "forward again and a nested backward inside that node, neither in this graph; counted as the "
                      "step ran: the most they held at once inside the node, and the .grad of the block's "
-                     "parameters they leave (a parameter also used outside the block is counted twice)")
+                     "parameters they leave (a parameter also used outside the block once: its gradient from "
+                     "outside is summed into that .grad)")
     if len(blocks) > counted:
         notes.append(f"{len(blocks) - counted} block(s) under reentrant checkpointing (CheckpointFunctionBackward): "
                      "each runs its forward again and a nested backward inside that node, neither in this graph; the "

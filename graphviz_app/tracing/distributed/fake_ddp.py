@@ -2,8 +2,9 @@
 
 The reducer itself runs (its bucket assignment by `bucket_cap_mb`, the single
 first-step bucket and the rebuild in gradient-ready order, `.grad` as a bucket
-view or a copy beside it, `find_unused_parameters`, `static_graph`), so a fake
-rank allocates what a real one does. The places that read a tensor's values,
+view or a copy beside it, `find_unused_parameters`, `static_graph`; DDP over the "dp"
+slice of a 2-D mesh, with tensor parallelism on the other), so a fake rank
+allocates what a real one does. The places that read a tensor's values,
 which fake tensors do not have, are answered as one process of the fake cluster
 can:
 
@@ -29,9 +30,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ...errors import DistributedError
 from ..memory.counting import tensors_in
-from ..torch_internals import TorchDispatchMode, fake_tensor_api, root_mesh
+from ..torch_internals import TorchDispatchMode, fake_tensor_api
 from ..torch_internals.ddp import ddp_steps_around
 
 __all__ = ["ddp_on_fake_tensors", "fake_allreduce_hook", "fake_mode"]
@@ -93,12 +93,6 @@ fake_allreduce_hook.__annotations__ = {"process_group": Any, "bucket": dist.Grad
 
 
 def _init(self: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:
-    mesh = kwargs.get("device_mesh")
-    if mesh is not None and root_mesh(mesh) is not mesh:
-        raise DistributedError(
-            "DDP over a slice of a 2-D device mesh (DDP with tensor parallelism) cannot be forecast yet: DDP turns "
-            "the DTensor parameters into local tensors, which the rank's figures do not count (real ranks miss them "
-            "too); forecast DDP, TP or FSDP+TP instead")
     with _RealInt32Made():
         _DDP_INIT(self, *args, **kwargs)
     self.register_comm_hook(self.process_group, fake_allreduce_hook)

@@ -23,7 +23,7 @@ from ..torch_internals import fake_tensor_api, fsdp_units
 from ..walker import Walker, WalkOptions
 from .counting import RankStorages
 from .rank_step import RankStep, run_rank_step
-from .shards import is_dtensor, local_part, sharding_text
+from .shards import is_dtensor, local_part, rank_parameters, sharding_text
 from .spread import rank_info
 
 __all__ = ["RankGraph", "RankTrace", "trace_rank_step", "traced_rank_step"]
@@ -170,7 +170,7 @@ def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bo
     group the graph carries the rank (`Graph.rank`: its collectives, each at the node that issued it, and its
     FSDP units), so `save(graph, "rank0.html")` marks them on the memory chart.
     """
-    params = list(step.model.parameters())
+    params = rank_parameters(step.model)
     kept = [p.grad for p in params]
     for p in params:  # a step starts from zero_grad(set_to_none=True)
         p.grad = None
@@ -205,7 +205,7 @@ def trace_rank_step(step: RankStep, *, rank: int = 0, world_size: int = 1) -> Ra
     """
     memory = run_rank_step(step, rank=rank, world_size=world_size)
     trace = traced_rank_step(step)
-    for p in step.model.parameters():
+    for p in rank_parameters(step.model):
         p.grad = None
     graph = dataclasses.replace(trace.graph, rank=rank_info(step.model, rank, world_size, trace.counter.events,
                                                             trace.units))

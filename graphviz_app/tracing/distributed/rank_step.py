@@ -13,8 +13,9 @@ from ...analysis.distributed import RankMemory
 from ...errors import DistributedError
 from ..memory.step import step_outputs
 from ..torch_internals import ddp_bucket_sizes, root_mesh
+from ..torch_internals.ddp import ddp_local_spec
 from .counting import RankStorages
-from .shards import is_dtensor, local_storage_bytes
+from .shards import is_dtensor, local_storage_bytes, rank_parameters
 from .spread import strategy_of
 
 __all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "ddp_buckets", "check_meshes"]
@@ -98,7 +99,7 @@ def train_step(step: RankStep, counter: RankStorages | None = None) -> int:
     _set_phase(counter, "backward")
     loss.backward()  # type: ignore[union-attr]
     del loss
-    params = list(step.model.parameters())
+    params = rank_parameters(step.model)
     grads = local_storage_bytes(p.grad for p in params if p.grad is not None)
     _set_phase(counter, "optimizer")
     if step.optimizer is not None:
@@ -118,10 +119,14 @@ def check_meshes(model: torch.nn.Module, world_size: int) -> None:
     Raises:
         DistributedError: naming the mesh's shape and the world size.
     """
-    for name, p in model.named_parameters():
-        if not is_dtensor(p):
+    names = {id(p): n for n, p in model.named_parameters()}
+    for p in rank_parameters(model):
+        # A DTensor's mesh, or for DDP with tensor parallelism the mesh of the DTensor its local parameter stands for
+        spec = ddp_local_spec(p)
+        mesh = p.device_mesh if is_dtensor(p) else spec.mesh if spec is not None else None  # type: ignore[attr-defined]
+        if mesh is None:
             continue
-        mesh = p.device_mesh  # type: ignore[attr-defined]
+        name = names.get(id(p), "(a local one DDP made)")
         root = root_mesh(mesh)  # a slice of a 2-D mesh covers part of the whole
         if root.size() != world_size:
             shape = tuple(root.shape)
@@ -206,7 +211,7 @@ def run_rank_step(step: RankStep, *, rank: int, world_size: int, warmup: int | N
                      + ("each .grad is a view into its bucket" if view else "each .grad is a copy beside its bucket"))
     return RankMemory(
         rank=rank, world_size=world_size, strategy=strategy, peak_bytes=counter.peak,
-        params_bytes=local_storage_bytes(model.parameters()), grads_bytes=grads,
+        params_bytes=local_storage_bytes(rank_parameters(model)), grads_bytes=grads,
         optimizer_bytes=local_storage_bytes(_state_tensors(step.optimizer)),
         buffers_bytes=local_storage_bytes(model.buffers()), inputs_bytes=local_storage_bytes(_inputs(step)),
         buckets_bytes=sum(buckets), collectives=tuple(counter.events), notes=tuple(notes),

@@ -12,8 +12,9 @@ from typing import Any
 import torch
 
 from ..torch_internals import fsdp_unsharded_params
+from ..torch_internals.ddp import ddp_local_spec, ddp_parameters
 
-__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes", "ShardLookup"]
+__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes", "rank_parameters", "ShardLookup"]
 
 
 def is_dtensor(t: Any) -> bool:
@@ -34,13 +35,16 @@ def sharding_text(t: torch.Tensor) -> str:
 
     e.g. `Shard(dim=0) of (1024, 256) on mesh (dp=2)`.
     """
-    mesh = t.device_mesh  # type: ignore[attr-defined]
+    return _layout_text(t.device_mesh, t.placements, t.shape)  # type: ignore[attr-defined]
+
+
+def _layout_text(mesh: Any, placements: Any, shape: Any) -> str:
     names = mesh.mesh_dim_names
     dims = ", ".join(f"{n}={s}" if names else str(s) for n, s in zip(names or [""] * mesh.ndim, mesh.shape,
                                                                    strict=True))
-    places = ", ".join(repr(p) for p in t.placements)  # type: ignore[attr-defined]
-    shape = "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
-    return f"{places} of {shape} on mesh ({dims})"
+    places = ", ".join(repr(p) for p in placements)
+    text = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    return f"{places} of {text} on mesh ({dims})"
 
 
 def local_storage_bytes(tensors: Any) -> int:
@@ -58,6 +62,22 @@ def local_storage_bytes(tensors: Any) -> int:
             seen[id(st)] = st  # held so its id is not reused while counting
             total += st.nbytes()
     return total
+
+
+def rank_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """The parameters this rank holds for `model`: `model.parameters()`, and for DDP the ones its reducer holds.
+
+    They differ under DDP over a slice of a 2-D mesh (DDP with tensor
+    parallelism): DDP turns the DTensor parameters into parameters of their local
+    shards, and from the first forward on the module holds DTensors made from
+    them as plain attributes, so `model.parameters()` yields none of them while
+    they keep their storages, receive the gradients and are what the optimizer steps.
+    """
+    params = list(model.parameters())
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        seen = {id(p) for p in params}
+        params += [p for p in ddp_parameters(model) if id(p) not in seen]
+    return params
 
 
 class ShardLookup:
@@ -96,4 +116,8 @@ class ShardLookup:
                     f"{sharding_text(sharded)}; all-gathered (FSDP) while its unit runs", hit[2])
         if is_dtensor(t):
             return local_part(t).detach(), sharding_text(t), None
+        spec = ddp_local_spec(t) if t.is_leaf else None
+        if spec is not None:  # DDP with tensor parallelism: the local parameter DDP made of a DTensor parameter
+            return t.detach(), f"{_layout_text(spec.mesh, spec.placements, spec.shape)}; its local shard, as DDP " \
+                "holds it", None
         return None

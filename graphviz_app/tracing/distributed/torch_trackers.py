@@ -31,6 +31,7 @@ def torch_tracker(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
     from torch.distributed.fsdp import FSDPModule
 
     from ..torch_internals import memory_trackers
+    from .shards import rank_parameters
 
     FSDPMemTracker, MemTracker = memory_trackers()
 
@@ -41,7 +42,12 @@ def torch_tracker(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
         tracker.track_inputs(tuple(inputs))
     else:
         tracker, peak.name = MemTracker(), "MemTracker"
-        tracker.track_external(model, *([optimizer] if optimizer is not None else []), *inputs)
+        # MemTracker knows a model's parameters from `model.parameters()`; DDP with tensor parallelism holds its
+        # local parameters elsewhere (`rank_parameters`), and without them MemTracker notices each only when an
+        # op first touches it (a bias untouched until the optimizer step was missing from its peak: 256 bytes).
+        known = {id(p) for p in model.parameters()}
+        held = [p for p in rank_parameters(model) if id(p) not in known]
+        tracker.track_external(model, *held, *([optimizer] if optimizer is not None else []), *inputs)
     with tracker:
         yield peak
     snapshot = tracker.get_tracker_snapshot("peak")

@@ -230,9 +230,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
         if counter is None:
             return StepRun(graph, roots, None)
-        handles = [fn.register_prehook(_marker(counter, node_id)) for node_id, fn in fns.items()]
         op_bytes = OpBytes()
-        handles += watch_op_bytes(counter, fns, graph, op_bytes)
+        handles = watch_op_bytes(counter, fns, graph, op_bytes)
         del fns
         counter.paused = False
         counter.mark(None)
@@ -255,13 +254,6 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
 def _device_of(step: Step) -> str:
     tensors = given_tensors(step.model, step.args, step.kwargs)
     return str(tensors[0].device) if tensors else "cpu"
-
-
-def _marker(counter: LiveStorages | LiveCuda, node_id: str) -> Any:
-    def prehook(grad_outputs: Any) -> None:
-        counter.mark(node_id)
-
-    return prehook
 
 
 def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False, trace_saved: bool = True) -> StepRun:

@@ -1,4 +1,5 @@
-"""DDP's private parts that a fake-cluster forecast steps around: the shape check across ranks, the pre-forward."""
+"""DDP's private parts: the ones a fake-cluster forecast steps around (the shape check across ranks, the
+pre-forward), and the parameters DDP reduces."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import torch.nn.parallel.distributed as ddp_module
 
-__all__ = ["ddp_steps_around"]
+__all__ = ["ddp_steps_around", "ddp_parameters", "ddp_local_spec"]
 
 
 @contextlib.contextmanager
@@ -36,3 +37,20 @@ def ddp_steps_around(*, shape_check: Callable[..., None],
     finally:
         ddp_module._verify_param_shape_across_processes = check
         ddp._pre_forward = pre_forward  # type: ignore[method-assign]
+
+
+def ddp_parameters(ddp: Any) -> list[Any]:
+    """The parameters `ddp` (a DistributedDataParallel) reduces, as the reducer holds them (`_module_parameters`).
+
+    Over a slice of a 2-D mesh (DDP with tensor parallelism), DDP turns each
+    DTensor parameter into a parameter of its local shard; the module's forward
+    pre-hook then sets DTensors made from them as plain attributes, so from the
+    first forward on `ddp.parameters()` no longer yields them: only this list does.
+    """
+    return list(getattr(ddp, "_module_parameters", ()))
+
+
+def ddp_local_spec(param: Any) -> Any:
+    """The spec (`mesh`, `placements`, global `shape`) of the DTensor a parameter of DDP with tensor parallelism
+    stands for (DDP keeps it as `_st_info` on the local parameter it made), or None for any other tensor."""
+    return getattr(param, "_st_info", None)

@@ -1,10 +1,14 @@
 // @ts-check
-// The payload: base64 text of gzipped JSON (see graphviz_app/viewer/__init__.py for its contract;
-// its type is types.js's Payload, and checkPayload is where a decoded object becomes one).
+// The payload: base64 text of gzipped JSON, its long columns packed (unpack.js) (see
+// graphviz_app/viewer/__init__.py for its contract; its type is types.js's Payload, and checkPayload is where a decoded object becomes one).
+import { base64Bytes, isColumn, unpackAll } from "./unpack.js";
+
 /** @typedef {import("./types.js").Payload} Payload */
 
 export const FORMAT = "graphviz-app-viewer";
 export const VERSION = 1;
+/** The version of a payload with packed columns (graphviz_app/viewer/packing.py's PACKED_VERSION). */
+export const PACKED_VERSION = 2;
 export const MAX_ENCODED_CHARS = 200 * 1024 * 1024;
 
 /** @param {string} text @returns {Promise<Payload>} */
@@ -31,26 +35,7 @@ export async function decodeJson(text) {
   } catch {
     throw new Error("the graph data is damaged (not JSON): save the graph again");
   }
-  return data;
-}
-
-/**
- * The bytes `b64` spells. `Uint8Array.fromBase64` where the browser has it (a 24 MB payload: 14-29 ms against
- * 48-94 ms for atob and a copy loop, in Chromium), else atob.
- * @param {string} b64
- * @returns {Uint8Array<ArrayBuffer>}
- */
-function base64Bytes(b64) {
-  const fromBase64 = /** @type {{fromBase64?: (text: string) => Uint8Array<ArrayBuffer>}} */ (/** @type {unknown} */ (Uint8Array)).fromBase64;
-  try {
-    if (typeof fromBase64 === "function") return fromBase64(b64);
-    const binary = atob(b64);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    return bytes;
-  } catch {
-    throw new Error("the graph data is damaged (not base64): save the graph again");
-  }
+  return unpackAll(data);
 }
 
 /**
@@ -61,25 +46,25 @@ function base64Bytes(b64) {
 export function checkPayload(raw) {
   const data = /** @type {Payload} */ (raw);
   if (!data || data.format !== FORMAT) throw new Error("this is not graphviz-app viewer data");
-  if (data.version !== VERSION) {
-    throw new Error(`the graph data is of viewer version ${data.version}; this viewer reads version ${VERSION}: save the graph again with this graphviz-app`);
+  if (data.version !== VERSION && data.version !== PACKED_VERSION) {
+    throw new Error(`the graph data is of viewer version ${data.version}; this viewer reads versions ${VERSION} and ${PACKED_VERSION}: save the graph again with this graphviz-app`);
   }
   const g = data.graph, t = data.tree;
-  if (!g || g.schema !== 3 || !g.nodes || !g.edges || !t || !Array.isArray(t.parent)) {
+  if (!g || g.schema !== 3 || !g.nodes || !g.edges || !t || !isColumn(t.parent)) {
     throw new Error("the graph data lacks its nodes, edges or boxes");
   }
   const n = g.nodes.kind.length;
-  if (!Array.isArray(t.node_group) || !Array.isArray(t.node_instance) || t.node_group.length !== n || t.node_instance.length !== n) {
+  if (!isColumn(t.node_group) || !isColumn(t.node_instance) || t.node_group.length !== n || t.node_instance.length !== n) {
     throw new Error("the graph's boxes do not match its nodes");
   }
   for (const key of /** @type {const} */ (["kind", "label", "module", "instance", "count"])) {
-    if (!Array.isArray(t[key]) || t[key].length !== t.parent.length) throw new Error(`the graph's boxes lack their ${key}`);
+    if (!isColumn(t[key]) || t[key].length !== t.parent.length) throw new Error(`the graph's boxes lack their ${key}`);
   }
   for (const key of /** @type {const} */ (["name", "module", "source", "tensor", "grad"])) {
-    if (!Array.isArray(g.nodes[key]) || g.nodes[key].length !== n) throw new Error(`the graph's nodes lack their ${key}`);
+    if (!isColumn(g.nodes[key]) || g.nodes[key].length !== n) throw new Error(`the graph's nodes lack their ${key}`);
   }
   const m = g.edges.src && g.edges.src.length;
-  if (!Array.isArray(g.edges.src) || !Array.isArray(g.edges.dst) || g.edges.dst.length !== m) {
+  if (!isColumn(g.edges.src) || !isColumn(g.edges.dst) || g.edges.dst.length !== m) {
     throw new Error("the graph's edges lack their ends");
   }
   for (let e = 0; e < m; e++) {

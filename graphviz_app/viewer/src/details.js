@@ -26,7 +26,7 @@ function tensorRows(t, graph, i) {
     ["size", `${t.numel.toLocaleString()} element${t.numel === 1 ? "" : "s"}, ${bytes(t.bytes)}`]);
   if (t.storageBytes !== null && t.storageBytes !== undefined && t.storageBytes !== t.bytes) rows.push(["storage", bytes(t.storageBytes)]);
   if (t.sharding) rows.push(["sharding", t.sharding]);
-  if (t.values) rows.push(["values", t.values.join(", ")]);
+  if (t.values) rows.push(["values", Array.prototype.join.call(t.values, ", ")]);
   rows.push(["requires grad", t.requiresGrad ? "yes" : "no"]);
   return rows;
 }
@@ -37,7 +37,7 @@ function gradRows(g) {
   const rows = [["gradient norm", format(g.norm)], ["gradient max |g|", format(g.maxAbs)],
     ["gradient mean |g|", format(g.meanAbs)], ["gradient zeros", (100 * g.zeroFraction).toFixed(1) + "%"]];
   if (g.nan || g.inf) rows.push(["gradient non-finite", `${g.nan} nan, ${g.inf} inf of ${g.numel}`]);
-  if (g.values) rows.push(["gradient values", g.values.join(", ")]);
+  if (g.values) rows.push(["gradient values", Array.prototype.join.call(g.values, ", ")]);
   return rows;
 }
 

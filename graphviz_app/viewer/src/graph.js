@@ -1,5 +1,8 @@
 // @ts-check
-// Read access to the compact (schema 3) graph: one array per field, strings in one table.
+// Read access to the compact (schema 3) graph: one array per field (a typed array, or Rows for a list per
+// entry, where the column arrived packed), strings in one table.
+import { row } from "./unpack.js";
+
 /** @typedef {import("./types.js").CompactGraph} CompactGraph */
 /** @typedef {import("./types.js").Stat} Stat */
 /** @typedef {"data" | "saved" | "view"} EdgeKind */
@@ -8,13 +11,13 @@
  * A tensor's fields, read from its columns.
  * @typedef {object} Tensor
  * @property {string | null} name
- * @property {number[]} shape
+ * @property {ArrayLike<number>} shape
  * @property {string | null} dtype
  * @property {string | null} device
  * @property {number} numel
  * @property {number} bytes
  * @property {boolean} requiresGrad
- * @property {Array<number | string | boolean> | null} values
+ * @property {ArrayLike<number | string | boolean> | null} values
  * @property {string | null} storage
  * @property {boolean} freed
  * @property {number | null} storageBytes
@@ -31,7 +34,7 @@
  * @property {number} nan
  * @property {number} inf
  * @property {number} zeroFraction
- * @property {Array<number | string> | null} values
+ * @property {ArrayLike<number | string> | null} values
  */
 
 /** @typedef {{type: string, params: number, bytes: number}} ModuleInfo */
@@ -53,7 +56,7 @@ export class GraphData {
     this.dst = g.edges.dst;
     this.m = this.src.length;
     /** @type {Map<string, ModuleInfo>} */
-    this.modules = new Map((g.modules || []).map((row) => [row[0], { type: row[1], params: row[2], bytes: row[3] }]));
+    this.modules = new Map((g.modules || []).map((m) => [m[0], { type: m[1], params: m[2], bytes: m[3] }]));
     /** @type {Map<string, number> | null} */
     this._ids = null;
   }
@@ -63,6 +66,10 @@ export class GraphData {
   id(i) { return this.g.nodes.id ? this.s(this.g.nodes.id[i]) : "n" + i; }
   /** @param {string} id @returns {number} the node's index, -1 for none */
   indexOf(id) {
+    if (!this.g.nodes.id) {  // the ids are n0, n1, ...: read the index from the id (no map of a million ids)
+      const i = /^n(0|[1-9][0-9]{0,15})$/.test(id) ? Number(id.slice(1)) : -1;
+      return i < this.n ? i : -1;
+    }
     if (!this._ids) {
       this._ids = new Map();
       for (let i = 0; i < this.n; i++) this._ids.set(this.id(i), i);
@@ -82,7 +89,7 @@ export class GraphData {
   recency(i) { return this.g.nodes.recency[i]; }
   /** @param {number} i @returns {[string, string][]} */
   attrs(i) {
-    const raw = this.g.nodes.attrs[i];
+    const raw = row(this.g.nodes.attrs, i);
     /** @type {[string, string][]} */
     const pairs = [];
     if (raw) for (let k = 0; k + 1 < raw.length; k += 2) pairs.push([this.s(raw[k]), this.s(raw[k + 1])]);
@@ -94,8 +101,8 @@ export class GraphData {
     if (t === -1 || t === undefined) return null;
     const c = this.g.tensors;
     return {
-      name: this.s(c.name[t]), shape: c.shape[t], dtype: this.s(c.dtype[t]), device: this.s(c.device[t]),
-      numel: c.numel[t], bytes: c.bytes[t], requiresGrad: !!c.requires_grad[t], values: c.values[t],
+      name: this.s(c.name[t]), shape: row(c.shape, t), dtype: this.s(c.dtype[t]), device: this.s(c.device[t]),
+      numel: c.numel[t], bytes: c.bytes[t], requiresGrad: !!c.requires_grad[t], values: row(c.values, t),
       storage: this.s(c.storage[t]), freed: !!c.freed[t], storageBytes: c.storage_bytes[t],
       sharding: c.sharding ? this.s(c.sharding[t]) : null,
     };
@@ -104,8 +111,8 @@ export class GraphData {
   shapeText(i) {
     const t = this.g.nodes.tensor[i];
     if (t === -1 || t === undefined) return "";
-    const shape = this.g.tensors.shape[t];
-    return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
+    const shape = row(this.g.tensors.shape, t);
+    return shape.length === 1 ? `(${shape[0]},)` : `(${Array.prototype.join.call(shape, ", ")})`;
   }
   /** @param {number} i @returns {Grad | null} */
   grad(i) { return this._grad(this.g.nodes.grad[i]); }
@@ -116,7 +123,7 @@ export class GraphData {
     if (k === -1 || k === undefined) return null;
     const c = this.g.grads;
     return { numel: c.numel[k], norm: number(c.norm[k]), maxAbs: number(c.max_abs[k]), meanAbs: number(c.mean_abs[k]),
-             nan: c.nan[k], inf: c.inf[k], zeroFraction: number(c.zero_fraction[k]), values: c.values[k] };
+             nan: c.nan[k], inf: c.inf[k], zeroFraction: number(c.zero_fraction[k]), values: row(c.values, k) };
   }
   // The op where NaN/Inf first appears in backward, or -1.
   /** @returns {number} */

@@ -8,16 +8,31 @@ export class Search {
     this.graph = graph;
     /** @type {string[] | null} */
     this.texts = null;
+    /** @type {string[]} the texts made so far (index() makes the rest) */
+    this._made = [];
   }
+  // Every node's text, made now (the rest of what indexSome has not made).
   index() {
     if (this.texts) return;
-    const g = this.graph, texts = new Array(g.n);
-    for (let i = 0; i < g.n; i++) {
+    this.indexSome(Infinity);
+  }
+  /**
+   * Make node texts for about `ms` milliseconds (a million nodes take a few hundred: the page indexes them in
+   * idle slices, so no input waits on it); whether every node's is made.
+   * @param {number} ms
+   * @returns {boolean}
+   */
+  indexSome(ms) {
+    if (this.texts) return true;
+    const g = this.graph, texts = this._made, until = performance.now() + ms;
+    for (let i = texts.length; i < g.n; i++) {
       const t = g.tensor(i);
-      texts[i] = [g.id(i), g.name(i), g.module(i) || "", t ? (t.name || "") + " " + g.shapeText(i) + " " + t.dtype : "",
-        g.source(i) || ""].join(" ").toLowerCase();
+      texts.push([g.id(i), g.name(i), g.module(i) || "", t ? (t.name || "") + " " + g.shapeText(i) + " " + t.dtype : "",
+        g.source(i) || ""].join(" ").toLowerCase());
+      if ((i & 255) === 255 && performance.now() > until) return false;
     }
     this.texts = texts;
+    return true;
   }
   /**
    * The nodes whose text holds `query` (any case), ops first, then in node order.

@@ -6,59 +6,71 @@
 /** A string-table index (`strings[index]`), -1 for none. @typedef {number} StringIndex */
 
 /**
+ * A column of numbers: a plain array, or a typed array where it arrived packed (unpack.js).
+ * @typedef {number[] | Int8Array | Int16Array | Int32Array | Float32Array | Float64Array} Column
+ */
+
+/**
+ * A column holding a list per entry (or `none`): a plain array, or Rows where it arrived packed (read an
+ * entry with unpack.js's `row`).
+ * @template T, N
+ * @typedef {Array<T[] | N> | import("./unpack.js").Rows} RowColumn
+ */
+
+/**
  * The graph's node columns (schema 3): one entry per node.
  * @typedef {object} NodeColumns
- * @property {StringIndex[] | null} id  null: the ids are n0, n1, ...
- * @property {StringIndex[]} kind
- * @property {StringIndex[]} name
- * @property {StringIndex[]} module
- * @property {StringIndex[]} source
+ * @property {Column | null} id  string indices; null: the ids are n0, n1, ...
+ * @property {Column} kind  string indices
+ * @property {Column} name  string indices
+ * @property {Column} module  string indices
+ * @property {Column} source  string indices
  * @property {(number | null)[]} recency
- * @property {(StringIndex[] | 0)[]} attrs  key, value, key, value, ... (0: none)
- * @property {number[]} tensor  row in `tensors`, -1 for none
- * @property {number[]} grad  row in `grads`, -1 for none
+ * @property {RowColumn<StringIndex, 0>} attrs  key, value, key, value, ... (0: none)
+ * @property {Column} tensor  row in `tensors`, -1 for none
+ * @property {Column} grad  row in `grads`, -1 for none
  * @property {(number | null)[]} [order]
- * @property {StringIndex[]} [differentiates]
+ * @property {Column} [differentiates]  string indices
  */
 
 /**
  * @typedef {object} TensorColumns
- * @property {StringIndex[]} name
- * @property {number[][]} shape
- * @property {StringIndex[]} dtype
- * @property {StringIndex[]} device
- * @property {number[]} numel
- * @property {number[]} bytes
- * @property {(0 | 1)[]} requires_grad
- * @property {(Array<number | string | boolean> | null)[]} values
- * @property {StringIndex[]} storage
- * @property {(0 | 1)[]} freed
+ * @property {Column} name  string indices
+ * @property {RowColumn<number, never>} shape
+ * @property {Column} dtype  string indices
+ * @property {Column} device  string indices
+ * @property {Column} numel
+ * @property {Column} bytes
+ * @property {Column} requires_grad  0 or 1
+ * @property {RowColumn<number | string | boolean, null>} values
+ * @property {Column} storage  string indices
+ * @property {Column} freed  0 or 1
  * @property {(number | null)[]} storage_bytes
- * @property {number[]} [sharding]  how a rank's DTensor is laid out (string indices; only when any is sharded)
+ * @property {Column} [sharding]  how a rank's DTensor is laid out (string indices; only when any is sharded)
  */
 
 /** A statistic strict JSON can carry: a number, or "nan", "inf", "-inf". @typedef {number | "nan" | "inf" | "-inf"} Stat */
 
 /**
  * @typedef {object} GradColumns
- * @property {number[]} numel
- * @property {Stat[]} norm
- * @property {Stat[]} max_abs
- * @property {Stat[]} mean_abs
- * @property {number[]} nan
- * @property {number[]} inf
- * @property {Stat[]} zero_fraction
- * @property {(Array<number | string> | null)[]} values
+ * @property {Column} numel
+ * @property {Stat[] | Column} norm
+ * @property {Stat[] | Column} max_abs
+ * @property {Stat[] | Column} mean_abs
+ * @property {Column} nan
+ * @property {Column} inf
+ * @property {Stat[] | Column} zero_fraction
+ * @property {RowColumn<number | string, null>} values
  */
 
 /**
  * @typedef {object} EdgeColumns
- * @property {number[]} src  node index
- * @property {number[]} dst  node index
- * @property {(0 | 1 | 2)[]} kind  data, saved, view
- * @property {number[]} output_nr
- * @property {number[]} slot
- * @property {number[]} grad  row in `grads`, -1 for none
+ * @property {Column} src  node index
+ * @property {Column} dst  node index
+ * @property {Column} kind  0 data, 1 saved, 2 view
+ * @property {Column} output_nr
+ * @property {Column} slot
+ * @property {Column} grad  row in `grads`, -1 for none
  */
 
 /** A module row: name, type, parameters, parameter bytes. @typedef {[string, string, number, number]} ModuleRow */
@@ -85,14 +97,14 @@
 /**
  * The boxes: one entry per box in the first six columns (box 0 is the graph), one per node in the last two.
  * @typedef {object} TreeData
- * @property {number[]} parent  -1 for box 0
+ * @property {Column} parent  -1 for box 0
  * @property {BoxKind[]} kind
  * @property {string[]} label
  * @property {(string | null)[]} module
- * @property {number[]} instance  which instance of its repeat parent, -1 for none
- * @property {number[]} count  instances of a roll or fold
- * @property {number[]} node_group
- * @property {number[]} node_instance
+ * @property {Column} instance  which instance of its repeat parent, -1 for none
+ * @property {Column} count  instances of a roll or fold
+ * @property {Column} node_group
+ * @property {Column} node_instance
  */
 
 /**

@@ -101,17 +101,23 @@ export class Viewer {
       else this.chart.highlight(step);
     }, companionSeries(this.data.series, series));
   }
-  /** @returns {(i: number) => number[]} the nodes whose tensors node i saved */
+  /** @returns {(i: number) => number[]} the nodes whose tensors node i saved (indexed when first asked: the
+   * first view of a million-node graph does not wait for it) */
   _savedIndex() {
-    /** @type {Map<number, number[]>} */
-    const saved = new Map();
+    /** @type {Map<number, number[]> | null} */
+    let saved = null;
     const g = this.graph;
-    for (let e = 0; e < g.m; e++) {
-      if (g.edgeKind(e) !== "saved") continue;
-      const list = saved.get(g.dst[e]);
-      if (list) list.push(g.src[e]); else saved.set(g.dst[e], [g.src[e]]);
-    }
-    return (i) => saved.get(i) || [];
+    return (i) => {
+      if (!saved) {
+        saved = new Map();
+        for (let e = 0; e < g.m; e++) {
+          if (g.edgeKind(e) !== "saved") continue;
+          const list = saved.get(g.dst[e]);
+          if (list) list.push(g.src[e]); else saved.set(g.dst[e], [g.src[e]]);
+        }
+      }
+      return saved.get(i) || [];
+    };
   }
   _start() {
     const t = this.tree;
@@ -137,7 +143,9 @@ export class Viewer {
     this.root.dataset.firstViewMs = String(Math.round(performance.now()));
     /** @type {(f: () => void) => void} */
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
-    idle(() => this.search.index());  // so the first search is quick
+    // So the first search is quick, in slices of 20 ms: a million nodes' texts would hold input for hundreds.
+    const slice = () => { if (!this.search.indexSome(20)) idle(slice); };
+    idle(slice);
   }
   // What the tree's state looks like now: laid out (only what changed), drawn, outlined.
   refresh() {

@@ -23,14 +23,18 @@ test("damaged data says what is wrong and what to do", async () => {
   await assert.rejects(decodePayload(encode('{"format": "other"}')), /not graphviz-app viewer data/);
 });
 
-test("a payload of another version names both versions", () => {
-  const data = { ...fixture("modules"), version: 2 };
-  assert.throws(() => checkPayload(data), /viewer version 2; this viewer reads version 1/);
+test("a payload of another version names the versions this viewer reads", () => {
+  const data = { ...fixture("modules"), version: 3 };
+  assert.throws(() => checkPayload(data), /viewer version 3; this viewer reads versions 1 and 2/);
+});
+
+test("a payload with packed columns (version 2) is read like a plain one (version 1)", () => {
+  assert.doesNotThrow(() => checkPayload({ ...fixture("modules"), version: 2 }));
 });
 
 test("boxes that do not match the nodes, and edges to nodes that do not exist, are refused", () => {
   const short = fixture("modules");
-  short.tree.node_group.pop();
+  /** @type {number[]} */ (short.tree.node_group).pop();
   assert.throws(() => checkPayload(short), /boxes do not match its nodes/);
   const noLabels = fixture("modules");
   noLabels.tree.label = noLabels.tree.label.slice(1);

@@ -36,3 +36,11 @@ test("edge kinds are named; the graph says which op first went non-finite, or -1
   assert.deepEqual([...kinds].sort(), ["data", "saved"]);
   assert.equal(graph.origin(), -1);
 });
+
+test("a node's index is read from an id n0, n1, ... and only from exactly such an id", () => {
+  const { graph } = loaded("chain");
+  assert.equal(graph.g.nodes.id, null, "the chain's ids are n0, n1, ...");
+  assert.equal(graph.indexOf("n0"), 0);
+  assert.equal(graph.indexOf(`n${graph.n - 1}`), graph.n - 1);
+  for (const id of [`n${graph.n}`, "n01", "n", "n-1", "n1.0", " n1", "n1e2", "x", ""]) assert.equal(graph.indexOf(id), -1, id);
+});

@@ -30,3 +30,17 @@ test("a name holding markup is matched as the text it is", () => {
   assert.ok(found.length >= 1);
   assert.ok(graph.name(found[0]).startsWith("<img src=x onerror="));
 });
+
+test("texts made in slices find what texts made at once find", () => {
+  const { graph } = loaded("chain");
+  const sliced = new Search(graph);
+  let slices = 1;
+  while (!sliced.indexSome(0)) slices++;
+  assert.ok(slices > 1, "a slice of 0 ms stops after 256 nodes");
+  const half = new Search(graph);
+  half.indexSome(0);
+  for (const q of ["sinbackward0", "n401", "(4,)", "x"]) {
+    assert.deepEqual(sliced.find(q), new Search(graph).find(q), q);
+    assert.deepEqual(half.find(q), new Search(graph).find(q), q);  // find() makes the rest first
+  }
+});

@@ -49,8 +49,8 @@ test("a parameter of one module used by another's ops is named as tied in the us
   assert.equal(tiedParameters(graph).size, 0, "each block uses its own weight");
   // GPT-2's tying: the head's op uses blocks.0.fc.weight
   const weight = nodeNamed(graph, "blocks.0.fc.weight"), sum = nodeNamed(graph, "SumBackward0");
-  data.graph.edges.src.push(weight);
-  data.graph.edges.dst.push(sum);
+  /** @type {number[]} */ (data.graph.edges.src).push(weight);
+  /** @type {number[]} */ (data.graph.edges.dst).push(sum);
   const tied = tiedParameters(new GraphData(data.graph));
   assert.deepEqual([...tied.get("head")], ["blocks.0.fc.weight"]);
 });

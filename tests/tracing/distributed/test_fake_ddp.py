@@ -176,15 +176,64 @@ def test_ddp_over_a_one_dimensional_device_mesh_is_ddp_over_the_world() -> None:
     assert reduced(meshed) == [BLOCK] * 3
 
 
-def test_ddp_with_tensor_parallelism_is_refused_in_words() -> None:
-    def ddp_tp() -> Any:
-        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+# One Block's local parameters on a TP rank of 2: up's weight and bias split (ColwiseParallel), down's weight split
+# (RowwiseParallel), down's bias whole (replicated).
+TP2_BLOCK = (D * 4 * D // 2 + 4 * D // 2 + 4 * D * D // 2 + D) * 4
+
+
+def ddp_tp_on(shape: tuple[int, int]) -> Callable[[], Any]:
+    def func() -> Any:
+        mesh = init_device_mesh("cpu", shape, mesh_dim_names=("dp", "tp"))
         model = plain_model()
         for block in model:
             parallelize_module(block, mesh["tp"], {"up": ColwiseParallel(), "down": RowwiseParallel()})
-        return DistributedDataParallel(model, device_mesh=mesh["dp"]), torch.randn(BATCH, SEQ, D)
+        model = DistributedDataParallel(model, device_mesh=mesh["dp"], bucket_cap_mb=0.1)
+        return model, torch.randn(BATCH, SEQ, D), torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    with pytest.raises(DistributedError, match=r"FUNC failed at world size 4: DDP over a slice of a 2-D device mesh "
-                                               r"\(DDP with tensor parallelism\) cannot be forecast yet"):
-        forecast_world(ddp_tp, world_size=4)
+    return func
+
+
+@pytest.mark.parametrize(("func", "world_size", "params"), [
+    (job("ddp_tp"), 2, 3 * TP2_BLOCK),  # dp 1 x tp 2
+    (job("ddp_tp_dp"), 2, 3 * BLOCK),  # dp 2 x tp 1
+    (ddp_tp_on((2, 2)), 4, 3 * TP2_BLOCK),
+])
+def test_ddp_with_tensor_parallelism_counts_the_local_parameters_ddp_made(
+        func: Callable[[], Any], world_size: int, params: int) -> None:
+    # DDP over the "dp" slice turns each DTensor parameter into a parameter of its local shard, which after the
+    # first forward the module no longer lists: the rank still holds them, their gradients and their buckets.
+    r = forecast_world(func, world_size=world_size, with_torch_tracker=True)
+    assert r.strategy == "DDP" and (r.params_bytes, r.grads_bytes, r.buckets_bytes) == (params, params, params)
+    assert r.total_bytes == r.tracker_bytes  # MemTracker on the same fake step, to the byte
     assert not dist.is_initialized() and DistributedDataParallel.__init__ is ORIGINAL_INIT
+
+
+def test_ddp_with_tensor_parallelism_parameters_are_found_after_the_module_stops_listing_them() -> None:
+    from graphviz_app.tracing.distributed.shards import rank_parameters
+
+    with fake_cluster(2):
+        model, x, _ = job("ddp_tp")()
+        model(x).sum().backward()
+        assert list(model.parameters()) == []  # torch's DDP+TP: DTensor attributes from the first forward on
+        found = rank_parameters(model)
+    assert len(found) == 12 and sum(p.numel() * 4 for p in found) == 3 * TP2_BLOCK
+    assert all(p.grad is not None for p in found)
+
+
+def test_ddp_with_tensor_parallelism_graph_shows_each_local_parameter_and_its_whole() -> None:
+    with fake_cluster(2):
+        traced = trace_rank_step(rank_step(job("ddp_tp")()), rank=0, world_size=2)
+    leaves = [n.tensor for n in traced.graph.nodes if n.kind.name == "LEAF" and n.tensor is not None]
+    assert len(leaves) == 12 and sum(t.bytes for t in leaves) == 3 * TP2_BLOCK == traced.memory.params_bytes
+    shardings = sorted({t.sharding for t in leaves if t.sharding is not None})
+    assert len(shardings) == 4  # up's weight and bias, down's weight and bias: the same in every block
+    assert all(s.endswith("on mesh (tp=2); its local shard, as DDP holds it") for s in shardings)
+    assert "Shard(dim=0) of (256, 64) on mesh (tp=2); its local shard, as DDP holds it" in shardings  # up.weight
+    assert "Replicate() of (64,) on mesh (tp=2); its local shard, as DDP holds it" in shardings  # down.bias
+
+
+def test_ddp_with_tensor_parallelism_on_a_mesh_smaller_than_the_world_is_refused_in_words() -> None:
+    with pytest.raises(DistributedError, match=r"the mesh \(2, 2\) of parameter 'module.0.up.weight' covers 4 of the "
+                                               r"8 ranks: the mesh must split the 8 ranks exactly"):
+        forecast_world(ddp_tp_on((2, 2)), world_size=8)
+    assert not dist.is_initialized()
