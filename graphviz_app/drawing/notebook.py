@@ -16,7 +16,8 @@ from ..viewer.compare import compare_notebook_html
 from .diff_style import export_diff
 from .renderer import export
 
-__all__ = ["SVG_MAX_NODES", "PICTURE_MAX_BOXES", "mimebundle", "pair_mimebundle", "module_picture", "static_html"]
+__all__ = ["SVG_MAX_NODES", "PICTURE_MAX_BOXES", "UNTRUSTED_NOTE", "mimebundle", "pair_mimebundle", "module_picture",
+           "static_html"]
 
 # Above this many nodes the static SVG is left out: laying it out takes longer than a cell should
 # (3,000 nodes take dot 3 s here, 10,000 over 200 s); the viewer folds any size.
@@ -25,6 +26,14 @@ SVG_MAX_NODES = 2000
 # The static picture draws the deepest module level (repeats rolled) with at most this many nodes: the
 # model's structure, legible on a cell's width and a few tens of kB, not every op.
 PICTURE_MAX_BOXES = 80
+
+# Shown instead of the viewer where the front end strips its frame and scripts: JupyterLab (and Notebook 7)
+# sanitize the HTML of a notebook that is not trusted, keeping text and pictures only.
+UNTRUSTED_NOTE = (
+    "The interactive viewer is not shown: this notebook is not trusted, so the front end removed its frame and "
+    "scripts. Trust it (JupyterLab: the command palette's \"Trust Notebook\"; classic Notebook: File > Trust "
+    "Notebook) or run the cell again."
+)
 
 # The viewer's script goes into the first cell output of this kernel only (gzipped, ~0.7 MB); later
 # cells' frames get it from the page (`viewer.html.notebook_html`).
@@ -39,12 +48,14 @@ def mimebundle(graph: Graph, *, standalone: bool = False) -> dict[str, str]:
     frames get it from the page). The others show the SVG: the module-level picture
     (`module_picture`), when it has at most `SVG_MAX_NODES` nodes. `standalone`: the HTML carries the
     script whatever went before and is not counted as the page's copy (`Graph._repr_html_`, shown
-    alone). Without a layout program the SVG is left out. Without the viewer's bundle the HTML is the static picture
+    alone). A front end that strips the frame (an untrusted notebook in JupyterLab) shows the SVG under
+    `UNTRUSTED_NOTE`, carried in the HTML. Without a layout program the SVG is left out. Without the viewer's
+    bundle the HTML is the static picture
     (or, when there is none either, no picture) under a note saying what is missing and how to get it,
     so there is always an HTML form and this never raises for a missing part.
     """
     picture = module_picture(graph)
-    return _bundle(repr(graph), lambda carry: notebook_html(graph, with_bundle=carry),
+    return _bundle(repr(graph), lambda carry, fallback: notebook_html(graph, with_bundle=carry, fallback=fallback),
                    lambda: export(picture, "svg").decode(), len(picture.nodes), standalone=standalone)
 
 
@@ -58,25 +69,27 @@ def pair_mimebundle(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = (
     Raises:
         ValueError, TypeError: bad `labels`, `rankdir` or graphs (`viewer.compare.compare_payload`).
     """
-    def html_of(carry: bool) -> str:
+    def html_of(carry: bool, fallback: str) -> str:
         return compare_notebook_html(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found,
-                                     with_bundle=carry)
+                                     with_bundle=carry, fallback=fallback)
 
     return _bundle(text, html_of, lambda: export_diff(graph_a, graph_b, "svg", found, rankdir=rankdir).decode(),
                    len(graph_a.nodes) + len(graph_b.nodes), standalone=standalone)
 
 
-def _bundle(text: str, viewer_of: Callable[[bool], str], svg_of: Callable[[], str], svg_nodes: int, *,
+def _bundle(text: str, viewer_of: Callable[[bool, str], str], svg_of: Callable[[], str], svg_nodes: int, *,
             standalone: bool) -> dict[str, str]:
-    """text/plain, the viewer's HTML (the script in it unless the page has it already) and, if small, the SVG."""
+    """text/plain, the viewer's HTML (the script in it unless the page has it already; the SVG under a note for
+    front ends that strip the viewer's frame) and, if small, the SVG."""
     bundle: dict[str, str] = {"text/plain": text}
     carry = standalone or not _PAGE["bundle_sent"]
-    viewer, viewer_problem = _attempt(lambda: viewer_of(carry))
     if svg_nodes <= SVG_MAX_NODES:
         svg, svg_problem = _attempt(svg_of)
     else:
         svg, svg_problem = None, (f"no static picture in a cell above {SVG_MAX_NODES:,} nodes "
                                   f"({svg_nodes:,} here): save(graph, \"graph.svg\") draws one")
+    stripped = UNTRUSTED_NOTE + (" Below: the static picture." if svg is not None else f" And {svg_problem}.")
+    viewer, viewer_problem = _attempt(lambda: viewer_of(carry, static_html(svg, stripped)))
     if viewer is not None:
         _PAGE["bundle_sent"] = _PAGE["bundle_sent"] or not standalone
         bundle["text/html"] = viewer

@@ -184,14 +184,17 @@ def compare_page(encoded: str, *, title: str) -> str:
 
 def compare_notebook_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"),
                           title: str | None = None, rankdir: str = "TB", found: GraphDiff | None = None,
-                          height: int = 720, with_bundle: bool = True) -> str:
+                          height: int = 720, with_bundle: bool = True, fit: bool = True, fallback: str = "") -> str:
     """The synced panes for a notebook cell: a sandboxed frame like `html.notebook_html`'s, holding the compare
     payload; the viewer's script travels with the cell only when `with_bundle` (once per kernel). `height`: the
-    frame's, in px (taller than one graph's 640: the panes share it with two toolbars and the summary line).
+    frame's until drawn, in px (taller than one graph's 640: the panes share it with two toolbars and the summary
+    line); with `fit`, the drawn frame then takes the height the taller pane's drawing needs, and a person can
+    drag its corner (`html.notebook_cell`). `fallback`: HTML shown where the front end strips the frame.
 
     Raises:
         RenderError: the viewer's bundle is not built.
         ValueError, TypeError: as for `compare_payload`.
     """
     data = compare_payload(graph_a, graph_b, labels=labels, title=title, rankdir=rankdir, found=found)
-    return notebook_cell(data, mount="mountCompare", title=data["title"], height=height, with_bundle=with_bundle)
+    return notebook_cell(data, mount="mountCompare", title=data["title"], height=height, with_bundle=with_bundle,
+                         fit=fit, fallback=fallback)

@@ -14,6 +14,7 @@ from viewer_support import HOSTILE, compare_pair
 
 from graphviz_app import compare
 from graphviz_app.viewer.bundle import bundle_gzip
+from graphviz_app.viewer.html import FIT_MAX_HEIGHT, FIT_MIN_HEIGHT
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = f"""
@@ -130,3 +131,52 @@ def test_the_saved_file_draws_both_panes_in_step(page, tmp_path: Path) -> None: 
     _changed_follows(a, b)
     assert page.title() == "fp32 ⟷ bf16"
     assert page.errors == [] and all(u.startswith("file://") for u in page.requests)
+
+
+def _drawings_fill_the_panes(frame: Any) -> None:
+    """Each pane's drawing is whole inside its pane, and one of them (the taller) fills its pane's width or height
+    but for the viewer's own fit margin (20 px at the scale, and the layout's padding round the drawn boxes)."""
+    gaps = []
+    for side in "ab":
+        pane = frame.locator(f"[data-side={side}] .gv-pane").bounding_box()
+        drawing = frame.locator(f"[data-side={side}] .gv-viewport").bounding_box()
+        assert pane and drawing, (pane, drawing)
+        assert pane["x"] - 1 <= drawing["x"] and drawing["x"] + drawing["width"] <= pane["x"] + pane["width"] + 1
+        assert pane["y"] - 1 <= drawing["y"] and drawing["y"] + drawing["height"] <= pane["y"] + pane["height"] + 1
+        gaps.append(min(pane["width"] - drawing["width"], pane["height"] - drawing["height"]))
+    assert min(gaps) <= 80, gaps
+
+
+@pytest.mark.browser
+def test_the_compare_frame_takes_its_drawings_height_and_its_grip_changes_it(outputs: list[dict[str, Any]],
+                                                                            page) -> None:  # noqa: ANN001
+    page.set_content("<!DOCTYPE html><html><body>" + outputs[0]["text/html"] + "</body></html>")
+    frame = page.frame_locator("iframe.graphviz-app-viewer").first
+    _panes(frame)
+    element = page.locator("iframe.graphviz-app-viewer").first
+    root = frame.locator("#gv-root")
+    root.and_(frame.locator("[data-fit-height]")).wait_for()
+    wanted = int(root.get_attribute("data-fit-height"))
+    most = min(FIT_MAX_HEIGHT, round(page.evaluate("innerHeight") * 0.85))
+    expected = max(FIT_MIN_HEIGHT, min(most, wanted))
+    page.wait_for_function(f"document.querySelector('iframe.graphviz-app-viewer').offsetHeight === {expected}")
+    assert expected != 720  # was the fixed height whatever the drawing
+    _drawings_fill_the_panes(frame)
+    grip = page.locator(".graphviz-app-grip").first
+    assert grip.is_visible()
+    box = grip.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = element.bounding_box()["height"]
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y - 200, steps=5)  # over the frame: the page, not the frame, keeps the pointer
+    page.mouse.up()
+    after = element.bounding_box()["height"]
+    assert abs(after - max(FIT_MIN_HEIGHT, before - 200)) <= 1, (before, after)
+    grip.focus()
+    page.keyboard.press("ArrowDown")  # the keys too: 40 px a press
+    assert abs(element.bounding_box()["height"] - (after + 40)) <= 1
+    frame.locator("[data-side=a] .gv-viewport").wait_for()
+    _drawings_fill_the_panes(frame)  # fitted again to the smaller panes
+    assert page.locator(".graphviz-app-fallback").first.is_hidden()  # the static picture shows only without frame
+    assert page.errors == []

@@ -12,6 +12,7 @@ from viewer_support import chain_graph, module_graph
 
 from graphviz_app.drawing.notebook import PICTURE_MAX_BOXES, SVG_MAX_NODES, module_picture
 from graphviz_app.viewer.bundle import bundle_gzip
+from graphviz_app.viewer.html import FIT_MAX_HEIGHT, FIT_MIN_HEIGHT
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = f"""
@@ -138,3 +139,54 @@ def test_a_later_cell_omits_the_script_and_a_big_graph_no_svg() -> None:
     bundle = big._repr_mimebundle_()
     assert set(bundle) == {"text/html", "text/plain"}  # no layout of thousands of nodes in a cell
     assert "graphviz-app-viewer" in bundle["text/html"]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_each_frame_takes_the_height_its_drawing_asks_for(cells_html: list[str], page) -> None:  # noqa: ANN001
+    page.set_content(f"<!DOCTYPE html><html><body>{''.join(cells_html)}</body></html>")
+    most = min(FIT_MAX_HEIGHT, round(page.evaluate("innerHeight") * 0.85))
+    for index in range(3):
+        frame = page.frame_locator("iframe.graphviz-app-viewer").nth(index)
+        frame.locator("#gv-root[data-fit-height]").wait_for(timeout=60_000)
+        wanted = int(frame.locator("#gv-root").get_attribute("data-fit-height"))
+        expected = max(FIT_MIN_HEIGHT, min(most, wanted))
+        page.wait_for_function(f"document.querySelectorAll('iframe.graphviz-app-viewer')[{index}].offsetHeight"
+                               f" === {expected}")
+        pane = frame.get_by_test_id("viewer-pane").bounding_box()
+        drawing = frame.locator(".gv-viewport").bounding_box()
+        assert pane and drawing and drawing["height"] <= pane["height"] + 1  # the whole drawing shows
+        assert pane["height"] - drawing["height"] <= 80 or expected in (FIT_MIN_HEIGHT, most), (pane, drawing)
+    assert page.errors == []
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"height": 0}, r"height must be a whole number of px from 1 up \(like 640\), got 0"),
+    ({"height": 640.5}, r"height must be a whole number of px from 1 up \(like 640\), got 640.5"),
+    ({"height": True}, r"height must be a whole number of px from 1 up \(like 640\), got True"),
+    ({"mount": "mountEverything"}, r"mount must be one of mount, mountCompare, got 'mountEverything'"),
+])
+def test_a_bad_frame_option_is_refused_by_name(options: dict[str, Any], message: str) -> None:
+    from graphviz_app.viewer.html import notebook_cell
+    from graphviz_app.viewer.payload import payload
+
+    with pytest.raises(ValueError, match=message):
+        notebook_cell(payload(module_graph(1)), **options)
+
+
+def test_the_fallback_follows_the_frame_and_fit_can_be_left_off() -> None:
+    from graphviz_app.viewer.html import notebook_cell
+    from graphviz_app.viewer.payload import payload
+
+    data = payload(module_graph(1))
+    shown = notebook_cell(data, fallback="<p>picture</p>", with_bundle=False)
+    frame_at, grip_at, fallback_at = (shown.index(s) for s in ("<iframe", "<div class=\"graphviz-app-grip\"",
+                                                                 "<div class=\"graphviz-app-fallback\""))
+    assert frame_at < grip_at < fallback_at  # the style rules hide the fallback and show the grip after a frame
+    assert "iframe.graphviz-app-viewer ~ .graphviz-app-fallback { display: none }" in shown
+    assert 'data-fit-min="320" data-fit-max="1200"' in shown and "height: 640px" in shown
+    assert "<div class=\"graphviz-app-fallback\"" not in notebook_cell(data, with_bundle=False)  # none given: none
+    page = html.unescape(re.search(FRAME, notebook_cell(data, fit=False, with_bundle=False)).group(1))  # type: ignore[union-attr]
+    assert "if (!false) return;" in page  # the frame asks for no height
+    small = notebook_cell(data, height=200, with_bundle=False)
+    assert 'data-fit-min="200"' in small  # never more than the height asked for
