@@ -29,7 +29,7 @@ from .analysis.memory import HolderKind, MeasuredMemory, MemoryTimeline, memory_
 from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from .analysis.memory.fit import fit, largest_batch
 from .analysis.memory.plan import with_forward_peak
-from .model import Graph
+from .model import Graph, human_bytes
 from .tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
 from .tracing.memory.chunked_loss import chunked_cross_entropy
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
@@ -47,6 +47,18 @@ class Measurement:
     graph: Graph
     predicted: MemoryTimeline
     measured: MeasuredMemory
+
+    def __repr__(self) -> str:
+        """One line of figures (the dataclass repr, every step of both timelines, is 20,000+ characters on GPT-2).
+
+        >>> measure(torch.nn.Linear(4, 2), torch.ones(3, 4))  # doctest: +NORMALIZE_WHITESPACE
+        <Measurement: peak 68 B measured on cpu (the forward's own 24 B), the replay of its graph 68 B;
+        print(m.predicted) for who holds it, m.measured.steps per backward node, m.graph to draw it>
+        """
+        return (f"<Measurement: peak {human_bytes(self.measured.peak_bytes)} measured on {self.measured.device} "
+                f"(the forward's own {human_bytes(self.measured.forward_peak_bytes)}), the replay of its graph "
+                f"{human_bytes(self.predicted.peak_bytes)}; print(m.predicted) for who holds it, m.measured.steps "
+                "per backward node, m.graph to draw it>")
 
 
 def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | None = None,

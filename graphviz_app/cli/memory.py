@@ -185,7 +185,10 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
     lines += _peak_lines(report["batches"][-1])
     if "largest_batch" in report:
         state = "no optimizer state" if report["optimizer"] == "none" else f"{report['optimizer']} state"
-        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: {report['largest_batch']}")
+        found = report["largest_batch"]
+        note = f" ({report['largest_batch_note']})" if "largest_batch_note" in report else ""
+        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: "
+                     f"{'unknown' if found is None else found}{note}")
     if plan is not None:
         lines.append(plan)
     lines.append(f"not modelled: {report['not_modelled']}")
@@ -203,17 +206,24 @@ def _peak_lines(entry: dict[str, Any]) -> list[str]:
                  f"backward step {entry['peak_step']} of {entry['steps']}")
     held = ", ".join(f"{m['module'] or '(root)' if m['module'] is not None else '(no module)'} "
                      f"{human_bytes(m['bytes'])}" for m in entry["at_peak"])
-    lines = [f"peak{batch}: {where}", f"held at the peak: {held}"]
-    gaps = [r for r in entry.get("by_node", ()) if r["measured_bytes"] != r["predicted_bytes"]]
+    # With the peak in the forward, the holders listed are those of the backward's own (lower) peak: say so.
+    holders = (f"held at the backward's own peak ({human_bytes(entry['replay_backward_peak_bytes'])})"
+               if entry.get("peak_in_forward") and "replay_backward_peak_bytes" in entry else "held at the peak")
+    lines = [f"peak{batch}: {where}", f"{holders}: {held}"]
+    rows = entry.get("by_node", ())
+    gaps = [r for r in rows if r["measured_bytes"] != r["predicted_bytes"]]
+    backward = sum(1 for r in rows if r["node"] is not None)  # the step numbers the timeline prints count these
+    span = f"the end of the forward and {backward} backward step(s)" if backward < len(rows) else (
+        f"{backward} backward step(s)")
     if gaps:
         worst = max(gaps, key=lambda r: abs(r["measured_bytes"] - r["predicted_bytes"]))
         what = "the end of the forward" if worst["node"] is None else (
             f"{worst['name']} ({worst['node']}, in {worst['module'] or '(root)'})")
-        lines.append(f"measured against predicted, node by node: {len(gaps)} of {len(entry['by_node'])} steps "
-                     f"differ; most at {what}: predicted {human_bytes(worst['predicted_bytes'])}, measured "
+        lines.append(f"measured against predicted, node by node ({span}): {len(gaps)} differ; "
+                     f"most at {what}: predicted {human_bytes(worst['predicted_bytes'])}, measured "
                      f"{human_bytes(worst['measured_bytes'])} "
                      f"({worst['measured_bytes'] - worst['predicted_bytes']:+,} B)")
     elif "by_node" in entry:
-        lines.append(f"measured against predicted, node by node: all {len(entry['by_node'])} steps agree")
+        lines.append(f"measured against predicted, node by node ({span}): all agree")
     lines += [f"note: {n}" for n in entry["notes"]]
     return lines

@@ -86,9 +86,9 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
     check_device(request.device)
     dtype = getattr(torch, request.dtype)
 
-    def variant(batch: int | None, device: str | None = None) -> Step:
+    def variant(batch: int | None, device: str | None = None, policy: str | None = None) -> Step:
         return step_variant(step, batch=batch, seq_len=request.seq_len, device=device or request.device,
-                            dtype=dtype, cast=request.cast, policy=request.policy)
+                            dtype=dtype, cast=request.cast, policy=policy or request.policy)
 
     rows = [_row(variant(b), b, request) for b in request.batches]
     budget = request.budget_bytes
@@ -100,7 +100,7 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
     # At the top: the last batch size's peaks, the one the peak lines and the plan describe.
     report.update({k: v for k, v in rows[-1].json.items() if k.endswith("peak_bytes")})
     if budget is not None:
-        report["largest_batch"] = _largest(lambda b: variant(b, "meta"), request, budget)
+        report.update(_largest_entry(variant, request, budget))
     plan = _plan(variant(request.batches[-1]), rows[-1].prediction, request) if request.checkpoint else None
     if plan is not None:
         report["checkpoint"] = plan.to_dict()
@@ -169,6 +169,7 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
         "at_peak": [{"module": m.module, "bytes": m.total} for m in timeline.at_peak[:5]],
         "notes": list(timeline.notes), "replay_peak_bytes": timeline.peak_bytes,
         "forecast_peak_bytes": prediction.peak_bytes, "peak_in_forward": timeline.peak_in_forward,
+        "replay_backward_peak_bytes": max((s.peak for s in timeline.steps), default=0),  # what at_peak is of
     }
     entry["predicted_peak_bytes"] = prediction.peak_bytes  # the total above is of the measured peak, if measured
     if run is None:
@@ -190,6 +191,24 @@ def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:
         rows.append({"node": r.node, "name": node.name if node else None, "module": node.module if node else None,
                      "predicted_bytes": r.predicted, "measured_bytes": r.measured})
     return rows
+
+
+def _largest_entry(variant: Callable[..., Step], request: MemoryRequest, budget: int) -> dict[str, Any]:
+    """`largest_batch`, searched on meta; where the step cannot run there (a value read: transformers' check of
+    position_ids), on fake CPU tensors with a note; else None with the reason, the rows above still printed."""
+    try:
+        return {"largest_batch": _largest(lambda b: variant(b, "meta"), request, budget)}
+    except TraceError as e:
+        failed = str(e)
+    if request.policy != "cpu":
+        try:
+            found = _largest(lambda b: variant(b, "meta", "cpu"), request, budget)
+        except TraceError:
+            pass
+        else:
+            return {"largest_batch": found, "largest_batch_note": "searched on fake CPU tensors (CPU's kernels), "
+                                                                  f"as {failed.split('; ')[0]}"}
+    return {"largest_batch": None, "largest_batch_note": f"not found: {failed}"}
 
 
 def _largest(meta_step: Callable[[int], Step], request: MemoryRequest, budget: int) -> int:

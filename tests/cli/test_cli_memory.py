@@ -53,6 +53,39 @@ class Scaled(nn.Module):
 def with_a_tensor_and_kwargs():
     return Scaled(), torch.randn(4, 8), {"scale": 2.0}
 
+class GRUTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(200, 32)
+        self.gru = nn.GRU(32, 64, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(128, 9)
+
+    def forward(self, ids):
+        h, _ = self.gru(self.embed(ids))
+        return nn.functional.cross_entropy(self.out(h).flatten(0, 1), (ids % 9).flatten())
+
+def forward_peak():
+    torch.manual_seed(0)
+    return GRUTagger(), torch.randint(0, 200, (8, 48))
+
+class ChecksValues(nn.Linear):
+    # transformers reads position_ids' values unless the tensors are fake (its packed-sequence check)
+    def forward(self, x):
+        from torch._subclasses.fake_tensor import FakeTensor
+        if not isinstance(x, FakeTensor) and bool((x[:, -1] == 12345).all()):
+            return super().forward(x).sum()
+        return super().forward(x).square().sum()
+
+class ReadsValues(nn.Linear):
+    def forward(self, x):
+        return super().forward(x).sum() if x.sum().item() > 1e9 else super().forward(x).square().sum()
+
+def checks_values():
+    return ChecksValues(8, 8), torch.randn(4, 8)
+
+def reads_values():
+    return ReadsValues(8, 8), torch.randn(4, 8)
+
 class LM(nn.Module):
     def __init__(self):
         super().__init__()
@@ -112,7 +145,9 @@ def test_measure_puts_predicted_beside_measured_for_every_backward_node(
     assert all(r["predicted_bytes"] == r["measured_bytes"] for r in rows)  # this model: to the byte
     assert max(r["measured_bytes"] for r in rows) == entry["measured_peak_bytes"]
     code, out, _ = _run(["memory", f"{script}:build", "--batch", "4", "--measure"], capsys)
-    assert f"measured against predicted, node by node: all {len(rows)} steps agree" in out
+    # counted as the timeline counts its steps ("step 2 of N"): the end of the forward is not one of them
+    assert (f"measured against predicted, node by node (the end of the forward and {entry['steps']} backward "
+            "step(s)): all agree") in out
 
 
 def test_output_writes_the_measured_step_into_the_viewer_file(script: Path, tmp_path: Path,
@@ -133,6 +168,40 @@ def _viewer_payload(path: Path) -> dict[str, Any]:
     found = re.search(r'id="gv-payload">([^<]*)<', path.read_text(encoding="utf-8"))
     assert found is not None
     return json.loads(gzip.decompress(base64.b64decode(found[1])))
+
+
+def test_a_peak_in_the_forward_does_not_call_the_backward_peaks_holders_the_peaks(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The GRU's per-step outputs make the step's peak in the forward; the modules listed are what the backward
+    # replay holds at its own, lower, peak, and the line says so with that figure.
+    code, out, _ = _run(["memory", f"{script}:forward_peak", "--json"], capsys)
+    entry = json.loads(out)["batches"][0]
+    assert code == 0 and entry["peak_in_forward"]
+    assert entry["replay_backward_peak_bytes"] < entry["predicted_peak_bytes"]
+    assert sum(m["bytes"] for m in entry["at_peak"]) <= entry["replay_backward_peak_bytes"]
+    code, out, _ = _run(["memory", f"{script}:forward_peak"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and "peak: during the forward" in lines
+    held = next(line for line in lines if line.startswith("held at"))
+    assert held.startswith("held at the backward's own peak (") and ("gru" in held or "out" in held)
+
+
+def test_a_budget_on_a_real_device_survives_a_step_that_cannot_run_on_meta(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The largest batch is searched on meta even for a CPU step; a value read there (a Llama under
+    # gradient_checkpointing_enable(), no attention_mask) made the whole command fail "on meta" (exit 2).
+    code, out, _ = _run(["memory", f"{script}:checks_values", "--budget", "1MiB", "--measure", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["largest_batch"] > 4
+    note = report["largest_batch_note"]
+    assert note.startswith("searched on fake CPU tensors (CPU's kernels), as the step failed on meta: ")
+    code, out, _ = _run(["memory", f"{script}:reads_values", "--budget", "1MiB", "--measure"], capsys)
+    assert code == 0 and "measured peak" in out
+    line = next(x for x in out.splitlines() if x.startswith("largest batch"))
+    assert line.startswith("largest batch that fits in 1.0 MiB with no optimizer state: unknown (not found: ")
+    assert "reads a tensor's value" in line
 
 
 def test_json_has_one_entry_per_batch_and_the_measured_peak(script: Path, capsys: pytest.CaptureFixture[str]) -> None:

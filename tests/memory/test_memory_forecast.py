@@ -9,7 +9,7 @@ from mem_models import MODELS, Fn
 from graphviz_app.analysis.memory import memory_timeline
 from graphviz_app.analysis.memory.fit import StaticBytes, fit, largest_batch
 from graphviz_app.errors import TraceError
-from graphviz_app.model import Graph
+from graphviz_app.model import Graph, human_bytes
 from graphviz_app.tracing.memory.forecast import predict, static_bytes, step_variant
 from graphviz_app.tracing.memory.step import Step, run_step
 
@@ -124,6 +124,35 @@ def test_a_forward_reading_values_cannot_run_on_meta() -> None:
     step = Step(Fn(branchy), (torch.ones(3, requires_grad=True),))
     with pytest.raises(TraceError, match=r"failed on meta: .*item.*reads a tensor's value.*real device"):
         predict(step_variant(step, device="meta"))
+
+
+def test_a_value_read_on_meta_points_to_fake_cpu_tensors_where_libraries_skip_it() -> None:
+    # transformers reads position_ids' values (packed sequences) unless the tensors are fake: a Llama under
+    # gradient_checkpointing_enable() without an attention_mask failed on meta with only "the real device".
+    class ChecksLikeTransformers(torch.nn.Linear):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not isinstance(x, torch._subclasses.fake_tensor.FakeTensor) and bool((x[:, -1] == 0).all()):
+                return super().forward(x).sum()
+            return super().forward(x).square().sum()
+
+    step = Step(ChecksLikeTransformers(3, 4), (torch.ones(2, 3),))
+    with pytest.raises(TraceError, match=r"on meta: .*real device, or on fake CPU tensors.*--autocast-policy cpu"):
+        predict(step_variant(step, device="meta"))
+    cpu = predict(step_variant(step, device="meta", policy="cpu"))
+    assert cpu.peak_bytes > 0 and any("fake CPU tensors" in n for n in cpu.notes)
+
+
+def test_forecasts_and_measurements_print_as_one_line_of_figures() -> None:
+    from graphviz_app.memory import forecast, measure
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    x = torch.randn(16, 64)
+    p, m = forecast(model, x), measure(model, x)
+    for text, peak in ((repr(p), p.peak_bytes), (repr(m), m.measured.peak_bytes)):
+        assert "\n" not in text and len(text) < 300, text  # the dataclass repr: every step of every timeline
+        assert f"peak {human_bytes(peak)}" in text
+    assert "forecast on meta" in repr(p) and "measured on cpu" in repr(m)
 
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),

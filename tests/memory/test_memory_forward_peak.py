@@ -11,7 +11,7 @@ from mem_oracle import memtracker_peak
 from mem_zoo import GRUTagger, by_name
 
 from graphviz_app import save, trace_model
-from graphviz_app.analysis.memory import memory_timeline
+from graphviz_app.analysis.memory import MemoryStep, MemoryTimeline, ModuleBytes, memory_timeline
 from graphviz_app.cli.saved import load_saved_graph
 from graphviz_app.errors import SchemaError
 from graphviz_app.memory import forecast, measure
@@ -29,6 +29,18 @@ def test_a_gru_taggers_peak_is_its_forwards() -> None:
     assert m.predicted.peak_bytes == m.measured.forward_peak_bytes == oracle
     assert "during the forward" in str(m.predicted)
     assert max(s.peak for s in m.predicted.steps) < oracle  # the backward replay alone would miss it
+
+
+def test_a_forward_peak_does_not_call_the_backward_peaks_holders_the_peaks() -> None:
+    # The modules listed are what the backward replay holds at its own peak (step 1, 600 B), not what the
+    # forward held at the step's peak (1,000 B): the text says which, and names no backward step as the peak's.
+    timeline = MemoryTimeline(
+        (MemoryStep(None, 500, 500, 500), MemoryStep("n3", 500, 600, 100)), peak_bytes=1000, peak_step=1,
+        at_peak=(ModuleBytes("fc", gradients=600),), forward_peak_bytes=1000)
+    lines = str(timeline).splitlines()
+    assert lines[0] == "peak 1000 B during the forward; 500 B alive at the end of the forward"
+    assert lines[1] == "held at the backward's own peak, 600 B while n3 runs (step 1 of 1):"
+    assert lines[2] == "  fc: gradients in flight 600 B"
 
 
 def test_a_graph_alone_says_its_forward_is_not_replayed() -> None:

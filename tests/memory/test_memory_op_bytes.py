@@ -76,6 +76,16 @@ def test_a_graph_alone_says_the_temporaries_are_not_in_it() -> None:
     assert any("temporaries each op's backward makes" in n for n in timeline.notes)
 
 
+def test_a_measured_step_whose_ops_made_no_temporaries_does_not_say_they_are_missing() -> None:
+    # Linear and ReLU: each backward returns its gradients and makes nothing beside them (BERT-like
+    # graphs had the "not in this graph" note though the run had recorded every op, none with temporaries).
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    m = measure(model, _x(16, 32))
+    assert not any(TEMPORARIES_ATTR == k for n in m.graph.nodes for k, _ in n.attrs)
+    assert m.predicted.peak_bytes == m.measured.peak_bytes
+    assert not any("temporaries each op's backward makes" in n for n in m.predicted.notes)
+
+
 @pytest.mark.parametrize("batch", [1, 8])
 def test_a_reentrant_blocks_nested_backward_is_replayed(batch: int) -> None:
     # rows = 16 per batch item, d = 16, h = 4d; x and the weights are given. Backward starts with the loss and its

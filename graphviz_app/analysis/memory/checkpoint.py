@@ -106,10 +106,10 @@ class CheckpointPlan:
                     "register_post_accumulate_grad_hook), autocast bfloat16, a smaller micro-batch with gradient "
                     "accumulation, a loss computed in chunks over the tokens"]
         on = (f"on top of checkpointing the plan's {len(self.levers_on)} module(s)" if self.levers_on
-              else "on the step as it is" + (" (not on top of the plan: the step cannot be forecast with its modules "
-                                             "checkpointed)" if self.modules else ""))
-        return [f"levers beyond checkpointing, each predicted {on} (forecast peak "
-                f"{human_bytes(self.levers_baseline)}):"] + [
+              else "on the step as it is" + (", not on top of the plan (the step with the plan's modules "
+                                             "checkpointed cannot be forecast here)" if self.modules else ""))
+        return [f"levers beyond checkpointing, each predicted {on}, from a forecast peak of "
+                f"{human_bytes(self.levers_baseline)}:"] + [
             lever.line(self.levers_baseline, self.budget_bytes) for lever in self.levers]
 
 

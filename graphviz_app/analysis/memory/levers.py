@@ -76,12 +76,16 @@ class Lever:
 
         >>> Lever(LeverKind.FREE_GRADS, "free each .grad", 600, "on fake tensors").line(1000, 700)
         "- free each .grad: predicted peak 1000 B -> 600 B (under the peak's budget 700 B; on fake tensors)"
+        >>> Lever(LeverKind.AUTOCAST, "autocast", 1_470_000, "on fake tensors").line(2**21, 1_460_000).split("(")[1]
+        "still over the peak's budget 1.4 MiB, by 9.8 KiB; on fake tensors)"
         """
         if self.predicted_peak is None:
             return f"- {self.what}: not predicted ({self.reason})"
-        under = "under" if self.predicted_peak <= budget else "still over"
+        over = self.predicted_peak - budget  # by how much, as the two may round to the same text
+        against = (f"under the peak's budget {human_bytes(budget)}" if over <= 0
+                   else f"still over the peak's budget {human_bytes(budget)}, by {human_bytes(over)}")
         text = (f"- {self.what}: predicted peak {human_bytes(before)} -> {human_bytes(self.predicted_peak)} "
-                f"({under} the peak's budget {human_bytes(budget)}; {self.how})")
+                f"({against}; {self.how})")
         if self.measured_peak is not None:
             if self.applied:
                 text += f"\n    applied by --verify: {self.applied}"

@@ -143,10 +143,19 @@ class MemoryTimeline:
         }
 
     def __str__(self) -> str:
-        where = (f"while {self.peak_node} runs" if self.peak_node
-                 else "during the forward" if self.peak_in_forward else "at the end of the forward")
-        lines = [f"peak {human_bytes(self.peak_bytes)} {where} (step {self.peak_step} of {len(self.steps) - 1}); "
-                 f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
+        last = len(self.steps) - 1
+        if self.peak_in_forward:  # at_peak is then the backward's own peak: say so, not "at the peak"
+            backward = self.steps[self.peak_step] if self.steps else None
+            lines = [f"peak {human_bytes(self.peak_bytes)} during the forward; "
+                     f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
+            if backward is not None:
+                running = f" while {backward.node} runs" if backward.node else ""
+                lines.append(f"held at the backward's own peak, {human_bytes(backward.peak)}{running} "
+                             f"(step {self.peak_step} of {last}):")
+        else:
+            where = f"while {self.peak_node} runs" if self.peak_node else "at the end of the forward"
+            lines = [f"peak {human_bytes(self.peak_bytes)} {where} (step {self.peak_step} of {last}); "
+                     f"{human_bytes(self.forward_bytes)} alive at the end of the forward"]
         for m in sorted(self.at_peak, key=lambda m: -m.total)[:8]:
             parts = ", ".join(f"{kind.label} {human_bytes(getattr(m, kind.value))}" for kind in HolderKind
                               if getattr(m, kind.value))

@@ -175,7 +175,8 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     freed = facts.freed - facts.packed
     modelled = sum(len(v) for v in plan.recomputed.values())
     packed = facts.packed - modelled
-    recorded = bool(plan.temporaries)
+    # A run counted the step (its forward's peak is known): an op with no temporaries recorded made none.
+    recorded = bool(plan.temporaries) or forward_known
     if modelled:
         own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
                else "not counted: the recompute's own temporaries")

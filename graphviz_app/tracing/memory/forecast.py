@@ -16,7 +16,7 @@ from ...analysis.memory import MeasuredMemory, MemoryTimeline, memory_timeline
 from ...analysis.memory.fit import StaticBytes
 from ...analysis.memory.plan import with_forward_peak
 from ...errors import TraceError
-from ...model import EdgeKind, Graph, Node, NodeKind
+from ...model import EdgeKind, Graph, Node, NodeKind, human_bytes
 from ..module_trace import given_tensors
 from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
@@ -51,6 +51,22 @@ class Prediction:
     @property
     def notes(self) -> tuple[str, ...]:
         return self.timeline.notes
+
+    def __repr__(self) -> str:
+        """One line of figures (the dataclass repr, every step of the timeline and the graph's, runs to pages).
+
+        >>> from graphviz_app.memory import forecast
+        >>> forecast(torch.nn.Linear(4, 2), torch.ones(3, 4), batch=1000)  # doctest: +NORMALIZE_WHITESPACE
+        <Prediction: peak 7.9 KiB forecast on meta (meta tensors: nothing allocated), the replay of its graph 7.9 KiB;
+        besides: parameters 40 B, buffers 0 B, inputs 15.6 KiB; print(p.timeline) for who holds it>
+        """
+        where = (f"forecast on {self.measured.device} ({'meta' if self.measured.device == 'meta' else 'fake'} "
+                 "tensors: nothing allocated)" if self.measured is not None
+                 else "the replay's (the step could not run backward there: see .notes)")
+        s = self.static
+        return (f"<Prediction: peak {human_bytes(self.peak_bytes)} {where}, the replay of its graph "
+                f"{human_bytes(self.timeline.peak_bytes)}; besides: parameters {human_bytes(s.params)}, buffers "
+                f"{human_bytes(s.buffers)}, inputs {human_bytes(s.inputs)}; print(p.timeline) for who holds it>")
 
 
 def meta_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -214,6 +230,10 @@ def _failure(step: Step, e: BaseException) -> TraceError:
                      text, re.IGNORECASE):
             hint = ("; the forward reads a tensor's value (.item(), `if x.sum() > 0`, a Python number from a "
                     "tensor), which meta tensors do not have: forecast on the real device")
+            if step.autocast_policy != "cpu":  # fake CPU tensors were not tried: libraries skip such checks there
+                hint += (", or on fake CPU tensors, where libraries skip the value checks they skip while tracing "
+                         "(transformers' check of position_ids for packed sequences, made when no attention_mask "
+                         "is given): policy='cpu' (CLI: --autocast-policy cpu)")
         elif re.search(r"expected device|same device|is on .*device", text):
             hint = ("; a tensor the step uses was not moved to meta with the model and inputs (one the model or the "
                     "loss reads from outside, other than a tensor the loss function captures): pass it as an input "
