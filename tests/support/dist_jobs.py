@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.utils.checkpoint import checkpoint
 
 D = 64
 BATCH, SEQ = 4, 16
@@ -90,6 +91,60 @@ def build_ddp(mesh: DeviceMesh | None, *, view: bool = False, **options: Any) ->
     model = torch.nn.parallel.DistributedDataParallel(plain_model(), bucket_cap_mb=0.1, gradient_as_bucket_view=view,
                                                       **options)
     return _step(model)
+
+
+class CheckpointedBlock(torch.nn.Module):
+    """A residual MLP block run under `checkpoint(..., use_reentrant=True)`, scaling its input by a parameter
+    its model also uses outside every block (one `.grad` made by the outer backward and each nested one)."""
+
+    def __init__(self, scale: torch.nn.Parameter, d: int = 16) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(d, 4 * d)
+        self.down = torch.nn.Linear(4 * d, d)
+        self._scale = [scale]  # a list: the parameter stays the model's own, not registered twice
+
+    def _inner(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(torch.relu(self.up(x * self._scale[0])))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(self._inner, x, use_reentrant=True)
+
+
+class ReentrantModel(torch.nn.Module):
+    """Three `CheckpointedBlock`s after `x * scale`: `scale` is used outside the blocks and inside each."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.scale = torch.nn.Parameter(torch.ones(d))
+        self.blocks = torch.nn.ModuleList([CheckpointedBlock(self.scale, d) for _ in range(3)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * self.scale
+        for block in self.blocks:
+            h = block(h)
+        return h
+
+
+def build_reentrant(mesh: DeviceMesh | None, batch: int = 1) -> Any:
+    """`ReentrantModel` under DDP (mesh None; `static_graph=True`, torch's way for a parameter used in several
+    reentrant backwards) or FSDP2 (each block a unit), with an input of `batch` rows."""
+    model: torch.nn.Module = ReentrantModel()
+    if mesh is None:
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.1, static_graph=True)
+    else:
+        for block in model.blocks:  # type: ignore[union-attr]
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    return model, torch.randn(batch, 8, 16), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def ddp_reentrant() -> Any:
+    return build_reentrant(None)
+
+
+def fsdp_reentrant() -> Any:
+    return build_reentrant(init_device_mesh("cpu", (dist.get_world_size(),)))
 
 
 def build_ddp_tp(mesh: DeviceMesh) -> Any:
@@ -214,7 +269,7 @@ def no_process_group_needed() -> Any:
 def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -> dict[str, int]:
     """On a rank: `graphviz_app.memory.measure` of the step's forward and backward, then PyTorch's tracker on the
     same forward and backward (the output held during backward, as `measure` holds it), after the warm-up
-    (one step; two for DDP).
+    (one step; two for DDP, three with its static_graph).
 
     Returns the bytes: measure's peak plus what the rank holds anyway (local parameter shards, buffers,
     inputs, DDP's buckets), the tracker's peak, and the replay's peak plus the same.
@@ -233,8 +288,9 @@ def measure_beside_tracker(result: Any, target: str, with_torch_tracker: bool) -
         for p in rank_parameters(model):
             p.grad = None
 
-    for _ in range(2 if isinstance(model, torch.nn.parallel.DistributedDataParallel) else 1):
-        step()  # DDP rebuilds its buckets in its second step: the steady state comes after it
+    ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
+    for _ in range((3 if getattr(model, "static_graph", False) else 2) if ddp else 1):
+        step()  # DDP rebuilds its buckets in its second step (third with static_graph): the steady state comes after
     held = local_storage_bytes([*rank_parameters(model), *model.buffers(), x]) + sum(ddp_buckets(model))
     m = measure(model, x)
     with torch_tracker(model, None, [x]) as peak:

@@ -15,7 +15,9 @@ from ...analysis.distributed import FsdpUnit, RankMemory
 from ...analysis.memory import MeasuredMemory, MemoryStep
 from ...model import Graph, NodeKind
 from ..big_stack import call_with_large_stack
+from ..memory.reentrant import name_reentrant_blocks
 from ..memory.step import step_outputs
+from ..memory.temporaries import OpBytes, mark_op_bytes, watch_op_bytes
 from ..module_trace import given_tensors
 from ..param_owners import all_named_params, first_names
 from ..recorder import record
@@ -63,17 +65,21 @@ def _walk(step: RankStep, named: list[tuple[str, torch.Tensor]]) -> tuple[Graph,
         module_param_ids=frozenset(leaf_names), given=given_tensors(step.model, step.args, step.kwargs),
     )
     with Walker(options, []) as walker:
-        return walker.walk(named), walker.fn_by_node_id()
+        graph, fns = walker.walk(named), walker.fn_by_node_id()
+    return name_reentrant_blocks(graph, fns, step.model), fns
 
 
 _Local = tuple[tuple[int, ...], tuple[int, ...], str]  # first gradient's local shape, every one's bytes, layout
 
 
-def _marker(counter: RankStorages, node_id: str, local: dict[str, _Local]) -> Callable[[Any], None]:
-    """Marks the node in the counter; for a DTensor op, keeps the local sizes of the gradients it receives (the
-    sizes of its forward outputs on this rank), which autograd's metadata gives only globally."""
+def _local_sizes(counter: RankStorages, node_id: str, local: dict[str, _Local],
+                 found: OpBytes) -> Callable[[Any], None]:
+    """For a DTensor op, keeps the local sizes of the gradients it receives (the sizes of its forward outputs on
+    this rank), which autograd's metadata gives only globally. The node's interval is started by
+    `watch_op_bytes`'s marker, which does nothing inside a reentrant checkpoint's nested backward."""
     def prehook(grad_outputs: Any) -> None:
-        counter.mark(node_id)
+        if found.inside:
+            return
         grads = [g for g in grad_outputs if isinstance(g, torch.Tensor)]
         if grads and any(is_dtensor(g) for g in grads):
             counter.paused = True  # reading the local shard is no part of the step
@@ -139,7 +145,9 @@ def _traced(step: RankStep, counter: RankStorages, optimizer: bool, retain_graph
     counter.paused = True  # the walk reads tensors; it is no part of the step
     graph, fns = _walk(step, named)
     local: dict[str, _Local] = {}
-    handles = [fn.register_prehook(_marker(counter, node_id, local)) for node_id, fn in fns.items()]
+    op_bytes = OpBytes()
+    handles = [fn.register_prehook(_local_sizes(counter, node_id, local, op_bytes)) for node_id, fn in fns.items()]
+    handles += watch_op_bytes(counter, fns, graph, op_bytes)
     del fns
     roots = tuple(n.id for n in graph.nodes if n.kind is NodeKind.OUTPUT and n.name in root_paths)
     counter.paused = False
@@ -157,7 +165,16 @@ def _traced(step: RankStep, counter: RankStorages, optimizer: bool, retain_graph
     if optimizer and step.optimizer is not None:
         step.optimizer.step()
         step.optimizer.zero_grad(set_to_none=True)
-    return _localized(graph, local), roots, forward_peak
+    return _localized(mark_op_bytes(graph, _reentrant_only(graph, op_bytes)), local), roots, forward_peak
+
+
+def _reentrant_only(graph: Graph, found: OpBytes) -> OpBytes:
+    """What the reentrant checkpoints' nodes made (their recomputed block's temporaries, their nested backward's
+    `.grad`), which a rank's replay needs as a single process's does; other ops' temporaries are left out:
+    `rank_timeline` models a rank's collective buffers itself, which they would count again (FSDP2's rank
+    replays read 20% high with them)."""
+    reentrant = {n.id for n in graph.nodes if n.name == "CheckpointFunctionBackward"}
+    return OpBytes({k: v for k, v in found.temporaries.items() if k in reentrant}, found.nested, found.nested_leaves)
 
 
 def traced_rank_step(step: RankStep, *, optimizer: bool = True, retain_graph: bool = False,
