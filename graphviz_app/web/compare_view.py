@@ -15,9 +15,9 @@ from .failures import show_failure
 from .pair import SavedPair
 from .results import Analysis, Failure
 from .urlstate import MAX_URL_PROGRAM_CHARS, Options
-from .widgets import compare_viewer, program_editor
+from .widgets import compare_viewer, graph_viewer, program_editor
 
-__all__ = ["PROGRAM_LABELS", "seeded", "second_editor", "second_program", "programs", "panes"]
+__all__ = ["PROGRAM_LABELS", "seeded", "second_editor", "second_program", "programs", "second_alone", "panes"]
 
 PROGRAM_LABELS = ("program", "second program")  # the panes' names when two programs are compared
 
@@ -61,8 +61,9 @@ def second_program() -> str:
 def programs(first: Analysis | Failure, options: Options, *, analyze: Callable[[str, Options], Analysis | Failure],
              compare: Callable[[Analysis, Analysis], SavedPair | Failure], link: str,
              shown: tuple[Failure | None, Failure | None]) -> bool:
-    """The first program's graph beside the second's in synced panes, or each side's problem; False when no
-    second program is submitted (the page then shows the first alone).
+    """The first program's graph beside the second's in synced panes, or each side's problem above the graph of
+    the side that ran; False when the page is to show the first program's graph alone: no second program is
+    submitted, or it failed (its problem is then shown here, above where that graph goes).
 
     `analyze` runs a program in the page's workers (cached); `compare` aligns two graphs there;
     `link` is the query of a link to the page as shown; `shown` the problems already shown under each editor.
@@ -71,16 +72,17 @@ def programs(first: Analysis | Failure, options: Options, *, analyze: Callable[[
     if not other:
         return False
     second = analyze(other, options)
-    failed = False
     for side, found, problem in (("first", first, shown[0]), ("second", second, shown[1])):
         if not isinstance(found, Failure):
             continue
-        failed = True
         if problem is not None and (problem.message, problem.line) == (found.message, found.line):
             st.caption(f"No graph for the {side} program: fix the problem shown under its editor, then Run.")
         else:
             show_failure(found, title=f"The {side} program could not run")
-    if failed or isinstance(first, Failure) or isinstance(second, Failure):
+    if isinstance(second, Failure):
+        return isinstance(first, Failure)  # the first's graph, if it ran, shows below as a single graph
+    if isinstance(first, Failure):
+        second_alone(second)
         return True
     if panes(compare(first, second), what="two programs", retry="press Run to try again"):
         st.markdown(f"[Link to this comparison](?{link})")
@@ -89,6 +91,18 @@ def programs(first: Analysis | Failure, options: Options, *, analyze: Callable[[
             st.caption(present.md(f"The two programs are too long for one link ({chars:,} characters together; a "
                                   f"link holds at most {MAX_URL_PROGRAM_CHARS:,}): the link leaves the second out."))
     return True
+
+
+def second_alone(result: Analysis) -> None:
+    """The second program's graph by itself, as the page shows one graph, when the first could not run."""
+    try:
+        graph_viewer(result.viewer, key="graph-b-" + hashlib.blake2b(result.viewer.encode(), digest_size=6).hexdigest())
+    except RenderError as e:
+        st.error(present.md(str(e)))
+        return
+    st.caption(present.md("The second program's graph (the first could not run): " + present.analysis_caption(result)))
+    for note in result.notes:
+        st.info(present.md(note))
 
 
 def panes(pair: SavedPair | Failure, *, what: str, retry: str) -> bool:

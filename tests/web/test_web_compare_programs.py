@@ -107,7 +107,15 @@ def test_bad_input_in_either_program_is_said_for_that_side_and_the_page_goes_on(
     assert not at.exception
     errors = [e.value for e in at.error]
     assert any(f"The {side} program" in e and words in e for e in errors), errors
-    assert viewer_element(at) is None or "mount" not in viewer_element(at)
+    # The side that ran still shows its graph, alone, as the page shows one graph (nothing lost).
+    element = viewer_element(at)
+    assert element is not None and "mount" not in element
+    ran = first if side == "second" else second
+    alone = analysis_job(ran, Options())
+    assert isinstance(alone, Analysis)
+    assert decode_viewer(element["payload"])["graph"] == decode_viewer(alone.viewer)["graph"]  # x**2 or x**3
+    if side == "first":
+        assert any("second program" in c.value and "the first could not run" in c.value for c in at.caption)
     _type_second(at, CUBE)  # fixed (the first fixed too): the pair shows
     at.session_state[f"editor-{at.session_state['editor_rev']}"] = {"value": SQUARE}
     at.button(key="run").click().run()
@@ -147,6 +155,11 @@ def test_in_chromium_a_link_opens_two_programs_in_synced_panes_and_a_bad_second_
     alert.wait_for(timeout=180_000)
     assert "inconsistent tensor size" in alert.inner_text()
     page.locator(COMPARE_READY).wait_for(state="detached", timeout=60_000)
+    # The first program's graph still shows, alone, below the second's error.
+    viewer = page.locator("[data-testid=graph-viewer][data-state=ready]")
+    viewer.wait_for(timeout=180_000)
+    assert viewer.locator("[data-node]", has_text="PowBackward0").count() >= 1
+    assert alert.bounding_box()["y"] + alert.bounding_box()["height"] <= viewer.bounding_box()["y"]
     # The link on the page and the address bar hold the pair; opened again, it shows the panes.
     page.goto(f"{server.url}/?program={quote(SQUARE)}&compare={quote(CUBE)}")
     page.locator(COMPARE_READY).wait_for(timeout=180_000)
