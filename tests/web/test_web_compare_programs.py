@@ -212,3 +212,16 @@ def test_in_chromium_a_link_opens_two_programs_in_synced_panes_and_a_bad_second_
         assert chosen.count() == 1 and "PowBackward0" in chosen.text_content()
     host = urlparse(server.url).netloc
     assert all(urlparse(u).netloc == host for u in requests if urlparse(u).scheme in ("http", "https", "ws"))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_in_chromium_a_failing_first_program_is_said_above_the_second_programs_graph(page, server) -> None:  # noqa: ANN001
+    page.goto(f"{server.url}/?program={quote(SHAPES_WRONG)}&compare={quote(CUBE)}")
+    viewer = page.locator("[data-testid=graph-viewer][data-state=ready]")
+    viewer.wait_for(timeout=180_000)
+    alert = page.locator("[data-testid='stAlertContentError']", has_text="The first program could not run")
+    assert "inconsistent tensor size" in alert.inner_text()
+    assert alert.bounding_box()["y"] + alert.bounding_box()["height"] <= viewer.bounding_box()["y"]
+    assert page.locator(COMPARE_READY).count() == 0 and viewer.locator("[data-node]").count() >= 1
+    assert page.get_by_text("the first could not run").count() == 1  # the graph is said to be the second's
