@@ -203,7 +203,7 @@ def test_ddp_with_tensor_parallelism_counts_the_local_parameters_ddp_made(
     # DDP over the "dp" slice turns each DTensor parameter into a parameter of its local shard, which after the
     # first forward the module no longer lists: the rank still holds them, their gradients and their buckets.
     r = forecast_world(func, world_size=world_size, with_torch_tracker=True)
-    assert r.strategy == "DDP" and (r.params_bytes, r.grads_bytes, r.buckets_bytes) == (params, params, params)
+    assert r.strategy == "DDP+TP" and (r.params_bytes, r.grads_bytes, r.buckets_bytes) == (params, params, params)
     assert r.total_bytes == r.tracker_bytes  # MemTracker on the same fake step, to the byte
     assert not dist.is_initialized() and DistributedDataParallel.__init__ is ORIGINAL_INIT
 
@@ -225,6 +225,7 @@ def test_ddp_with_tensor_parallelism_graph_shows_each_local_parameter_and_its_wh
         traced = trace_rank_step(rank_step(job("ddp_tp")()), rank=0, world_size=2)
     leaves = [n.tensor for n in traced.graph.nodes if n.kind.name == "LEAF" and n.tensor is not None]
     assert len(leaves) == 12 and sum(t.bytes for t in leaves) == 3 * TP2_BLOCK == traced.memory.params_bytes
+    assert traced.graph.rank is not None and traced.graph.rank.strategy == traced.memory.strategy == "DDP+TP"
     shardings = sorted({t.sharding for t in leaves if t.sharding is not None})
     assert len(shardings) == 4  # up's weight and bias, down's weight and bias: the same in every block
     assert all(s.endswith("on mesh (tp=2); its local shard, as DDP holds it") for s in shardings)
