@@ -13,6 +13,9 @@ node, or its last parameter's gradient when it has none) frees the unit's
 parameters, copies the unsharded gradients into the reduce-scatter's input and
 frees them, and keeps the gradient shards; the reduce-scatter's input is kept until
 the next unit's post-backward (FSDP2 holds it so, for the stream that uses it).
+A reentrant checkpoint inside a unit's forward runs its nested backward into the
+unit's unsharded parameters: those `.grad` are the unit's gradients, freed by its
+post-backward like the others.
 """
 
 from __future__ import annotations
@@ -125,8 +128,24 @@ class _FsdpReplay(EngineReplay):
         self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, self._owner(unit))
         peak = self._check_peak(self.live)
         self._drop_grads(leaves)
+        for key in [k for k in self.store if k.startswith("unit grads:") and self.node_unit.get(k[11:]) == unit]:
+            self._release(key)  # a reentrant checkpoint's nested .grad: the unsharded gradients, reduce-scattered
         self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, self._owner(unit))
         return self._check_peak(peak)
+
+    def _extra(self, node: str) -> None:
+        """As the engine's replay; a reentrant checkpoint's nested `.grad` inside a unit are that unit's unsharded
+        gradients (up to its parameters' bytes), held under a key of their own so its post-backward frees them."""
+        super()._extra(node)
+        unit = self.node_unit.get(node)
+        entry = self.store.get(f"nested:{node}")
+        if unit is None or entry is None or unit not in self.units:
+            return
+        size, mine = entry[1], min(entry[1], sum(self.units[unit].param_bytes))
+        self._release(f"nested:{node}")
+        self._hold(f"unit grads:{node}", mine, _GRADS, node)
+        if size > mine:  # not the unit's parameters': stays, as the engine's replay keeps it
+            self._hold(f"nested:{node}", size - mine, _GRADS, node)
 
     def _drop_grads(self, leaves: set[str]) -> None:
         """Free the `.grad` the replay gave these leaves (FSDP2 frees them once reduce-scattered)."""
