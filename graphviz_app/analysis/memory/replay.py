@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +18,6 @@ _LEAF_RANK = -(1 << 100)  # as plan.ranks: below every op's
 # A rank names its node: an op's is `recency * (len(nodes) + 1) + index`, a leaf's `_LEAF_RANK + index` (below this).
 _LEAVES_BELOW = _LEAF_RANK // 2
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
-# An entry this long (its life's changes, 3 items each) is searched by bisection in `alive_at_peak`
-_SCAN_UP_TO = 6 + 3 * 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,13 +163,9 @@ class EngineReplay:
         for entry in self.history:
             if entry[6] > at or entry[5] <= at:
                 continue
-            end = len(entry)  # the holder at `at`: the last change made by then
-            if end < _SCAN_UP_TO:
-                last = 6
-                while last + 3 < end and entry[last + 3] <= at:
-                    last += 3
-            else:  # a gradient passed on through a long chain of adds changes holder once per add: bisect
-                last = 6 + 3 * (bisect_right(entry[6::3], at) - 1)
+            last, end = 6, len(entry)  # the holder at `at`: the last change made by then
+            while last + 3 < end and entry[last + 3] <= at:
+                last += 3
             found[entry[4]] = (entry[last + 1], entry[last + 2], entry[1])
         return found
 
@@ -201,24 +194,15 @@ class EngineReplay:
                 if key not in skipped:
                     self._hold_saved(key)
         else:  # the usual case, without the calls: every saved storage held by its savers
-            reachable, storage_bytes, retain, store = plan.reachable, plan.storage_bytes, self.retain_graph, self.store
-            track, history, live, moment = self.track, self.history, self.live, self.moment
-            for key, savers in plan.savers.items():  # `_new`, written out (one entry a saved storage)
-                owner = savers[0]
+            reachable, storage_bytes, retain, new, store = (plan.reachable, plan.storage_bytes, self.retain_graph,
+                                                            self._new, self.store)
+            for key, savers in plan.savers.items():
                 if len(savers) == 1:
-                    count = 1 if retain or owner in reachable else 2
+                    count = 1 if retain or savers[0] in reachable else 2
                 else:
                     pending = sum(1 for s in savers if s in reachable)
                     count = 1 if retain else pending + (1 if pending < len(savers) else 0)
-                size = storage_bytes[key]
-                live += size
-                if track:
-                    moment += 1
-                    store[key] = entry = [count, size, _SAVED, owner, key, _NEVER, moment, _SAVED, owner]
-                    history.append(entry)
-                else:
-                    store[key] = [count, size, _SAVED, owner, key]
-            self.live, self.moment = live, moment
+                store[key] = new(key, storage_bytes[key], _SAVED, savers[0], count)
         for key, (size, owner) in self.recompute.kept.items():
             self._hold(key, size, _SAVED, owner)
         for node, size in plan.reentrant_keeps.items():  # kept by the node until the graph is freed
@@ -280,24 +264,6 @@ class EngineReplay:
         order, pop, add_step = self.order, heapq.heappop, steps.append
         run_leaf, run_op, new_step = self._run_leaf, self._run_op, _Step
         ids, per_recency = list(plan.nodes), len(plan.nodes) + 1
-        if not special:  # no checkpointing: the loop below without its test (the usual case)
-            while ready:
-                rank = pop(ready)
-                before = self.live
-                if rank < _LEAVES_BELOW:
-                    node = ids[rank - _LEAF_RANK]
-                    peak = run_leaf(node)
-                else:
-                    node = ids[rank % per_recency]
-                    peak = run_op(node)
-                after = self.live
-                order.append(node)
-                step = new_step()
-                step.node, step.before, step.after = node, before, after
-                step.peak = peak if peak > before and peak > after else (before if before > after else after)
-                step.__class__ = MemoryStep  # type: ignore[assignment]
-                add_step(step)  # type: ignore[arg-type]
-            return steps
         while ready:
             rank = pop(ready)
             node = ids[rank - _LEAF_RANK if rank < _LEAVES_BELOW else rank % per_recency]
@@ -410,20 +376,15 @@ class EngineReplay:
                     entry = [1, need, _GRADIENTS, node, number]
                 made.append((target, output_nr, [entry, 1, need, False]))
             self._next, self.live, self.moment = number, live, moment
-        if node in extra:  # rare: `extra` holds every op with temporaries or a nested backward
+        if node in extra:
             self._extra(node)
-            peak = live = self.live
-            moment = self.moment
-            if peak > self.best:
-                self.best, self.best_moment = peak, moment
-            if node in temporaries:
-                self._release(f"temporaries:{node}")
-                live, moment = self.live, self.moment
-        else:
-            peak = live = self.live
-            moment = self.moment
-            if peak > self.best:
-                self.best, self.best_moment = peak, moment
+        peak = live = self.live
+        moment = self.moment
+        if peak > self.best:
+            self.best, self.best_moment = peak, moment
+        if node in temporaries:
+            self._release(f"temporaries:{node}")
+            live, moment = self.live, self.moment
         store = self.store
         if inputs:
             for value in inputs.values():

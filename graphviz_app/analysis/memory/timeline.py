@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Collection
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 from ...model import Graph, Node, NodeKind
@@ -105,7 +105,6 @@ def _timeline(graph: Graph, retain_graph: bool, roots: Collection[str] | None, f
 
 
 _PEAK = attrgetter("peak")
-_FIRST = itemgetter(0)
 
 
 def _in_graph_order(plan: BackwardPlan, held: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -116,18 +115,20 @@ def _in_graph_order(plan: BackwardPlan, held: dict[str, int]) -> tuple[tuple[str
 def _last_savers(plan: BackwardPlan, order: list[str]) -> tuple[dict[str, str], dict[str, int]]:
     """Each saved storage's owner: the saver backward runs last (it releases it), or one it never runs; and the
     bytes each owner holds that way."""
-    index, storage_bytes, savers_of = plan.index, plan.storage_bytes, plan.savers
-    owners = dict(zip(savers_of, map(_FIRST, savers_of.values()), strict=True))  # in C: most storages have one saver
-    several = [key for key, many in zip(savers_of, map(len, savers_of.values()), strict=True) if many > 1]
-    if several:
-        never = len(order)
-        turn = {node: i for i, node in enumerate(order)}.get  # each node's turn
-        for key in several:
-            owners[key] = max(savers_of[key], key=lambda s: (turn(s, never), -index[s]))
-    if len(set(owners.values())) == len(owners):  # one storage an owner (the usual case): the table in C
-        return owners, dict(zip(owners.values(), map(storage_bytes.__getitem__, owners), strict=True))
+    ran: dict[str, int] | None = None  # each node's turn, needed only for a storage several ops saved
+    never = len(order)
+    index, storage_bytes = plan.index, plan.storage_bytes
+    owners: dict[str, str] = {}
     held: dict[str, int] = {}
-    for key, owner in owners.items():
+    for key, savers in plan.savers.items():
+        if len(savers) == 1:
+            owner = savers[0]
+        else:
+            if ran is None:
+                ran = {node: i for i, node in enumerate(order)}
+            turn = ran.get
+            owner = max(savers, key=lambda s: (turn(s, never), -index[s]))
+        owners[key] = owner
         held[owner] = held.get(owner, 0) + storage_bytes[key]
     return owners, held
 
