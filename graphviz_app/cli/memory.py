@@ -80,13 +80,15 @@ def add_memory_parser(sub: Any) -> None:
                         "the fake cluster)")
     memory.add_argument("--retain-graph", action="store_true", help="backward(retain_graph=True)")
     memory.add_argument("--world-size", metavar="N[,N...]", type=sizes,
-                        help="a distributed job (FUNC wraps the model with fully_shard, DDP or parallelize_module): "
+                        help="a distributed job (FUNC wraps the model with fully_shard, DDP or parallelize_module, "
+                        "or DDP over parallelize_module on a 2-D mesh): "
                         "forecast each rank's step at these world sizes, e.g. 8,64,512, on a fake cluster (fake "
                         "process group, fake tensors: nothing allocated); with --measure and one small world size, "
                         "also run that many real gloo ranks here")
     memory.add_argument("--what-if", metavar="FUNC[,FUNC...]", type=_funcs,
                         help="with --world-size: other FUNCs of the script (the job set up otherwise: "
-                        "reshard_after_forward, mixed precision, DDP, FSDP+TP), forecast side by side with FUNC")
+                        "reshard_after_forward, mixed precision, DDP, DDP+TP, FSDP+TP), forecast side by side with "
+                        "FUNC")
     memory.add_argument("--json", action="store_true", help="print JSON")
     memory.add_argument("--timeout", type=real(0.0, LONGEST_TIMEOUT_S, low_open=True), metavar="SECONDS",
                         help=f"the most the command may take: running FUNC, forecasting, measuring (default "

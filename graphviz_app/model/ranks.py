@@ -64,7 +64,7 @@ class FsdpUnit:
 class RankInfo:
     """The rank a graph was traced in, and what its viewer shows of it (`Graph.rank`).
 
-    `strategy` says how the model is spread over ranks ("DDP", "FSDP2", "TP", "FSDP+TP");
+    `strategy` says how the model is spread over ranks ("DDP", "DDP+TP", "FSDP2", "TP", "FSDP+TP");
     `collectives` are those the traced step ran, a backward one naming the node running when it
     was issued; `units` the step's FSDP2 units, which a replay of the graph (`rank_timeline`)
     needs; `grads_in_buckets`: DDP's gradients are views of its buckets (`gradient_as_bucket_view`).

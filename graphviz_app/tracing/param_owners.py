@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import torch
 
 from ..model import ModuleInfo
+from .distributed.shards import unlisted_named_parameters
 from .distributed.units import local_param_bytes, module_type_name
 
 __all__ = ["NamedParams", "owner_module", "all_named_params", "first_names", "module_infos"]
@@ -26,8 +27,9 @@ def owner_module(param_name: str) -> str:
 
 
 def all_named_params(root_module: torch.nn.Module) -> NamedParams:
-    """Every (name, parameter) of `root_module`, a tied weight under each of its names."""
-    return list(root_module.named_parameters(remove_duplicate=False))
+    """Every (name, parameter) of `root_module`, a tied weight under each of its names; under DDP with tensor
+    parallelism also the local parameters DDP holds, which the module stops listing after its first forward."""
+    return list(root_module.named_parameters(remove_duplicate=False)) + unlisted_named_parameters(root_module)
 
 
 def first_names(params: NamedParams) -> NamedParams:

@@ -124,6 +124,26 @@ def test_verify_checks_each_what_if_row_on_real_ranks_and_prints_predicted_again
     assert rows["ddp"]["predicted_total_bytes"] == rows["ddp"]["measured_total_bytes"]  # our count on the ranks
 
 
+@pytest.mark.slow  # per row: two real gloo ranks (each a fresh process importing torch) started from the worker
+def test_verify_checks_ddp_with_tensor_parallelism_rows_on_real_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["memory", f"{JOBS}:ddp", "--world-size", "2", "--what-if", "ddp_tp,ddp_tp_dp", "--verify",
+                         "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert [(r["setup"], r["strategy"]) for r in report["what_if"]] == [
+        ("ddp", "DDP"), ("ddp_tp", "DDP+TP"), ("ddp_tp_dp", "DDP+TP")]
+    rows = {r["setup"]: r for r in report["verified"]}
+    for name in ("ddp", "ddp_tp", "ddp_tp_dp"):
+        row = rows[name]
+        assert row["method"].startswith("2 real gloo rank(s), MemTracker"), row
+        assert row["predicted_total_bytes"] == row["measured_total_bytes"], row  # our count on the real ranks
+        tracker = row["verified_total_bytes"]  # MemTracker following each real rank's step
+        assert abs(row["predicted_total_bytes"] - tracker) <= 0.03 * tracker, row
+    # dp 2 x tp 1 is plain DDP's step; dp 1 x tp 2 holds half of the two split weights
+    assert rows["ddp_tp_dp"]["predicted_total_bytes"] == rows["ddp"]["predicted_total_bytes"]
+    assert rows["ddp_tp"]["predicted_total_bytes"] < rows["ddp"]["predicted_total_bytes"]
+
+
 @pytest.mark.slow
 def test_verify_beyond_two_ranks_checks_on_the_fake_cluster(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["memory", f"{JOBS}:fsdp", "--world-size", "8", "--what-if", "fsdp_keep", "--verify"],

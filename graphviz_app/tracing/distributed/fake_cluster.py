@@ -27,6 +27,7 @@ from ..memory.forecast import resized
 from ..torch_internals import fake_store, fake_tensor_api
 from .fake_ddp import ddp_on_fake_tensors, fake_mode
 from .rank_step import rank_step, run_rank_step
+from .spread import DDP_STRATEGIES
 
 __all__ = ["fake_cluster", "forecast_world", "forecast_worlds", "largest_batch_world"]
 
@@ -110,7 +111,7 @@ def forecast_world(func: Callable[[], Any], *, world_size: int, rank: int = 0, w
         except Exception as e:  # noqa: BLE001 - the user's model: say where and at which size
             raise DistributedError(f"the step of {where} failed at world size {world_size}: "
                                    f"{type(e).__name__}: {_first_line(e)}{_values_hint(e)}") from e
-    if memory.strategy == "DDP" and warmup is None:
+    if memory.strategy in DDP_STRATEGIES and warmup is None:
         memory = dataclasses.replace(memory, notes=(*memory.notes, _DDP_STEADY))
     return memory
 

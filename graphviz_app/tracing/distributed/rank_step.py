@@ -16,7 +16,7 @@ from ..torch_internals import ddp_bucket_sizes, root_mesh
 from ..torch_internals.ddp import ddp_local_spec
 from .counting import RankStorages
 from .shards import is_dtensor, local_storage_bytes, rank_parameters
-from .spread import strategy_of
+from .spread import DDP_STRATEGIES, strategy_of
 
 __all__ = ["RankStep", "rank_step", "train_step", "run_rank_step", "ddp_buckets", "check_meshes"]
 
@@ -139,7 +139,7 @@ def check_meshes(model: torch.nn.Module, world_size: int) -> None:
 def _warmup_steps(model: torch.nn.Module, strategy: str) -> int:
     """Steps before the steady one: 1 (the optimizer's state, FSDP's lazy buffers); DDP rebuilds its buckets
     in its second step's forward, or its third with `static_graph=True` (measured on gloo ranks, torch 2.13)."""
-    if strategy != "DDP":
+    if strategy not in DDP_STRATEGIES:
         return 1
     return 3 if getattr(model, "static_graph", False) else 2
 

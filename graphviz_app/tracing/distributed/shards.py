@@ -12,9 +12,10 @@ from typing import Any
 import torch
 
 from ..torch_internals import fsdp_unsharded_params
-from ..torch_internals.ddp import ddp_local_spec, ddp_parameters
+from ..torch_internals.ddp import ddp_dtensor_attributes, ddp_local_spec, ddp_parameters
 
-__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes", "rank_parameters", "ShardLookup"]
+__all__ = ["is_dtensor", "local_part", "sharding_text", "local_storage_bytes", "rank_parameters",
+           "unlisted_named_parameters", "ShardLookup"]
 
 
 def is_dtensor(t: Any) -> bool:
@@ -78,6 +79,21 @@ def rank_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
         seen = {id(p) for p in params}
         params += [p for p in ddp_parameters(model) if id(p) not in seen]
     return params
+
+
+def unlisted_named_parameters(model: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """(qualified name, parameter) for each parameter of `model` that `model.named_parameters()` does not yield:
+    under DDP with tensor parallelism, the local parameters DDP made, from its first forward on, each named
+    where the module holds the DTensor made from it (`module.0.up.weight`); [] for any other model."""
+    if not isinstance(model, torch.nn.parallel.DistributedDataParallel) or \
+            "torch.distributed.tensor" not in sys.modules:
+        return []
+    listed = {id(p) for p in model.parameters()}
+    unlisted = {id(p) for p in ddp_parameters(model) if id(p) not in listed}
+    if not unlisted:
+        return []
+    dtensor = sys.modules["torch.distributed.tensor"].DTensor
+    return [(name, p) for name, p in ddp_dtensor_attributes(model, dtensor) if id(p) in unlisted]
 
 
 class ShardLookup:

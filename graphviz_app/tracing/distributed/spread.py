@@ -10,15 +10,21 @@ import torch.distributed as dist
 
 from ...analysis.distributed import CollectiveEvent, FsdpUnit
 from ...model import RankInfo
-from .shards import is_dtensor
+from ..torch_internals.ddp import ddp_local_spec
+from .shards import is_dtensor, rank_parameters
 
-__all__ = ["strategy_of", "spread_over_ranks", "rank_info"]
+__all__ = ["DDP_STRATEGIES", "strategy_of", "spread_over_ranks", "rank_info"]
+
+DDP_STRATEGIES = ("DDP", "DDP+TP")  # the strategies whose gradients DDP all-reduces in buckets
 
 
 def strategy_of(model: torch.nn.Module) -> str:
-    """How the model is spread over ranks: "DDP", "FSDP2", "TP", "FSDP+TP", or "replicated" (none of them)."""
+    """How the model is spread over ranks: "DDP", "DDP+TP" (DDP over the "dp" slice of a 2-D mesh whose other
+    dimension `parallelize_module` shards), "FSDP2", "TP", "FSDP+TP", or "replicated" (none of them)."""
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        return "DDP"
+        # DDP+TP: DDP holds each DTensor parameter as a parameter of its local shard, the DTensor's spec kept on it
+        tp = any(ddp_local_spec(p) is not None or is_dtensor(p) for p in rank_parameters(model))
+        return "DDP+TP" if tp else "DDP"
     fsdp = _fsdp_module_type()
     has_fsdp = fsdp is not None and any(isinstance(m, fsdp) for m in model.modules())
     meshes = {p.device_mesh.ndim for p in model.parameters() if is_dtensor(p)}  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...analysis.distributed import RankMemory, Verified
 from ...errors import DistributedError
+from ...model import human_bytes
 from .fake_cluster import forecast_world
 from .ranks import run_ranks
 
@@ -28,9 +29,19 @@ def verify_world(target: str, func: Callable[[], Any], *, world_size: int, timeo
     if world_size <= REAL_RANKS_UP_TO:
         table = run_ranks(target, nprocs=world_size, with_torch_tracker=True, timeout_s=timeout_s)
         rank0: RankMemory = table.ranks[0]
-        how = f"{world_size} real gloo rank(s), {rank0.tracker}"
+        how = f"{world_size} real gloo rank(s), {rank0.tracker}{_buckets_seen_late(rank0)}"
         return Verified(how, rank0.tracker_bytes, rank0.total_bytes)
     rank0 = forecast_world(func, world_size=world_size, where=target, with_torch_tracker=True)
     if rank0.tracker_bytes is None:
         raise DistributedError(f"{target}: PyTorch's tracker gave no figure at world size {world_size}")
-    return Verified(f"fake cluster of {world_size}, {rank0.tracker}", rank0.tracker_bytes, None)
+    return Verified(f"fake cluster of {world_size}, {rank0.tracker}{_buckets_seen_late(rank0)}",
+                    rank0.tracker_bytes, None)
+
+
+def _buckets_seen_late(rank0: RankMemory) -> str:
+    """For DDP and DDP+TP, why the tracker may read below: it learns of each gradient bucket (DDP's reducer
+    holds them, not the module) only when the bucket is all-reduced, so a peak earlier in backward lacks the
+    buckets not yet reduced (seen with gradient_as_bucket_view=True, larger batches, and DDP+TP beyond 2 ranks)."""
+    if not rank0.buckets_bytes:
+        return ""
+    return f" (sees each DDP bucket once all-reduced: up to {human_bytes(rank0.buckets_bytes)} below)"

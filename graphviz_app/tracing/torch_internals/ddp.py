@@ -9,7 +9,7 @@ from typing import Any
 
 import torch.nn.parallel.distributed as ddp_module
 
-__all__ = ["ddp_steps_around", "ddp_parameters", "ddp_local_spec"]
+__all__ = ["ddp_steps_around", "ddp_parameters", "ddp_local_spec", "ddp_dtensor_attributes"]
 
 
 @contextlib.contextmanager
@@ -54,3 +54,21 @@ def ddp_local_spec(param: Any) -> Any:
     """The spec (`mesh`, `placements`, global `shape`) of the DTensor a parameter of DDP with tensor parallelism
     stands for (DDP keeps it as `_st_info` on the local parameter it made), or None for any other tensor."""
     return getattr(param, "_st_info", None)
+
+
+def ddp_dtensor_attributes(ddp: Any, dtensor_type: Any) -> list[tuple[str, Any]]:
+    """(qualified name, the local parameter it is made from) for each DTensor that DDP with tensor parallelism's
+    forward pre-hook (`_reconstruct_dtensor`) set as a plain attribute of a module of `ddp`.
+
+    The hook makes each with `DTensor.from_local`, whose local tensor is a view
+    of DDP's local parameter (`_local_tensor._base`), the one its reducer holds.
+    A tensor set under several names is listed under each.
+    """
+    found = []
+    for module_name, module in ddp.named_modules():
+        for attr, value in vars(module).items():
+            if isinstance(value, dtensor_type):
+                base = value._local_tensor._base
+                if base is not None:
+                    found.append((f"{module_name}.{attr}" if module_name else attr, base))
+    return found

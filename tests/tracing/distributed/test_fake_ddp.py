@@ -11,10 +11,12 @@ import pytest
 import torch
 import torch.distributed as dist
 from dist_jobs import BATCH, SEQ, D, job, measure_beside_tracker, plain_model
+from torch.distributed._tools.mem_tracker import MemTracker, _MemRefType
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.nn.parallel import DistributedDataParallel
 
+from graphviz_app.analysis.distributed import format_what_ifs
 from graphviz_app.errors import DistributedError
 from graphviz_app.tracing.distributed.fake_cluster import (
     fake_cluster,
@@ -24,6 +26,9 @@ from graphviz_app.tracing.distributed.fake_cluster import (
 )
 from graphviz_app.tracing.distributed.rank_graph import trace_rank_step
 from graphviz_app.tracing.distributed.rank_step import rank_step
+from graphviz_app.tracing.distributed.shards import rank_parameters
+from graphviz_app.tracing.distributed.verify import verify_world
+from graphviz_app.tracing.distributed.what_if import what_if
 
 # One Block's parameters: up (D -> 4D) and down (4D -> D), weights and biases, float32.
 BLOCK = (D * 4 * D + 4 * D + 4 * D * D + D) * 4
@@ -203,14 +208,12 @@ def test_ddp_with_tensor_parallelism_counts_the_local_parameters_ddp_made(
     # DDP over the "dp" slice turns each DTensor parameter into a parameter of its local shard, which after the
     # first forward the module no longer lists: the rank still holds them, their gradients and their buckets.
     r = forecast_world(func, world_size=world_size, with_torch_tracker=True)
-    assert r.strategy == "DDP" and (r.params_bytes, r.grads_bytes, r.buckets_bytes) == (params, params, params)
+    assert r.strategy == "DDP+TP" and (r.params_bytes, r.grads_bytes, r.buckets_bytes) == (params, params, params)
     assert r.total_bytes == r.tracker_bytes  # MemTracker on the same fake step, to the byte
     assert not dist.is_initialized() and DistributedDataParallel.__init__ is ORIGINAL_INIT
 
 
 def test_ddp_with_tensor_parallelism_parameters_are_found_after_the_module_stops_listing_them() -> None:
-    from graphviz_app.tracing.distributed.shards import rank_parameters
-
     with fake_cluster(2):
         model, x, _ = job("ddp_tp")()
         model(x).sum().backward()
@@ -225,11 +228,66 @@ def test_ddp_with_tensor_parallelism_graph_shows_each_local_parameter_and_its_wh
         traced = trace_rank_step(rank_step(job("ddp_tp")()), rank=0, world_size=2)
     leaves = [n.tensor for n in traced.graph.nodes if n.kind.name == "LEAF" and n.tensor is not None]
     assert len(leaves) == 12 and sum(t.bytes for t in leaves) == 3 * TP2_BLOCK == traced.memory.params_bytes
+    assert traced.graph.rank is not None and traced.graph.rank.strategy == traced.memory.strategy == "DDP+TP"
     shardings = sorted({t.sharding for t in leaves if t.sharding is not None})
     assert len(shardings) == 4  # up's weight and bias, down's weight and bias: the same in every block
     assert all(s.endswith("on mesh (tp=2); its local shard, as DDP holds it") for s in shardings)
     assert "Shard(dim=0) of (256, 64) on mesh (tp=2); its local shard, as DDP holds it" in shardings  # up.weight
     assert "Replicate() of (64,) on mesh (tp=2); its local shard, as DDP holds it" in shardings  # down.bias
+
+
+def test_ddp_with_tensor_parallelism_graph_names_each_local_parameter_as_torch_listed_it() -> None:
+    # torch's own listing before the first forward (after it, the module lists none) is the oracle for the names;
+    # the module boxes hold the local bytes that MemTracker counts as the rank's parameters
+    with fake_cluster(2):
+        model, x, optimizer = job("ddp_tp")()
+        listed = {name: p.numel() * p.element_size() for name, p in model.named_parameters()}
+        traced = trace_rank_step(rank_step((model, x, optimizer)), rank=0, world_size=2)
+        with MemTracker() as tracker:
+            # MemTracker files a module's parameters as PARAM: handed DDP's local ones in a list of its own
+            tracker.track_external(model, optimizer, torch.nn.ParameterList(rank_parameters(model)))
+            model(x).sum().backward()
+            optimizer.step()
+        tracked = tracker.get_tracker_snapshot("peak")[torch.device("cpu")][_MemRefType.PARAM]
+    assert len(listed) == 12 and list(model.parameters()) == []
+    leaves = {n.name: n.tensor.bytes for n in traced.graph.nodes
+              if n.kind.name == "LEAF" and n.tensor is not None and n.tensor.sharding is not None}
+    assert leaves == listed  # every one named, "module.0.up.weight" ..., with its local bytes
+    boxes = {m.name: m.param_bytes for m in traced.graph.modules}
+    assert boxes["module.0.up"] == listed["module.0.up.weight"] + listed["module.0.up.bias"]
+    assert boxes[""] == sum(listed.values()) == tracked == 3 * TP2_BLOCK
+
+
+def tp_block(tp: int) -> int:
+    """A block's local parameter bytes, TP `tp` ways: up's weight and bias and down's weight split, down's bias
+    replicated."""
+    return (D * 4 * D // tp + 4 * D // tp + 4 * D * D // tp + D) * 4
+
+
+def test_what_if_rows_of_ddp_with_tensor_parallelism_are_the_tp_step_plus_ddp_s_buckets() -> None:
+    # The oracle: MemTracker on the same fake step without DDP (TP alone), plus DDP's buckets, one copy of the
+    # local gradients (bytes from the shapes). MemTracker on the DDP+TP step itself reads below beyond 2 ranks:
+    # it learns of each bucket only when it is all-reduced, after the peak.
+    rows = what_if({"ddp": job("ddp"), "ddp_tp": job("ddp_tp"), "ddp_tp_dp": job("ddp_tp_dp")}, world_size=4)
+    assert [(r.label, r.memory.strategy if r.memory else None) for r in rows] == [
+        ("ddp", "DDP"), ("ddp_tp", "DDP+TP"), ("ddp_tp_dp", "DDP+TP")]
+    ddp, tp4, dp4 = (r.memory for r in rows)
+    assert ddp is not None and tp4 is not None and dp4 is not None
+    assert dp4.total_bytes == ddp.total_bytes  # dp 4 x tp 1: every rank holds whole tensors, as plain DDP
+    tp_alone = forecast_world(job("tp"), world_size=4, with_torch_tracker=True)
+    assert tp_alone.tracker_bytes is not None and tp4.buckets_bytes == tp4.params_bytes == 3 * tp_block(4)
+    assert tp4.total_bytes == tp_alone.tracker_bytes + 3 * tp_block(4) == 564_280
+    assert "DDP+TP" in format_what_ifs(rows).splitlines()[2]
+
+
+def test_verify_of_ddp_with_tensor_parallelism_beyond_two_ranks_says_the_tracker_sees_buckets_late() -> None:
+    check = verify_world(f"{dist_jobs.__file__}:ddp_tp", job("ddp_tp"), world_size=8)
+    predicted = forecast_world(job("ddp_tp"), world_size=8)
+    assert check.method == "fake cluster of 8, MemTracker (sees each DDP bucket once all-reduced: up to 49.1 KiB " \
+                           "below)"
+    assert check.tracker_bytes is not None
+    assert check.tracker_bytes < predicted.total_bytes <= check.tracker_bytes + predicted.buckets_bytes
+    assert predicted.buckets_bytes == 3 * tp_block(8)
 
 
 def test_ddp_with_tensor_parallelism_on_a_mesh_smaller_than_the_world_is_refused_in_words() -> None:

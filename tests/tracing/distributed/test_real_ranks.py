@@ -79,7 +79,7 @@ def test_ddp_with_tensor_parallelism_counts_the_local_parameters_as_memtracker_d
     table = run_ranks(f"{JOBS}:{name}", nprocs=2, with_torch_tracker=True, timeout_s=400)
     forecast = forecast_world(getattr(dist_jobs, name), world_size=2)
     for r in table.ranks:
-        assert r.tracker_bytes is not None and r.strategy == "DDP"
+        assert r.tracker_bytes is not None and r.strategy == "DDP+TP"
         held_late = max((e.bytes for e in r.collectives), default=0)  # as in the first test: gloo's late frees
         assert 0 <= r.tracker_bytes - r.total_bytes <= held_late, (name, r.rank, r, r.tracker_bytes)
         assert r.params_bytes == r.grads_bytes == r.buckets_bytes == forecast.params_bytes > 0
