@@ -48,7 +48,10 @@ class MetaOpBytes(LiveStorages):
         return value
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return super().__torch_dispatch__(func, types, self.twin(args), self.twin(kwargs or {}))
+        kwargs = self.twin(kwargs or {})
+        if "device" in kwargs:  # ToCopyBackward0 copies back to the forward's device: the same bytes, on meta
+            kwargs["device"] = torch.device("meta")
+        return super().__torch_dispatch__(func, types, self.twin(args), kwargs)
 
 
 def meta_op_temporaries(graph: Graph, fns: Mapping[str, Any],
