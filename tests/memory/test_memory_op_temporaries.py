@@ -140,17 +140,15 @@ def test_a_copy_back_to_the_forwards_device_runs_on_meta() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [
+    # Not the autocast zoo rows: trace_model's forward runs on its big-stack thread, where a caller's
+    # torch.autocast (thread-local) is not on, so its graph is float32 and measure()'s is bfloat16.
     "gpt2", "bert-mlm", "llama", "t5", "qwen2-tied", "vit", "lstm-lm", "llama-bf16",
-    # Forward under autocast: the meta run finds 2 S at gelu_new's PowBackward0 where the step records S (not
-    # understood yet; see /work/notes/optemps.md).
-    pytest.param("gpt2-bf16-autocast", marks=pytest.mark.xfail(strict=True, reason="autocast: PowBackward0 2x")),
 ])
 @pytest.mark.parametrize("batch", [1, 4])
 def test_zoo_traced_op_temporaries_equal_the_measured_ones(name: str, batch: int) -> None:
     zoo = mem_zoo.by_name(name)
     model = zoo.spec.prepare(zoo.spec.build())
     args, kwargs = zoo.spec.inputs(batch)
-    with torch.autocast("cpu", dtype=zoo.spec.autocast) if zoo.spec.autocast else torch.enable_grad():
-        graph = trace_model(model, *args, **kwargs)
-    measured = measure(model, *args, loss=zoo.spec.loss, autocast=zoo.spec.autocast, **kwargs).graph
+    graph = trace_model(model, *args, **kwargs)
+    measured = measure(model, *args, loss=zoo.spec.loss, **kwargs).graph
     assert _temporaries(graph) == _temporaries(measured), f"{name} at batch {batch}"
