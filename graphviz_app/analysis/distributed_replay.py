@@ -13,6 +13,13 @@ node, or its last parameter's gradient when it has none) frees the unit's
 parameters, copies the unsharded gradients into the reduce-scatter's input and
 frees them, and keeps the gradient shards; the reduce-scatter's input is kept until
 the next unit's post-backward (FSDP2 holds it so, for the stream that uses it).
+A reentrant checkpoint inside a unit's forward runs its nested backward into the
+unit's unsharded parameters: those `.grad` are the unit's gradients, freed by its
+post-backward like the others. A reentrant checkpoint that calls a unit
+(`checkpoint(unit, x)`) runs the unit's forward, its hooks and its whole backward,
+post-backward included, inside its node (no post-backward node of the unit is in the
+graph): the unit is resharded and reduce-scattered there, and what the node was
+recorded to leave is read as that work.
 """
 
 from __future__ import annotations
@@ -83,6 +90,15 @@ class _FsdpReplay(EngineReplay):
             plan.sizes[node_id] = sizes[names[node_id]]
         self.post_node = {self.node_unit[n]: n for n, node in plan.nodes.items()
                           if node.name == "RegisterPostBackwardFunctionBackward" and n in self.node_unit}
+        # A unit whose forward a reentrant checkpoint ran (`checkpoint(unit, x)`): no post-backward node or parameter
+        # leaf of it in this graph, its forward and its whole backward run again inside the checkpoint's node
+        checkpoints = Counter(self.node_unit[n] for n, node in plan.nodes.items()
+                              if node.name == "CheckpointFunctionBackward" and node.module == self.node_unit.get(n))
+        self.inside = {n: self.node_unit[n] for n, node in plan.nodes.items()
+                       if node.name == "CheckpointFunctionBackward" and checkpoints[self.node_unit.get(n, "")] == 1
+                       and node.module == self.node_unit[n] != "" and self.node_unit[n] not in self.post_node
+                       and self.leaves_left[self.node_unit[n]] == 0}
+        self.gathered_now = 0  # the bytes the node running now all-gathered before it ran
         self.gathered: set[str] = set()
         self.reducing: str | None = None  # the last reduce-scatter's input, held until the next one
         super().__init__(plan, retain_graph=retain_graph, track=True)
@@ -125,8 +141,49 @@ class _FsdpReplay(EngineReplay):
         self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, self._owner(unit))
         peak = self._check_peak(self.live)
         self._drop_grads(leaves)
+        for key in [k for k in self.store if k.startswith("unit grads:") and self.node_unit.get(k[11:]) == unit]:
+            self._release(key)  # a reentrant checkpoint's nested .grad: the unsharded gradients, reduce-scattered
         self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, self._owner(unit))
         return self._check_peak(peak)
+
+    def _extra(self, node: str) -> None:
+        """As the engine's replay; a reentrant checkpoint's nested `.grad` inside a unit are that unit's unsharded
+        gradients (up to its parameters' bytes), held under a key of their own so its post-backward frees them.
+        Where the checkpoint runs the unit's whole backward (`inside`), the unit's post-backward runs in it."""
+        super()._extra(node)
+        unit = self.node_unit.get(node)
+        entry = self.store.get(f"nested:{node}")
+        if node in self.inside:
+            self._inside_post_backward(node, self.inside[node], entry[1] if entry is not None else 0)
+            return
+        if unit is None or entry is None or unit not in self.units:
+            return
+        size, mine = entry[1], min(entry[1], sum(self.units[unit].param_bytes))
+        self._release(f"nested:{node}")
+        self._hold(f"unit grads:{node}", mine, _GRADS, node)
+        if size > mine:  # not the unit's parameters': stays, as the engine's replay keeps it
+            self._hold(f"nested:{node}", size - mine, _GRADS, node)
+
+    def _inside_post_backward(self, node: str, unit: str, nested: int) -> None:
+        """The unit's post-backward, run by the nested backward of checkpoint `node`: the recorded `nested` bytes are
+        what the node left, FSDP2's work in it included (the prefetch before it, its parameters resharded, the
+        reduce-scatter's input swapped, the gradient shards kept; recorded only when more than nothing), so only
+        what is left beyond FSDP2's work is held as nested `.grad`. No peak is read here: the node's temporaries
+        (held after) were recorded against what the node left."""
+        if nested:
+            self._release(f"nested:{node}")
+        start, u = self.live, self.units[unit]
+        if f"fsdp:{unit}" in self.store:
+            self._release(f"fsdp:{unit}")
+        self.gathered.discard(unit)
+        if self.reducing is not None:
+            self._release(self.reducing)
+        self.reducing = f"reduce:{unit}"
+        self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, node)
+        self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, node)
+        other = nested - max(0, self.gathered_now + self.live - start)
+        if other > 0:  # not FSDP2's: stays, as the engine's replay keeps it
+            self._hold(f"nested:{node}", other, _GRADS, node)
 
     def _drop_grads(self, leaves: set[str]) -> None:
         """Free the `.grad` the replay gave these leaves (FSDP2 frees them once reduce-scattered)."""
@@ -137,7 +194,9 @@ class _FsdpReplay(EngineReplay):
 
     def _run_op(self, node: str) -> int:
         unit = self.node_unit.get(node)
-        peak = self._gather(unit) if unit is not None else self.live
+        live = self.live
+        peak = self._gather(unit) if unit is not None else live
+        self.gathered_now = self.live - live
         peak = max(peak, super()._run_op(node))
         if unit is not None and self.post_node.get(unit) == node:
             peak = max(peak, self._post_backward(unit))

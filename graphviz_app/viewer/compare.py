@@ -152,9 +152,13 @@ def _dtype(own: dict[str, Any], match: Sequence[int], changes: dict[int, list[tu
             "scale": "linear", "unit": "", "node": node, "group": group, "flag": []}
 
 
-# Two graphs in synced panes: they start from their opening views (the address's fragment is not read).
+# Two graphs in synced panes: the first pane's view (which the second follows) travels in the address's fragment,
+# as one graph's does, so a link reopens both panes as they were.
 _MOUNT_PAIR = """GraphvizAppViewer.mountCompare(document.getElementById("gv-root"),
-  document.getElementById("gv-payload").textContent, {focus: window.top === window});"""
+  document.getElementById("gv-payload").textContent,
+  {fragment: location.hash, focus: window.top === window, onView: function (hash) {
+    try { history.replaceState(null, "", hash); } catch (e) { /* a sandboxed frame keeps no history */ }
+  }});"""
 
 
 def compare_html(graph_a: Graph, graph_b: Graph, *, labels: Sequence[str] = ("a", "b"), title: str | None = None,

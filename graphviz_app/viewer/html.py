@@ -131,7 +131,8 @@ def notebook_cell(data: Mapping[str, Any], *, mount: str = "mount", title: str =
     `height`: the frame's height in px until drawn. With `fit`, the drawn frame asks the page for the height its
     drawing needs (the taller pane's, for two): shown whole, at the width of its pane (at most 150%); else at the
     scale the viewer chose. The page keeps it between `FIT_MIN_HEIGHT` and the lower of `FIT_MAX_HEIGHT` and 85%
-    of its window. A person can drag the grip under the frame to any height (at least `FIT_MIN_HEIGHT`). As the
+    of its window. It asks again whenever a redraw needs more (a big box opened), never for less. A person can drag
+    the grip under the frame to any height (at least `FIT_MIN_HEIGHT`), which then stays. As the
     frame changes size, a drawing shown whole is fitted again, else what is in the middle of each pane stays.
 
     `fallback`: HTML (trusted markup, e.g. `drawing.notebook.static_html`) put after the frame and hidden by a
@@ -197,7 +198,7 @@ _HAND_OVER = """(function () {
     var frames = document.querySelectorAll("iframe.graphviz-app-viewer[data-fit-min]");
     for (var i = 0; i < frames.length; i++) {
       var f = frames[i];
-      if (f.contentWindow !== source) continue;
+      if (f.contentWindow !== source || f.hasAttribute("data-sized-by-hand")) continue;
       var least = +f.getAttribute("data-fit-min");
       var most = Math.max(least, Math.min(+f.getAttribute("data-fit-max"), Math.round(w.innerHeight * 0.85)));
       f.style.height = Math.round(Math.max(least, Math.min(most, height))) + "px";
@@ -211,6 +212,7 @@ _HAND_OVER = """(function () {
     if (!frame || event.button !== 0 || !frame.matches("iframe.graphviz-app-viewer")) return;
     event.preventDefault();
     event.stopPropagation();
+    frame.setAttribute("data-sized-by-hand", "");  // the frame's later asks for height leave it as dragged
     var start = event.clientY, from = frame.getBoundingClientRect().height, least = +frame.getAttribute("data-fit-min");
     frame.style.pointerEvents = "none";
     grip.setPointerCapture(event.pointerId);
@@ -233,6 +235,7 @@ _HAND_OVER = """(function () {
     if (!frame || !by || !frame.matches("iframe.graphviz-app-viewer")) return;
     event.preventDefault();
     event.stopPropagation();  // not the notebook's own keys (moving between cells)
+    frame.setAttribute("data-sized-by-hand", "");
     var least = +frame.getAttribute("data-fit-min") || 0;
     frame.style.height = Math.round(Math.max(least, frame.getBoundingClientRect().height + by)) + "px";
   }
@@ -313,14 +316,28 @@ html, body {{ margin: 0; height: 100%; }}
       zooms.forEach(function (z, i) {{ z.tx = to[i].tx; z.ty = to[i].ty; z.apply(); }});
     }});
     if (!{fit}) return;
-    var shownWhole = wholeAll(last);
-    var more = Math.max.apply(null, zooms.map(function (z, i) {{
-      var k = shownWhole ? Math.min(1.5, last[i].W / (z.w + 20)) : z.k;
-      return (z.h + 20) * k + 4 - last[i].H;
-    }}));
-    var wanted = Math.round(window.innerHeight + more);
-    root.dataset.fitHeight = String(wanted);
-    window.parent.postMessage({{kind: "graphviz-app-height", height: wanted}}, "*");
+    function needed() {{
+      var sizes = zooms.map(function (z) {{ return z.size(); }}), shownWhole = wholeAll(sizes);
+      return Math.round(window.innerHeight + Math.max.apply(null, zooms.map(function (z, i) {{
+        var k = shownWhole ? Math.min(1.5, sizes[i].W / (z.w + 20)) : z.k;
+        return (z.h + 20) * k + 4 - sizes[i].H;
+      }})));
+    }}
+    var asked = -Infinity;
+    function ask() {{  // only ever taller: the page bounds it, and a height a person chose stays
+      var wanted = needed();
+      if (!(wanted > asked)) return;
+      asked = wanted;
+      root.dataset.fitHeight = String(wanted);
+      root.dataset.fitAsks = String(+(root.dataset.fitAsks || 0) + 1);
+      window.parent.postMessage({{kind: "graphviz-app-height", height: wanted}}, "*");
+    }}
+    ask();
+    // Each redraw (a box opened, a layout back from the worker) may need more height: ask again when it does.
+    var redrawn = new MutationObserver(ask);
+    views.forEach(function (v) {{
+      if (v.root) redrawn.observe(v.root, {{attributes: true, attributeFilter: ["data-last-refresh-ms"]}});
+    }});
   }}
   window.addEventListener("message", function (event) {{
     var message = event.data;

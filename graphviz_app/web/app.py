@@ -49,7 +49,8 @@ def start_session(devices: tuple[str, ...]) -> None:
         opt_gradients=o.show_gradients, opt_depth=o.module_depth, opt_roll=o.roll,
         check_wrt=state.check.wrt, check_expected=state.check.expected, link_wrt=state.check.wrt,
         check_forward=False, check_second=False, check_kinks="fail",
-        expanded=state.expanded, view=state.view, showing="program", **compare_view.seeded(state.compare),
+        expanded=state.expanded, view=state.view, showing="program",
+        **compare_view.seeded(state.compare, state.compare_view),
         **{f"tol_{name}": value for name, value in zip(TOLERANCE_NAMES, DEFAULT_TOLERANCES, strict=True)},
     )
 
@@ -207,7 +208,7 @@ def main() -> None:
         results(saved, options, saved=True)
     elif result is not None and not compare_view.programs(
             result, options, analyze=analyze, compare=partial(compare_programs, options=options),
-            link=urlstate.share_query(current_state(options)), shown=(problem, problem_b)):
+            link=lambda: urlstate.share_query(current_state(options)), shown=(problem, problem_b)):
         results(result, options, shown=problem)
     st.divider()
     if result is not None:

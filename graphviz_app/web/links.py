@@ -42,7 +42,7 @@ def current_state(options: Options) -> PageState:
     return PageState(program=s.submitted, options=options,
                      check=CheckInput(s.get("check_wrt") or "", s.get("check_expected") or ""),
                      expanded=tuple(s.get("expanded") or ()), view=s.get("view") or "",
-                     compare=compare_view.second_program())
+                     compare=compare_view.second_program(), compare_view=compare_view.pair_view())
 
 
 def sync_url(options: Options) -> None:

@@ -77,7 +77,8 @@ class PageState:
 
     `view` is the viewer's fragment (`open=0.3.7&inst=7:2&sel=n42&color=gradient`: boxes by
     their numbers in the viewer's data); `expanded` module boxes opened by name (`?expand=`,
-    for links written by hand), applied when there is no `view`.
+    for links written by hand), applied when there is no `view`. `compare_view` is the synced panes'
+    view (their first pane's fragment, which the second pane follows), kept with the second program.
     """
 
     program: str = SEED_PROGRAM
@@ -86,6 +87,7 @@ class PageState:
     expanded: tuple[str, ...] = ()  # module boxes opened in the graph (sorted)
     view: str = ""
     compare: str = ""
+    compare_view: str = ""
 
 
 def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[str]]:
@@ -127,17 +129,25 @@ def from_query(params: Mapping[str, str | list[str]]) -> tuple[PageState, list[s
             "so the link left it out and the seed example is shown: ask for the program as a file"
         )
     expanded = _expanded(get.text("expand", ""))
-    view = get.text("view", "").strip().lstrip("#")
-    if len(view) > MAX_VIEW_CHARS:
-        problems.append(f"ignored ?view= ({len(view):,} characters): a view holds at most {MAX_VIEW_CHARS:,}")
-        view = ""
+    view = _view(get, "view", problems)
     compare = get.text("compare", "")
+    compare_view = _view(get, "compare_view", problems) if compare else ""
     if "compare" not in params and "compare_chars" in params:
         problems.append(f"the second program ({get.text('compare_chars', '?')} characters) was too long for a link "
                         f"beside the first (together at most {MAX_URL_PROGRAM_CHARS:,}), so the link left it out: "
                         "ask for it as a file, or paste it under 'Compare with a second program'")
-    state = PageState(program=program, options=options, check=check, expanded=expanded, view=view, compare=compare)
+    state = PageState(program=program, options=options, check=check, expanded=expanded, view=view, compare=compare,
+                      compare_view=compare_view)
     return state, problems
+
+
+def _view(get: _Reader, name: str, problems: list[str]) -> str:
+    """A viewer's fragment from `?name=`, "" (and a problem said) when it is too long."""
+    view = get.text(name, "").strip().lstrip("#")
+    if len(view) > MAX_VIEW_CHARS:
+        problems.append(f"ignored ?{name}= ({len(view):,} characters): a view holds at most {MAX_VIEW_CHARS:,}")
+        return ""
+    return view
 
 
 def to_query(state: PageState) -> dict[str, str]:
@@ -147,7 +157,8 @@ def to_query(state: PageState) -> dict[str, str]:
     `MAX_URL_PROGRAM_CHARS`), and `program_chars` says so to whoever opens
     the link; the check is left out when there is none. The viewer's `view` replaces
     `expand` once there is one (it holds the boxes `expand` opened). A second program (`compare`)
-    goes in when both programs fit in `MAX_URL_PROGRAM_CHARS` together, else `compare_chars` says so.
+    goes in when both programs fit in `MAX_URL_PROGRAM_CHARS` together, else `compare_chars` says so;
+    the panes' view (`compare_view`) goes with it.
     """
     o = state.options
     query: dict[str, str] = {}
@@ -174,6 +185,8 @@ def to_query(state: PageState) -> dict[str, str]:
         query["expand"] = ",".join(state.expanded)
     if state.compare and len(state.program) + len(state.compare) <= MAX_URL_PROGRAM_CHARS:
         query["compare"] = state.compare
+        if state.compare_view:
+            query["compare_view"] = state.compare_view
     elif state.compare:
         query["compare_chars"] = str(len(state.compare))
     return {key: _SURROGATE.sub("\ufffd", value) for key, value in query.items()}

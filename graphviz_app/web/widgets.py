@@ -98,13 +98,20 @@ def graph_viewer(payload: str, *, fragment: str = "", key: str = "graph") -> str
     return view if isinstance(view, str) else None
 
 
-def compare_viewer(payload: str, *, key: str = "compare") -> None:
+def compare_viewer(payload: str, *, fragment: str = "", key: str = "compare") -> str | None:
     """Show two graphs side by side in synced panes (`GraphvizAppViewer.mountCompare`) on the compare data `payload`
     (`graphviz_app.viewer.compare.compare_payload`, encoded), sent once per pair as `graph_viewer` sends a graph.
+
+    `fragment` is the view the first pane opens on (the second follows it: its boxes open, its
+    selection's counterpart selected). Returns the panes' view (the first pane's fragment) once the
+    person changes it, else None.
 
     Raises:
         RenderError: the viewer's bundle is not built (the message says how to build it).
     """
     digest = hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
     _viewer_library()(key="viewer-library")
-    _viewer()(key=key, data={"payload": payload, "key": digest, "fragment": "", "mount": "mountCompare"})
+    result = _viewer()(key=key, data={"payload": payload, "key": digest, "fragment": fragment, "mount": "mountCompare"},
+                       on_view_change=lambda: None)
+    view = getattr(result, "view", None)
+    return view if isinstance(view, str) else None

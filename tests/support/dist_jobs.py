@@ -147,6 +147,38 @@ def fsdp_reentrant() -> Any:
     return build_reentrant(init_device_mesh("cpu", (dist.get_world_size(),)))
 
 
+class CheckpointedUnits(torch.nn.Module):
+    """`x * scale`, then three MLP blocks each called as `checkpoint(block, h, use_reentrant=True)` from
+    the model's forward: under FSDP2 each block is a unit whose forward (its hooks included) runs again, with its
+    whole backward, inside its checkpoint's node."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.scale = torch.nn.Parameter(torch.ones(d))
+        self.blocks = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.ReLU(),
+                                                               torch.nn.Linear(4 * d, d)) for _ in range(3)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * self.scale
+        for block in self.blocks:
+            h = checkpoint(block, h, use_reentrant=True)
+        return h
+
+
+def build_checkpointed_units(mesh: DeviceMesh, batch: int = 1) -> Any:
+    """`CheckpointedUnits` under FSDP2 (each block a unit, and the root), with an input of `batch` rows."""
+    model = CheckpointedUnits()
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model, torch.randn(batch, 8, 16), torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def fsdp_checkpointed_units() -> Any:
+    return build_checkpointed_units(init_device_mesh("cpu", (dist.get_world_size(),)))
+
+
 def build_ddp_tp(mesh: DeviceMesh) -> Any:
     """TP on the mesh's "tp" dimension, then DDP over its "dp" slice (torch's way: DDP given `process_group=`
     broadcasts the DTensor parameters, which DTensor refuses)."""

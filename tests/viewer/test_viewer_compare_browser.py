@@ -194,3 +194,29 @@ def test_stepping_a_rolled_box_steps_its_counterpart_unless_the_other_lacks_that
     a.locator("[data-roll='blocks.0'] .gv-next-instance").click()  # blocks.2: only in fp32
     assert (shown(a), shown(b)) == ("3 of 3", "2 of 2")
     assert page.errors == []
+
+
+def test_the_panes_view_is_kept_in_the_address_and_a_link_reopens_both_panes_as_they_were(
+        page, tmp_path: Path) -> None:  # noqa: ANN001
+    path = _pair_file(tmp_path)
+    a, b = _open(page, path)
+    a.locator("[data-roll='blocks.0']").click()
+    a.locator("[data-module='blocks.0.fc']").click()
+    a.locator(".gv-node").filter(has_text="mat1").click()
+    page.wait_for_function("location.hash.includes('sel=')")
+    view = page.evaluate("location.hash")
+    assert "open=" in view
+    other = page.context.new_page()
+    errors: list[str] = []
+    other.on("pageerror", lambda e: errors.append(str(e)))
+    other.goto(path.as_uri() + view)
+    other.wait_for_selector("[data-testid=compare][data-state=ready]")
+    a2, b2 = other.locator("[data-side=a]"), other.locator("[data-side=b]")
+    for pane in (a2, b2):  # the box opened in a is open in both; the selection and its counterpart are back
+        assert "gv-open" in _classes(pane, "[data-module='blocks.0.fc']")
+        selected = pane.locator(".gv-node.gv-selected")
+        assert selected.count() == 1 and "mat1" in selected.text_content()
+    assert "bfloat16" in b2.locator(".gv-node.gv-selected").text_content()
+    assert other.evaluate("location.hash") == view  # opening it changed nothing
+    assert page.errors == [] and errors == []
+    other.close()

@@ -190,3 +190,41 @@ def test_the_fallback_follows_the_frame_and_fit_can_be_left_off() -> None:
     assert "if (!false) return;" in page  # the frame asks for no height
     small = notebook_cell(data, height=200, with_bundle=False)
     assert 'data-fit-min="200"' in small  # never more than the height asked for
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_frame_asks_again_as_opened_boxes_need_more_height_and_keeps_a_dragged_one(page) -> None:  # noqa: ANN001
+    from graphviz_app.viewer.html import notebook_html
+
+    page.set_content(f"<!DOCTYPE html><html><body>{notebook_html(module_graph(3), height=320)}</body></html>")
+    most = min(FIT_MAX_HEIGHT, round(page.evaluate("innerHeight") * 0.85))
+    frame = page.frame_locator("iframe.graphviz-app-viewer").first
+    root = frame.locator("#gv-root")
+    root.locator("xpath=self::*[@data-fit-height]").wait_for(timeout=60_000)
+
+    def settled(asks: int) -> int:
+        """The frame's height once it has asked `asks` times: what it asked for, within the page's bounds."""
+        root.locator(f"xpath=self::*[@data-fit-asks='{asks}']").wait_for(timeout=30_000)
+        expected = max(FIT_MIN_HEIGHT, min(most, int(root.get_attribute("data-fit-height"))))
+        page.wait_for_function(f"document.querySelector('iframe.graphviz-app-viewer').offsetHeight === {expected}")
+        return expected
+
+    first = settled(1)
+    frame.locator("[data-module='head'].gv-closed").click()  # opened later: the drawing needs more
+    second = settled(2)
+    assert second > first
+    frame.locator("[data-roll='blocks.0'].gv-closed").click()
+    third = settled(3)
+    assert third >= second and (third > second or third == most)
+    assert int(root.get_attribute("data-fit-height")) > first  # asked for more, never for less
+    # A height the person chose stays: the grip's arrow key, then a box opened asks in vain.
+    page.locator(".graphviz-app-grip").focus()
+    page.keyboard.press("ArrowUp")
+    chosen = third - 40
+    page.wait_for_function(f"document.querySelector('iframe.graphviz-app-viewer').offsetHeight === {chosen}")
+    frame.locator("[data-module='blocks.0.fc'].gv-closed").click()
+    root.locator("xpath=self::*[@data-fit-asks='4']").wait_for(timeout=30_000)
+    page.wait_for_timeout(300)  # the page's answer, had it taken the ask, is one message away
+    assert page.evaluate("document.querySelector('iframe.graphviz-app-viewer').offsetHeight") == chosen
+    assert page.errors == []

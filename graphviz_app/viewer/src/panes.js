@@ -170,17 +170,21 @@ export function mountPanes(root, data, vizInstance, options) {
   h("div", { class: "gv-compare-label", text: data.labels[side] }), hosts[side])));
   const top = h("div", { class: "gv-compare", "data-testid": "compare" }, head, panes);
   root.replaceChildren(top);
+  // Pane a holds the pair's view (`fragment`, told to `onView`): b follows a, so a's view is the pair's.
   /** @type {ViewerOptions} */
   const opts = { ...(options || {}), fragment: "", onView: null };
-  const a = new PaneViewer(hosts[0], data.panes[0], vizInstance, opts);
+  const a = new PaneViewer(hosts[0], data.panes[0], vizInstance,
+    { ...opts, fragment: (options && options.fragment) || "", onView: (options && options.onView) || null });
   const b = new PaneViewer(hosts[1], data.panes[1], vizInstance, { ...opts, focus: false });
   const link = new Link(data, [a, b], colour);
-  // b opens what a opened, and both show the same end of the graph.
-  b.tree.open = new Set([0, ...[...a.tree.open].map((g) => link.boxes[0][g])]);
+  // b opens what a opened, and both show the same end of the graph (or a's selection's counterpart).
+  b.tree.open = new Set([0, ...[...a.tree.open].map((g) => link.boxes[0][g]).filter((g) => g > 0)]);
   a.link = b.link = link;
   a.refresh();
   b.refresh();
   b.showOutput();
+  if (a.state.color !== "kind") link.coloured(a, a.state.color);
+  if (a.state.sel !== null) link.selected(a, a.state.sel);
   for (const v of [a, b]) {
     v.panzoom.onMove = (pz) => link.moved(pz);
     link.moved(v.panzoom);

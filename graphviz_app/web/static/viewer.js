@@ -27,13 +27,16 @@ export default function (component) {
     clearTimeout(timer);
     timer = setTimeout(() => setStateValue("view", hash), REPORT_MS);
   };
-  if (data.mount === "mountCompare") {  // two graphs in synced panes: no view kept for the page's link
-    library().then((lib) => lib.mountCompare(host, data.payload, { focus: false }));
+  const started = (shown) => {  // the view it opened on is not a change the person made
+    last = (shown.dataset.view || "").replace(/^#/, "");
+    ready = true;
+  };
+  if (data.mount === "mountCompare") {  // two graphs in synced panes: the first pane's view is the pair's
+    library().then((lib) => lib.mountCompare(host, data.payload, { focus: false, fragment: data.fragment || "", onView: report }))
+      .then((shown) => { if (shown) started(shown.panes[0].root); });
     return;
   }
   library().then((lib) => lib.mount(host, data.payload, { fragment: data.fragment || "", onView: report })).then((viewer) => {
-    if (!viewer) return;
-    last = (viewer.root.dataset.view || "").replace(/^#/, "");
-    ready = true;
+    if (viewer) started(viewer.root);
   });
 }
