@@ -14,6 +14,7 @@ from graphviz_app import memory_timeline, trace, trace_model
 from graphviz_app.analysis.memory.op_bytes import TEMPORARIES_ATTR, read_op_bytes
 from graphviz_app.memory import measure
 from graphviz_app.model import Graph
+from graphviz_app.tracing.memory.step import Step, run_step
 
 NOT_IN_GRAPH = "temporaries each op's backward makes"
 
@@ -152,3 +153,14 @@ def test_zoo_traced_op_temporaries_equal_the_measured_ones(name: str, batch: int
     graph = trace_model(model, *args, **kwargs)
     measured = measure(model, *args, loss=zoo.spec.loss, **kwargs).graph
     assert _temporaries(graph) == _temporaries(measured), f"{name} at batch {batch}"
+
+
+def test_a_step_run_without_backward_has_the_op_temporaries_found_on_meta() -> None:
+    # advise_checkpoints plans from run_step(measure=False): no backward runs, the meta run writes the same attr.
+    d, rows = 32, 16
+    run = run_step(Step(Cube(d), (_x(rows, d),), {}), measure=False)
+    assert run.measured is None
+    # pow's 2 S, and w's (rows, d) gradient summed to (d,) by the engine: S; as measure() records them
+    s = 4 * rows * d
+    assert _temporaries(run.graph) == _temporaries(measure(Cube(d), _x(rows, d)).graph) \
+        == Counter({("PowBackward0", 2 * s): 1, ("MulBackward0", s): 1})
