@@ -34,7 +34,8 @@ def trace_model(
     filled), and frees them, all on a big-stack thread so that a model of
     more than 100,000 ops does not crash the process when its graph is freed.
     The forward runs with grad enabled even if the caller is under `no_grad`.
-    The model's parameters and buffers and the tensors among the inputs existed
+    Each distinct op's backward is run once on meta to find the temporaries it
+    makes (`memory_timeline` counts them). The model's parameters and buffers and the tensors among the inputs existed
     before the step: their records are marked `TensorInfo.given`. Inside a process group
     (a torchrun rank) a DDP, FSDP2 or tensor-parallel model's graph carries its rank
     (`Graph.rank`: the forward's collectives, the FSDP units), which `save(graph, "rank0.html")` marks.
@@ -74,7 +75,7 @@ def trace_model(
                 graph = trace(
                     outputs, model, show_saved=show_saved, show_attrs=show_attrs, max_nodes=max_nodes,
                     gradients=gradients, grad_outputs=grad_outputs,
-                    given=given_tensors(model, inputs, forward_kwargs),
+                    given=given_tensors(model, inputs, forward_kwargs), op_temporaries=True,
                 )
                 return in_rank.on(graph) if in_rank is not None else graph
             finally:

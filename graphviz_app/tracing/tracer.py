@@ -11,6 +11,7 @@ from ..errors import NoGradFnError, TraceError
 from ..model import Graph
 from . import big_stack
 from .compiled import COMPILED_NODE, add_regions
+from .memory.op_temporaries import mark_meta_op_temporaries
 from .orders import add_orders, orders_written
 from .param_owners import all_named_params, first_names
 from .replay import replay
@@ -32,6 +33,7 @@ def trace(
     grad_outputs: Any = None,
     names: Mapping[str, torch.Tensor] | None = None,
     given: Iterable[torch.Tensor] = (),
+    op_temporaries: bool = False,
 ) -> Graph:
     """Trace the autograd graph behind `outputs` into a Graph.
 
@@ -58,6 +60,10 @@ def trace(
         given: tensors that existed before the step (inputs, buffers): the
             records of tensors in their storages are marked `TensorInfo.given`,
             which `memory_timeline` does not count.
+        op_temporaries: run each distinct op's backward once on meta and write
+            the bytes it makes and frees inside on the op (as `measure()`
+            records them), so `memory_timeline` counts them; `trace_model`
+            does this.
 
     Returns:
         A Graph holding no reference to any tensor or autograd node.
@@ -103,6 +109,8 @@ def trace(
     given_grads = _flatten_outputs(grad_outputs)[0] if gradients and grad_outputs is not None else None
     with Walker(options, notes) as walker:  # releases the walked nodes on the way out
         graph = walker.walk(with_graph)
+        if op_temporaries:
+            graph = mark_meta_op_temporaries(graph, walker.fn_by_node_id())
         if any(n.name == COMPILED_NODE for n in graph.nodes):  # torch.compile's regions: read their inside
             graph = add_regions(graph, walker.fn_by_node_id())
         if orders_written():  # record_orders() numbered nodes made by a backward

@@ -9,7 +9,7 @@ import torch.utils.checkpoint
 from mem_oracle import StepSpec, memtracker_peak
 from torch.profiler import ProfilerActivity, profile
 
-from graphviz_app import memory_timeline, trace_model
+from graphviz_app import memory_timeline, trace, trace_model
 from graphviz_app.analysis.memory.op_bytes import (
     NESTED_GRADS_ATTR,
     NESTED_LEAF_GRADS_ATTR,
@@ -71,8 +71,11 @@ def test_an_ops_backward_temporaries_are_replayed(batch: int) -> None:
 
 
 def test_a_graph_alone_says_the_temporaries_are_not_in_it() -> None:
-    timeline = memory_timeline(trace_model(Cube(32), _x(16, 32)))
-    assert timeline.peak_bytes == 8 + 2 * 4 * 16 * 32  # without the temporaries: 8 + 2 S
+    # trace_model finds them on meta (tests/memory/test_memory_op_temporaries.py); a plain trace() does not.
+    x = _x(16, 32).requires_grad_()
+    timeline = memory_timeline(trace(Cube(32)(x)))
+    # without the temporaries: 8 + 2 S, and w's .grad (4 d; no module here, so w is not a given parameter)
+    assert timeline.peak_bytes == 8 + 2 * 4 * 16 * 32 + 4 * 32
     assert any("temporaries each op's backward makes" in n for n in timeline.notes)
 
 

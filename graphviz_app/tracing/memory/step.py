@@ -23,6 +23,7 @@ from .attention import meta_attention
 from .autocast import MetaAutocast
 from .counting import LiveCuda, LiveStorages
 from .grouped_mm import meta_grouped_mm
+from .op_temporaries import mark_meta_op_temporaries
 from .recompute import mark_recomputed
 from .reentrant import mark_reentrant_keeps, name_reentrant_blocks
 from .rnn import meta_lstm
@@ -228,8 +229,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         graph, fns = _walk(step, named, saved)
         graph = name_reentrant_blocks(graph, fns, step.model)
         roots = tuple(n.id for n in graph.nodes if n.kind.value == "output" and n.name in root_paths)
-        if counter is None:
-            return StepRun(graph, roots, None)
+        if counter is None:  # no backward runs: each op's temporaries found on meta instead
+            return StepRun(mark_meta_op_temporaries(graph, fns), roots, None)
         op_bytes = OpBytes()
         handles = watch_op_bytes(counter, fns, graph, op_bytes)
         del fns

@@ -69,6 +69,7 @@ from .saved import (
     PACKED,
     NodeType,
     SavedValue,
+    gradient_metadata,
     is_custom_function,
     node_type,
     output_metadata,
@@ -78,7 +79,8 @@ from .saved import (
 
 __all__ = ["checkpoint_packs", "fsdp_units", "dtensor_shape_propagator", "checkpoint_inputs", "TorchDispatchMode",
            "view_base", "version_counter", "storage_identity", "torch_function_disabled", "replace_children",
-           "sequence_nr", "SavedValue", "saved_values", "output_metadata", "output_sizes", "is_custom_function",
+           "sequence_nr", "SavedValue", "saved_values", "gradient_metadata", "output_metadata", "output_sizes",
+           "is_custom_function",
            "node_type", "NodeType", "FREED", "MODIFIED", "PACKED", "MODULE_KEY", "MODULE_TYPE_KEY", "SOURCE_KEY",
            "RecordedTags", "recorded_tags", "next_sequence_nr", "tag_untagged", "tags_written",
            "COMPILED_BACKWARD_PATH", "compiled_backward_graph", "aot_role", "RunBackward", "wrap_run_backward",

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 __all__ = ["FREED", "MODIFIED", "PACKED", "SavedValue", "is_custom_function", "NodeType", "node_type", "saved_values",
+           "gradient_metadata",
            "output_sizes", "output_metadata", "raw_saved_tensors"]
 
 _SAVED_PREFIX = "_saved_"
@@ -232,6 +233,15 @@ def _numel(shape: Any) -> int:
     for s in shape:
         n *= int(s)
     return n
+
+
+def gradient_metadata(fn: Any) -> tuple[tuple[tuple[int, ...], torch.dtype], ...] | None:
+    """(shape, dtype) of each gradient the engine gives `fn`, by output number (None: nested tensors, or
+    unknown)."""
+    try:
+        return tuple((tuple(m.shape), m.dtype) for m in fn._input_metadata)
+    except (AttributeError, TypeError, RuntimeError):  # nested tensors have no plain shape
+        return None
 
 
 def output_metadata(fn: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | None:
