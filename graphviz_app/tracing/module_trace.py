@@ -12,6 +12,7 @@ from ..errors import TraceError
 from ..model import Graph
 from .big_stack import call_with_large_stack
 from .recorder import record
+from .thread_state import callers_autocast
 from .tracer import trace
 
 __all__ = ["trace_model", "given_tensors"]
@@ -66,10 +67,11 @@ def trace_model(
         )
 
     in_rank = _forward_in_rank(model)
+    autocast = callers_autocast()  # torch keeps autocast per thread: the caller's holds for the forward
 
     def forward_and_trace() -> Graph:
         try:
-            with record(model), in_rank if in_rank is not None else contextlib.nullcontext():
+            with record(model), autocast(), in_rank if in_rank is not None else contextlib.nullcontext():
                 outputs = model(*inputs, **forward_kwargs)
             try:
                 graph = trace(

@@ -18,6 +18,7 @@ from ..big_stack import call_with_large_stack
 from ..module_trace import given_tensors
 from ..param_owners import all_named_params, first_names
 from ..recorder import record
+from ..thread_state import callers_autocast_dtype
 from ..walker import Walker, WalkOptions
 from .attention import meta_attention
 from .autocast import MetaAutocast
@@ -162,11 +163,16 @@ def _walk(step: Step, named: list[tuple[str, torch.Tensor]], saved: bool) -> tup
         return mark_reentrant_keeps(graph, fns, walker.describe.known_storage, options.given), fns
 
 
+def _device_type(step: Step) -> str:
+    """The device type of the step's first parameter or input ("cpu" when it has none)."""
+    devices = [t.device.type for t in given_tensors(step.model, step.args, step.kwargs)]
+    return devices[0] if devices else "cpu"
+
+
 def _autocast(step: Step) -> contextlib.AbstractContextManager[Any]:
     if step.autocast is None:
         return contextlib.nullcontext()
-    devices = [t.device.type for t in given_tensors(step.model, step.args, step.kwargs)]
-    device = devices[0] if devices else "cpu"
+    device = _device_type(step)
     if device == "meta":
         return MetaAutocast(step.autocast, step.autocast_policy)
     return torch.autocast(device, dtype=step.autocast)
@@ -276,6 +282,8 @@ def run_step(step: Step, *, measure: bool = True, retain_graph: bool = False, tr
     """
     if not isinstance(step.model, torch.nn.Module):
         raise TraceError(f"a step runs an nn.Module, got a {type(step.model).__name__}")
+    if step.autocast is None and (dtype := callers_autocast_dtype(_device_type(step))) is not None:
+        step = dataclasses.replace(step, autocast=dtype)  # the caller's autocast, for the forward (thread_state)
     params = list(step.model.parameters())
     kept = [p.grad for p in params]
     for p in params:  # a step starts from zero_grad(set_to_none=True): backward makes every .grad
