@@ -132,13 +132,7 @@ class _FsdpReplay(EngineReplay):
         FSDP2's post-backward frees in: measured, torch 2.13)."""
         u = self.units[unit]
         leaves = {n for n, name in self.leaf_unit.items() if name == unit}
-        if f"fsdp:{unit}" in self.store:
-            self._release(f"fsdp:{unit}")
-        self.gathered.discard(unit)
-        if self.reducing is not None:
-            self._release(self.reducing)
-        self.reducing = f"reduce:{unit}"
-        self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, self._owner(unit))
+        self._reshard_and_reduce(unit, self._owner(unit))
         peak = self._check_peak(self.live)
         self._drop_grads(leaves)
         for key in [k for k in self.store if k.startswith("unit grads:") and self.node_unit.get(k[11:]) == unit]:
@@ -173,17 +167,22 @@ class _FsdpReplay(EngineReplay):
         if nested:
             self._release(f"nested:{node}")
         start, u = self.live, self.units[unit]
+        self._reshard_and_reduce(unit, node)
+        self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, node)
+        other = nested - max(0, self.gathered_now + self.live - start)
+        if other > 0:  # not FSDP2's: stays, as the engine's replay keeps it
+            self._hold(f"nested:{node}", other, _GRADS, node)
+
+    def _reshard_and_reduce(self, unit: str, owner: str) -> None:
+        """The start of `unit`'s post-backward: its all-gathered parameters freed (resharded), and the reduce-scatter's
+        input held in place of the one before it (the previous unit's, freed once its reduce-scatter is done)."""
         if f"fsdp:{unit}" in self.store:
             self._release(f"fsdp:{unit}")
         self.gathered.discard(unit)
         if self.reducing is not None:
             self._release(self.reducing)
         self.reducing = f"reduce:{unit}"
-        self._hold(self.reducing, u.reduce_bytes, _GRADIENTS, node)
-        self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, node)
-        other = nested - max(0, self.gathered_now + self.live - start)
-        if other > 0:  # not FSDP2's: stays, as the engine's replay keeps it
-            self._hold(f"nested:{node}", other, _GRADS, node)
+        self._hold(self.reducing, self.units[unit].reduce_bytes, _GRADIENTS, owner)
 
     def _drop_grads(self, leaves: set[str]) -> None:
         """Free the `.grad` the replay gave these leaves (FSDP2 frees them once reduce-scattered)."""
