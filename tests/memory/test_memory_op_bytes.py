@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils.checkpoint
+from mem_models import Cube
 from mem_oracle import StepSpec, memtracker_peak
 from torch.profiler import ProfilerActivity, profile
 
@@ -17,17 +18,6 @@ from graphviz_app.analysis.memory.op_bytes import (
     TEMPORARIES_ATTR,
 )
 from graphviz_app.memory import measure
-
-
-class Cube(torch.nn.Module):
-    """(x * w).pow(3).sum(): PowBackward0 makes h.pow(2) and 3 * h.pow(2) before grad * that."""
-
-    def __init__(self, d: int) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.ones(d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x * self.w).pow(3).sum()
 
 
 class ReentrantMLP(torch.nn.Module):

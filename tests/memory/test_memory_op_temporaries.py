@@ -8,6 +8,7 @@ from collections import Counter
 import mem_zoo
 import pytest
 import torch
+from mem_models import Cube
 from mem_oracle import StepSpec, memtracker_peak
 
 from graphviz_app import memory_timeline, trace, trace_model
@@ -17,17 +18,6 @@ from graphviz_app.model import Graph
 from graphviz_app.tracing.memory.step import Step, run_step
 
 NOT_IN_GRAPH = "temporaries each op's backward makes"
-
-
-class Cube(torch.nn.Module):
-    """(x * w).pow(3).sum(): PowBackward0 makes h.pow(2) and 3 * h.pow(2) before grad * that."""
-
-    def __init__(self, d: int) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.ones(d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x * self.w).pow(3).sum()
 
 
 class Scaled(torch.nn.Module):

@@ -8,7 +8,18 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Fn", "MLP", "CNN", "Encoder", "LSTMClassifier", "TiedLM", "MODELS"]
+__all__ = ["Fn", "MLP", "CNN", "Encoder", "LSTMClassifier", "TiedLM", "MODELS", "Cube"]
+
+
+class Cube(nn.Module):
+    """(x * w).pow(3).sum(): PowBackward0 makes h.pow(2) and 3 * h.pow(2) before grad * that."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * self.w).pow(3).sum()
 
 
 class Fn(nn.Module):
