@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from ...analysis.memory.levers import CHUNKS
 from ...errors import ChunkedLossError
+from ..thread_state import callers_autocast_dtype
 from .autocast import recompute_autocast
 
 __all__ = ["chunked_cross_entropy", "chunked_head", "LazyLogits", "CHUNKS"]
@@ -127,8 +128,7 @@ class LazyLogits:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.cast or (torch.get_autocast_dtype(self.device.type)
-                             if torch.is_autocast_enabled(self.device.type) else self.hidden.dtype)
+        return self.cast or callers_autocast_dtype(self.device.type) or self.hidden.dtype
 
     @property
     def device(self) -> torch.device:
