@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from waiting import worker_ends_with_its_owner
+from waiting import process_alive, worker_ends_with_its_owner
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -33,4 +34,6 @@ def test_a_cli_killed_while_the_function_runs_takes_its_worker_with_it(tmp_path:
     cli = subprocess.Popen([sys.executable, "-m", "graphviz_app.cli", "render", "steps.py:hangs", "-o", "g.svg",
                             "--timeout", "600"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    worker_ends_with_its_owner(cli, tmp_path / "worker.pid", start_timeout=180, owner_name="the CLI")
+    worker = worker_ends_with_its_owner(cli, tmp_path / "worker.pid", start_timeout=180, owner_name="the CLI")
+    assert cli.returncode == -signal.SIGKILL  # the owner died without a chance to clean up
+    assert worker != cli.pid and not process_alive(worker)  # and its worker went with it

@@ -43,13 +43,9 @@ def _x(rows: int, d: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("batch", [1, 8])
 def test_an_ops_backward_temporaries_are_replayed(batch: int) -> None:
-    # rows = 16 per batch item, d = 32, S = 4 * rows * d bytes. x and w are given. Backward starts with the loss
-    # and its gradient (8 B) and h = x * w, saved by pow (S). PowBackward0 computes grad * (3 * h.pow(2)): h.pow(2)
-    # and 3 * h.pow(2) are alive with its result (3 S) until the expression ends: 8 + 4 S is the peak. The replay
-    # without the recorded temporaries would say 8 + 2 S.
+    # rows = 16 per batch item, d = 32: the hand count is Cube.peak_by_hand's (8 + 4 S, 2 S of it PowBackward0's)
     d, rows = 32, 16 * batch
-    s = 4 * rows * d
-    hand = 8 + 4 * s
+    hand, s = Cube.peak_by_hand(rows, d)
     x = _x(rows, d)
     m = measure(Cube(d), x)
     assert memtracker_peak(StepSpec(lambda: Cube(d), lambda b: ((x,), {}), lambda out: out), batch).peak_bytes == hand

@@ -53,12 +53,10 @@ def _temporaries(graph: Graph) -> Counter[tuple[str, int]]:
 
 @pytest.mark.parametrize("batch", [1, 8])
 def test_a_traced_models_op_temporaries_are_replayed_as_measured(batch: int) -> None:
-    # rows = 16 per batch item, d = 32, S = 4 * rows * d bytes: the hand count of test_memory_op_bytes
-    # (8 + 4 S: the loss and its gradient, h saved by pow, h.pow(2), 3 * h.pow(2) and the result), now from
-    # trace_model's graph alone, which before had 8 + 2 S and a note.
+    # rows = 16 per batch item, d = 32: Cube.peak_by_hand's count (8 + 4 S), now from trace_model's graph alone,
+    # which before had 8 + 2 S and a note.
     d, rows = 32, 16 * batch
-    s = 4 * rows * d
-    hand = 8 + 4 * s
+    hand, s = Cube.peak_by_hand(rows, d)
     x = _x(rows, d)
     graph = trace_model(Cube(d), x)
     timeline = memory_timeline(graph)

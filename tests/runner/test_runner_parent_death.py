@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from waiting import worker_ends_with_its_owner
+from waiting import process_alive, worker_ends_with_its_owner
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX processes and signals")
 
@@ -35,4 +36,6 @@ def test_a_worker_running_a_job_ends_when_its_owner_is_killed(tmp_path: Path) ->
     paths = [str(ROOT), str(ROOT / "tests" / "support"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(pid_file)], env=env, cwd=ROOT)
-    worker_ends_with_its_owner(owner, pid_file, start_timeout=120, owner_name="its owner")
+    worker = worker_ends_with_its_owner(owner, pid_file, start_timeout=120, owner_name="its owner")
+    assert owner.returncode == -signal.SIGKILL  # the owner died without a chance to clean up
+    assert worker != owner.pid and not process_alive(worker)  # and its worker went with it

@@ -21,6 +21,18 @@ class Cube(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x * self.w).pow(3).sum()
 
+    @staticmethod
+    def peak_by_hand(rows: int, d: int) -> tuple[int, int]:
+        """(the step's peak, S) for x of (rows, d), S = 4 * rows * d bytes, x and w given.
+
+        Backward starts with the loss and its gradient (8 B) and h = x * w, saved by pow (S).
+        PowBackward0 computes grad * (3 * h.pow(2)): h.pow(2) and 3 * h.pow(2) are alive with its result (3 S)
+        until the expression ends: 8 + 4 S is the peak, 2 S of it the op's temporaries. A replay without
+        them would say 8 + 2 S.
+        """
+        s = 4 * rows * d
+        return 8 + 4 * s, s
+
 
 class Fn(nn.Module):
     """A plain function as a module, so a step can run it."""

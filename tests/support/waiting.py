@@ -44,9 +44,10 @@ def process_alive(pid: int) -> bool:
 
 
 def worker_ends_with_its_owner(owner: subprocess.Popen[bytes], pid_file: Path, *, start_timeout: float,
-                               owner_name: str) -> None:
+                               owner_name: str) -> int:
     """Wait for the worker to write its pid into `pid_file`, kill `owner` with SIGKILL, and fail unless the
-    worker (another process than the owner) ends within 30 s. Neither process is left behind, even on failure."""
+    worker (another process than the owner) ends within 30 s; the worker's pid. Neither process is left behind,
+    even on failure."""
     worker = 0
     try:
         wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=start_timeout,
@@ -57,6 +58,7 @@ def worker_ends_with_its_owner(owner: subprocess.Popen[bytes], pid_file: Path, *
         owner.wait(30)
         wait_until(lambda: not process_alive(worker), timeout=30,
                    what=f"worker {worker} ending after {owner_name}'s SIGKILL")
+        return worker
     finally:
         if owner.poll() is None:
             owner.kill()
