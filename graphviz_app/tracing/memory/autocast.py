@@ -9,7 +9,9 @@ this mode makes the same casts itself, with `Tensor.to`, which autograd records
 not the ops they call inside: a function calling a listed op inside it is listed
 itself (multi-head attention runs its projections and attention in the lower
 precision). Op lists: torch's `aten/src/ATen/autocast_mode.cpp`, for the CPU and
-the CUDA policy.
+the CUDA policy. On the CPU an LSTM is not cast as a whole: torch runs it as oneDNN
+layers and autocast casts each layer's arguments (`rnn.fused_lstm`); where it does
+not run fused (projections), the LSTM is cast as a whole here, an approximation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from ..torch_internals import view_base
+from .rnn import fused_lstm
 
 __all__ = ["MetaAutocast", "POLICIES", "recompute_autocast"]
 
@@ -95,6 +98,11 @@ class MetaAutocast(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
+        if func is torch.lstm and self.policy == "cpu" and not kwargs:
+            # CPU autocast casts no LSTM: it casts each fused layer's arguments (mkldnn_rnn_layer), layer by layer.
+            out = fused_lstm(args, autocast=self.dtype, cast=lambda t: self._cast(t, self.dtype))
+            if out is not None:
+                return out
         name = getattr(func, "__name__", "")
         to = self.dtype if name in self.lower else torch.float32 if name in self.fp32 else None
         if to is not None:
