@@ -90,3 +90,19 @@ def test_verify_applies_the_lever_to_an_lstm(tmp_path: Path, capsys: pytest.Capt
     at = next(i for i, line in enumerate(lines) if line.startswith("- autocast bfloat16"))
     assert lines[at + 1].strip() == "applied by --verify: the forward under torch.autocast(torch.bfloat16)"
     assert lines[at + 2].strip().startswith("verified: measured ")
+
+
+def test_measure_inside_the_callers_autocast_is_the_levers_prediction() -> None:
+    # measure() runs the forward on its big-stack thread; the caller's torch.autocast is carried there, so the
+    # fused layers run in bfloat16 as the lever predicted them on meta.
+    from graphviz_app.memory import measure
+
+    spec = mem_zoo.by_name("lstm-lm").spec
+    torch.manual_seed(0)
+    args, kwargs = spec.inputs(8)
+    model = spec.build()
+    _, levers = lever_forecasts(Step(model, args, kwargs, loss=spec.loss), 1)
+    lever = next(lv for lv in levers if lv.kind is LeverKind.AUTOCAST)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        measured = measure(model, *args, loss=spec.loss, **kwargs)
+    assert measured.measured.peak_bytes == lever.predicted_peak == 2_066_952

@@ -4,7 +4,9 @@ the whole step counted on meta against PyTorch's MemTracker on the real one, in 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+import mem_zoo
 import pytest
 import torch
 from mem_oracle import StepSpec, memtracker_peak
@@ -66,16 +68,16 @@ def test_a_dtype_the_fused_kernel_does_not_train_in_is_refused() -> None:
 class _Tagger(nn.Module):
     """An LSTM whose output and last cell state both reach the loss."""
 
-    def __init__(self, **lstm: object) -> None:
+    def __init__(self, **lstm: Any) -> None:
         super().__init__()
-        self.lstm = nn.LSTM(**lstm)  # type: ignore[arg-type]
+        self.lstm = nn.LSTM(**lstm)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out, (_, c) = self.lstm(x)
         return out.square().mean() + c.sum()
 
 
-LSTMS = {
+LSTMS: dict[str, dict[str, Any]] = {
     "one layer": dict(input_size=16, hidden_size=32),
     "three layers": dict(input_size=40, hidden_size=96, num_layers=3),
     "no bias": dict(input_size=32, hidden_size=32, bias=False, num_layers=2),
@@ -85,12 +87,12 @@ LSTMS = {
 }
 
 
-def _spec(lstm: dict[str, object], autocast: torch.dtype | None) -> StepSpec:
+def _spec(lstm: dict[str, Any], autocast: torch.dtype | None) -> StepSpec:
     first = bool(lstm.get("batch_first"))
 
-    def inputs(batch: int) -> tuple[tuple[torch.Tensor], dict[str, object]]:
+    def inputs(batch: int) -> tuple[tuple[torch.Tensor], dict[str, Any]]:
         shape = (batch, 12, lstm["input_size"]) if first else (12, batch, lstm["input_size"])
-        return (torch.randn(*shape, generator=torch.Generator().manual_seed(batch)),), {}  # type: ignore[arg-type]
+        return (torch.randn(*shape, generator=torch.Generator().manual_seed(batch)),), {}
 
     return StepSpec(lambda: _Tagger(**lstm), inputs, lambda out: out, autocast=autocast)
 
@@ -122,3 +124,14 @@ def test_a_model_cast_to_bfloat16_runs_its_fused_layers_in_bfloat16_on_meta() ->
     workspaces = [n.tensor.bytes for n in predicted.graph.nodes if n.name == "result3" and n.tensor is not None]
     assert workspaces == [lstm_workspace_bytes(12, 4, 40 if i == 0 else 96, 96, torch.bfloat16) for i in range(3)]
     assert predicted.peak_bytes == memtracker_peak(spec, 4).peak_bytes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_zoos_lstm_forecast_is_memtrackers_at_each_of_its_batches(dtype: torch.dtype) -> None:
+    zoo = mem_zoo.by_name("lstm-lm")
+    spec = dataclasses.replace(zoo.spec, autocast=dtype if dtype is not torch.float32 else None)
+    for batch in zoo.batches:
+        torch.manual_seed(0)
+        args, kwargs = spec.inputs(batch)
+        predicted = forecast(spec.build(), *args, loss=spec.loss, dtype=dtype, policy="cpu", **kwargs)
+        assert predicted.peak_bytes == memtracker_peak(spec, batch).peak_bytes, f"batch {batch}"
