@@ -11,6 +11,7 @@ import mem_zoo
 import pytest
 import torch
 from mem_oracle import memtracker_peak
+from torch.utils.checkpoint import checkpoint
 
 from graphviz_app.analysis.memory.levers import LeverKind
 from graphviz_app.cli import commands as cli
@@ -82,14 +83,19 @@ def test_verify_applies_the_lever_to_an_lstm(tmp_path: Path, capsys: pytest.Capt
     code = cli.main(["memory", f"{script}:lm", "--budget", "1KiB", "--checkpoint", "--verify", "--json"])
     out = capsys.readouterr().out
     assert code == 0
-    autocast = next(lv for lv in json.loads(out)["checkpoint"]["levers"] if lv["lever"] == "autocast_bf16")
-    assert autocast["predicted_peak_bytes"] == autocast["measured_peak_bytes"] == 2_066_952  # MemTracker's, above
-    assert autocast["applied"] == "the forward under torch.autocast(torch.bfloat16)"
+    plan = json.loads(out)["checkpoint"]
+    assert plan["levers_on_modules"] == ["lstm"]  # the plan checkpoints the LSTM; the lever is on top of it
+    autocast = next(lv for lv in plan["levers"] if lv["lever"] == "autocast_bf16")
+    # MemTracker's figure for the zoo's LSTM, checkpointed, at batch 8 (the test above)
+    assert autocast["predicted_peak_bytes"] == autocast["measured_peak_bytes"] == 1_650_872
+    applied = "non-reentrant checkpointing of lstm; the forward under torch.autocast(torch.bfloat16)"
+    assert autocast["applied"] == applied
     code = cli.main(["memory", f"{script}:lm", "--budget", "1KiB", "--checkpoint", "--verify"])
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("- autocast bfloat16"))
-    assert lines[at + 1].strip() == "applied by --verify: the forward under torch.autocast(torch.bfloat16)"
-    assert lines[at + 2].strip().startswith("verified: measured ")
+    assert "predicted peak 2.0 MiB -> 1.6 MiB" in lines[at]
+    assert lines[at + 1].strip() == f"applied by --verify: {applied}"
+    assert lines[at + 2].strip() == "verified: measured 2.0 MiB -> 1.6 MiB (predicted 1.6 MiB)"
 
 
 def test_measure_inside_the_callers_autocast_is_the_levers_prediction() -> None:
@@ -106,3 +112,27 @@ def test_measure_inside_the_callers_autocast_is_the_levers_prediction() -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         measured = measure(model, *args, loss=spec.loss, **kwargs)
     assert measured.measured.peak_bytes == lever.predicted_peak == 2_066_952
+
+
+def _lstm_checkpointed(model: torch.nn.Module) -> torch.nn.Module:
+    """The zoo LSTM with its `lstm` module under torch's non-reentrant checkpointing, written here for MemTracker."""
+    forward = model.lstm.forward
+    model.lstm.forward = lambda *a, **k: checkpoint(forward, *a, use_reentrant=False, **k)  # type: ignore[method-assign]
+    return model
+
+
+def test_the_levers_are_predicted_on_top_of_a_plan_that_checkpoints_the_lstm() -> None:
+    # A checkpointed LSTM recomputes its fused layers in backward: on meta they run fused again, workspaces sized.
+    from graphviz_app.memory import advise_checkpoints
+
+    spec = mem_zoo.by_name("lstm-lm").spec
+    torch.manual_seed(0)
+    args, kwargs = spec.inputs(8)
+    plan = advise_checkpoints(spec.build(), *args, loss=spec.loss, budget_bytes=1024, verify=True, **kwargs)
+    assert plan.modules == plan.levers_on == ("lstm",)
+    ckpt = dataclasses.replace(spec, prepare=_lstm_checkpointed)
+    assert plan.predicted_peak_after == plan.measured_peak_after == memtracker_peak(ckpt, 8).peak_bytes == 2_066_616
+    levers = {lv.kind: lv for lv in plan.levers}
+    assert all(lv.predicted_peak == lv.measured_peak for lv in plan.levers if lv.predicted_peak is not None)
+    bf16 = memtracker_peak(dataclasses.replace(ckpt, autocast=torch.bfloat16), 8).peak_bytes
+    assert levers[LeverKind.AUTOCAST].predicted_peak == levers[LeverKind.AUTOCAST].measured_peak == bf16 == 1_650_872

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from ..torch_internals import view_base
-from .rnn import fused_lstm
+from .rnn import fused_lstm, meta_lstm
 
 __all__ = ["MetaAutocast", "POLICIES", "recompute_autocast"]
 
@@ -115,9 +116,23 @@ class MetaAutocast(TorchFunctionMode):
 
 def recompute_autocast() -> tuple[contextlib.AbstractContextManager[Any], contextlib.AbstractContextManager[Any]]:
     """A `context_fn` for non-reentrant `torch.utils.checkpoint`: the recompute in backward runs under the
-    `MetaAutocast` the forward ran under (torch restores its own autocast there, not a mode), so a checkpointed
-    block on meta recomputes the tensors it saved in the same dtypes."""
-    active = [m for m in _get_current_function_mode_stack() if isinstance(m, MetaAutocast)]
-    if not active:
+    `MetaAutocast` and the `meta_lstm` the forward ran under (torch restores its own autocast there, not a
+    mode), so a checkpointed block on meta recomputes the tensors it saved in the same dtypes, an LSTM in it as
+    the CPU's fused layers again."""
+    # Fresh modes, outermost first as the forward entered them: the forward's MetaAutocast is not kept (its cache
+    # holds the forward's casts, which torch's autocast drops as the forward ends).
+    fresh: list[TorchFunctionMode] = [
+        MetaAutocast(m.dtype, m.policy) if isinstance(m, MetaAutocast) else meta_lstm(m.policy)
+        for m in _get_current_function_mode_stack() if isinstance(m, (meta_lstm, MetaAutocast))]
+    if not fresh:
         return contextlib.nullcontext(), contextlib.nullcontext()
-    return contextlib.nullcontext(), MetaAutocast(active[-1].dtype, active[-1].policy)
+    return contextlib.nullcontext(), _entered(fresh)
+
+
+@contextlib.contextmanager
+def _entered(modes: list[TorchFunctionMode]) -> Iterator[None]:
+    """`modes` entered in order when the recompute starts."""
+    with contextlib.ExitStack() as stack:
+        for mode in modes:
+            stack.enter_context(mode)
+        yield

@@ -382,7 +382,7 @@ def with_lstm_workspaces(graph: Graph) -> Graph:
     sized: dict[str, Node] = {}
     for layer in saved.values():
         ws, x, h = layer.get(WORKSPACE_NAME), layer.get("input"), layer.get("hx_")
-        if ws is None or ws.tensor is None or ws.tensor.device != "meta" or ws.tensor.bytes:
+        if ws is None or ws.tensor is None or ws.tensor.device != "meta" or ws.tensor.numel:
             continue
         if x is None or x.tensor is None or h is None or h.tensor is None or len(x.tensor.shape) != 3:
             continue

@@ -247,13 +247,11 @@ def verify_levers(step: Step, levers: tuple[Lever, ...], *, modules: tuple[str, 
 
 def with_levers(step: Step, plan: CheckpointPlan, *, verify: bool = False) -> CheckpointPlan:
     """`plan` with the levers predicted (and, with `verify`, applied and measured) when it does not reach its
-    budget: what lowers a peak checkpointing cannot, on top of the plan's modules where the step can be forecast
-    with them checkpointed (not an LSTM's: a checkpointed block recomputes in backward, outside the forward's
-    `meta_lstm`, so on meta an LSTM there would run torch's step-by-step cell, not the CPU's fused layers)."""
+    budget: what lowers a peak checkpointing cannot, on top of the plan's modules where the step could be forecast
+    with them checkpointed (`forecast_plan` did: `replay_peaks` set)."""
     if plan.reached:
         return plan
-    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())
-    modules = plan.modules if not lstm and plan.replay_peaks is not None else ()
+    modules = plan.modules if plan.replay_peaks is not None else ()
     baseline, levers = lever_forecasts(step, plan.budget_bytes, modules=modules)
     if verify:
         levers = verify_levers(step, levers, modules=modules)

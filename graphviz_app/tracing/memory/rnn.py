@@ -6,9 +6,9 @@ oneDNN kernel per layer (`mkldnn_rnn_layer`), in float32, or in bfloat16 under
 bfloat16 autocast where the CPU has oneDNN's bfloat16 kernels. Its backward keeps
 the layer's input and output, its states and a uint8 workspace that oneDNN lays
 out itself. `meta_lstm` makes meta take the fused path; torch's meta kernel
-returns the workspace empty, and it is grown there to the size the CPU kernel
-allocates (`lstm_workspace_bytes`, from oneDNN's own layout), so a count on meta
-holds it from the layer's forward to its backward, as on the CPU.
+returns the workspace empty, and it is made there as large as the CPU kernel makes
+it (`lstm_workspace_bytes`, from oneDNN's own layout) before autograd saves it, so a
+count on meta holds it from the layer's forward to its backward, as on the CPU.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..torch_internals import TorchDispatchMode, grow_unversioned, mkldnn_bf16_supported
+from ..torch_internals import TorchDispatchMode, mkldnn_bf16_supported
 
 __all__ = ["meta_lstm", "fused_lstm", "lstm_workspace_bytes", "fused_lstm_dtypes", "FUSED_LSTM_NODE",
            "WORKSPACE_NAME"]
@@ -133,7 +133,7 @@ def fused_lstm(args: Sequence[Any], *, autocast: torch.dtype | None = None,
             w = list(params[index * per_layer:(index + 1) * per_layer])
             if not has_biases:  # torch passes zeros shaped as the weights, which the layer saves
                 w += [torch.zeros_like(w[0]), torch.zeros_like(w[1])]
-            out, hy, cy = _layer(x, w, h0[index], c0[index], lower, dtype, reverse=direction > 0,
+            out, hy, cy = _layer(x, w, h0[index], c0[index], lower, reverse=direction > 0,
                                  hidden=hidden, num_layers=num_layers, has_biases=has_biases,
                                  bidirectional=bidirectional, train=train)
             outputs.append(out)
@@ -146,19 +146,31 @@ def fused_lstm(args: Sequence[Any], *, autocast: torch.dtype | None = None,
 
 
 def _layer(x: torch.Tensor, w: list[torch.Tensor], h: torch.Tensor, c: torch.Tensor, lower: Cast,
-           dtype: torch.dtype, *, reverse: bool, hidden: int, num_layers: int, has_biases: bool,
-           bidirectional: bool, train: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+           *, reverse: bool, hidden: int, num_layers: int, has_biases: bool, bidirectional: bool,
+           train: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One fused layer in one direction, its arguments cast in their order (autocast's), its workspace sized."""
     x, w0, w1, w2, w3, h, c = (lower(t) for t in (x, *w, h, c))
-    steps, batch, width = x.shape
-    out, hy, cy, workspace = torch.ops.aten.mkldnn_rnn_layer(
-        x, w0, w1, w2, w3, h, c, reverse, [], _LSTM_MODE, hidden, num_layers, has_biases, bidirectional,
-        False, train)  # the input is time-major already (meta reads batch_first)
-    if torch.is_grad_enabled():  # the CPU kernel makes a workspace only for backward; meta's is empty
-        grow_unversioned(workspace, lstm_workspace_bytes(steps, batch, width, hidden, dtype))
+    with _SizedWorkspace():
+        out, hy, cy, _ = torch.ops.aten.mkldnn_rnn_layer(
+            x, w0, w1, w2, w3, h, c, reverse, [], _LSTM_MODE, hidden, num_layers, has_biases, bidirectional,
+            False, train)  # the input is time-major already (meta reads batch_first)
     if out.grad_fn is not None:
         _second_bias_gradient(out.grad_fn)
     return out, hy, cy
+
+
+class _SizedWorkspace(TorchDispatchMode):
+    """While on, the fused layer's workspace on meta is made as large as the CPU kernel makes it, under autograd,
+    before autograd saves it: a count holds it from the layer's forward to its backward, and a checkpointed block
+    recomputes it alike (early stop included: the recompute stops as the last saved tensor is packed)."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if func is torch.ops.aten.mkldnn_rnn_layer.default and out[3].device.type == "meta" \
+                and torch.is_grad_enabled():  # the CPU kernel makes a workspace only for backward; meta's is empty
+            steps, batch, width = args[0].shape
+            out[3].resize_(lstm_workspace_bytes(steps, batch, width, args[10], args[0].dtype))
+        return out
 
 
 class _CpuBiasGradients(TorchDispatchMode):

@@ -10,8 +10,7 @@ modes off (`torch._C.DisableTorchFunction`), a module's child table
 (`_modules`), torch.compile's backward graph (`_forward_cls._lazy_backward_info`)
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
 the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), oneDNN's bfloat16 check
-(`torch.ops.mkldnn._is_mkldnn_bf16_supported`), a resize that autograd does not see as a write
-(`torch.autograd._unsafe_preserve_version_counter`), and for a distributed
+(`torch.ops.mkldnn._is_mkldnn_bf16_supported`), and for a distributed
 step fake tensors (`torch._subclasses`), the fake process group's store, the functional
 collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, FSDP2's unsharded
 parameters, and PyTorch's memory trackers (`torch.distributed._tools`).
@@ -54,7 +53,6 @@ from .nodes_and_tensors import (
     MODULE_TYPE_KEY,
     SOURCE_KEY,
     RecordedTags,
-    grow_unversioned,
     is_leaf_node,
     next_sequence_nr,
     recorded_tags,
@@ -90,4 +88,4 @@ __all__ = ["checkpoint_packs", "fsdp_units", "dtensor_shape_propagator", "checkp
            "COMPILED_BACKWARD_PATH", "compiled_backward_graph", "aot_role", "RunBackward", "wrap_run_backward",
            "is_leaf_node", "fused_attention_ops", "fake_mode_and_converter", "grouped_mm_op", "fake_tensor_api",
            "fake_store", "wait_tensor_op", "ddp_bucket_sizes", "root_mesh", "memory_trackers", "fsdp_unsharded_params",
-           "mkldnn_bf16_supported", "grow_unversioned"]
+           "mkldnn_bf16_supported"]

@@ -10,7 +10,7 @@ import torch
 
 __all__ = ["MODULE_KEY", "MODULE_TYPE_KEY", "SOURCE_KEY", "RecordedTags", "tags_written", "recorded_tags",
            "next_sequence_nr", "tag_untagged", "view_base", "version_counter", "storage_identity",
-           "torch_function_disabled", "replace_children", "sequence_nr", "is_leaf_node", "grow_unversioned"]
+           "torch_function_disabled", "replace_children", "sequence_nr", "is_leaf_node"]
 
 # What `graphviz_app.record` writes into `grad_fn.metadata` (a public, per-node
 # dict). The keys are namespaced so they never clash with the user's own tags.
@@ -108,13 +108,6 @@ def version_counter(t: torch.Tensor) -> int:
 def storage_identity(storage: torch.UntypedStorage) -> int:
     """A number naming `storage` for as long as it lives, also when it has no data pointer (meta)."""
     return storage._cdata
-
-
-def grow_unversioned(t: torch.Tensor, numel: int) -> None:
-    """Resize `t` in place to `numel` elements without counting a write: autograd may have saved `t` (a kernel's
-    workspace that torch's meta kernel returns empty), and a bumped version would fail its backward."""
-    with torch.autograd._unsafe_preserve_version_counter(t):
-        t.resize_(numel)
 
 
 def torch_function_disabled() -> Any:
