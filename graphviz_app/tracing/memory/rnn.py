@@ -154,7 +154,7 @@ def _layer(x: torch.Tensor, w: list[torch.Tensor], h: torch.Tensor, c: torch.Ten
         out, hy, cy, _ = torch.ops.aten.mkldnn_rnn_layer(
             x, w0, w1, w2, w3, h, c, reverse, [], _LSTM_MODE, hidden, num_layers, has_biases, bidirectional,
             False, train)  # the input is time-major already (meta reads batch_first)
-    if out.grad_fn is not None:
+    if out.grad_fn is not None and out.device.type == "meta":
         _second_bias_gradient(out.grad_fn)
     return out, hy, cy
 
