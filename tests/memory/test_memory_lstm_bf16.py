@@ -48,6 +48,23 @@ def test_an_lstm_with_projections_keeps_the_reason() -> None:
     assert (lever.reason or "").endswith("measure it with --measure --dtype bfloat16 on the real device")
 
 
+def test_an_lstm_beside_a_gru_keeps_the_reason() -> None:
+    # The LSTM puts the step on meta, where a GRU's cell is not cast as CPU autocast casts it (each step's matmuls).
+    model = torch.nn.Sequential(torch.nn.LSTM(8, 16), _First(), torch.nn.GRU(16, 16), _First())
+    _, levers = lever_forecasts(Step(model, (torch.randn(5, 3, 8),), loss=lambda out: out.sum()), 1)
+    lever = next(lv for lv in levers if lv.kind is LeverKind.AUTOCAST)
+    assert lever.predicted_peak is None
+    assert (lever.reason or "").startswith("not predicted for a model with an LSTM and a GRU: the LSTM is forecast "
+                                           "on meta (oneDNN's layers, their workspaces sized), where the GRU's")
+
+
+class _First(torch.nn.Module):
+    """The output of a recurrent layer, without its states."""
+
+    def forward(self, out: tuple[torch.Tensor, object]) -> torch.Tensor:
+        return out[0]
+
+
 def test_an_lstm_forecast_for_cuda_keeps_the_reason() -> None:
     step = step_variant(Step(torch.nn.LSTM(8, 16), (torch.randn(5, 3, 8),), loss=lambda out: out[0].sum()),
                         device="meta", policy="cuda")

@@ -41,6 +41,9 @@ _LSTM_CUDA = ("not predicted for an LSTM on CUDA: under autocast torch runs cuDN
 _LSTM_NO_BF16 = ("not predicted for an LSTM on this CPU: it has no oneDNN bfloat16 kernels (AVX-512 or AVX2-VNNI-2), "
                  "so under autocast torch runs the LSTM step by step, casting each step's matmuls, which the "
                  f"forecast on meta does not follow; {_MEASURE_IT}")
+_LSTM_AND_CELLS = ("not predicted for a model with an LSTM and a {kinds}: the LSTM is forecast on meta (oneDNN's "
+                   "layers, their workspaces sized), where the {kinds}'s step-by-step cell does not follow CPU "
+                   f"autocast, which casts each step's matmuls; {_MEASURE_IT}")
 _LSTM_PROJECTIONS = ("not predicted for an LSTM with projections (proj_size): oneDNN has no such layer, so under "
                      "autocast torch runs it step by step, casting each step's matmuls, which the forecast on meta "
                      f"does not follow; {_MEASURE_IT}")
@@ -99,7 +102,11 @@ def _lstm_refusal(model: torch.nn.Module, policy: str) -> str | None:
         return _LSTM_CUDA
     if torch.bfloat16 not in fused_lstm_dtypes():
         return _LSTM_NO_BF16
-    return _LSTM_PROJECTIONS if any(m.proj_size > 0 for m in lstms) else None
+    if any(m.proj_size > 0 for m in lstms):
+        return _LSTM_PROJECTIONS
+    cells = sorted({type(m).__name__ for m in model.modules()
+                    if isinstance(m, torch.nn.RNNBase) and not isinstance(m, torch.nn.LSTM)})
+    return _LSTM_AND_CELLS.format(kinds=" and ".join(cells)) if cells else None
 
 
 def _autocast(step: Step, base: Changes, policy: str) -> Lever:
