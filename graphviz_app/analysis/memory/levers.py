@@ -78,12 +78,19 @@ class Lever:
         "- free each .grad: predicted peak 1000 B -> 600 B (under the peak's budget 700 B; on fake tensors)"
         >>> Lever(LeverKind.AUTOCAST, "autocast", 1_470_000, "on fake tensors").line(2**21, 1_460_000).split("(")[1]
         "still over the peak's budget 1.4 MiB, by 9.8 KiB; on fake tensors)"
+        >>> Lever(LeverKind.MICRO_BATCH, "2 micro-batches", 1_200, "on fake tensors").line(1_000, 700).split("(")[1]
+        'raises the peak, by 200 B: no help for this step; on fake tensors)'
         """
         if self.predicted_peak is None:
             return f"- {self.what}: not predicted ({self.reason})"
         over = self.predicted_peak - budget  # by how much, as the two may round to the same text
-        against = (f"under the peak's budget {human_bytes(budget)}" if over <= 0
-                   else f"still over the peak's budget {human_bytes(budget)}, by {human_bytes(over)}")
+        if self.predicted_peak >= before:  # autocast's casts or a micro-batch's extra .grad can outweigh its saving
+            against = ("does not lower the peak" if self.predicted_peak == before else
+                       f"raises the peak, by {human_bytes(self.predicted_peak - before)}") + ": no help for this step"
+        elif over <= 0:
+            against = f"under the peak's budget {human_bytes(budget)}"
+        else:
+            against = f"still over the peak's budget {human_bytes(budget)}, by {human_bytes(over)}"
         text = (f"- {self.what}: predicted peak {human_bytes(before)} -> {human_bytes(self.predicted_peak)} "
                 f"({against}; {self.how})")
         if self.measured_peak is not None:
