@@ -154,7 +154,10 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
-    plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model))
+    # counted as `forecast` counts (a dispatch mode, under which torch sums gradients into new tensors): the plan's
+    # peaks and the forecast's agree
+    plan = plan_checkpoints(run.graph, max(0, budget_bytes - rest), roots=run.roots, runnable=runnable_modules(model),
+                            sums_in_place=False)
     plan = forecast_plan(step, plan)
     plan = verify_plan(step, plan) if verify and plan.modules else plan
     return with_levers(step, plan, verify=verify)

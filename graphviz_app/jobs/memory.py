@@ -230,7 +230,7 @@ def _plan(step: Step, prediction: Prediction, request: MemoryRequest) -> Checkpo
         fixed = fit(0, prediction.static, optimizer=request.optimizer).total_bytes
         target = max(0, request.budget_bytes - fixed)
     plan = plan_checkpoints(prediction.graph, target, roots=prediction.roots, retain_graph=request.retain_graph,
-                            runnable=runnable_modules(step.model))
+                            runnable=runnable_modules(step.model), sums_in_place=prediction.sums_in_place)
     plan = forecast_plan(step, plan)
     if request.verify and plan.modules:
         plan = verify_plan(step, plan, retain_graph=request.retain_graph)

@@ -194,12 +194,14 @@ def _kept_inputs(plan: BackwardPlan, inside: set[int], keys: list[str], recomput
     return kept
 
 
-def _peak(plan: BackwardPlan, recompute: Recompute, retain_graph: bool) -> int:
-    return max(s.peak for s in EngineReplay(plan, retain_graph=retain_graph, recompute=recompute).run())
+def _peak(plan: BackwardPlan, recompute: Recompute, retain_graph: bool, sums_in_place: bool) -> int:
+    return max(s.peak for s in EngineReplay(plan, retain_graph=retain_graph, recompute=recompute,
+                                            sums_in_place=sums_in_place).run())
 
 
 def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] | None = None,
-                     retain_graph: bool = False, runnable: Collection[str] | None = None) -> CheckpointPlan:
+                     retain_graph: bool = False, runnable: Collection[str] | None = None,
+                     sums_in_place: bool = True) -> CheckpointPlan:
     """Modules to checkpoint so the predicted peak is at most `budget_bytes`, at little recompute.
 
     Greedy, on replays of backward: each round tries every candidate module (a
@@ -211,9 +213,11 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     nothing) is never one. When no choice reaches the budget, the plan is the
     lowest found (`reached` False). `runnable`, when given, names the modules whose `forward` runs in
     the step: only those are candidates (a `ModuleList` or `ModuleDict` container never is: its members are).
+    `sums_in_place` as `memory_timeline`'s: False for the graph of a step counted under a dispatch mode
+    (`measure`, `forecast`), so that the plan's peaks are counted as that step's.
     """
     plan = plan_backward(graph, roots)
-    base = EngineReplay(plan, retain_graph=retain_graph)
+    base = EngineReplay(plan, retain_graph=retain_graph, sums_in_place=sums_in_place)
     before = max(s.peak for s in base.run())
     flops = forward_flops(graph)
     total = sum(flops.values())
@@ -227,7 +231,7 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
     pool = sorted((m for m in names if freed[m] >= worth), key=lambda m: (-freed[m] / max(1, cost[m]), m))
 
     def peak_of(chosen: list[str]) -> int:
-        return _peak(plan, recompute_for(plan, chosen, base.order), retain_graph)
+        return _peak(plan, recompute_for(plan, chosen, base.order), retain_graph, sums_in_place)
 
     chosen, peak = _greedy(pool[:POOL], cost, before, budget_bytes, peak_of)
     for m in sorted(chosen, key=lambda m: -cost[m]):
@@ -236,14 +240,14 @@ def plan_checkpoints(graph: Graph, budget_bytes: int, *, roots: Collection[str] 
         if trial_peak <= budget_bytes or (peak > budget_bytes and trial_peak <= peak):
             chosen, peak = trial, trial_peak
     ordered = sorted(chosen, key=modules.names.index)
-    held = () if chosen else _held_at_peak(plan, retain_graph)
+    held = () if chosen else _held_at_peak(plan, retain_graph, sums_in_place)
     return CheckpointPlan(tuple(ordered), budget_bytes, before, peak, sum(cost[m] for m in chosen), total,
                           tuple((m, freed[m]) for m in ordered), held_at_peak=held)
 
 
-def _held_at_peak(plan: BackwardPlan, retain_graph: bool) -> tuple[tuple[str, int], ...]:
+def _held_at_peak(plan: BackwardPlan, retain_graph: bool, sums_in_place: bool) -> tuple[tuple[str, int], ...]:
     """Bytes alive at the replay's peak by holder kind (HolderKind values, in its order)."""
-    replay = EngineReplay(plan, retain_graph=retain_graph, track=True)
+    replay = EngineReplay(plan, retain_graph=retain_graph, track=True, sums_in_place=sums_in_place)
     replay.run()
     totals = dict.fromkeys((k.value for k in HolderKind), 0)
     for kind, _, size in replay.alive_at_peak().values():

@@ -159,7 +159,8 @@ def _logits_region(graph: Graph, plan: BackwardPlan) -> tuple[str, set[str], set
 
 
 def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chunks: int = CHUNKS,
-                      retain_graph: bool = False, forward_peak: int | None = None) -> ChunkedLoss | None:
+                      retain_graph: bool = False, forward_peak: int | None = None,
+                      sums_in_place: bool = True) -> ChunkedLoss | None:
     """The step's peak if the loss were computed in `chunks` chunks over its logits, from the replay.
 
     Every tensor of the logits' size made between the logits and the loss (the logits, their float copy,
@@ -168,15 +169,15 @@ def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chu
     The gradients of the head's input and weight keep their size, and while the loss's backward runs one
     more weight gradient is alive (each chunk's, made while the sum of the earlier ones is held).
     `forward_peak` (measured or forecast): what the forward held above its end is taken as the loss's (the
-    logits and log-softmax's result), one chunk of it. None: no op near the loss makes a tensor with a last
-    dimension (nothing to chunk).
+    logits and log-softmax's result), one chunk of it. `sums_in_place` as `memory_timeline`'s. None: no op near
+    the loss makes a tensor with a last dimension (nothing to chunk).
     """
     plan = plan_backward(graph, roots)
     found = _logits_region(graph, plan)
     if found is None:
         return None
     head, between, region, module = found
-    base = EngineReplay(plan, retain_graph=retain_graph)
+    base = EngineReplay(plan, retain_graph=retain_graph, sums_in_place=sums_in_place)
     steps = base.run()
     index = plan.index  # the plan's tables are by node number
     region_numbers, between_numbers, head_number = {index[n] for n in region}, {index[n] for n in between}, index[head]
@@ -193,7 +194,7 @@ def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chu
     roots_scaled = [(op, nr, size // chunks if op in region_numbers else size, item)
                     for op, nr, size, item in plan.roots]
     changed = dataclasses.replace(plan, sizes=sizes, storage_bytes=storage, roots=roots_scaled)
-    after = EngineReplay(changed, retain_graph=retain_graph).run()
+    after = EngineReplay(changed, retain_graph=retain_graph, sums_in_place=sums_in_place).run()
     # Each chunk's backward makes the head's whole weight gradient while the sum of the earlier ones is held.
     last = tensor.shape[-1] if (tensor := plan.nodes[head].tensor) is not None and tensor.shape else 0
     extra = max((plan.sizes[t] for t, _, _ in plan.sends[head_number] or ()

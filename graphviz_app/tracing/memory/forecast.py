@@ -20,7 +20,7 @@ from ...model import EdgeKind, Graph, Node, NodeKind, human_bytes
 from ..module_trace import given_tensors
 from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
-from .step import Step, run_step
+from .step import Step, run_step, summed_in_place
 
 __all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict", "fake_step",
            "with_lstm_workspaces"]
@@ -47,6 +47,12 @@ class Prediction:
     def peak_bytes(self) -> int:
         """The step's forecast peak (bytes; parameters, buffers and the step's inputs left out, as measured)."""
         return self.measured.peak_bytes if self.measured is not None else self.timeline.peak_bytes
+
+    @property
+    def sums_in_place(self) -> bool:
+        """Whether the step was counted as a plain step sums gradients (`step.summed_in_place`): what a replay of
+        `graph` passes to agree with `peak_bytes`."""
+        return summed_in_place(self.measured)
 
     @property
     def notes(self) -> tuple[str, ...]:

@@ -130,7 +130,8 @@ def _chunked(step: Step, base: Changes, baseline: Prediction) -> Lever:
     """The chunked loss: applied to a copy of the step on fake tensors where its head is an nn.Linear whose logits
     only reach F.cross_entropy; elsewhere the replay's what-if, a lower bound, with the reason and what to write."""
     forward = baseline.measured.forward_peak_bytes if baseline.measured is not None else None
-    whatif = chunked_loss_peak(baseline.graph, roots=baseline.roots, forward_peak=forward)
+    whatif = chunked_loss_peak(baseline.graph, roots=baseline.roots, forward_peak=forward,
+                               sums_in_place=baseline.sums_in_place)
     if whatif is None or not whatif.cross_entropy:
         return Lever(LeverKind.CHUNKED_LOSS, _CHUNKED_WHAT, None,
                      reason="the loss is not a cross-entropy (no log-softmax near the loss)")

@@ -30,7 +30,7 @@ from .reentrant import mark_reentrant_keeps, name_reentrant_blocks
 from .rnn import meta_lstm
 from .temporaries import OpBytes, mark_op_bytes, watch_op_bytes
 
-__all__ = ["Step", "StepRun", "run_step", "step_outputs"]
+__all__ = ["Step", "StepRun", "run_step", "step_outputs", "summed_in_place"]
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,15 @@ class StepRun:
 
     @property
     def sums_in_place(self) -> bool:
-        """Whether backward ran as a plain step does, summing gradients in place where torch may: False when it
-        was counted under a dispatch mode (on CPU, meta or fake tensors), where torch always sums into a new
-        tensor (`memory_timeline(..., sums_in_place=)` replays the same)."""
-        return self.measured is None or self.measured.method == "cuda"
+        """Whether backward ran as a plain step does (`summed_in_place`)."""
+        return summed_in_place(self.measured)
+
+
+def summed_in_place(measured: MeasuredMemory | None) -> bool:
+    """Whether the step `measured` counted ran backward as a plain step does, summing gradients in place where
+    torch may: False when it was counted under a dispatch mode (on CPU, meta or fake tensors), where torch always
+    sums into a new tensor (`memory_timeline(..., sums_in_place=)` replays the same); True when not counted."""
+    return measured is None or measured.method == "cuda"
 
 
 def step_outputs(outputs: Any) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
