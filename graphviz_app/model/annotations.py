@@ -21,6 +21,7 @@ __all__ = [
     "TEMPORARIES_ATTR",
     "NESTED_GRADS_ATTR",
     "NESTED_LEAF_GRADS_ATTR",
+    "GRADIENT_COPIED_ATTR",
     "REENTRANT_KEEPS_ATTR",
     "REENTRANT_ATTR",
     "MADE_BY_ATTR",
@@ -61,6 +62,9 @@ NESTED_GRADS_ATTR = "nested backward .grad"
 # graph too (a parameter used inside the block and outside it), as "leaf id=bytes" separated by spaces. That
 # `.grad` exists when the leaf's own AccumulateGrad runs in the outer graph, which then sums into it in place.
 NESTED_LEAF_GRADS_ATTR = "nested backward .grad of graph leaves"
+# On an op whose backward makes views of the gradient it gets (`rules.VIEWS`) but copied it instead, as the step
+# ran: the bytes of the copy (a reshape's backward given a gradient it cannot view: a transposed one).
+GRADIENT_COPIED_ATTR = "backward copied the gradient"
 # On a reentrant checkpoint's node: the bytes of tensors its block took inside other arguments (a tuple of
 # rotary cos and sin) that the checkpoint keeps as they are (not saved tensors) and nothing else in the graph
 # describes; alive for the whole step (the node keeps them until the graph is freed).
@@ -79,7 +83,8 @@ REGION_OUTPUTS_ATTR = "outputs"
 # Every attribute name above: what the project noted about a node, never torch's own attributes of an op.
 ANNOTATION_ATTRS: frozenset[str] = frozenset({
     STATE_ATTR, FORWARD_PEAK_ATTR, OUTSIDE_ATTR, RECOMPUTE_BLOCK_ATTR, RECOMPUTED_BYTES_ATTR, CHECKPOINT_KEPT_ATTR,
-    TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR, REENTRANT_ATTR, MADE_BY_ATTR,
+    TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, GRADIENT_COPIED_ATTR, REENTRANT_KEEPS_ATTR,
+    REENTRANT_ATTR, MADE_BY_ATTR,
     FORWARD_MODULE_ATTR,
     REGION_SEQ_ATTR, REGION_FOR_ATTR, REGION_OUTPUTS_ATTR,
 })

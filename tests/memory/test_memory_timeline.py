@@ -14,6 +14,7 @@ from mem_models import MODELS, Fn
 from graphviz_app import trace, trace_model
 from graphviz_app.analysis.memory import MemoryStep, MemoryTimeline, memory_timeline
 from graphviz_app.model import Graph
+from graphviz_app.model.annotations import GRADIENT_COPIED_ATTR
 from graphviz_app.tracing.memory.step import Step, run_step
 
 
@@ -119,6 +120,25 @@ def test_one_storage_saved_by_several_ops_and_twice_by_one_is_held_once_until_it
     in_mode = memory_timeline(run.graph, roots=run.roots, sums_in_place=False)
     assert in_mode.peak_bytes == run.measured.peak_bytes == 88
     assert [s.peak for s in in_mode.steps] == [s.peak for s in run.measured.steps]
+
+
+def _reshape_of_a_transposed_gradient(x: torch.Tensor) -> torch.Tensor:
+    y = x.exp().view(4, 4).t().contiguous()  # backward: t() hands view()'s backward a transposed gradient
+    return (y * y).sum()
+
+
+def test_a_views_backward_that_copies_its_gradient_is_recorded_and_replayed() -> None:
+    predicted, run = _run(Fn(_reshape_of_a_transposed_gradient), torch.arange(16.0, requires_grad=True))
+    names = [(run.graph.node(s.node).name if s.node else None) for s in predicted.steps]
+    assert names[4:6] == ["TBackward0", "ViewBackward0"]
+    view = run.graph.node(predicted.steps[5].node)
+    assert dict(view.attrs)[GRADIENT_COPIED_ATTR] == "64"
+    # The end of the forward: exp's result and the contiguous copy (64 + 64), the loss and its gradient (4 + 4):
+    # 136. view()'s backward cannot view the transposed 4 x 4 gradient as 16 elements: it copies it (64 more
+    # while the transposed one is held: 200), then the transposed one goes (136). Before, the replay read it as a
+    # view: 136 at that step.
+    assert (predicted.steps[5].peak, predicted.steps[5].after) == (200, 136)
+    assert [s.peak for s in predicted.steps] == [s.peak for s in run.measured.steps]
 
 
 def test_a_loss_accumulated_without_item_keeps_32_bytes_per_step() -> None:

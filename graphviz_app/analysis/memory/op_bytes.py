@@ -6,25 +6,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...model import Node, NodeKind
-from ...model.annotations import NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR, TEMPORARIES_ATTR
+from ...model.annotations import (
+    GRADIENT_COPIED_ATTR,
+    NESTED_GRADS_ATTR,
+    NESTED_LEAF_GRADS_ATTR,
+    REENTRANT_KEEPS_ATTR,
+    TEMPORARIES_ATTR,
+)
 
-__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR", "RECORDED_ATTRS",
-           "OpBytesRead", "read_op_bytes", "read_op_attrs"]
+__all__ = ["TEMPORARIES_ATTR", "NESTED_GRADS_ATTR", "NESTED_LEAF_GRADS_ATTR", "REENTRANT_KEEPS_ATTR",
+           "GRADIENT_COPIED_ATTR", "RECORDED_ATTRS", "OpBytesRead", "read_op_bytes", "read_op_attrs"]
 
 # The names this module reads: an op with none of them in its attrs recorded nothing.
-RECORDED_ATTRS = frozenset({TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR})
+RECORDED_ATTRS = frozenset({TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, REENTRANT_KEEPS_ATTR,
+                            GRADIENT_COPIED_ATTR})
 
 
 @dataclass(slots=True)
 class OpBytesRead:
     """The recorded bytes of a graph's ops, by op id: `temporaries`, the bytes a nested backward left (`nested`),
-    of them the `.grad` it made for leaves of the graph (`nested_leaves`: [(leaf id, bytes)]), and what a
-    reentrant checkpoint keeps (`keeps`)."""
+    of them the `.grad` it made for leaves of the graph (`nested_leaves`: [(leaf id, bytes)]), what a
+    reentrant checkpoint keeps (`keeps`), and the bytes a view's backward copied its gradient into (`copied`)."""
 
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
     nested_leaves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     keeps: dict[str, int] = field(default_factory=dict)
+    copied: dict[str, int] = field(default_factory=dict)
 
 
 def read_op_bytes(nodes: Iterable[Node]) -> OpBytesRead:
@@ -55,3 +63,5 @@ def read_op_attrs(n: Node, found: OpBytesRead) -> None:
                                          (item.rpartition("=") for item in text.split())]
         elif name == REENTRANT_KEEPS_ATTR:
             found.keeps[n.id] = int(text)
+        elif name == GRADIENT_COPIED_ATTR:
+            found.copied[n.id] = int(text)

@@ -177,13 +177,15 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str], int]:
                 recency = _UNKNOWN_RECENCY
                 unknown_recency = True
             ranks[i] = recency * step + i
+            copied = False
             for key, _ in n.attrs:  # most ops' attrs are their saved arguments: no call for them
                 if key in recorded_names:
                     read_op_attrs(n, recorded)
+                    copied = ids[i] in recorded.copied  # a view's backward that copied: new tensors, as most ops
                     break
             name = n.name
             made = makes_by_name.get(name)
-            if made is not None:
+            if made is not None and not copied:
                 makes[i] = made
             elif name == "CheckpointFunctionBackward":
                 reentrant.append(ids[i])

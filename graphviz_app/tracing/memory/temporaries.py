@@ -8,7 +8,13 @@ from typing import Any
 
 import torch
 
-from ...analysis.memory.op_bytes import NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, TEMPORARIES_ATTR
+from ...analysis.memory.op_bytes import (
+    GRADIENT_COPIED_ATTR,
+    NESTED_GRADS_ATTR,
+    NESTED_LEAF_GRADS_ATTR,
+    TEMPORARIES_ATTR,
+)
+from ...analysis.memory.rules import VIEWS
 from ...model import Graph, Node, NodeKind
 from .counting import LiveCuda, LiveStorages, tensors_in
 
@@ -20,7 +26,9 @@ class OpBytes:
     """Filled while backward runs: node id -> bytes alive inside its backward beyond what it left
     (`temporaries`), and, for a reentrant checkpoint's node, the bytes its nested backward left beyond the
     gradients it returns (`nested`: its block's `.grad`), of them the `.grad` it made for leaves of the graph
-    (`nested_leaves`: leaf id -> bytes, a parameter used inside the block and outside it).
+    (`nested_leaves`: leaf id -> bytes, a parameter used inside the block and outside it); for an op whose
+    backward makes views of its gradient (`rules.VIEWS`), the bytes it copied it into instead (`copied`: a
+    reshape's backward given a transposed gradient).
 
     `inside` counts the reentrant checkpoints running now: their nested backward runs the AccumulateGrad node of
     such a parameter, which is the outer graph's own (torch keeps one per tensor), so its pre-hook fires there
@@ -29,6 +37,7 @@ class OpBytes:
     temporaries: dict[str, int] = dataclasses.field(default_factory=dict)
     nested: dict[str, int] = dataclasses.field(default_factory=dict)
     nested_leaves: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    copied: dict[str, int] = dataclasses.field(default_factory=dict)
     inside: int = 0
 
 
@@ -47,7 +56,8 @@ def watch_op_bytes(counter: LiveStorages | LiveCuda, fns: Mapping[str, Any], gra
         before: dict[str, None] = {}  # a reentrant node's leaves without .grad when it starts
         handles.append(fn.register_prehook(_marker(counter, node_id, found, leaves if reentrant else None, before)))
         if node is not None and node.kind is NodeKind.OP:
-            handles.append(fn.register_hook(_reader(counter, node_id, found, leaves if reentrant else None, before)))
+            handles.append(fn.register_hook(_reader(counter, node_id, found, leaves if reentrant else None, before,
+                                                    node.name in VIEWS)))
     return handles
 
 
@@ -66,7 +76,7 @@ def _marker(counter: LiveStorages | LiveCuda, node_id: str, found: OpBytes, leav
 
 
 def _reader(counter: LiveStorages | LiveCuda, node_id: str, found: OpBytes, leaves: dict[str, Any] | None,
-            before: dict[str, None]) -> Any:
+            before: dict[str, None], view: bool) -> Any:
     def posthook(grad_inputs: Any, grad_outputs: Any) -> None:
         if leaves is None and found.inside:
             return
@@ -74,6 +84,10 @@ def _reader(counter: LiveStorages | LiveCuda, node_id: str, found: OpBytes, leav
         live = counter.live
         if peak > live:
             found.temporaries[node_id] = peak - live
+        if view:  # a view's backward: a storage of its own is a copy
+            copied = _new_bytes(grad_inputs, grad_outputs)
+            if copied:
+                found.copied[node_id] = copied
         if leaves is not None:
             found.inside -= 1
             left = live - start - _new_bytes(grad_inputs, grad_outputs)
@@ -116,8 +130,8 @@ def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
 
 def mark_op_bytes(graph: Graph, found: OpBytes) -> Graph:
     """`graph` with each op's recorded bytes as attrs (`TEMPORARIES_ATTR`, `NESTED_GRADS_ATTR`,
-    `NESTED_LEAF_GRADS_ATTR`)."""
-    if not found.temporaries and not found.nested:
+    `NESTED_LEAF_GRADS_ATTR`, `GRADIENT_COPIED_ATTR`)."""
+    if not found.temporaries and not found.nested and not found.copied:
         return graph
 
     def marked(n: Node) -> Node:
@@ -129,6 +143,8 @@ def mark_op_bytes(graph: Graph, found: OpBytes) -> Graph:
         if n.id in found.nested_leaves:
             extra.append((NESTED_LEAF_GRADS_ATTR, " ".join(f"{leaf}={size}"
                                                            for leaf, size in found.nested_leaves[n.id].items())))
+        if n.id in found.copied:
+            extra.append((GRADIENT_COPIED_ATTR, str(found.copied[n.id])))
         return dataclasses.replace(n, attrs=(*n.attrs, *extra)) if extra else n
 
     return dataclasses.replace(graph, nodes=tuple(marked(n) for n in graph.nodes))
