@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from ...model import Graph, NodeKind
+from ...model import Graph, Node, NodeKind
+from ...model.annotations import TEMPORARIES_FOUND_ATTR
 from ..torch_internals import FREED, MODIFIED, PACKED, gradient_metadata, is_custom_function, saved_values
 from .counting import LiveStorages
 from .temporaries import OpBytes, mark_op_bytes
@@ -162,12 +163,23 @@ def _fitted(fn: Any, grads: list[Any]) -> list[Any]:  # noqa: ANN401 - an autogr
 
 def mark_meta_op_temporaries(graph: Graph, fns: Mapping[str, Any]) -> Graph:
     """`graph` with each op's backward temporaries, found on meta, written as `measure()` writes them
-    (`TEMPORARIES_ATTR`), and a note in `Graph.notes` counting the ops whose temporaries are not known."""
+    (`TEMPORARIES_ATTR`), every output node marked as looked at (`TEMPORARIES_FOUND_ATTR`: an op without
+    temporaries made none), and a note in `Graph.notes` counting the ops whose temporaries are not known."""
     found, unmeasured = meta_op_temporaries(graph, fns)
-    marked = mark_op_bytes(graph, found)
+    marked = _found_on_meta(mark_op_bytes(graph, found))
     if not unmeasured:
         return marked
     note = (f"{unmeasured} op(s) were not run on meta to find their backward temporaries (Python-defined autograd "
             "Functions, ops with no meta kernel, saved tensors freed or packed by a hook): the memory timeline "
             "does not count them; measure() and forecast() record them as the step runs")
     return dataclasses.replace(marked, notes=(*marked.notes, note))
+
+
+def _found_on_meta(graph: Graph) -> Graph:
+    """`graph` with `TEMPORARIES_FOUND_ATTR` on each output node (once, however often it is marked)."""
+    def marked(n: Node) -> Node:
+        if n.kind is not NodeKind.OUTPUT or any(k == TEMPORARIES_FOUND_ATTR for k, _ in n.attrs):
+            return n
+        return dataclasses.replace(n, attrs=(*n.attrs, (TEMPORARIES_FOUND_ATTR, "each op's backward run on meta")))
+
+    return dataclasses.replace(graph, nodes=tuple(marked(n) for n in graph.nodes))
