@@ -112,7 +112,9 @@ def resized(value: Any, *, batch: int | None = None, seq_len: int | None = None,
     torch.Size([4, 7])
     """
     if isinstance(value, torch.Tensor):
-        t = value
+        # An input leaf that requires grad stays a leaf (moved or cast, not a copy whose backward would send its
+        # gradient back to the original, off meta): backward makes its .grad as the real step does.
+        t = value.detach() if value.is_leaf and value.requires_grad else value
         if device is not None and t.device != torch.device(device):
             t = t.to("meta") if device == "meta" else t.to(device)
         if dtype is not None and t.is_floating_point():
@@ -121,7 +123,7 @@ def resized(value: Any, *, batch: int | None = None, seq_len: int | None = None,
             t = _resize(t, 0, batch)
         if seq_len is not None and t.dim() >= 2:
             t = _resize(t, 1, seq_len)
-        return t
+        return t.requires_grad_() if t is not value and value.is_leaf and value.requires_grad else t
     if isinstance(value, dict):
         return {k: resized(v, batch=batch, seq_len=seq_len, device=device, dtype=dtype) for k, v in value.items()}
     if isinstance(value, (tuple, list)):

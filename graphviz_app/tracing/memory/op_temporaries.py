@@ -12,6 +12,7 @@ from ...model import Graph, Node, NodeKind
 from ...model.annotations import TEMPORARIES_FOUND_ATTR
 from ..torch_internals import FREED, MODIFIED, PACKED, gradient_metadata, is_custom_function, saved_values
 from .counting import LiveStorages
+from .grouped_mm import meta_grouped_mm
 from .temporaries import OpBytes, mark_op_bytes
 
 __all__ = ["MetaOpBytes", "meta_op_temporaries", "mark_meta_op_temporaries"]
@@ -127,7 +128,8 @@ def _run_once(fn: Any, grads: list[torch.Tensor]) -> int:  # noqa: ANN401 - an a
     dtype): the gradient before that is a temporary of this op. -1 when it cannot run on meta."""
     counter = MetaOpBytes()
     try:
-        with torch.no_grad(), counter:
+        # the counter inside: it hands meta twins on, which a grouped matmul (an MoE's experts) takes in any dtype
+        with torch.no_grad(), meta_grouped_mm(), counter:
             counter.mark(None)
             kept = _fitted(fn, _as_list(fn(*grads)))  # nothing else holds what the node returned
             _, peak = counter.interval()

@@ -245,7 +245,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         tensors = [t for p, t in named if p in root_paths]
         grads = [torch.ones((), dtype=t.dtype, device=t.device).expand(t.shape) for t in tensors]
         try:
-            torch.autograd.backward(tensors, grads, retain_graph=retain_graph)
+            with _grouped(step):  # a grouped matmul's backward is grouped matmuls too
+                torch.autograd.backward(tensors, grads, retain_graph=retain_graph)
         finally:
             for h in handles:
                 h.remove()

@@ -1,0 +1,87 @@
+"""The forecast's backward runs on meta (and fake tensors) where the forward does: grouped matmuls (MoE experts) in
+float32, and inputs that require grad; the peak is then PyTorch's MemTracker's on the real step, not the replay's."""
+
+from __future__ import annotations
+
+import mem_zoo
+import pytest
+import torch
+from mem_oracle import StepSpec, memtracker_peak
+
+from graphviz_app import trace_model
+from graphviz_app.memory import forecast, measure
+
+NOT_ON_META = "were not run on meta"
+
+
+class Experts(torch.nn.Module):
+    """Two grouped matmuls over `experts` equal groups of rows, in float32 (torch's meta function takes bfloat16
+    only; the CPU kernel runs float32)."""
+
+    def __init__(self, experts: int = 4, d: int = 16, hidden: int = 32) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.up = torch.nn.Parameter(torch.randn(experts, d, hidden, generator=g) / 4)
+        self.down = torch.nn.Parameter(torch.randn(experts, hidden, d, generator=g) / 4)
+        self.experts = experts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        offs = torch.arange(1, self.experts + 1, dtype=torch.int32, device=x.device) * (x.shape[0] // self.experts)
+        h = torch.relu(torch._grouped_mm(x, self.up, offs=offs))
+        return torch._grouped_mm(h, self.down, offs=offs).square().mean()
+
+
+def _rows(rows: int, grad: bool) -> torch.Tensor:
+    return torch.randn(rows, 16, generator=torch.Generator().manual_seed(rows)).requires_grad_(grad)
+
+
+@pytest.mark.parametrize("policy", ["cpu", "cuda"])
+@pytest.mark.parametrize("rows", [4, 64])
+@pytest.mark.parametrize("grad", [False, True])
+def test_grouped_matmuls_and_inputs_that_require_grad_run_backward_on_meta(rows: int, grad: bool,
+                                                                           policy: str) -> None:
+    # before: backward failed on meta (no float32 meta kernel for _grouped_mm's backward; an input's gradient sent
+    # back off meta), and the forecast fell back to the replay with a note blaming .item()
+    x = _rows(rows, grad)
+    real = memtracker_peak(StepSpec(Experts, lambda b: ((x,), {}), lambda out: out), rows).peak_bytes
+    predicted = forecast(Experts(), x, policy=policy)
+    assert predicted.measured is not None, predicted.notes
+    assert not any("backward could not run" in n or ".item()" in n for n in predicted.notes)
+    assert predicted.peak_bytes == real
+    assert measure(Experts(), x).measured.peak_bytes == real
+
+
+@pytest.mark.parametrize(("batch", "cast"), [(None, False), (8, False), (None, True)])
+def test_an_input_that_requires_grad_gets_its_grad_on_meta(batch: int | None, cast: bool) -> None:
+    """x stays a leaf when moved to meta, resized or cast (before: a copy whose backward sent x's gradient back to
+    the CPU tensor and failed, so the forecast was the replay's)."""
+    x = torch.randn(4, 16, requires_grad=True)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    predicted = forecast(model, x, batch=batch, dtype=torch.bfloat16 if cast else None, cast=cast,
+                         loss=lambda out: out.sum())
+    assert predicted.measured is not None, predicted.notes
+    rows = batch or 4
+    if not cast:
+        real_x = torch.randn(rows, 16, requires_grad=True)
+        real = memtracker_peak(StepSpec(lambda: model, lambda b: ((real_x,), {}), lambda out: out.sum()), rows)
+        assert predicted.peak_bytes == real.peak_bytes
+    assert x.device.type == "cpu" and x.grad is None and x.is_leaf
+
+
+def test_a_traced_moe_has_each_grouped_matmuls_backward_run_on_meta() -> None:
+    graph = trace_model(Experts(), _rows(8, False))
+    assert not any(NOT_ON_META in n for n in graph.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 4])
+def test_mixtral_forecast_is_memtrackers_peak(batch: int) -> None:
+    # before: 6.3% over at batch 4 (the replay's, with the attention's math path on meta), and no backward there
+    spec = mem_zoo.by_name("mixtral-moe").spec
+    real = memtracker_peak(spec, batch).peak_bytes
+    torch.manual_seed(0)
+    args, kwargs = spec.inputs(batch)
+    predicted = forecast(spec.build(), *args, loss=spec.loss, policy="cpu", **kwargs)
+    assert predicted.measured is not None, predicted.notes
+    assert predicted.peak_bytes == real
+    assert not any(NOT_ON_META in n for n in predicted.graph.notes)
