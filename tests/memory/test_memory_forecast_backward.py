@@ -141,3 +141,42 @@ def test_a_grouped_query_language_model_on_meta_is_memtrackers_peak(name: str) -
     args, kwargs = spec.inputs(4)
     on_meta = run_step(step_variant(Step(spec.build(), args, kwargs, loss=spec.loss), device="meta", policy="cpu"))
     assert on_meta.measured is not None and on_meta.measured.peak_bytes == real
+
+
+class CheckpointedAttention(torch.nn.Module):
+    """Two causal self-attention blocks, each under non-reentrant checkpointing (transformers'
+    `gradient_checkpointing_enable()` default): backward runs each block's forward again."""
+
+    def __init__(self, d: int = 32) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(torch.nn.Linear(d, 3 * d) for _ in range(2))
+        self.head = torch.nn.Linear(d, 1)
+
+    @staticmethod
+    def _attend(proj: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = proj(x).view(b, n, 3, 4, d // 4).permute(2, 0, 3, 1, 4).unbind(0)
+        return x + torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2) \
+            .reshape(b, n, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for proj in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(self._attend, proj, x, use_reentrant=False)
+        return self.head(x).square().mean()
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_a_checkpointed_blocks_recompute_on_meta_runs_as_its_forward_did(batch: int) -> None:
+    # before: the recompute ran outside the forward's meta attention (and MetaAutocast), saved other tensors and
+    # torch's checkpoint raised "A different number of tensors was saved": transformers' T5 with
+    # gradient_checkpointing_enable() fell back to the replay under `graphviz-app memory --device meta`
+    x = torch.randn(batch, 16, 32, generator=torch.Generator().manual_seed(batch))
+    spec = StepSpec(CheckpointedAttention, lambda b: ((x,), {}), lambda out: out)
+    real = memtracker_peak(spec, batch).peak_bytes
+    torch.manual_seed(0)
+    for policy in ("cpu", "cuda"):
+        step = step_variant(Step(CheckpointedAttention(), (x,)), device="meta", policy=policy)
+        on_meta = run_step(step)
+        assert on_meta.measured is not None
+        if policy == "cpu":
+            assert on_meta.measured.peak_bytes == real
