@@ -90,7 +90,7 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
         return step_variant(step, batch=batch, seq_len=request.seq_len, device=device or request.device,
                             dtype=dtype, cast=request.cast, policy=policy or request.policy)
 
-    rows = [_row(variant(b), b, request) for b in request.batches]
+    rows = [_row_said(step, variant(b), b, request) for b in request.batches]
     budget = request.budget_bytes
     report: dict[str, Any] = {
         "target": request.target, "device": _device_text(variant(request.batches[0])), "dtype": request.dtype,
@@ -150,6 +150,35 @@ def check_device(text: str | None) -> None:
 
 def _device_text(step: Step) -> str:
     return next((str(p.device) for p in step.model.parameters()), "cpu")
+
+
+def _row_said(given: Step, resized: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
+    """`_row(resized, ...)`, where the model's own code raising (a shape check, a ValueError of the library) becomes a
+    TraceError saying at which size, and which inputs --batch and --seq-len changed: the step as FUNC returned it
+    may run while a resized one does not (an image's channels taken for a sequence length)."""
+    try:
+        return _row(resized, batch, request)
+    except (TraceError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the model's or library's own error, worded with what was asked
+        first = str(e).splitlines()[0] if str(e) else ""
+        asked = [f"batch {batch}"] if batch is not None else []
+        asked += [f"--seq-len {request.seq_len}"] if request.seq_len is not None else []
+        at = f" at {', '.join(asked)}" if asked else ""
+        changed = _changed_inputs(given, resized)
+        hint = ("; the inputs resized: " + ", ".join(changed) + " (--batch sets the first dimension of every "
+                "tensor input, --seq-len the second of every input of 2+ dims): return inputs of the sizes you "
+                "want from FUNC and leave these out" if changed else
+                "; the model's forward raised it (run with --traceback for where)")
+        raise TraceError(f"the step failed{at}: {type(e).__name__}: {first}{hint}") from e
+
+
+def _changed_inputs(given: Step, resized: Step) -> list[str]:
+    """Each tensor input whose shape --batch or --seq-len changed, as "name (before) -> (after)"."""
+    named = [(f"args[{i}]", a, b) for i, (a, b) in enumerate(zip(given.args, resized.args, strict=False))]
+    named += [(k, v, resized.kwargs.get(k)) for k, v in given.kwargs.items()]
+    return [f"{name} {tuple(a.shape)} -> {tuple(b.shape)}" for name, a, b in named
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape]
 
 
 def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
