@@ -26,6 +26,7 @@ from ..tracing.memory.checkpointing import forecast_plan, runnable_modules, veri
 from ..tracing.memory.forecast import Prediction, predict, step_variant
 from ..tracing.memory.lever_advice import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
+from ..tracing.module_trace import given_tensors
 from .script_forms import model_call
 
 __all__ = ["MemoryRequest", "MemoryRow", "MemoryReport", "memory_report", "write_viewer", "step_from_result",
@@ -90,7 +91,7 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
         return step_variant(step, batch=batch, seq_len=request.seq_len, device=device or request.device,
                             dtype=dtype, cast=request.cast, policy=policy or request.policy)
 
-    rows = [_row_said(step, variant(b), b, request) for b in request.batches]
+    rows = [_row_here_or_on_cpu(step, variant, b, request) for b in request.batches]
     budget = request.budget_bytes
     report: dict[str, Any] = {
         "target": request.target, "device": _device_text(variant(request.batches[0])), "dtype": request.dtype,
@@ -150,6 +151,28 @@ def check_device(text: str | None) -> None:
 
 def _device_text(step: Step) -> str:
     return next((str(p.device) for p in step.model.parameters()), "cpu")
+
+
+def _row_here_or_on_cpu(given: Step, variant: Callable[..., Step], batch: int | None,
+                        request: MemoryRequest) -> MemoryRow:
+    """The row at `batch`; where the step cannot run on meta with CUDA's policy (transformers reads position_ids'
+    values unless the tensors are fake: any model with gradient_checkpointing_enable() and no attention_mask), on
+    fake CPU tensors with a note saying so, as the largest batch is searched; the first error if that fails too."""
+    resized = variant(batch)
+    try:
+        return _row_said(given, resized, batch, request)
+    except TraceError as e:
+        on_meta = {t.device.type for t in given_tensors(resized.model, resized.args, resized.kwargs)} == {"meta"}
+        if request.policy == "cpu" or not on_meta:
+            raise
+        failed = e
+    try:
+        row = _row_said(given, variant(batch, "meta", "cpu"), batch, request)
+    except TraceError:
+        raise failed from None
+    row.json["notes"].append(f"forecast on fake CPU tensors (CPU's attention kernels and autocast lists, which may "
+                             f"save other tensors than CUDA's), as {str(failed).split('; ')[0]} with CUDA's policy")
+    return row
 
 
 def _row_said(given: Step, resized: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
