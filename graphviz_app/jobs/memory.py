@@ -61,12 +61,14 @@ class MemoryRequest:
 
 @dataclass(frozen=True)
 class MemoryRow:
-    """One batch size: the report's JSON entry, the forecast, the whole step's total, the measured run."""
+    """One batch size: the report's JSON entry, the forecast, the whole step's total, the measured run, and the
+    step it was forecast with (on fake CPU tensors where meta with CUDA's policy could not run it)."""
 
     json: dict[str, Any]
     prediction: Prediction
     fit: Fit
     run: StepRun | None = None
+    step: Step | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
     report.update({k: v for k, v in rows[-1].json.items() if k.endswith("peak_bytes")})
     if budget is not None:
         report.update(_largest_entry(variant, request, budget))
-    plan = _plan(variant(request.batches[-1]), rows[-1].prediction, request) if request.checkpoint else None
+    last = rows[-1].step or variant(request.batches[-1])
+    plan = _plan(last, rows[-1].prediction, request) if request.checkpoint else None
     if plan is not None:
         report["checkpoint"] = plan.to_dict()
     report["not_modelled"] = NOT_MODELLED
@@ -225,13 +228,13 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
     }
     entry["predicted_peak_bytes"] = prediction.peak_bytes  # the total above is of the measured peak, if measured
     if run is None:
-        return MemoryRow(entry, prediction, total)
+        return MemoryRow(entry, prediction, total, step=step)
     if run.measured is not None:
         entry["measured_peak_bytes"] = run.measured.peak_bytes
         entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
         entry["measured_by"] = run.measured.method
         entry["by_node"] = _by_node(run, request.retain_graph)
-    return MemoryRow(entry, prediction, total, run)
+    return MemoryRow(entry, prediction, total, run, step)
 
 
 def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:

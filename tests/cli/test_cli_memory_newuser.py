@@ -130,3 +130,13 @@ def test_a_step_that_reads_values_on_fake_tensors_too_still_says_so(script: Path
     code, err = _run(["memory", f"{script}:reads_values", "--device", "meta"], capsys)
     assert code != 0
     assert "the step failed on meta" in err and "reads a tensor's value" in err
+
+
+def test_the_checkpoint_plan_of_such_a_step_is_made_on_the_same_fake_cpu_tensors(
+        script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: the rows printed, then the plan ran the step on meta with CUDA's policy again and stopped there
+    code = cli.main(["memory", f"{script}:checks_values", "--device", "meta", "--checkpoint", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    plan = report["checkpoint"]
+    assert plan["predicted_peak_before"] == report["batches"][0]["predicted_peak_bytes"]
