@@ -140,3 +140,12 @@ def test_the_checkpoint_plan_of_such_a_step_is_made_on_the_same_fake_cpu_tensors
     assert code == 0
     plan = report["checkpoint"]
     assert plan["predicted_peak_before"] == report["batches"][0]["predicted_peak_bytes"]
+
+
+def test_a_budget_not_even_batch_1_fits_says_so_in_words(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "largest batch that fits in 256 B with no optimizer state: 0", which reads as a batch size (the
+    # parameters alone are 288 B)
+    code = cli.main(["memory", f"{script}:checks_values", "--budget", "256B"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "largest batch that fits in 256 B with no optimizer state: none, not even batch 1" in out
