@@ -149,3 +149,15 @@ def test_a_budget_not_even_batch_1_fits_says_so_in_words(script: Path, capsys: p
     out = capsys.readouterr().out
     assert code == 0
     assert "largest batch that fits in 256 B with no optimizer state: none, not even batch 1" in out
+
+
+def test_not_modelled_does_not_say_a_measured_steps_replay_misses_op_temporaries(
+        script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """measure and forecast record each op's temporaries and the recompute: the line says the replay misses them
+    only in a graph that does not record them (before: "in the replay only ...: temporaries inside one backward
+    op", printed under every measured table)."""
+    code = cli.main(["memory", f"{script}:image", "--measure"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("not modelled: "))
+    assert code == 0
+    assert "in the replay only" not in line
+    assert "in the replay of a graph that does not record them" in line
