@@ -30,14 +30,14 @@ from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from .analysis.memory.fit import fit, largest_batch
 from .analysis.memory.plan import with_forward_peak
 from .model import Graph, human_bytes
-from .tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
+from .tracing.memory.checkpointing import checkpoint_modules, forecast_plan, runnable_modules, verify_plan
 from .tracing.memory.chunked_loss import chunked_cross_entropy
 from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
 from .tracing.memory.lever_advice import with_levers
 from .tracing.memory.step import Step, run_step
 
 __all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
-           "largest_batch_for", "advise_checkpoints", "chunked_cross_entropy"]
+           "largest_batch_for", "advise_checkpoints", "checkpoint_modules", "chunked_cross_entropy"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,8 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
     fake tensors: each `.grad` freed once accumulated, autocast bfloat16, micro-batches with gradient
     accumulation, the loss computed in chunks over the tokens (`chunked_cross_entropy`, where the loss is
     `F.cross_entropy` over an `nn.Linear` head's logits; else the replay's what-if, a lower bound), and the best
-    combination of them; with `verify`, each predicted one is applied to the real step and measured."""
+    combination of them; with `verify`, each predicted one is applied to the real step and measured.
+    `checkpoint_modules(model, plan.modules)` applies the plan to the model for training."""
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes
