@@ -23,7 +23,7 @@ from ..analysis.memory.plan import with_forward_peak
 from ..drawing.renderer import save
 from ..errors import TraceError
 from ..tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
-from ..tracing.memory.forecast import Prediction, predict, step_variant
+from ..tracing.memory.forecast import Prediction, changed_inputs, predict, step_variant
 from ..tracing.memory.lever_advice import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
 from ..tracing.module_trace import given_tensors
@@ -191,20 +191,12 @@ def _row_said(given: Step, resized: Step, batch: int | None, request: MemoryRequ
         asked = [f"batch {batch}"] if batch is not None else []
         asked += [f"--seq-len {request.seq_len}"] if request.seq_len is not None else []
         at = f" at {', '.join(asked)}" if asked else ""
-        changed = _changed_inputs(given, resized)
+        changed = changed_inputs(given, resized)
         hint = ("; the inputs resized: " + ", ".join(changed) + " (--batch sets the first dimension of every "
                 "tensor input, --seq-len the second of every input of 2+ dims): return inputs of the sizes you "
                 "want from FUNC and leave these out" if changed else
                 "; the model's forward raised it (run with --traceback for where)")
         raise TraceError(f"the step failed{at}: {type(e).__name__}: {first}{hint}") from e
-
-
-def _changed_inputs(given: Step, resized: Step) -> list[str]:
-    """Each tensor input whose shape --batch or --seq-len changed, as "name (before) -> (after)"."""
-    named = [(f"args[{i}]", a, b) for i, (a, b) in enumerate(zip(given.args, resized.args, strict=False))]
-    named += [(k, v, resized.kwargs.get(k)) for k, v in given.kwargs.items()]
-    return [f"{name} {tuple(a.shape)} -> {tuple(b.shape)}" for name, a, b in named
-            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape]
 
 
 def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:

@@ -61,6 +61,9 @@ def checkpoint_modules(model: torch.nn.Module, modules: Collection[str]) -> torc
     >>> net[0].weight.grad.shape
     torch.Size([2, 2])
     """
+    if isinstance(modules, str):
+        raise TraceError(f"modules: expected a list of module names (plan.modules), got the string {modules!r}; "
+                         f"pass [{modules!r}]")
     for name in modules:
         if "forward" in vars(_module(model, name)):
             raise TraceError(f"{name!r} already has a forward of its own (checkpointed already?): "

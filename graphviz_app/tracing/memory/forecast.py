@@ -22,8 +22,8 @@ from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step
 
-__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict", "fake_step",
-           "with_lstm_workspaces"]
+__all__ = ["changed_inputs", "Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
+           "fake_step", "with_lstm_workspaces"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +166,20 @@ def step_variant(step: Step, *, batch: int | None = None, seq_len: int | None = 
     )
 
 
+def changed_inputs(given: Step, variant: Step) -> list[str]:
+    """Each tensor input whose shape `step_variant` changed (batch, seq_len), as "name (before) -> (after)": what
+    to show when the model refuses the resized step.
+
+    >>> x = torch.ones(2, 3)
+    >>> changed_inputs(Step(torch.nn.Linear(3, 1), (x,)), step_variant(Step(torch.nn.Linear(3, 1), (x,)), batch=5))
+    ['args[0] (2, 3) -> (5, 3)']
+    """
+    named = [(f"args[{i}]", a, b) for i, (a, b) in enumerate(zip(given.args, variant.args, strict=False))]
+    named += [(k, v, variant.kwargs.get(k)) for k, v in given.kwargs.items()]
+    return [f"{name} {tuple(a.shape)} -> {tuple(b.shape)}" for name, a, b in named
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape]
+
+
 def _moved_loss(loss: Callable[[Any], Any] | None, **how: Any) -> Callable[[Any], Any] | None:
     """`loss` with the tensors it captures (a target: in its closure, or a global it names) resized and moved as
     the step's inputs are: the same function over new cells and globals, the original untouched."""
@@ -240,11 +254,12 @@ def _failure(step: Step, e: BaseException) -> TraceError:
             hint = ("; a tensor the step uses was not moved to meta with the model and inputs (one the model or the "
                     "loss reads from outside, other than a tensor the loss function captures): pass it as an input "
                     "of the model, or capture it in the loss function")
-        elif op is not None and re.search(r"[Mm]eta", text):
+        elif op is not None and re.search(r"[Mm]eta|fake impl|register_fake|not implemented", text):
             hint = (f"; the op {op.group(0)} has no meta kernel for these inputs in torch {torch.__version__}: "
                     "forecast on the real device (or another dtype)")
-        elif op is not None:
-            hint = f" (in {op.group(0)}): forecast on the real device"
+        elif op is not None:  # a shape or dtype the op refuses: it would on any device, unless meta lacks something
+            hint = (f" (in {op.group(0)}): check the inputs' shapes and dtypes against what the model expects; if the "
+                    "step runs as it is on a real device, forecast it there")
         else:
             hint = "; forecast on the real device"
     return TraceError(f"the step failed on {where}: {type(e).__name__}: {first}{hint}")
