@@ -7,6 +7,8 @@ Shapes (each built fresh per size; `--sizes` is the graph's node count aimed at)
 - chain: `y = y * w` over one leaf `w` (an op and two saved tensors per step, the leaf used by every op);
 - fan: one tensor used by every op of a sum of `h * c_i` terms (a gradient summed into one buffer many times);
 - fanin: wide fan-in, `torch.stack([h * c_i ...]).sum()`: one op sending a gradient to every term;
+- shared: `torch.stack([h * w_i ...]).sum()` with every `w_i` a parameter: one tensor (`h`) saved by every op (a
+  storage with 40,000 savers at 160,000 nodes; the replay was quadratic in them until this round);
 - transformer: a stack of torch's `TransformerEncoderLayer` (d_model 8, 2 heads, about 80 nodes a layer, 12
   parameters each), run on CPU and traced like chain and fan;
 - gpt: GPT-style blocks (attention, MLP, layer norms) on meta, traced by `forecast`'s step.
@@ -60,6 +62,12 @@ def _fanin(nodes: int) -> torch.Tensor:
     return torch.stack([h * float(i) for i in range(max(1, nodes // 2))]).sum()
 
 
+def _shared(nodes: int) -> torch.Tensor:
+    h = torch.ones(4, requires_grad=True).exp()
+    weights = [torch.ones(4, requires_grad=True) for _ in range(max(1, nodes // 4))]
+    return torch.stack([h * w for w in weights]).sum()
+
+
 def _transformer(nodes: int) -> torch.Tensor:
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
@@ -67,7 +75,7 @@ def _transformer(nodes: int) -> torch.Tensor:
     return model(torch.randn(2, 4, 8)).sum()
 
 
-_BUILDS = {"chain": _chain, "fan": _fan, "fanin": _fanin, "transformer": _transformer}
+_BUILDS = {"chain": _chain, "fan": _fan, "fanin": _fanin, "shared": _shared, "transformer": _transformer}
 
 
 def _gpt(nodes: int) -> tuple[Callable[[], Any], Callable[[Any], tuple[Graph, tuple[str, ...] | None]]]:

@@ -79,7 +79,7 @@ class _FsdpReplay(EngineReplay):
         for node_id, n in plan.nodes.items():
             if n.kind is NodeKind.LEAF and names[node_id] in param_unit:
                 self.leaf_unit[node_id] = self.node_unit[node_id] = param_unit[names[node_id]]
-                if node_id in plan.reachable:
+                if plan.reachable[plan.index[node_id]]:
                     self.leaves_left[param_unit[names[node_id]]] += 1
             elif n.kind is NodeKind.OP:
                 unit = unit_of(n.module, self.units)
@@ -87,7 +87,7 @@ class _FsdpReplay(EngineReplay):
                     self.node_unit[node_id] = unit
         sizes = {p: b for u in units for p, b in zip(u.params, u.param_bytes, strict=True)}
         for node_id in self.leaf_unit:  # gradients reach the unsharded parameter at full size
-            plan.sizes[node_id] = sizes[names[node_id]]
+            plan.sizes[plan.index[node_id]] = sizes[names[node_id]]
         self.post_node = {self.node_unit[n]: n for n, node in plan.nodes.items()
                           if node.name == "RegisterPostBackwardFunctionBackward" and n in self.node_unit}
         # A unit whose forward a reentrant checkpoint ran (`checkpoint(unit, x)`): no post-backward node or parameter
@@ -140,11 +140,12 @@ class _FsdpReplay(EngineReplay):
         self._hold(f"fsdp grads:{unit}", u.sharded_grad_bytes, _GRADS, self._owner(unit))
         return self._check_peak(peak)
 
-    def _extra(self, node: str) -> None:
+    def _extra(self, number: int) -> None:
         """As the engine's replay; a reentrant checkpoint's nested `.grad` inside a unit are that unit's unsharded
         gradients (up to its parameters' bytes), held under a key of their own so its post-backward frees them.
         Where the checkpoint runs the unit's whole backward (`inside`), the unit's post-backward runs in it."""
-        super()._extra(node)
+        super()._extra(number)
+        node = self.ids[number]
         unit = self.node_unit.get(node)
         entry = self.store.get(f"nested:{node}")
         if node in self.inside:
@@ -191,20 +192,22 @@ class _FsdpReplay(EngineReplay):
             while key in self.store:
                 self._release(key)
 
-    def _run_op(self, node: str) -> int:
+    def _run_op(self, number: int) -> int:
+        node = self.ids[number]
         unit = self.node_unit.get(node)
         live = self.live
         peak = self._gather(unit) if unit is not None else live
         self.gathered_now = self.live - live
-        peak = max(peak, super()._run_op(node))
+        peak = max(peak, super()._run_op(number))
         if unit is not None and self.post_node.get(unit) == node:
             peak = max(peak, self._post_backward(unit))
         return peak
 
-    def _run_leaf(self, node: str) -> int:
+    def _run_leaf(self, number: int) -> int:
+        node = self.ids[number]
         unit = self.leaf_unit.get(node)
         peak = self._gather(unit) if unit is not None else self.live
-        peak = max(peak, super()._run_leaf(node))
+        peak = max(peak, super()._run_leaf(number))
         if self.grads_in_buckets:  # DDP's gradient_as_bucket_view: the gradient is copied into its bucket, dropped
             self._drop_grads({node})
         if unit is not None:

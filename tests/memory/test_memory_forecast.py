@@ -186,12 +186,11 @@ def test_the_meta_workspace_is_what_the_cpu_kernel_saves(steps: int, batch: int,
     on_cpu = _workspaces(predict(step).graph)
     on_meta = _workspaces(predict(step_variant(step, device="meta", policy="cpu")).graph)
     assert len(on_cpu) == len(on_meta) == 1
-    assert on_cpu[0] - 4096 <= on_meta[0] <= on_cpu[0]  # oneDNN's layout, to within one 4 KiB page
+    assert on_meta == on_cpu  # oneDNN's layout, to the byte
 
 
-@pytest.mark.parametrize("lstm", [
-    torch.nn.LSTM(8, 16, bidirectional=True), torch.nn.LSTM(8, 16, proj_size=4),
-], ids=["bidirectional", "projections"])
-def test_an_lstm_the_fused_path_does_not_cover_keeps_the_note(lstm: torch.nn.LSTM) -> None:
+def test_an_lstm_the_fused_path_does_not_cover_keeps_the_note() -> None:
+    # Projections: oneDNN has no such layer, torch's CPU code runs its cell (two directions are fused layers).
+    lstm = torch.nn.LSTM(8, 16, proj_size=4)
     forecast = predict(step_variant(Step(lstm, (torch.randn(5, 3, 8),)), device="meta", policy="cpu"))
     assert any("step-by-step cell" in note for note in forecast.timeline.notes)

@@ -186,13 +186,3 @@ def test_autocast_on_a_gru_is_predicted_on_fake_tensors_measured_and_memtrackers
     oracle = memtracker_peak(dataclasses.replace(spec, autocast=torch.bfloat16), batch).peak_bytes
     assert predicted == measure_changes(step, Changes(autocast=True)) == oracle
     assert oracle != memtracker_peak(spec, batch).peak_bytes  # bfloat16 changes what the step holds
-
-
-def test_autocast_on_an_lstm_says_why_it_is_not_predicted() -> None:
-    spec = mem_zoo.by_name("lstm-lm").spec
-    torch.manual_seed(0)
-    args, kwargs = spec.inputs(2)
-    _, levers = lever_forecasts(Step(spec.build(), args, kwargs, loss=spec.loss), 1)
-    lever = next(lv for lv in levers if lv.kind is LeverKind.AUTOCAST)
-    assert lever.predicted_peak is None and "oneDNN lays out itself" in (lever.reason or "")
-    assert "measure it with --measure --dtype bfloat16 on the real device" in (lever.reason or "")

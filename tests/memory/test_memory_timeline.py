@@ -100,6 +100,27 @@ def test_every_backward_node_matches_the_measured_step() -> None:
     assert predicted.peak_node == run.measured.peak_node == predicted.steps[3].node
 
 
+def _saved_by_several(x: torch.Tensor) -> torch.Tensor:
+    h = x.exp()  # 16 bytes saved by ExpBackward0 (its result), by h * h (twice) and by sin: one storage, kept once
+    return (h * h + h.sin()).sum()
+
+
+def test_one_storage_saved_by_several_ops_and_twice_by_one_is_held_once_until_its_last_saver() -> None:
+    predicted, run = _run(Fn(_saved_by_several), _vector())
+    names = [(run.graph.node(s.node).name if s.node else None) for s in predicted.steps]
+    assert names == [None, "SumBackward0", "AddBackward0", "SinBackward0", "MulBackward0", "ExpBackward0", ""]
+    # The end of the forward: h (16), the loss and its gradient (4 + 4) = 24. Sum and Add pass the 4-byte gradient
+    # on as views. SinBackward0 makes cos(h) and h's gradient (16 + 16: 56), keeps the gradient (40); h * h's
+    # backward makes two gradients of h (72) and sums them into the one waiting, in place (40); h is freed after
+    # ExpBackward0, which makes x's gradient (56), and x's AccumulateGrad takes it.
+    assert [(s.before, s.peak, s.after) for s in predicted.steps] == [
+        (24, 24, 24), (24, 24, 24), (24, 24, 24), (24, 56, 40), (40, 72, 40), (40, 56, 24), (24, 24, 24)]
+    # Under a TorchDispatchMode (measure's run) torch sums into a new tensor: 16 more at h * h's backward
+    in_mode = memory_timeline(run.graph, roots=run.roots, sums_in_place=False)
+    assert in_mode.peak_bytes == run.measured.peak_bytes == 88
+    assert [s.peak for s in in_mode.steps] == [s.peak for s in run.measured.steps]
+
+
 def test_a_loss_accumulated_without_item_keeps_32_bytes_per_step() -> None:
     kept = [memory_timeline(trace(_accumulated(_vector(), steps))).forward_bytes for steps in (1, 2, 3, 4)]
     assert [b - a for a, b in zip(kept, kept[1:], strict=False)] == [32, 32, 32]

@@ -138,10 +138,11 @@ def _modules(plan: BackwardPlan) -> _Modules:
 
 def recompute_for(plan: BackwardPlan, modules: Collection[str], order: list[str]) -> Recompute:
     """The Recompute of checkpointing `modules` (no one inside another), given the backward `order`."""
-    rank = {node: i for i, node in enumerate(order)}
+    rank = {plan.index[node]: i for i, node in enumerate(order)}  # by node number, as the plan's tables
+    ids, op = plan.ids, NodeKind.OP
     recompute = Recompute()
     for module in modules:
-        inside = {n for n, node in plan.nodes.items() if node.kind is NodeKind.OP and _inside(node.module, module)}
+        inside = {i for i, node in enumerate(plan.node_at) if node.kind is op and _inside(node.module, module)}
         touched = [k for k, savers in plan.savers.items() if any(s in inside for s in savers)]
         keys = [k for k in touched if all(s in inside for s in plan.savers[k])]
         kept = _kept_inputs(plan, inside, touched, recompute, module, rank)
@@ -149,33 +150,34 @@ def recompute_for(plan: BackwardPlan, modules: Collection[str], order: list[str]
         # the forward keeps it for the outside savers; the recompute makes a copy for the inside ones.
         shared = [k for k in touched if k not in kept and k not in keys]
         keys = [k for k in keys if k not in kept]
-        savers = [s for s in inside if s in plan.saved_by and s in rank]
+        savers = [s for s in inside if plan.saved_by[s] and s in rank]
         if (keys or shared) and savers:
-            trigger = min(savers, key=rank.__getitem__)
+            trigger = ids[min(savers, key=rank.__getitem__)]
             if keys:
                 recompute.deferred.setdefault(trigger, []).extend(keys)
             for k in shared:
-                recompute.copies[k] = recompute.copies.get(k, frozenset()) | {s for s in plan.savers[k] if s in inside}
+                recompute.copies[k] = recompute.copies.get(k, frozenset()) | {ids[s] for s in plan.savers[k]
+                                                                             if s in inside}
                 recompute.recopied.setdefault(trigger, []).append(k)
     return recompute
 
 
-def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recompute: Recompute, module: str,
-                 rank: dict[str, int]) -> set[str]:
+def _kept_inputs(plan: BackwardPlan, inside: set[int], keys: list[str], recompute: Recompute, module: str,
+                 rank: dict[int, int]) -> set[str]:
     """M's inputs, which the checkpoint keeps: a storage an input op saves with the entering tensor's size,
-    else an extra storage held until M's last op has run."""
+    else an extra storage held until M's last op has run (`inside`: M's ops, by node number)."""
     kept: set[str] = set()
     last = max((n for n in inside if n in rank), key=rank.__getitem__, default=None)
     by_size = {k: plan.storage_bytes[k] for k in keys}
-    entering: list[tuple[str, int, str]] = []  # (src, output_nr, dst) for each tensor entering M
-    for dst in inside:
-        entering.extend((src, output_nr, dst) for src, output_nr, _ in plan.sends.get(dst, ())
-                        if src not in inside and plan.nodes[src].kind is NodeKind.OP)
-    matched: set[tuple[str, int]] = set()
+    entering: list[tuple[int, int, int]] = []  # (src, output_nr, dst) for each tensor entering M
+    for dst in sorted(inside):
+        entering.extend((src, output_nr, dst) for src, output_nr, _ in plan.sends[dst] or ()
+                        if src not in inside and plan.node_at[src].kind is NodeKind.OP)
+    matched: set[tuple[int, int]] = set()
     for src, output_nr, dst in entering:
         size = plan.output_bytes(src, output_nr)
         # an op saving its own result (tanh, exp) does not save the tensor entering the module
-        match = next((k for k in plan.saved_by.get(dst, ())
+        match = next((k for k in plan.saved_by[dst] or ()
                       if by_size.get(k) == size and (dst, k) not in plan.results), None)
         if match is not None:
             kept.add(match)
@@ -185,10 +187,10 @@ def _kept_inputs(plan: BackwardPlan, inside: set[str], keys: list[str], recomput
         # One tensor entering M twice (a residual: the block's norm saves x, its add only reads it) is kept once.
         if (src, output_nr) in matched or last is None or not size:
             continue
-        key = f"checkpoint input {module}:{src}:{output_nr}"
+        key = f"checkpoint input {module}:{plan.ids[src]}:{output_nr}"
         if key not in recompute.kept:
-            recompute.kept[key] = (size, dst)
-            recompute.released_after.setdefault(last, []).append(key)
+            recompute.kept[key] = (size, plan.ids[dst])
+            recompute.released_after.setdefault(plan.ids[last], []).append(key)
     return kept
 
 

@@ -133,18 +133,19 @@ def _logits_region(graph: Graph, plan: BackwardPlan) -> tuple[str, set[str], set
     for e in graph.edges:
         if e.kind is EdgeKind.DATA and plan.nodes[e.src].kind is NodeKind.OP:
             into.setdefault(e.dst, []).append(e.src)
-    start = list(dict.fromkeys(op for op, _, _, _ in plan.roots))
+    start = list(dict.fromkeys(plan.ids[op] for op, _, _, _ in plan.roots))
     near = _walk_up(into, start, 8)
     sized = [n for n in near if (t := plan.nodes[n].tensor) is not None and t.shape]
     if not sized:
         return None
-    head = max(sized, key=lambda n: (plan.sizes.get(n, 0), plan.index[n]))  # of equal ones, the furthest: the maker
+    index, sizes = plan.index, plan.sizes
+    head = max(sized, key=lambda n: (sizes[index[n]], index[n]))  # of equal ones, the furthest: the maker
     between = set(_walk_up(into, start, 8, stop=head))
-    last, big = plan.nodes[head].tensor.shape[-1], plan.sizes.get(head, 0) // 2  # type: ignore[union-attr]
+    last, big = plan.nodes[head].tensor.shape[-1], sizes[index[head]] // 2  # type: ignore[union-attr]
 
     def logits_sized(n: str) -> bool:
         t = plan.nodes[n].tensor
-        return t is not None and bool(t.shape) and t.shape[-1] == last and plan.sizes.get(n, 0) >= big
+        return t is not None and bool(t.shape) and t.shape[-1] == last and sizes[index[n]] >= big
 
     made = [n for n in _walk_up(into, [head], 4) if plan.nodes[n].module and logits_sized(n)]
     return head, between, {n for n in between if logits_sized(n)}, plan.nodes[made[0]].module if made else None
@@ -170,24 +171,27 @@ def chunked_loss_peak(graph: Graph, *, roots: Collection[str] | None = None, chu
     head, between, region, module = found
     base = EngineReplay(plan, retain_graph=retain_graph)
     steps = base.run()
-    sizes = {n: (s // chunks if n in region else s) for n, s in plan.sizes.items()}
+    index = plan.index  # the plan's tables are by node number
+    region_numbers, between_numbers, head_number = {index[n] for n in region}, {index[n] for n in between}, index[head]
+    sizes = [s // chunks if n in region_numbers else s for n, s in enumerate(plan.sizes)]
     storage = dict(plan.storage_bytes)
-    logits = plan.sizes.get(head, 0)
+    logits = plan.sizes[head_number]
     for key, savers in plan.savers.items():
-        if storage[key] >= logits // 2 and all(s in between and s != head for s in savers):
+        if storage[key] >= logits // 2 and all(s in between_numbers and s != head_number for s in savers):
             storage[key] //= chunks
     for key, output in plan.outputs.items():
         op = plan.output_op.get(output)
         if op in region:
             storage[key] //= chunks
-    roots_scaled = [(op, nr, size // chunks if op in region else size, item) for op, nr, size, item in plan.roots]
-    changed = dataclasses.replace(plan, sizes=sizes, storage_bytes=storage, roots=roots_scaled,
-                                  deps=dict(plan.deps))
+    roots_scaled = [(op, nr, size // chunks if op in region_numbers else size, item)
+                    for op, nr, size, item in plan.roots]
+    changed = dataclasses.replace(plan, sizes=sizes, storage_bytes=storage, roots=roots_scaled)
     after = EngineReplay(changed, retain_graph=retain_graph).run()
     # Each chunk's backward makes the head's whole weight gradient while the sum of the earlier ones is held.
     last = tensor.shape[-1] if (tensor := plan.nodes[head].tensor) is not None and tensor.shape else 0
-    extra = max((plan.sizes.get(t, 0) for t, _, _ in plan.sends.get(head, ())
-                 if (w := plan.nodes[t].tensor) is not None and last in w.shape and t not in region), default=0)
+    extra = max((plan.sizes[t] for t, _, _ in plan.sends[head_number] or ()
+                 if (w := plan.node_at[t].tensor) is not None and last in w.shape and t not in region_numbers),
+                default=0)
     peak = max(s.peak + (extra if s.node in between else 0) for s in after)
     if forward_peak is not None:  # what the forward held above its end: taken as the loss's, one chunk of it
         peak = max(peak, after[0].after + max(0, forward_peak - steps[0].after) // chunks)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ...model import FORWARD_PEAK_ATTR, PACKED_BY_HOOK, STATE_ATTR, EdgeKind, Graph, Node, NodeKind
@@ -14,7 +13,7 @@ from .rules import SAME_FIRST, SAME_WHEN_SAME_SIZE, VIEWS
 
 __all__ = ["BackwardPlan", "GraphFacts", "plan_backward", "with_forward_peak", "RECOMPUTE_BLOCK_ATTR",
            "RECOMPUTED_BYTES_ATTR", "CHECKPOINT_KEPT_ATTR", "MAKES_VIEW", "MAKES_SAME", "MAKES_SAME_FIRST",
-           "MAKES_BY_NAME"]
+           "MAKES_BY_NAME", "LEAF_RANK", "LEAVES_BELOW"]
 
 # Ops of unknown recency run after those of known recency, in walk order.
 _UNKNOWN_RECENCY = 1 << 62
@@ -23,8 +22,10 @@ MAKES_VIEW, MAKES_SAME, MAKES_SAME_FIRST = 1, 2, 3
 # Op name -> how it makes them, where the rules say (a name in two rules: the first of VIEWS, SAME_WHEN_SAME_SIZE).
 MAKES_BY_NAME: dict[str, int] = {**dict.fromkeys(SAME_FIRST, MAKES_SAME_FIRST),
                                  **dict.fromkeys(SAME_WHEN_SAME_SIZE, MAKES_SAME), **dict.fromkeys(VIEWS, MAKES_VIEW)}
-# Below every op's rank: leaves (AccumulateGrad) run first (`BackwardPlan.ranks`).
-_LEAF_RANK = -(1 << 100)
+# Below every op's rank: leaves (AccumulateGrad) run first (`BackwardPlan.ranks`). An op's rank is
+# `recency * (len(nodes) + 1) + its number`, a leaf's `LEAF_RANK + its number` (below `LEAVES_BELOW`).
+LEAF_RANK = -(1 << 100)
+LEAVES_BELOW = LEAF_RANK // 2
 
 
 @dataclass(slots=True)
@@ -43,75 +44,77 @@ class GraphFacts:
 
 @dataclass(slots=True)
 class BackwardPlan:
-    """The facts a replay of backward needs, keyed by node id.
+    """The facts a replay of backward needs.
 
+    Nodes are numbered by their place in the graph: node `i` is `node_at[i]`, named `ids[i]` (`index[id]` is `i`,
+    `nodes[id]` the node). The per-node tables are lists indexed by that number (a list index is a fifth of a
+    string-keyed look-up in a table of 100,000s, and the replay makes a dozen per op).
     `sends[n]` lists (target, output_nr, slot) for every gradient node `n`
-    sends (one per data edge into it); `deps[t]` counts the gradients `t`
+    sends (one per data edge into it; None: none); `deps[t]` counts the gradients `t`
     waits for before it runs; `roots` lists (op, output_nr, grad bytes,
-    grad storage bytes) for the gradient each output starts backward with.
+    grad storage bytes) for the gradient each output starts backward with; `reachable[n]` whether backward runs
+    op or leaf `n`.
     `storage_bytes` and `savers` describe the saved storages that count (not
-    parameters, buffers, inputs or leaves); `results` the (op, storage) pairs
+    parameters, buffers, inputs or leaves), by storage key; `saved_by[n]` the keys op `n` saved (None: none);
+    `results` the (op, storage) pairs
     where an op saves its own output (`result`), not one of its inputs;
-    `outputs` the storages the user holds, each with the output node that names it.
+    `outputs` the storages the user holds, each with the output node (id) that names it, and `output_op` each output
+    node's op (ids).
     `recomputed[n]` lists (key, bytes) of the saved tensors non-reentrant checkpointing recomputes
     for op `n`; `block_of[n]` its block, `block_savers[b]` the ops of block `b` that have some,
     `block_kept[b]` the bytes of inputs only block `b`'s checkpoint keeps. `forward_peak` is the forward's
     own peak the run that made the graph left on its roots (`with_forward_peak`), None when it left none.
-    `temporaries[n]` the bytes op `n`'s backward makes and frees inside beyond what it returns, `nested[n]`
-    the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`), both as the step ran, and of
-    them `nested_leaves[n]` the (leaf, bytes) of the `.grad` it made for leaves of this graph (used outside too);
-    `reentrant_keeps[n]` what a reentrant checkpoint keeps of its block's other arguments for the whole step.
-    `ranks[n]` is `priority(n)` as one int (ops and leaves; a leaf's is negative), read with the nodes in one pass;
-    `makes[n]` says how op `n` makes its inputs' gradients when not as new tensors (MAKES_VIEW: views of the
+    By node id, as recorded on the graph: `temporaries[id]` the bytes op's backward makes and frees inside beyond
+    what it returns, `nested[id]` the bytes a reentrant checkpoint's nested backward leaves (its block's `.grad`),
+    both as the step ran, and of them `nested_leaves[id]` the (leaf id, bytes) of the `.grad` it made for leaves of
+    this graph (used outside too); `reentrant_keeps[id]` what a reentrant checkpoint keeps of its block's other
+    arguments for the whole step.
+    `ranks[n]` is the engine's order among ready nodes as one int (ops and leaves; a leaf's is negative: leaves
+    (AccumulateGrad) first, then the newest op), read with the nodes in one pass; it names its node (`LEAF_RANK`);
+    `makes[n]` says how op `n` makes its inputs' gradients when not as new tensors (0; MAKES_VIEW: views of the
     gradient it got; MAKES_SAME: that gradient itself where the sizes agree; MAKES_SAME_FIRST: so for its
-    first input only); `facts` counts what the timeline's notes tell (`GraphFacts`).
+    first input only); `sizes[n]` the bytes of op or leaf `n`'s (first) tensor, 0 when none; `facts` counts what
+    the timeline's notes tell (`GraphFacts`).
     """
 
     nodes: dict[str, Node]
     index: dict[str, int]
-    sends: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
-    deps: dict[str, int] = field(default_factory=dict)
-    roots: list[tuple[str, int, int, int]] = field(default_factory=list)
-    reachable: set[str] = field(default_factory=set)
+    ids: list[str]
+    node_at: Sequence[Node]
+    sizes: list[int]
+    ranks: list[int]
+    makes: list[int]
+    sends: list[list[tuple[int, int, int]] | None]
+    deps: list[int]
+    saved_by: list[list[str] | None]
+    reachable: list[bool] = field(default_factory=list)
+    roots: list[tuple[int, int, int, int]] = field(default_factory=list)
     storage_bytes: dict[str, int] = field(default_factory=dict)
-    savers: dict[str, list[str]] = field(default_factory=dict)
-    saved_by: dict[str, list[str]] = field(default_factory=dict)
+    savers: dict[str, list[int]] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     output_op: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    sizes: dict[str, int] = field(default_factory=dict)
-    results: set[tuple[str, str]] = field(default_factory=set)
-    recomputed: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    block_of: dict[str, str] = field(default_factory=dict)
-    block_savers: dict[str, list[str]] = field(default_factory=dict)
+    results: set[tuple[int, str]] = field(default_factory=set)
+    recomputed: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
+    block_of: dict[int, str] = field(default_factory=dict)
+    block_savers: dict[str, list[int]] = field(default_factory=dict)
     block_kept: dict[str, int] = field(default_factory=dict)
     forward_peak: int | None = None
     temporaries: dict[str, int] = field(default_factory=dict)
     nested: dict[str, int] = field(default_factory=dict)
     nested_leaves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     reentrant_keeps: dict[str, int] = field(default_factory=dict)
-    ranks: dict[str, int] = field(default_factory=dict)
-    makes: dict[str, int] = field(default_factory=dict)
     facts: GraphFacts = field(default_factory=lambda: GraphFacts())
 
-    def priority(self, node_id: str) -> tuple[int, int, int]:
-        """The engine's order among ready nodes: leaves (AccumulateGrad) first, then the newest op."""
-        n = self.nodes[node_id]
-        if n.kind is NodeKind.LEAF:
-            return (0, 0, self.index[node_id])
-        recency = n.recency if n.recency is not None else _UNKNOWN_RECENCY
-        return (1, recency, self.index[node_id])
-
-    def output_bytes(self, node_id: str, output_nr: int) -> int:
-        """The size of forward output `output_nr` of a node: the gradient sent to it has this size.
+    def output_bytes(self, node: int, output_nr: int) -> int:
+        """The size of forward output `output_nr` of node `node`: the gradient sent to it has this size.
 
         Past the first output, the traced `Node.output_bytes`; without it, the first output's size.
         """
         if output_nr:
-            several = self.nodes[node_id].output_bytes
+            several = self.node_at[node].output_bytes
             if several is not None and output_nr < len(several):
                 return several[output_nr]
-        return self.sizes.get(node_id, 0)
+        return self.sizes[node]
 
 
 def _counted_key(n: Node, skip: set[str]) -> tuple[str, int] | None:
@@ -125,14 +128,14 @@ def _counted_key(n: Node, skip: set[str]) -> tuple[str, int] | None:
 
 def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> BackwardPlan:
     """Read `graph` into a BackwardPlan; `roots` are the output node ids backward starts from (default all)."""
-    plan, outputs, skip = _read_nodes(graph)
+    plan, outputs, skip, leaves = _read_nodes(graph)
     wanted = {n.id for n in outputs} if roots is None else set(roots)
     unknown = sorted(wanted - {n.id for n in outputs})
     if unknown:
         raise ValueError(f"roots must be output node ids of the graph; {', '.join(unknown)} are not "
                          f"(its outputs: {', '.join(n.id for n in outputs) or 'none'})")
     _read_edges(graph, plan, wanted, skip)
-    _reach(plan)
+    _reach(plan, plan.facts.ops + leaves)
     peaks = [int(v) for n in outputs if n.id in wanted for k, v in n.attrs if k == FORWARD_PEAK_ATTR]
     plan.forward_peak = max(peaks) if peaks else None
     for n in outputs:
@@ -143,38 +146,37 @@ def plan_backward(graph: Graph, roots: Collection[str] | None = None) -> Backwar
     return plan
 
 
-def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
-    """The plan's per-node tables, its output nodes and the leaves' storages, in one pass over the nodes (a graph
-    of 100,000 nodes does not fit in the CPU's caches: each pass over it costs as much as the work done in it)."""
-    sizes: dict[str, int] = {}
-    ranks: dict[str, int] = {}
-    makes: dict[str, int] = {}
+def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str], int]:
+    """The plan's per-node tables, its output nodes, the leaves' storages and the number of leaves, in one pass over
+    the nodes (a graph of 100,000 nodes does not fit in the CPU's caches: each pass over it costs as much as the
+    work done in it)."""
+    count = len(graph.nodes)
+    sizes, ranks, makes = [0] * count, [0] * count, [0] * count
     outputs: list[Node] = []
     skip: set[str] = set()
     reentrant: list[str] = []
-    ops = saved_count = freed = packed = 0
+    ops = leaves = saved_count = freed = packed = 0
     unknown_recency = False
     recorded = OpBytesRead()
     op, leaf, saved, output = NodeKind.OP, NodeKind.LEAF, NodeKind.SAVED, NodeKind.OUTPUT
     packed_state = (STATE_ATTR, PACKED_BY_HOOK)
     makes_by_name = MAKES_BY_NAME
-    step = len(graph.nodes) + 1
+    step = count + 1
     ids = [n.id for n in graph.nodes]
     nodes = dict(zip(ids, graph.nodes, strict=True))  # built in C: half the cost of two stores a node in a loop
-    index = dict(zip(ids, range(len(ids)), strict=True))
+    index = dict(zip(ids, range(count), strict=True))
     recorded_names = RECORDED_ATTRS
     for i, n in enumerate(graph.nodes):
         kind, t = n.kind, n.tensor
         if kind is op:
-            nid = ids[i]
             ops += 1
             if t is not None:
-                sizes[nid] = t.bytes
+                sizes[i] = t.bytes
             recency = n.recency
             if recency is None:
                 recency = _UNKNOWN_RECENCY
                 unknown_recency = True
-            ranks[nid] = recency * step + i
+            ranks[i] = recency * step + i
             for key, _ in n.attrs:  # most ops' attrs are their saved arguments: no call for them
                 if key in recorded_names:
                     read_op_attrs(n, recorded)
@@ -182,9 +184,9 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
             name = n.name
             made = makes_by_name.get(name)
             if made is not None:
-                makes[nid] = made
+                makes[i] = made
             elif name == "CheckpointFunctionBackward":
-                reentrant.append(nid)
+                reentrant.append(ids[i])
         elif kind is saved:
             saved_count += 1
             if t is not None and t.freed:
@@ -192,19 +194,19 @@ def _read_nodes(graph: Graph) -> tuple[BackwardPlan, list[Node], set[str]]:
                 if packed_state in n.attrs:
                     packed += 1
         elif kind is leaf:
-            nid = ids[i]
-            ranks[nid] = _LEAF_RANK + i
+            leaves += 1
+            ranks[i] = LEAF_RANK + i
             if t is not None:
-                sizes[nid] = t.bytes
+                sizes[i] = t.bytes
                 if t.storage is not None:
                     skip.add(t.storage)
         elif kind is output:
             outputs.append(n)
     facts = GraphFacts(ops, saved_count, freed, packed, reentrant, unknown_recency)
-    plan = BackwardPlan(nodes, index, sizes=sizes, temporaries=recorded.temporaries, nested=recorded.nested,
-                        nested_leaves=recorded.nested_leaves, reentrant_keeps=recorded.keeps, ranks=ranks, makes=makes,
-                        facts=facts)
-    return plan, outputs, skip
+    plan = BackwardPlan(nodes, index, ids, graph.nodes, sizes, ranks, makes, [None] * count, [0] * count,
+                        [None] * count, temporaries=recorded.temporaries, nested=recorded.nested,
+                        nested_leaves=recorded.nested_leaves, reentrant_keeps=recorded.keeps, facts=facts)
+    return plan, outputs, skip, leaves
 
 
 def with_forward_peak(graph: Graph, roots: Collection[str], peak: int) -> Graph:
@@ -225,19 +227,17 @@ def with_forward_peak(graph: Graph, roots: Collection[str], peak: int) -> Graph:
 
 
 def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[str]) -> None:
-    nodes = plan.nodes
+    nodes, index, node_at = plan.nodes, plan.index, plan.node_at
     saved_kind, data_kind = EdgeKind.SAVED, EdgeKind.DATA
     saved_node, output_node, op_node = NodeKind.SAVED, NodeKind.OUTPUT, NodeKind.OP
     senders = (NodeKind.OP, NodeKind.LEAF)
     storage_bytes, savers_of, saved_by, sends, deps = (plan.storage_bytes, plan.savers, plan.saved_by, plan.sends,
                                                        plan.deps)
-    senders_sent: list[str] = []  # a sender once per gradient it sends, counted in C below
-    sent = senders_sent.append
     for e in graph.edges:
         kind = e.kind
-        src = nodes[e.src]
         if kind is saved_kind:
-            if src.attrs and _recomputed(plan, src, e.dst):
+            src = nodes[e.src]
+            if src.attrs and _recomputed(plan, src, index[e.dst]):
                 continue
             t = src.tensor  # as _counted_key, written out: one saved edge per saved tensor
             if src.kind is not saved_node or t is None or t.freed or t.given or (
@@ -247,43 +247,43 @@ def _read_edges(graph: Graph, plan: BackwardPlan, wanted: set[str], skip: set[st
             size = t.storage_bytes if t.storage_bytes is not None else t.bytes
             if storage_bytes.get(key, -1) < size:
                 storage_bytes[key] = size
-            dst = e.dst
-            savers = savers_of.get(key)
-            if savers is None or dst not in savers:  # an op saving one storage twice (x * x) releases it once
-                if savers is None:
-                    savers_of[key] = [dst]
-                else:
-                    savers.append(dst)
-                keys = saved_by.get(dst)
+            dst = index[e.dst]
+            keys = saved_by[dst]
+            # An op saving one storage twice (x * x) releases it once: told by the op's own few keys (a storage
+            # may have 100,000s of savers)
+            if keys is None or key not in keys:
                 if keys is None:
                     saved_by[dst] = [key]
                 else:
                     keys.append(key)
+                savers = savers_of.get(key)
+                if savers is None:
+                    savers_of[key] = [dst]
+                else:
+                    savers.append(dst)
             if src.name.startswith("result"):
                 plan.results.add((dst, key))
         elif kind is data_kind:
-            dst = e.dst
-            dst_kind = nodes[dst].kind
+            sender, dst = index[e.src], index[e.dst]
+            src_kind, dst_kind = node_at[sender].kind, node_at[dst].kind
             if dst_kind is op_node:
-                if src.kind in senders:
-                    sender = e.src
-                    found = sends.get(dst)
+                if src_kind in senders:
+                    found = sends[dst]
                     if found is None:
                         sends[dst] = [(sender, e.output_nr, e.slot)]
                     else:
                         found.append((sender, e.output_nr, e.slot))
-                    sent(sender)
+                    deps[sender] += 1  # from every sender (`_reach` may count again)
             elif dst_kind is output_node:
                 plan.output_op[e.dst] = e.src
-                if e.dst in wanted and src.kind is op_node:
-                    t = nodes[e.dst].tensor
+                if e.dst in wanted and src_kind is op_node:
+                    t = node_at[dst].tensor
                     size = t.bytes if t is not None else 0
                     item = size // t.numel if t is not None and t.numel else size
-                    plan.roots.append((e.src, e.output_nr, size, item))
-    deps.update(Counter(senders_sent))  # the gradients each waits for, from every sender (`_reach` may count again)
+                    plan.roots.append((sender, e.output_nr, size, item))
 
 
-def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
+def _recomputed(plan: BackwardPlan, saved: Node, saver: int) -> bool:
     """Record a saved tensor checkpointing recomputes (with its block and bytes known); whether it was one."""
     attrs = dict(saved.attrs)
     block, size = attrs.get(RECOMPUTE_BLOCK_ATTR), attrs.get(RECOMPUTED_BYTES_ATTR)
@@ -299,29 +299,29 @@ def _recomputed(plan: BackwardPlan, saved: Node, saver: str) -> bool:
     return True
 
 
-def _reach(plan: BackwardPlan) -> None:
+def _reach(plan: BackwardPlan, ranked: int) -> None:
     """Mark the nodes backward runs from the roots, and count the gradients each waits for (from the nodes it runs).
 
-    `_read_edges` counted every sender's gradients: when every op and leaf but the roots waits for one, backward
-    runs them all (an autograd graph has no cycle: following senders back from any node ends at a root), and those
-    counts stand. Otherwise the walk from the roots counts again.
+    `_read_edges` counted every sender's gradients: when every op and leaf (`ranked` of them) but the roots waits
+    for one, backward runs them all (an autograd graph has no cycle: following senders back from any node ends at a
+    root), and those counts stand. Otherwise the walk from the roots counts again.
     """
-    roots = dict.fromkeys(op for op, _, _, _ in plan.roots)
-    sends, deps, reachable = plan.sends, plan.deps, plan.reachable
-    if plan.ranks and plan.ranks.keys() - deps.keys() <= roots.keys():
-        reachable.update(plan.ranks)
+    roots = list(dict.fromkeys(op for op, _, _, _ in plan.roots))
+    deps, sends, count = plan.deps, plan.sends, len(plan.deps)
+    waiting = count - deps.count(0)  # only ops and leaves are counted: they alone send
+    if ranked - waiting == sum(1 for r in roots if not deps[r]):  # those waiting for none are roots
+        plan.reachable = [True] * count  # every op and leaf (what it says of the other nodes is never read)
         return
-    deps.clear()
-    todo = list(roots)
-    reachable.update(todo)
+    plan.deps = deps = [0] * count
+    plan.reachable = reachable = [False] * count
+    for r in roots:
+        reachable[r] = True
+    todo = roots
     pop, push, none = todo.pop, todo.append, ()
     while todo:  # the order nodes are reached in does not matter: only whether, and the counts
-        for target, _, _ in sends.get(pop(), none):
-            count = deps.get(target)
-            if count is not None:
-                deps[target] = count + 1
-                continue
-            deps[target] = 1
-            if target not in reachable:
-                reachable.add(target)
+        for target, _, _ in sends[pop()] or none:
+            waits = deps[target]
+            deps[target] = waits + 1
+            if not waits and not reachable[target]:
+                reachable[target] = True
                 push(target)

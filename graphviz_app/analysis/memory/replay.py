@@ -6,17 +6,12 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model import NodeKind
-from .plan import MAKES_BY_NAME, MAKES_SAME, MAKES_VIEW, BackwardPlan
+from .plan import LEAF_RANK, LEAVES_BELOW, MAKES_SAME, MAKES_VIEW, BackwardPlan
 from .records import HolderKind, MemoryStep
 
 __all__ = ["EngineReplay", "Recompute"]
 
 _NEVER = 1 << 62
-_UNKNOWN_RECENCY = 1 << 62  # as plan.priority: ops of unknown recency run after those of known recency
-_LEAF_RANK = -(1 << 100)  # as plan.ranks: below every op's
-# A rank names its node: an op's is `recency * (len(nodes) + 1) + index`, a leaf's `_LEAF_RANK + index` (below this).
-_LEAVES_BELOW = _LEAF_RANK // 2
 _SAVED, _GRADIENTS, _GRADS, _OUTPUTS = (k.value for k in HolderKind)
 
 
@@ -51,25 +46,27 @@ class EngineReplay:
     `[references, bytes, kind, owner, key, ...]` (kind a `HolderKind` value, owner the node holding it; `_new`);
     `store` finds the named ones (saved tensors, outputs, a leaf's `.grad`), a gradient's is reached through
     its values only. With `track`, every storage's life is logged so `alive_at_peak()` can say,
-    after the run, what was alive when the peak was first reached.
+    after the run, what was alive when the peak was first reached. Nodes are the plan's numbers (`BackwardPlan`);
+    owners, steps and `order` name them by id.
     """
 
     def __init__(self, plan: BackwardPlan, *, retain_graph: bool, recompute: Recompute | None = None,
                  track: bool = False, sums_in_place: bool = True) -> None:
         self.plan = plan
+        self.ids = plan.ids
         self.sums_in_place = sums_in_place
-        self.temporaries = _temporaries(plan)
-        self.extra = set(self.temporaries) | set(plan.nested)
+        index = plan.index
+        self.temporaries = {index[n]: size for n, size in _temporaries(plan).items()}  # by node number
+        self.extra = set(self.temporaries) | {index[n] for n in plan.nested}
         self.nested_leaves = {leaf for made in plan.nested_leaves.values() for leaf, _ in made}
-        self.priority = plan.ranks or _priorities(plan)
-        self.makes = plan.makes if plan.ranks else _makes(plan)  # both read with the nodes
         self.recompute = recompute or Recompute()
-        self.deps = dict(plan.deps)
+        self.deps = list(plan.deps)
         self.retain_graph = retain_graph
         # storage key -> its entry (`_new`), for the named storages
         self.store: dict[str, list[Any]] = {}
-        # op -> {output_nr: value}; a value is [storage entry, holders, logical bytes, whether a view]
-        self.buffers: dict[str, dict[int, list[Any]]] = {}
+        # op -> {output_nr: value} (None: no gradient yet); a value is [storage entry, holders, logical bytes,
+        # whether a view]
+        self.buffers: list[dict[int, list[Any]] | None] = [None] * len(plan.ids)
         self.live = 0
         self.order: list[str] = []
         self._next = 0
@@ -80,8 +77,8 @@ class EngineReplay:
         self.history: list[list[Any]] = []
         self._start()
         # What `_run_op` reads at every op, in one load (none of these is replaced while the replay runs)
-        self._tables = (plan, plan.sends, plan.sizes, self.makes, plan.saved_by, self.buffers, self.deps,
-                        self.priority, self.ready, self.extra, self.temporaries, track, retain_graph, sums_in_place)
+        self._tables = (plan, plan.ids, plan.sends, plan.sizes, plan.makes, plan.saved_by, self.buffers, self.deps,
+                        plan.ranks, self.ready, self.extra, self.temporaries, track, retain_graph, sums_in_place)
 
     # -- storages and values -------------------------------------------------
     def _new(self, key: Any, size: int, kind: str, owner: str, count: int) -> list[Any]:
@@ -173,18 +170,18 @@ class EngineReplay:
     def _hold_saved(self, key: str, copy: bool = False) -> None:
         """Hold a saved storage for its savers (those holding a checkpoint's copy apart), or, with `copy`,
         the copy for them."""
-        savers = self.plan.savers[key]
+        savers, ids = self.plan.savers[key], self.ids
         copies = self.recompute.copies
         if copies or copy:
             away = copies.get(key, frozenset())
-            savers = [s for s in savers if (s in away) == copy]
+            savers = [s for s in savers if (ids[s] in away) == copy]
             if not savers:
                 return
         reachable = self.plan.reachable
-        pending = (1 if savers[0] in reachable else 0) if len(savers) == 1 else sum(1 for s in savers if s in reachable)
+        pending = sum(1 for s in savers if reachable[s])
         # Held for good: the graph retained, or a saver that backward never runs.
         count = 1 if self.retain_graph else pending + (1 if pending < len(savers) else 0)
-        self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], _SAVED, savers[0], count)
+        self._hold(_copy_key(key) if copy else key, self.plan.storage_bytes[key], _SAVED, ids[savers[0]], count)
 
     def _start(self) -> None:
         plan = self.plan
@@ -194,15 +191,15 @@ class EngineReplay:
                 if key not in skipped:
                     self._hold_saved(key)
         else:  # the usual case, without the calls: every saved storage held by its savers
-            reachable, storage_bytes, retain, new, store = (plan.reachable, plan.storage_bytes, self.retain_graph,
-                                                            self._new, self.store)
+            reachable, storage_bytes, retain, new, store, ids = (plan.reachable, plan.storage_bytes,
+                                                                 self.retain_graph, self._new, self.store, self.ids)
             for key, savers in plan.savers.items():
                 if len(savers) == 1:
-                    count = 1 if retain or savers[0] in reachable else 2
+                    count = 1 if retain or reachable[savers[0]] else 2
                 else:
-                    pending = sum(1 for s in savers if s in reachable)
+                    pending = sum(1 for s in savers if reachable[s])
                     count = 1 if retain else pending + (1 if pending < len(savers) else 0)
-                store[key] = new(key, storage_bytes[key], _SAVED, savers[0], count)
+                store[key] = new(key, storage_bytes[key], _SAVED, ids[savers[0]], count)
         for key, (size, owner) in self.recompute.kept.items():
             self._hold(key, size, _SAVED, owner)
         for node, size in plan.reentrant_keeps.items():  # kept by the node until the graph is freed
@@ -210,23 +207,22 @@ class EngineReplay:
         for key, output in plan.outputs.items():
             self._hold(key, plan.storage_bytes[key], _OUTPUTS, output)
         # Non-reentrant checkpointing keeps each block's inputs until the block's last saver has run.
-        self.block_left = {b: sum(1 for s in savers if s in plan.reachable) for b, savers in plan.block_savers.items()}
+        self.block_left = {b: sum(1 for s in savers if plan.reachable[s]) for b, savers in plan.block_savers.items()}
         for block, size in plan.block_kept.items():
             if size:
-                self._hold(f"kept:{block}", size, _SAVED, plan.block_savers[block][0])
+                self._hold(f"kept:{block}", size, _SAVED, self.ids[plan.block_savers[block][0]])
         for op, output_nr, size, item in plan.roots:
-            value = self._alloc(item, op, size)
+            value = self._alloc(item, self.ids[op], size)
             value[0][0] += 1  # backward() holds the gradients it starts from until it returns
             self._deliver(op, output_nr, value, 0)
-        # The ready nodes' ranks alone: a rank names its node (`_node_of`), and a heap of ints is twice as fast as
-        # one of (rank, node) pairs when a node makes thousands ready at once (a stack's backward)
-        self.ready = [self.priority[n] for n in dict.fromkeys(op for op, _, _, _ in plan.roots)
-                      if self.deps.get(n, 0) == 0]
+        # The ready nodes' ranks alone: a rank names its node (`plan.LEAF_RANK`), and a heap of ints is twice as fast
+        # as one of (rank, node) pairs when a node makes thousands ready at once (a stack's backward)
+        self.ready = [plan.ranks[n] for n in dict.fromkeys(op for op, _, _, _ in plan.roots) if not self.deps[n]]
         heapq.heapify(self.ready)
 
-    def _deliver(self, target: str, output_nr: int, value: list[Any], peak: int) -> int:
+    def _deliver(self, target: int, output_nr: int, value: list[Any], peak: int) -> int:
         """Put a gradient into `target`'s input buffer, summing with one already there (InputBuffer::add)."""
-        slot = self.buffers.get(target)
+        slot = self.buffers[target]
         if slot is None:
             self.buffers[target] = {output_nr: value}
         else:
@@ -236,17 +232,17 @@ class EngineReplay:
             slot[output_nr] = value
         entry = value[0]
         if entry[0] == 1 and entry[2] == _GRADIENTS:
-            self._relabel(entry, _GRADIENTS, target)
+            self._relabel(entry, _GRADIENTS, self.ids[target])
         return peak
 
-    def _sum(self, target: str, output_nr: int, old: list[Any], value: list[Any], peak: int) -> int:
+    def _sum(self, target: int, output_nr: int, old: list[Any], value: list[Any], peak: int) -> int:
         """A second gradient for one input: InputBuffer::accumulate, `old.add_(var)` in place, else `old + var`,
         a new tensor."""
         if self._exclusive(old):
             self._drop(value)
         else:
             logical = old[2]
-            self.buffers[target][output_nr] = self._alloc(logical, target, logical)
+            self.buffers[target][output_nr] = self._alloc(logical, self.ids[target], logical)  # type: ignore[index]
             peak = self._check_peak(peak)
             self._drop(old)
             self._drop(value)
@@ -260,16 +256,19 @@ class EngineReplay:
         released_after = self.recompute.released_after
         block_of, recomputed, done = plan.block_of, plan.recomputed, set()
         # Nodes with checkpointing work around them; the rest (nearly all) take the short way.
-        special = {*block_of, *deferred, *recopied, *released_after, *recomputed}
+        index = plan.index
+        special = {*block_of, *recomputed, *(index[n] for n in (*deferred, *recopied, *released_after))}
         order, pop, add_step = self.order, heapq.heappop, steps.append
         run_leaf, run_op, new_step = self._run_leaf, self._run_op, _Step
-        ids, per_recency = list(plan.nodes), len(plan.nodes) + 1
+        ids, per_recency, leaves_below, leaf_rank = self.ids, len(self.ids) + 1, LEAVES_BELOW, LEAF_RANK
         while ready:
-            rank = pop(ready)
-            node = ids[rank - _LEAF_RANK if rank < _LEAVES_BELOW else rank % per_recency]
+            rank = pop(ready)  # names its node (`plan.LEAF_RANK`)
+            leaf = rank < leaves_below
+            number = rank - leaf_rank if leaf else rank % per_recency
+            node = ids[number]
             before = self.live
-            if node not in special:
-                peak = run_leaf(node) if rank < _LEAVES_BELOW else run_op(node)
+            if number not in special:
+                peak = run_leaf(number) if leaf else run_op(number)
                 after = self.live
                 order.append(node)
                 step = new_step()  # `MemoryStep(node, before, peak, after)`, without its frozen __init__'s calls
@@ -278,7 +277,7 @@ class EngineReplay:
                 step.__class__ = MemoryStep  # type: ignore[assignment]
                 add_step(step)  # type: ignore[arg-type]
                 continue
-            block = block_of.get(node)
+            block = block_of.get(number)
             if block is not None and block not in done:  # non-reentrant checkpointing: the block's forward again
                 done.add(block)
                 self._recompute_block(block)
@@ -286,10 +285,10 @@ class EngineReplay:
                 self._hold_saved(key)
             for key in recopied.get(node, ()):
                 self._hold_saved(key, copy=True)
-            peak = run_leaf(node) if rank < _LEAVES_BELOW else run_op(node)
+            peak = run_leaf(number) if leaf else run_op(number)
             for key in released_after.get(node, ()):
                 self._release(key)
-            for key, _ in recomputed.get(node, ()):  # unpacked once: the checkpoint drops its handle
+            for key, _ in recomputed.get(number, ()):  # unpacked once: the checkpoint drops its handle
                 if key in self.store:
                     self._release(key)
             if block is not None:
@@ -304,24 +303,26 @@ class EngineReplay:
         """Hold every saved tensor the block's recompute makes, for the op that will unpack it."""
         plan = self.plan
         for saver in plan.block_savers.get(block, ()):
-            if saver not in plan.reachable:
+            if not plan.reachable[saver]:
                 continue
             for key, size in plan.recomputed[saver]:
                 if size:
-                    self._hold(key, size, _SAVED, saver)
+                    self._hold(key, size, _SAVED, self.ids[saver])
 
-    def _run_leaf(self, node: str) -> int:
+    def _run_leaf(self, number: int) -> int:
         """AccumulateGrad: `.grad` takes the gradient itself when nothing else holds it, else a copy; where `.grad`
         exists already (made by a reentrant block's nested backward), the gradient is summed into it in place."""
-        inputs = self.buffers.pop(node, None)
+        inputs = self.buffers[number]
+        self.buffers[number] = None
         value = inputs.get(0) if inputs else None
         peak = self.live
         if value is None:
             return peak
+        node = self.ids[number]
         if node in self.nested_leaves and f"grad:{node}" in self.store:  # a nested backward made it: summed in place
             self._drop(value)
             return peak
-        leaf_bytes = self.plan.sizes.get(node, 0)
+        leaf_bytes = self.plan.sizes[number]
         if value[1] == 1 and value[0][1] >= leaf_bytes:  # stolen: the value stays, held by .grad
             entry = value[0]
             entry[4] = key = f"grad:{node}"  # named from now on, as a copied .grad is (a subclass may free it)
@@ -333,29 +334,32 @@ class EngineReplay:
         self._drop(value)
         return peak
 
-    def _run_op(self, node: str) -> int:
+    def _run_op(self, number: int) -> int:
         """One op's backward: its gradients made, its temporaries, its input buffer and saved tensors released,
         its gradients delivered (`_deliver`, written out for a target's first gradient: the usual case).
 
         The hottest code of the replay (once per op of a graph of 100,000s): tables and counters are read into
         locals once, the counters written back before any method that reads them is called."""
-        (plan, sends_of, sizes, makes_of, saved_by, buffers, deps, priority, ready, extra, temporaries, track,
+        (plan, ids, sends_of, sizes, makes_of, saved_by, buffers, deps, ranks, ready, extra, temporaries, track,
          retain_graph, in_place) = self._tables
-        inputs = buffers.pop(node, None)
-        made: list[tuple[str, int, list[Any]]] = []
+        inputs = buffers[number]
+        if inputs is not None:
+            buffers[number] = None
+        node = ids[number]
+        made: list[tuple[int, int, list[Any]]] = []
         entry: list[Any]
-        sends = sends_of.get(node)
+        sends = sends_of[number]
         if sends:
-            makes = makes_of.get(node, 0)
+            makes = makes_of[number]
             incoming = None
             if inputs and makes:
                 incoming = inputs.get(0)
                 if incoming is None:
                     incoming = next(iter(inputs.values()))
-            own = sizes.get(node, 0) if makes else -1
-            history, number, live, moment = self.history, self._next, self.live, self.moment
+            own = sizes[number] if makes else -1
+            history, made_count, live, moment = self.history, self._next, self.live, self.moment
             for target, output_nr, at in sends:
-                need = plan.output_bytes(target, output_nr) if output_nr else sizes.get(target, 0)
+                need = plan.output_bytes(target, output_nr) if output_nr else sizes[target]
                 if incoming is not None:
                     if makes == MAKES_VIEW:
                         incoming[0][0] += 1  # a new value on the incoming gradient's storage
@@ -366,23 +370,23 @@ class EngineReplay:
                         made.append((target, output_nr, incoming))
                         continue
                 # a new tensor: `_alloc`, written out (most ops, most gradients)
-                number += 1
+                made_count += 1
                 live += need
                 if track:
                     moment += 1
-                    entry = [1, need, _GRADIENTS, node, number, _NEVER, moment, _GRADIENTS, node]
+                    entry = [1, need, _GRADIENTS, node, made_count, _NEVER, moment, _GRADIENTS, node]
                     history.append(entry)
                 else:
-                    entry = [1, need, _GRADIENTS, node, number]
+                    entry = [1, need, _GRADIENTS, node, made_count]
                 made.append((target, output_nr, [entry, 1, need, False]))
-            self._next, self.live, self.moment = number, live, moment
-        if node in extra:
-            self._extra(node)
+            self._next, self.live, self.moment = made_count, live, moment
+        if number in extra:
+            self._extra(number)
         peak = live = self.live
         moment = self.moment
         if peak > self.best:
             self.best, self.best_moment = peak, moment
-        if node in temporaries:
+        if number in temporaries:
             self._release(f"temporaries:{node}")
             live, moment = self.live, self.moment
         store = self.store
@@ -400,7 +404,7 @@ class EngineReplay:
                             moment += 1
                             entry[5] = moment
         if not retain_graph:
-            saved = saved_by.get(node)
+            saved = saved_by[number]
             if saved:
                 copies = self.recompute.copies
                 for key in saved:  # `_release(key)`, written out (a storage's key names its entry)
@@ -417,7 +421,7 @@ class EngineReplay:
             return peak
         push = heapq.heappush
         for target, output_nr, value in made:
-            slot = buffers.get(target)
+            slot = buffers[target]
             if slot is None:  # the first gradient for this input (`_deliver`, written out)
                 buffers[target] = {output_nr: value}
                 first = True
@@ -446,21 +450,22 @@ class EngineReplay:
             if first:
                 entry = value[0]
                 if entry[0] == 1 and entry[2] == _GRADIENTS:  # `_relabel`, written out: now the target's
-                    entry[3] = target
+                    owner = entry[3] = ids[target]
                     if track:
                         moment += 1
-                        entry += (moment, _GRADIENTS, target)
+                        entry += (moment, _GRADIENTS, owner)
             left = deps[target] - 1
             deps[target] = left
             if not left:
-                push(ready, priority[target])
+                push(ready, ranks[target])
         self.live, self.moment = live, moment
         return peak
 
-    def _extra(self, node: str) -> None:
+    def _extra(self, number: int) -> None:
         """What the op holds beyond its gradients: a reentrant checkpoint's nested .grad (they stay; a leaf of this
         graph's under its own name, `grad:<leaf>`, as its AccumulateGrad would have made it), and the temporaries its
         backward made and freed inside (released once the peak is read)."""
+        node = self.ids[number]
         nested = self.plan.nested.get(node, 0)
         for leaf, size in self.plan.nested_leaves.get(node, ()):  # the .grad of a leaf of this graph: held as its own
             nested -= size
@@ -468,7 +473,7 @@ class EngineReplay:
                 self._hold(f"grad:{leaf}", size, _GRADS, leaf)
         if nested:
             self._hold(f"nested:{node}", nested, _GRADS, node)
-        temporaries = self.temporaries.get(node)
+        temporaries = self.temporaries.get(number)
         if temporaries:
             self._hold(f"temporaries:{node}", temporaries, _GRADIENTS, node)
 
@@ -496,26 +501,7 @@ def _temporaries(plan: BackwardPlan) -> dict[str, int]:
     the op when it was measured and gone when it returned, and the replay holds them already (until it has run)."""
     found = {}
     for node, size in plan.temporaries.items():
-        left = size - sum(b for _, b in plan.recomputed.get(node, ()))
+        left = size - sum(b for _, b in plan.recomputed.get(plan.index[node], ()))
         if left > 0:
             found[node] = left
     return found
-
-
-def _priorities(plan: BackwardPlan) -> dict[str, int]:
-    """`plan.priority` of every node backward runs as one int, as `plan.ranks` (for a plan made without them)."""
-    nodes, index, leaf = plan.nodes, plan.index, NodeKind.LEAF
-    step = len(nodes) + 1
-    found = {}
-    for n in plan.reachable:
-        node = nodes[n]
-        if node.kind is leaf:
-            found[n] = _LEAF_RANK + index[n]
-        else:
-            found[n] = (node.recency if node.recency is not None else _UNKNOWN_RECENCY) * step + index[n]
-    return found
-
-
-def _makes(plan: BackwardPlan) -> dict[str, int]:
-    """`plan.makes` for a plan made without it."""
-    return {n: made for n, node in plan.nodes.items() if (made := MAKES_BY_NAME.get(node.name)) is not None}

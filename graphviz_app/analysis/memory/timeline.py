@@ -118,17 +118,17 @@ def _last_savers(plan: BackwardPlan, order: list[str]) -> tuple[dict[str, str], 
     bytes each owner holds that way."""
     ran: dict[str, int] | None = None  # each node's turn, needed only for a storage several ops saved
     never = len(order)
-    index, storage_bytes = plan.index, plan.storage_bytes
+    ids, storage_bytes = plan.ids, plan.storage_bytes
     owners: dict[str, str] = {}
     held: dict[str, int] = {}
     for key, savers in plan.savers.items():
         if len(savers) == 1:
-            owner = savers[0]
+            owner = ids[savers[0]]
         else:
             if ran is None:
                 ran = {node: i for i, node in enumerate(order)}
             turn = ran.get
-            owner = max(savers, key=lambda s: (turn(s, never), -index[s]))
+            owner = ids[max(savers, key=lambda s: (turn(ids[s], never), -s))]
         owners[key] = owner
         held[owner] = held.get(owner, 0) + storage_bytes[key]
     return owners, held

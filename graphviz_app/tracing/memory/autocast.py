@@ -9,19 +9,23 @@ this mode makes the same casts itself, with `Tensor.to`, which autograd records
 not the ops they call inside: a function calling a listed op inside it is listed
 itself (multi-head attention runs its projections and attention in the lower
 precision). Op lists: torch's `aten/src/ATen/autocast_mode.cpp`, for the CPU and
-the CUDA policy.
+the CUDA policy. On the CPU an LSTM is not cast as a whole: torch runs it as oneDNN
+layers and autocast casts each layer's arguments (`rnn.fused_lstm`); where it does
+not run fused (projections), the LSTM is cast as a whole here, an approximation.
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from ..torch_internals import view_base
+from .rnn import fused_lstm, meta_lstm
 
 __all__ = ["MetaAutocast", "POLICIES", "recompute_autocast"]
 
@@ -95,6 +99,11 @@ class MetaAutocast(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
+        if func is torch.lstm and self.policy == "cpu" and not kwargs:
+            # CPU autocast casts no LSTM: it casts each fused layer's arguments (mkldnn_rnn_layer), layer by layer.
+            out = fused_lstm(args, autocast=self.dtype, cast=lambda t: self._cast(t, self.dtype))
+            if out is not None:
+                return out
         name = getattr(func, "__name__", "")
         to = self.dtype if name in self.lower else torch.float32 if name in self.fp32 else None
         if to is not None:
@@ -107,9 +116,23 @@ class MetaAutocast(TorchFunctionMode):
 
 def recompute_autocast() -> tuple[contextlib.AbstractContextManager[Any], contextlib.AbstractContextManager[Any]]:
     """A `context_fn` for non-reentrant `torch.utils.checkpoint`: the recompute in backward runs under the
-    `MetaAutocast` the forward ran under (torch restores its own autocast there, not a mode), so a checkpointed
-    block on meta recomputes the tensors it saved in the same dtypes."""
-    active = [m for m in _get_current_function_mode_stack() if isinstance(m, MetaAutocast)]
-    if not active:
+    `MetaAutocast` and the `meta_lstm` the forward ran under (torch restores its own autocast there, not a
+    mode), so a checkpointed block on meta recomputes the tensors it saved in the same dtypes, an LSTM in it as
+    the CPU's fused layers again."""
+    # Fresh modes, outermost first as the forward entered them: the forward's MetaAutocast is not kept (its cache
+    # holds the forward's casts, which torch's autocast drops as the forward ends).
+    fresh: list[TorchFunctionMode] = [
+        MetaAutocast(m.dtype, m.policy) if isinstance(m, MetaAutocast) else meta_lstm(m.policy)
+        for m in _get_current_function_mode_stack() if isinstance(m, (meta_lstm, MetaAutocast))]
+    if not fresh:
         return contextlib.nullcontext(), contextlib.nullcontext()
-    return contextlib.nullcontext(), MetaAutocast(active[-1].dtype, active[-1].policy)
+    return contextlib.nullcontext(), _entered(fresh)
+
+
+@contextlib.contextmanager
+def _entered(modes: list[TorchFunctionMode]) -> Iterator[None]:
+    """`modes` entered in order when the recompute starts."""
+    with contextlib.ExitStack() as stack:
+        for mode in modes:
+            stack.enter_context(mode)
+        yield

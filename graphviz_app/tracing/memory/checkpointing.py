@@ -119,9 +119,7 @@ def forecast_plan(step: Step, plan: CheckpointPlan) -> CheckpointPlan:
     forward's own peak, the recompute's temporaries, a saved tensor shared by several ops. Where the step
     cannot run on fake tensors the replay's figures stay.
     """
-    if not plan.modules or any(isinstance(m, torch.nn.LSTM) for m in step.model.modules()):
-        # An LSTM is forecast on meta with its fused kernel's workspace read from the traced saved tensors,
-        # which a checkpointed module's would recompute when read: the replay's prediction stands.
+    if not plan.modules:
         return plan
     try:
         before = shadow_peak(step)[0]

@@ -34,7 +34,7 @@ class Prediction:
     output node ids backward starts from.
 
     `peak_bytes` is the headline: the peak counted on meta, or the replay's where the step could not
-    run backward there (or a fused LSTM's workspace, which has no size on meta, is in it; a note says so).
+    run backward there (a note says so).
     """
 
     graph: Graph
@@ -366,9 +366,9 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     notes: list[str] = [n for n in (note, backward_note) if n]
     measured = run.measured
     if on_meta and fused:
-        measured = None  # the workspace has no size on meta: the replay, which sizes it, is the forecast
-        notes.append("LSTM on meta runs the CPU's fused oneDNN kernel; its workspace is sized from oneDNN's layout "
-                     "(measured on torch 2.13: exact or 4 KiB under, per layer); the forecast is the replay's")
+        notes.append("LSTM on meta runs the CPU's fused oneDNN kernel, in its dtype (float32, or bfloat16 under "
+                     "autocast); its workspace is sized from oneDNN's layout (rnn_utils.hpp, oneDNN 3.12 in torch "
+                     "2.13; to the byte on the shapes checked) and counted from the layer's forward to its backward")
     if on_meta and rnns:
         notes.append(f"{', '.join(rnns)} on meta runs torch's step-by-step cell, whose saved tensors are counted; "
                      "on CPU and CUDA torch runs a fused kernel (oneDNN, cuDNN) that saves others: forecast it on "
@@ -384,8 +384,9 @@ def _carrying(graph: Graph, roots: tuple[str, ...], forward_peak: int | None) ->
 
 
 def with_lstm_workspaces(graph: Graph) -> Graph:
-    """`graph` with the empty workspace each fused LSTM layer saved on meta sized as the CPU kernel allocates it
-    (`lstm_workspace_bytes`, from the layer's saved input and hidden state)."""
+    """`graph` with any empty workspace a fused LSTM layer saved on meta sized as the CPU kernel allocates it
+    (`lstm_workspace_bytes`, from the layer's saved input, hidden state and dtype); `meta_lstm` sizes them as it
+    runs, so this is for a layer torch's own meta kernel ran outside it."""
     saved: dict[str, dict[str, Node]] = {}
     by_id = {n.id: n for n in graph.nodes}
     for e in graph.edges:
@@ -398,12 +399,15 @@ def with_lstm_workspaces(graph: Graph) -> Graph:
     sized: dict[str, Node] = {}
     for layer in saved.values():
         ws, x, h = layer.get(WORKSPACE_NAME), layer.get("input"), layer.get("hx_")
-        if ws is None or ws.tensor is None or ws.tensor.device != "meta" or ws.tensor.bytes:
+        if ws is None or ws.tensor is None or ws.tensor.device != "meta" or ws.tensor.numel:
             continue
         if x is None or x.tensor is None or h is None or h.tensor is None or len(x.tensor.shape) != 3:
             continue
         steps, batch, width = x.tensor.shape
-        size = lstm_workspace_bytes(steps, batch, width, h.tensor.shape[-1])
+        dtype = getattr(torch, x.tensor.dtype, None)
+        if dtype not in (torch.float32, torch.bfloat16):
+            continue  # the fused kernel trains in no other dtype
+        size = lstm_workspace_bytes(steps, batch, width, h.tensor.shape[-1], dtype)
         tensor = dataclasses.replace(ws.tensor, shape=(size,), numel=size, bytes=size, storage_bytes=size)
         sized[ws.id] = dataclasses.replace(ws, tensor=tensor)
     if not sized:

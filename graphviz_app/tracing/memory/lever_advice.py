@@ -19,6 +19,7 @@ from ...model import human_bytes
 from .changes import Changes, measure_changes, predict_changes
 from .forecast import Prediction, predict, step_variant
 from .levers import policy_of, step_batch
+from .rnn import fused_lstm_dtypes
 from .step import Step
 
 __all__ = ["lever_forecasts", "verify_levers", "with_levers", "FREE_GRADS_CODE", "CHUNKED_LOSS_CODE"]
@@ -34,11 +35,18 @@ CHUNKED_LOSS_CODE = (
     f"bias=head.bias, chunks={CHUNKS}) (each chunk's head matmul and cross-entropy under non-reentrant "
     "checkpointing, made again in backward), or a fused linear cross-entropy kernel"
 )
-_LSTM_BF16 = (
-    "not predicted for an LSTM: under bfloat16 autocast the CPU runs its fused oneDNN layer in bfloat16, whose "
-    "workspace oneDNN lays out itself and no formula here sizes (the float32 one is off by up to 20%); on fake "
-    "tensors the layer's workspace is not counted (lstm-lm, batch 8: 0.47 of the real step, 0.62 on meta); "
-    "measure it with --measure --dtype bfloat16 on the real device")
+_MEASURE_IT = "measure it with --measure --dtype bfloat16 on the real device"
+_LSTM_CUDA = ("not predicted for an LSTM on CUDA: under autocast torch runs cuDNN's fused LSTM, whose workspace and "
+              f"reserve are not modelled (on meta the LSTM runs torch's step-by-step cell); {_MEASURE_IT}")
+_LSTM_NO_BF16 = ("not predicted for an LSTM on this CPU: it has no oneDNN bfloat16 kernels (AVX-512 or AVX2-VNNI-2), "
+                 "so under autocast torch runs the LSTM step by step, casting each step's matmuls, which the "
+                 f"forecast on meta does not follow; {_MEASURE_IT}")
+_LSTM_AND_CELLS = ("not predicted for a model with an LSTM and a {kinds}: the LSTM is forecast on meta (oneDNN's "
+                   "layers, their workspaces sized), where the {kinds}'s step-by-step cell does not follow CPU "
+                   f"autocast, which casts each step's matmuls; {_MEASURE_IT}")
+_LSTM_PROJECTIONS = ("not predicted for an LSTM with projections (proj_size): oneDNN has no such layer, so under "
+                     "autocast torch runs it step by step, casting each step's matmuls, which the forecast on meta "
+                     f"does not follow; {_MEASURE_IT}")
 _FREE_WHAT = "free each .grad as soon as it is accumulated (optimizer in backward, register_post_accumulate_grad_hook)"
 _CHUNKED_WHAT = f"a loss computed in {CHUNKS} chunks over the tokens"
 
@@ -83,13 +91,31 @@ def _micro_batch(step: Step, base: Changes, budget: int) -> Lever:
     return best
 
 
+def _lstm_refusal(model: torch.nn.Module, policy: str) -> str | None:
+    """Why the bfloat16 step of a model with an LSTM cannot be forecast here, or None where it can: on the CPU
+    each LSTM runs as oneDNN layers in bfloat16, which the forecast on meta runs too (`rnn.fused_lstm`), its
+    workspace sized from oneDNN's layout."""
+    lstms = [m for m in model.modules() if isinstance(m, torch.nn.LSTM)]
+    if not lstms:
+        return None
+    if policy != "cpu":
+        return _LSTM_CUDA
+    if torch.bfloat16 not in fused_lstm_dtypes():
+        return _LSTM_NO_BF16
+    if any(m.proj_size > 0 for m in lstms):
+        return _LSTM_PROJECTIONS
+    cells = sorted({type(m).__name__ for m in model.modules()
+                    if isinstance(m, torch.nn.RNNBase) and not isinstance(m, torch.nn.LSTM)})
+    return _LSTM_AND_CELLS.format(kinds=" and ".join(cells)) if cells else None
+
+
 def _autocast(step: Step, base: Changes, policy: str) -> Lever:
     what = "autocast bfloat16"
     float32 = any(p.dtype == torch.float32 for p in step.model.parameters())
-    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())
+    lstm = _lstm_refusal(step.model, policy)
     if step.autocast is not None or not float32 or lstm:
         reason = ("the step already runs under autocast" if step.autocast is not None
-                  else "the model's parameters are not float32" if not float32 else _LSTM_BF16)
+                  else "the model's parameters are not float32" if not float32 else lstm)
         return Lever(LeverKind.AUTOCAST, what, None, reason=reason)
 
     def bf16() -> Lever:
@@ -228,12 +254,11 @@ def verify_levers(step: Step, levers: tuple[Lever, ...], *, modules: tuple[str, 
 
 def with_levers(step: Step, plan: CheckpointPlan, *, verify: bool = False) -> CheckpointPlan:
     """`plan` with the levers predicted (and, with `verify`, applied and measured) when it does not reach its
-    budget: what lowers a peak checkpointing cannot, on top of the plan's modules where the step can be forecast
-    with them checkpointed (not an LSTM's: its fused kernel's workspace is read from traced saved tensors)."""
+    budget: what lowers a peak checkpointing cannot, on top of the plan's modules where the step could be forecast
+    with them checkpointed (`forecast_plan` did: `replay_peaks` set)."""
     if plan.reached:
         return plan
-    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules())
-    modules = plan.modules if not lstm and plan.replay_peaks is not None else ()
+    modules = plan.modules if plan.replay_peaks is not None else ()
     baseline, levers = lever_forecasts(step, plan.budget_bytes, modules=modules)
     if verify:
         levers = verify_levers(step, levers, modules=modules)

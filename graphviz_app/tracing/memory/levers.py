@@ -25,8 +25,7 @@ import torch
 
 from ..module_trace import given_tensors
 from .counting import LiveCuda, LiveStorages
-from .forecast import fake_step, step_variant, with_lstm_workspaces
-from .rnn import WORKSPACE_NAME
+from .forecast import fake_step, step_variant
 from .step import Step, run_step, step_outputs
 
 __all__ = ["free_grads", "accumulated_peak", "step_batch", "shadow_step", "shadow_peak", "step_peak", "policy_of"]
@@ -99,22 +98,17 @@ def step_peak(step: Step, *, free: bool = False) -> tuple[int, int]:
     """The step's measured peak (on fake tensors or meta nothing is allocated), and with `free` the bytes of
     the `.grad` the step made (each freed as soon as accumulated).
 
-    An LSTM on meta runs the CPU's fused kernel, whose workspace has no size there: each layer's workspace,
-    sized from oneDNN's layout as the forecast sizes it, is added (alive from the forward to its layer's backward,
-    so at the peak of a step whose peak is in backward or at the end of the forward).
+    An LSTM on meta runs the CPU's fused kernel with its workspace sized there (`rnn.meta_lstm`): counted as
+    the CPU holds it, from the layer's forward to its backward.
     """
-    lstm = any(isinstance(m, torch.nn.LSTM) for m in step.model.modules()) and any(
-        t.device.type == "meta" for t in given_tensors(step.model, step.args, step.kwargs))
     with warnings.catch_warnings():  # the walker reads fake storages' addresses: expected
         warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
         hooks: contextlib.AbstractContextManager[dict[int, int]] = (
             free_grads(step.model) if free else contextlib.nullcontext({}))
         with hooks as sizes:
-            run = run_step(step, trace_saved=lstm)
+            run = run_step(step, trace_saved=False)
     assert run.measured is not None  # run_step measures by default
-    workspaces = sum(n.tensor.bytes for n in with_lstm_workspaces(run.graph).nodes
-                     if n.name == WORKSPACE_NAME and n.tensor is not None) if lstm else 0
-    return run.measured.peak_bytes + workspaces, sum(sizes.values())
+    return run.measured.peak_bytes, sum(sizes.values())
 
 
 def step_batch(step: Step) -> int | None:

@@ -9,7 +9,8 @@ through `_input_metadata`, and a few other facts only privately: a view's base
 modes off (`torch._C.DisableTorchFunction`), a module's child table
 (`_modules`), torch.compile's backward graph (`_forward_cls._lazy_backward_info`)
 the function every backward call goes through (`torch.autograd._engine_run_backward`)
-the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), and for a distributed
+the fused attention kernels (`torch.ops.aten._scaled_dot_product_*`), oneDNN's bfloat16 check
+(`torch.ops.mkldnn._is_mkldnn_bf16_supported`), and for a distributed
 step fake tensors (`torch._subclasses`), the fake process group's store, the functional
 collectives' `wait_tensor`, DDP's bucket sizes, a mesh slice's root mesh, FSDP2's unsharded
 parameters, and PyTorch's memory trackers (`torch.distributed._tools`).
@@ -43,6 +44,7 @@ from .fakes_and_ranks import (
     fused_attention_ops,
     grouped_mm_op,
     memory_trackers,
+    mkldnn_bf16_supported,
     root_mesh,
     wait_tensor_op,
 )
@@ -85,4 +87,5 @@ __all__ = ["checkpoint_packs", "fsdp_units", "dtensor_shape_propagator", "checkp
            "RecordedTags", "recorded_tags", "next_sequence_nr", "tag_untagged", "tags_written",
            "COMPILED_BACKWARD_PATH", "compiled_backward_graph", "aot_role", "RunBackward", "wrap_run_backward",
            "is_leaf_node", "fused_attention_ops", "fake_mode_and_converter", "grouped_mm_op", "fake_tensor_api",
-           "fake_store", "wait_tensor_op", "ddp_bucket_sizes", "root_mesh", "memory_trackers", "fsdp_unsharded_params"]
+           "fake_store", "wait_tensor_op", "ddp_bucket_sizes", "root_mesh", "memory_trackers", "fsdp_unsharded_params",
+           "mkldnn_bf16_supported"]

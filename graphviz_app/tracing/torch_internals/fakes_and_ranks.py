@@ -10,7 +10,7 @@ import torch
 
 __all__ = ["fused_attention_ops", "fake_tensor_api", "fake_store", "wait_tensor_op", "ddp_bucket_sizes", "root_mesh",
            "memory_trackers", "fake_mode_and_converter", "grouped_mm_op", "fsdp_unsharded_params",
-           "dtensor_shape_propagator", "fsdp_units"]
+           "dtensor_shape_propagator", "fsdp_units", "mkldnn_bf16_supported"]
 
 def fused_attention_ops() -> tuple[Any, Any, Any]:
     """The fused attention kernels `F.scaled_dot_product_attention` dispatches to on CPU and CUDA: CPU's
@@ -19,6 +19,12 @@ def fused_attention_ops() -> tuple[Any, Any, Any]:
     return (torch.ops.aten._scaled_dot_product_flash_attention_for_cpu,
             torch.ops.aten._scaled_dot_product_flash_attention,
             torch.ops.aten._scaled_dot_product_efficient_attention)
+
+
+def mkldnn_bf16_supported() -> bool:
+    """Whether this CPU has oneDNN's bfloat16 kernels (torch's `mkldnn_bf16_device_check`), which torch's LSTM
+    needs to run its fused layer kernel in bfloat16."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def fake_tensor_api() -> tuple[Any, Any, Any, Callable[[], Any]]:

@@ -100,4 +100,4 @@ def test_a_reentrant_rank_on_real_gloo_ranks_is_measured_as_torch_tracker_sees_i
 def dist_jobs_ranks(name: str) -> list[dict[str, int]]:
     from graphviz_app.tracing.distributed.ranks import call_ranks
 
-    return call_ranks(f"{JOBS}:{name}", per_rank="dist_jobs:measure_beside_tracker", nprocs=2, timeout_s=400)
+    return call_ranks(f"{JOBS}:{name}", per_rank="dist_jobs:least_beside_tracker", nprocs=2, timeout_s=400)
