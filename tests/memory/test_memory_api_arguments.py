@@ -63,3 +63,24 @@ def test_an_input_the_model_refuses_says_to_check_it_not_only_to_use_the_real_de
 def test_good_arguments_still_forecast() -> None:
     assert forecast(_mlp(), X, batch=16, seq_len=None, dtype=torch.bfloat16, policy="cpu").peak_bytes > 0
     assert largest_batch_for(_mlp(), X, budget_bytes=1 << 20) > 16
+
+
+class LayerDrop(torch.nn.Module):
+    """Skips its layer at random, as Wav2Vec2's encoder does in training (`torch.rand([]) < layerdrop`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.rand([]) < 0.1:  # the value read
+            return x.sum()
+        return self.layer(x).square().sum()
+
+
+def test_a_value_read_on_meta_names_the_line_that_reads_it() -> None:
+    # before: "the forward reads a tensor's value (.item(), ...)" with no place; in Wav2Vec2 it is a LayerDrop line
+    # deep in transformers
+    with pytest.raises(TraceError, match=r"reads a tensor's value at \S*test_memory_api_arguments.py:\d+ "
+                                         r"\(if torch.rand\(\[\]\) < 0.1:  # the value read\)"):
+        forecast(LayerDrop(), X)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import traceback
 import types
 import warnings
 from collections.abc import Callable
@@ -244,8 +245,9 @@ def _failure(step: Step, e: BaseException) -> TraceError:
         op = re.search(r"(aten|[a-z_]+)::[A-Za-z0-9_.]+", text) or _meta_function(e)
         if re.search(r"item\(\)|data-dependent|Cannot copy out of meta|value of a meta tensor|meta tensors?.*data",
                      text, re.IGNORECASE):
-            hint = ("; the forward reads a tensor's value (.item(), `if x.sum() > 0`, a Python number from a "
-                    "tensor), which meta tensors do not have: forecast on the real device")
+            at = _read_at(e)
+            hint = (f"; the forward reads a tensor's value{f' at {at}' if at else ''} (.item(), `if x.sum() > 0`, "
+                    "a Python number from a tensor), which meta tensors do not have: forecast on the real device")
             if step.autocast_policy != "cpu":  # fake CPU tensors were not tried: libraries skip such checks there
                 hint += (", or on fake CPU tensors, where libraries skip the value checks they skip while tracing "
                          "(transformers' check of position_ids for packed sequences, made when no attention_mask "
@@ -301,6 +303,19 @@ def fake_step(step: Step, device: str = "cpu") -> Step:
     model = copy.deepcopy(step.model, memo)
     return dataclasses.replace(step, model=model, args=_tree(step.args, fake), kwargs=_tree(dict(step.kwargs), fake),
                                mode=mode)
+
+
+def _read_at(e: BaseException) -> str | None:
+    """Where the model's (or its library's) own code was when `e` was raised: the innermost frame outside torch and
+    this package, as "path:line (code)", the path from site-packages on when it is there; None if none is."""
+    found = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        path = frame.filename.replace("\\", "/")
+        if "/torch/" in path or "/graphviz_app/" in path:
+            continue
+        short = path.split("site-packages/", 1)[-1]
+        found = f"{short}:{frame.lineno}" + (f" ({frame.line.strip()})" if frame.line else "")
+    return found
 
 
 def _meta_function(e: BaseException) -> re.Match[str] | None:
