@@ -29,15 +29,16 @@ from .analysis.memory import HolderKind, MeasuredMemory, MemoryTimeline, memory_
 from .analysis.memory.checkpoint import CheckpointPlan, plan_checkpoints
 from .analysis.memory.fit import fit, largest_batch
 from .analysis.memory.plan import with_forward_peak
+from .errors import TraceError
 from .model import Graph, human_bytes
-from .tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
+from .tracing.memory.checkpointing import checkpoint_modules, forecast_plan, runnable_modules, verify_plan
 from .tracing.memory.chunked_loss import chunked_cross_entropy
-from .tracing.memory.forecast import Prediction, predict, static_bytes, step_variant
+from .tracing.memory.forecast import Prediction, changed_inputs, predict, static_bytes, step_variant
 from .tracing.memory.lever_advice import with_levers
 from .tracing.memory.step import Step, run_step
 
 __all__ = ["Measurement", "Prediction", "CheckpointPlan", "HolderKind", "measure", "forecast", "total_bytes",
-           "largest_batch_for", "advise_checkpoints", "chunked_cross_entropy"]
+           "largest_batch_for", "advise_checkpoints", "checkpoint_modules", "chunked_cross_entropy"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def measure(model: torch.nn.Module, *args: Any, loss: Callable[[Any], Any] | Non
     from .tracing.distributed.rank_measure import measure_in_rank
     from .tracing.distributed.spread import spread_over_ranks
 
+    _check_model(model)
     if spread_over_ranks(model):
         return Measurement(*measure_in_rank(model, args, kwargs, loss=loss, autocast=autocast,
                                             retain_graph=retain_graph))
@@ -107,15 +109,60 @@ def forecast(model: torch.nn.Module, *args: Any, batch: int | None = None, seq_l
 
     `dtype` runs the forward under autocast (`policy`: CUDA's or CPU's cast lists), or casts the model
     and inputs with `cast=True` (as `.half()` does). `loss` as in `measure`; tensors it captures (a
-    target) are used as they are: pass them as keyword inputs of the model to have them moved and resized.
+    target, in its closure or a global it names) are moved and resized as the inputs are.
     The model passed in is left as it is.
+
+    Raises:
+        TraceError: an argument of the wrong kind or out of range (said which, and what to pass), or a step that
+            cannot run there (the op without a meta kernel named; a forward reading a tensor's value).
 
     >>> forecast(torch.nn.Linear(4, 2), torch.ones(3, 4), batch=1000).peak_bytes > 8000
     True
     """
-    step = step_variant(Step(model, args, kwargs, loss=loss), batch=batch, seq_len=seq_len, device=device,
-                        dtype=dtype, cast=cast, policy=policy)
-    return predict(step, retain_graph=retain_graph)
+    _check_forecast(model, batch=batch, seq_len=seq_len, dtype=dtype, policy=policy, device=device)
+    given = Step(model, args, kwargs, loss=loss)
+    step = step_variant(given, batch=batch, seq_len=seq_len, device=device, dtype=dtype, cast=cast, policy=policy)
+    try:
+        return predict(step, retain_graph=retain_graph)
+    except TraceError as e:
+        changed = changed_inputs(given, step)
+        if not changed:
+            raise
+        raise TraceError(f"{e}; the inputs resized: {', '.join(changed)} (batch sets the first dimension of every "
+                         "tensor input, seq_len the second of every input of 2+ dims)") from e
+
+
+def _check_model(model: Any) -> None:  # noqa: ANN401 - checked here
+    if not isinstance(model, torch.nn.Module):
+        raise TraceError(f"model: expected a torch.nn.Module, got {type(model).__name__}; wrap a function in a module "
+                         "whose forward calls it")
+
+
+def _check_forecast(model: Any, *, batch: Any, seq_len: Any, dtype: Any, policy: Any,  # noqa: ANN401
+                    device: Any) -> None:  # noqa: ANN401 - the arguments as given, checked here
+    """The forecast's arguments, each of its kind and in range; a TraceError says which and what to pass."""
+    _check_model(model)
+    for name, value in (("batch", batch), ("seq_len", seq_len)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise TraceError(f"{name}: expected a whole number from 1 up (or None: the inputs as given), got {value!r}")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        named = isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype)
+        raise TraceError(f"dtype: expected a torch.dtype, got {dtype!r}: pass "
+                         f"{f'torch.{dtype}' if named else 'torch.bfloat16, torch.float16 or None'}")
+    if policy not in ("cuda", "cpu"):
+        raise TraceError(f"policy: expected 'cuda' or 'cpu' (whose autocast lists and kernels), got {policy!r}")
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise TraceError(f"device: expected 'meta' (nothing allocated), 'cpu', 'cuda' or 'cuda:N', got {device!r}") \
+            from e
+
+
+def _check_budget(budget_bytes: Any) -> None:  # noqa: ANN401 - checked here
+    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 1:
+        hint = (": a size in bytes, e.g. 16 * 2**30 for 16 GiB (graphviz_app.analysis.memory.fit.parse_bytes reads "
+                "'16GiB')" if isinstance(budget_bytes, str) else "")
+        raise TraceError(f"budget_bytes: expected a whole number of bytes from 1 up, got {budget_bytes!r}{hint}")
 
 
 def total_bytes(prediction: Prediction, *, optimizer: str = "none") -> int:
@@ -129,6 +176,9 @@ def largest_batch_for(model: torch.nn.Module, *args: Any, budget_bytes: int, opt
                       loss: Callable[[Any], Any] | None = None, **kwargs: Any) -> int:
     """The largest batch whose step fits `budget_bytes` (the whole step: peak + parameters, buffers, inputs,
     optimizer state), forecast on meta (0: not even one)."""
+    _check_budget(budget_bytes)
+    _check_forecast(model, batch=None, seq_len=None, dtype=dtype, policy=policy, device="meta")
+
     def total(batch: int) -> int:
         p = forecast(model, *args, batch=batch, dtype=dtype, cast=cast, policy=policy, loss=loss, **kwargs)
         return total_bytes(p, optimizer=optimizer)
@@ -150,7 +200,10 @@ def advise_checkpoints(model: torch.nn.Module, *args: Any, budget_bytes: int, op
     fake tensors: each `.grad` freed once accumulated, autocast bfloat16, micro-batches with gradient
     accumulation, the loss computed in chunks over the tokens (`chunked_cross_entropy`, where the loss is
     `F.cross_entropy` over an `nn.Linear` head's logits; else the replay's what-if, a lower bound), and the best
-    combination of them; with `verify`, each predicted one is applied to the real step and measured."""
+    combination of them; with `verify`, each predicted one is applied to the real step and measured.
+    `checkpoint_modules(model, plan.modules)` applies the plan to the model for training."""
+    _check_budget(budget_bytes)
+    _check_model(model)
     step = Step(model, args, kwargs, loss=loss)
     run = run_step(step, measure=False)
     rest = fit(0, static_bytes(step), optimizer=optimizer).total_bytes

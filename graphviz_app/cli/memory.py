@@ -189,10 +189,13 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
         state = "no optimizer state" if report["optimizer"] == "none" else f"{report['optimizer']} state"
         found = report["largest_batch"]
         note = f" ({report['largest_batch_note']})" if "largest_batch_note" in report else ""
-        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: "
-                     f"{'unknown' if found is None else found}{note}")
+        text = "unknown" if found is None else "none, not even batch 1" if found == 0 else str(found)
+        lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: {text}{note}")
     if plan is not None:
         lines.append(plan)
+        modules = report.get("checkpoint", {}).get("modules") or []
+        if modules:
+            lines.append(f"to checkpoint them in training: graphviz_app.memory.checkpoint_modules(model, {modules!r})")
     lines.append(f"not modelled: {report['not_modelled']}")
     return "\n".join(lines)
 

@@ -23,9 +23,10 @@ from ..analysis.memory.plan import with_forward_peak
 from ..drawing.renderer import save
 from ..errors import TraceError
 from ..tracing.memory.checkpointing import forecast_plan, runnable_modules, verify_plan
-from ..tracing.memory.forecast import Prediction, predict, step_variant
+from ..tracing.memory.forecast import Prediction, changed_inputs, predict, step_variant
 from ..tracing.memory.lever_advice import with_levers
 from ..tracing.memory.step import Step, StepRun, run_step
+from ..tracing.module_trace import given_tensors
 from .script_forms import model_call
 
 __all__ = ["MemoryRequest", "MemoryRow", "MemoryReport", "memory_report", "write_viewer", "step_from_result",
@@ -60,12 +61,14 @@ class MemoryRequest:
 
 @dataclass(frozen=True)
 class MemoryRow:
-    """One batch size: the report's JSON entry, the forecast, the whole step's total, the measured run."""
+    """One batch size: the report's JSON entry, the forecast, the whole step's total, the measured run, and the
+    step it was forecast with (on fake CPU tensors where meta with CUDA's policy could not run it)."""
 
     json: dict[str, Any]
     prediction: Prediction
     fit: Fit
     run: StepRun | None = None
+    step: Step | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
         return step_variant(step, batch=batch, seq_len=request.seq_len, device=device or request.device,
                             dtype=dtype, cast=request.cast, policy=policy or request.policy)
 
-    rows = [_row(variant(b), b, request) for b in request.batches]
+    rows = [_row_here_or_on_cpu(step, variant, b, request) for b in request.batches]
     budget = request.budget_bytes
     report: dict[str, Any] = {
         "target": request.target, "device": _device_text(variant(request.batches[0])), "dtype": request.dtype,
@@ -101,7 +104,8 @@ def memory_report(step: Step, request: MemoryRequest) -> MemoryReport:
     report.update({k: v for k, v in rows[-1].json.items() if k.endswith("peak_bytes")})
     if budget is not None:
         report.update(_largest_entry(variant, request, budget))
-    plan = _plan(variant(request.batches[-1]), rows[-1].prediction, request) if request.checkpoint else None
+    last = rows[-1].step or variant(request.batches[-1])
+    plan = _plan(last, rows[-1].prediction, request) if request.checkpoint else None
     if plan is not None:
         report["checkpoint"] = plan.to_dict()
     report["not_modelled"] = NOT_MODELLED
@@ -152,6 +156,49 @@ def _device_text(step: Step) -> str:
     return next((str(p.device) for p in step.model.parameters()), "cpu")
 
 
+def _row_here_or_on_cpu(given: Step, variant: Callable[..., Step], batch: int | None,
+                        request: MemoryRequest) -> MemoryRow:
+    """The row at `batch`; where the step cannot run on meta with CUDA's policy (transformers reads position_ids'
+    values unless the tensors are fake: any model with gradient_checkpointing_enable() and no attention_mask), on
+    fake CPU tensors with a note saying so, as the largest batch is searched; the first error if that fails too."""
+    resized = variant(batch)
+    try:
+        return _row_said(given, resized, batch, request)
+    except TraceError as e:
+        on_meta = {t.device.type for t in given_tensors(resized.model, resized.args, resized.kwargs)} == {"meta"}
+        if request.policy == "cpu" or not on_meta:
+            raise
+        failed = e
+    try:
+        row = _row_said(given, variant(batch, "meta", "cpu"), batch, request)
+    except TraceError:
+        raise failed from None
+    row.json["notes"].append(f"forecast on fake CPU tensors (CPU's attention kernels and autocast lists, which may "
+                             f"save other tensors than CUDA's), as {str(failed).split('; ')[0]} with CUDA's policy")
+    return row
+
+
+def _row_said(given: Step, resized: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
+    """`_row(resized, ...)`, where the model's own code raising (a shape check, a ValueError of the library) becomes a
+    TraceError saying at which size, and which inputs --batch and --seq-len changed: the step as FUNC returned it
+    may run while a resized one does not (an image's channels taken for a sequence length)."""
+    try:
+        return _row(resized, batch, request)
+    except (TraceError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the model's or library's own error, worded with what was asked
+        first = str(e).splitlines()[0] if str(e) else ""
+        asked = [f"batch {batch}"] if batch is not None else []
+        asked += [f"--seq-len {request.seq_len}"] if request.seq_len is not None else []
+        at = f" at {', '.join(asked)}" if asked else ""
+        changed = changed_inputs(given, resized)
+        hint = ("; the inputs resized: " + ", ".join(changed) + " (--batch sets the first dimension of every "
+                "tensor input, --seq-len the second of every input of 2+ dims): return inputs of the sizes you "
+                "want from FUNC and leave these out" if changed else
+                "; the model's forward raised it (run with --traceback for where)")
+        raise TraceError(f"the step failed{at}: {type(e).__name__}: {first}{hint}") from e
+
+
 def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
     prediction = predict(step, retain_graph=request.retain_graph)
     timeline = prediction.timeline
@@ -173,13 +220,13 @@ def _row(step: Step, batch: int | None, request: MemoryRequest) -> MemoryRow:
     }
     entry["predicted_peak_bytes"] = prediction.peak_bytes  # the total above is of the measured peak, if measured
     if run is None:
-        return MemoryRow(entry, prediction, total)
+        return MemoryRow(entry, prediction, total, step=step)
     if run.measured is not None:
         entry["measured_peak_bytes"] = run.measured.peak_bytes
         entry["measured_forward_peak_bytes"] = run.measured.forward_peak_bytes
         entry["measured_by"] = run.measured.method
         entry["by_node"] = _by_node(run, request.retain_graph)
-    return MemoryRow(entry, prediction, total, run)
+    return MemoryRow(entry, prediction, total, run, step)
 
 
 def _by_node(run: StepRun, retain_graph: bool) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ __all__ = [
     "RECOMPUTED_BYTES_ATTR",
     "CHECKPOINT_KEPT_ATTR",
     "TEMPORARIES_ATTR",
+    "TEMPORARIES_FOUND_ATTR",
     "NESTED_GRADS_ATTR",
     "NESTED_LEAF_GRADS_ATTR",
     "GRADIENT_COPIED_ATTR",
@@ -55,6 +56,10 @@ CHECKPOINT_KEPT_ATTR = "checkpoint keeps"
 # temporaries it made and freed inside: a pow in PowBackward0, a cast under autocast, a reentrant checkpoint's
 # recompute and nested backward), counted as the step ran (`measure`, or `forecast` on meta).
 TEMPORARIES_ATTR = "backward temporaries"
+# On every output node of a graph whose ops' backward temporaries were looked for without a run (`trace_model`:
+# each op's backward run once on meta): how they were found. With it, an op with no `TEMPORARIES_ATTR` made none,
+# so the timeline does not say they are missing; it travels with the graph through save and load.
+TEMPORARIES_FOUND_ATTR = "backward temporaries found"
 # On a reentrant checkpoint's node (CheckpointFunctionBackward): the bytes its nested backward left alive
 # beyond the gradients the node returns (the `.grad` of the block's parameters, not in the outer graph).
 NESTED_GRADS_ATTR = "nested backward .grad"
@@ -83,7 +88,8 @@ REGION_OUTPUTS_ATTR = "outputs"
 # Every attribute name above: what the project noted about a node, never torch's own attributes of an op.
 ANNOTATION_ATTRS: frozenset[str] = frozenset({
     STATE_ATTR, FORWARD_PEAK_ATTR, OUTSIDE_ATTR, RECOMPUTE_BLOCK_ATTR, RECOMPUTED_BYTES_ATTR, CHECKPOINT_KEPT_ATTR,
-    TEMPORARIES_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, GRADIENT_COPIED_ATTR, REENTRANT_KEEPS_ATTR,
+    TEMPORARIES_ATTR, TEMPORARIES_FOUND_ATTR, NESTED_GRADS_ATTR, NESTED_LEAF_GRADS_ATTR, GRADIENT_COPIED_ATTR,
+    REENTRANT_KEEPS_ATTR,
     REENTRANT_ATTR, MADE_BY_ATTR,
     FORWARD_MODULE_ATTR,
     REGION_SEQ_ATTR, REGION_FOR_ATTR, REGION_OUTPUTS_ATTR,

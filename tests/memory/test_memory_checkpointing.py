@@ -43,7 +43,8 @@ def test_the_timeline_says_what_checkpointing_leaves_out() -> None:
     alone = memory_timeline(trace_model(TinyGPT(reentrant=True), _ids())).notes
     assert any("4 block(s) under reentrant checkpointing" in n and "counts only the block's input" in n
                for n in alone)
-    assert any("temporaries each op's backward makes" in n for n in alone)
+    # trace_model ran every other op's backward on meta: only the blocks' insides are missing, and that note says so
+    assert not any("temporaries each op's backward makes" in n for n in alone)
 
 
 def test_advice_names_the_members_of_a_module_list_and_verify_applies_them() -> None:

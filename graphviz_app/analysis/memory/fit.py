@@ -16,9 +16,9 @@ OPTIMIZERS = {"none": 0, "sgd": 1, "adam": 2}
 NOT_MODELLED = (
     "allocator rounding and fragmentation (CUDA rounds every block up to 512 bytes and caches freed blocks), "
     "library workspaces (cuBLAS, cuDNN), the optimizer step's own temporaries (foreach updates), gradients kept "
-    "from an earlier step (zero_grad(set_to_none=False)), the CUDA context; in the replay only (the forecast and "
-    "the measurement run the step and count them): temporaries inside one backward op, the recompute of "
-    "checkpointed blocks"
+    "from an earlier step (zero_grad(set_to_none=False)), the CUDA context; in the replay of a graph that does not "
+    "record them (the timeline's notes say which; measure and forecast record both, trace_model the first): "
+    "temporaries inside one backward op, the recompute of checkpointed blocks"
 )
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,

@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any
 
 from ...model import Graph, Node, NodeKind
+from ...model.annotations import TEMPORARIES_FOUND_ATTR
 from .plan import BackwardPlan, plan_backward
 from .records import HolderKind, MemoryTimeline, ModuleBytes
 from .replay import EngineReplay
@@ -175,8 +176,10 @@ def _notes(graph: Graph, plan: BackwardPlan, forward_known: bool) -> list[str]:
     freed = facts.freed - facts.packed
     modelled = sum(len(v) for v in plan.recomputed.values())
     packed = facts.packed - modelled
-    # A run counted the step (its forward's peak is known): an op with no temporaries recorded made none.
-    recorded = bool(plan.temporaries) or forward_known
+    # A run counted the step (its forward's peak is known), or trace_model ran each op's backward on meta (its
+    # outputs say so, through save and load too): an op with no temporaries recorded made none.
+    recorded = bool(plan.temporaries) or forward_known or any(
+        k == TEMPORARIES_FOUND_ATTR for n in graph.nodes if n.kind is NodeKind.OUTPUT for k, _ in n.attrs)
     if modelled:
         own = ("the recompute's own temporaries are counted with the op that unpacked first" if recorded
                else "not counted: the recompute's own temporaries")

@@ -8,7 +8,10 @@ step never keeps (+19% on a 4-layer GPT at context 128, more at longer contexts)
 `meta_attention` calls the fused kernel the target device would pick, by the rules of
 torch's `sdp_utils` (`aten/src/ATen/native/transformers`): on CPU flash attention
 unless there is dropout; on CUDA flash attention for float16/bfloat16 without a
-mask, else memory-efficient attention; anything else keeps the math path.
+mask, else memory-efficient attention; anything else keeps the math path. With
+`enable_gqa` (fewer key/value heads than query heads, as transformers' Llama, Qwen2
+and Mixtral pass it) the flash kernels take the heads as they are; memory-efficient
+attention does not, and the math path repeats them.
 """
 
 from __future__ import annotations
@@ -43,10 +46,14 @@ def fused_attention(policy: str, query: torch.Tensor, key: torch.Tensor, value: 
     """The fused kernel's output for `F.scaled_dot_product_attention(...)` on the `policy` device ("cpu",
     "cuda"), or None where torch would take the math path there (or the call is one this does not know)."""
     tensors = (query, key, value)
-    if enable_gqa or any(t.dim() != 4 for t in tensors) or len({t.dtype for t in tensors}) != 1:
+    if any(t.dim() != 4 for t in tensors) or len({t.dtype for t in tensors}) != 1:
         return None
-    if len({t.shape[0] for t in tensors}) != 1 or len({t.shape[1] for t in tensors}) != 1:
-        return None  # broadcast batch or heads: the dense kernels need them equal
+    if len({t.shape[0] for t in tensors}) != 1 or key.shape[1] != value.shape[1]:
+        return None  # broadcast batch: the dense kernels need it equal
+    # Grouped-query attention (fewer key/value heads): the flash kernels take it as it is, the others do not.
+    gqa = query.shape[1] != key.shape[1]
+    if gqa and not (enable_gqa and key.shape[1] and query.shape[1] % key.shape[1] == 0):
+        return None
     if len({t.shape[-1] for t in tensors}) != 1 or any(t.stride(-1) != 1 for t in tensors):
         return None
     if attn_mask is not None and attn_mask.dim() not in (2, 4):
@@ -64,6 +71,8 @@ def fused_attention(policy: str, query: torch.Tensor, key: torch.Tensor, value: 
     if attn_mask is None and dtype in _LOW and head <= 256 and head % 8 == 0:
         return flash_cuda(
             query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+    if gqa:  # memory-efficient attention takes no grouped heads: torch's math path repeats them
+        return None
     if dtype in (torch.float32, *_LOW) and head % (4 if dtype is torch.float32 else 8) == 0:
         mask = _float_mask(attn_mask, dtype)
         if mask is not None:

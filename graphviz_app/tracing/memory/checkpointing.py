@@ -17,7 +17,7 @@ from .autocast import recompute_autocast
 from .levers import shadow_peak
 from .step import Step, run_step
 
-__all__ = ["checkpointed", "verify_plan", "runnable_modules", "forecast_plan"]
+__all__ = ["checkpointed", "checkpoint_modules", "verify_plan", "runnable_modules", "forecast_plan"]
 
 
 def _checkpoint(forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -40,19 +40,54 @@ def checkpointed(model: torch.nn.Module, modules: Collection[str]) -> Iterator[t
     wrapped: list[torch.nn.Module] = []
     try:
         for name in modules:
-            try:
-                module = model.get_submodule(name)
-            except AttributeError as e:
-                raise TraceError(f"the plan names module {name!r}, which {type(model).__name__} does not have") from e
-            if isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict)):
-                raise TraceError(f"the plan names {name!r}, a {type(module).__name__} whose forward never runs: "
-                                 "name its members instead")
-            module.forward = functools.partial(_checkpoint, module.forward)
-            wrapped.append(module)
+            wrapped.append(_wrap(model, name))
         yield model
     finally:
         for module in wrapped:
             del module.forward
+
+
+def checkpoint_modules(model: torch.nn.Module, modules: Collection[str]) -> torch.nn.Module:
+    """`model` with each named submodule's forward run under non-reentrant checkpointing from now on, as
+    `--verify` applies a plan (`advise_checkpoints(...).modules`); `del model.get_submodule(name).forward`
+    undoes one. Validated before anything is wrapped.
+
+    Raises:
+        TraceError: a name `model` has no submodule for, a `ModuleList`/`ModuleDict` (whose forward never runs),
+            or a module already wrapped.
+
+    >>> net = checkpoint_modules(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), ["0"])
+    >>> net(torch.ones(1, 2, requires_grad=True)).sum().backward()
+    >>> net[0].weight.grad.shape
+    torch.Size([2, 2])
+    """
+    if isinstance(modules, str):
+        raise TraceError(f"modules: expected a list of module names (plan.modules), got the string {modules!r}; "
+                         f"pass [{modules!r}]")
+    for name in modules:
+        if "forward" in vars(_module(model, name)):
+            raise TraceError(f"{name!r} already has a forward of its own (checkpointed already?): "
+                             f"del model.get_submodule({name!r}).forward first")
+    for name in modules:
+        _wrap(model, name)
+    return model
+
+
+def _module(model: torch.nn.Module, name: str) -> torch.nn.Module:
+    try:
+        module = model.get_submodule(name)
+    except AttributeError as e:
+        raise TraceError(f"the plan names module {name!r}, which {type(model).__name__} does not have") from e
+    if isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+        raise TraceError(f"the plan names {name!r}, a {type(module).__name__} whose forward never runs: "
+                         "name its members instead")
+    return module
+
+
+def _wrap(model: torch.nn.Module, name: str) -> torch.nn.Module:
+    module = _module(model, name)
+    module.forward = functools.partial(_checkpoint, module.forward)
+    return module
 
 
 def runnable_modules(model: torch.nn.Module) -> frozenset[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import traceback
 import types
 import warnings
 from collections.abc import Callable
@@ -22,8 +23,8 @@ from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
 from .step import Step, run_step, summed_in_place
 
-__all__ = ["Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict", "fake_step",
-           "with_lstm_workspaces"]
+__all__ = ["changed_inputs", "Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
+           "fake_step", "with_lstm_workspaces"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +119,9 @@ def resized(value: Any, *, batch: int | None = None, seq_len: int | None = None,
     torch.Size([4, 7])
     """
     if isinstance(value, torch.Tensor):
-        t = value
+        # An input leaf that requires grad stays a leaf (moved or cast, not a copy whose backward would send its
+        # gradient back to the original, off meta): backward makes its .grad as the real step does.
+        t = value.detach() if value.is_leaf and value.requires_grad else value
         if device is not None and t.device != torch.device(device):
             t = t.to("meta") if device == "meta" else t.to(device)
         if dtype is not None and t.is_floating_point():
@@ -127,7 +130,7 @@ def resized(value: Any, *, batch: int | None = None, seq_len: int | None = None,
             t = _resize(t, 0, batch)
         if seq_len is not None and t.dim() >= 2:
             t = _resize(t, 1, seq_len)
-        return t
+        return t.requires_grad_() if t is not value and value.is_leaf and value.requires_grad else t
     if isinstance(value, dict):
         return {k: resized(v, batch=batch, seq_len=seq_len, device=device, dtype=dtype) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
@@ -168,6 +171,20 @@ def step_variant(step: Step, *, batch: int | None = None, seq_len: int | None = 
         autocast_policy=policy or step.autocast_policy,
         loss=loss,
     )
+
+
+def changed_inputs(given: Step, variant: Step) -> list[str]:
+    """Each tensor input whose shape `step_variant` changed (batch, seq_len), as "name (before) -> (after)": what
+    to show when the model refuses the resized step.
+
+    >>> x = torch.ones(2, 3)
+    >>> changed_inputs(Step(torch.nn.Linear(3, 1), (x,)), step_variant(Step(torch.nn.Linear(3, 1), (x,)), batch=5))
+    ['args[0] (2, 3) -> (5, 3)']
+    """
+    named = [(f"args[{i}]", a, b) for i, (a, b) in enumerate(zip(given.args, variant.args, strict=False))]
+    named += [(k, v, variant.kwargs.get(k)) for k, v in given.kwargs.items()]
+    return [f"{name} {tuple(a.shape)} -> {tuple(b.shape)}" for name, a, b in named
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape]
 
 
 def _moved_loss(loss: Callable[[Any], Any] | None, **how: Any) -> Callable[[Any], Any] | None:
@@ -234,8 +251,9 @@ def _failure(step: Step, e: BaseException) -> TraceError:
         op = re.search(r"(aten|[a-z_]+)::[A-Za-z0-9_.]+", text) or _meta_function(e)
         if re.search(r"item\(\)|data-dependent|Cannot copy out of meta|value of a meta tensor|meta tensors?.*data",
                      text, re.IGNORECASE):
-            hint = ("; the forward reads a tensor's value (.item(), `if x.sum() > 0`, a Python number from a "
-                    "tensor), which meta tensors do not have: forecast on the real device")
+            at = _read_at(e)
+            hint = (f"; the forward reads a tensor's value{f' at {at}' if at else ''} (.item(), `if x.sum() > 0`, "
+                    "a Python number from a tensor), which meta tensors do not have: forecast on the real device")
             if step.autocast_policy != "cpu":  # fake CPU tensors were not tried: libraries skip such checks there
                 hint += (", or on fake CPU tensors, where libraries skip the value checks they skip while tracing "
                          "(transformers' check of position_ids for packed sequences, made when no attention_mask "
@@ -244,11 +262,12 @@ def _failure(step: Step, e: BaseException) -> TraceError:
             hint = ("; a tensor the step uses was not moved to meta with the model and inputs (one the model or the "
                     "loss reads from outside, other than a tensor the loss function captures): pass it as an input "
                     "of the model, or capture it in the loss function")
-        elif op is not None and re.search(r"[Mm]eta", text):
+        elif op is not None and re.search(r"[Mm]eta|fake impl|register_fake|not implemented", text):
             hint = (f"; the op {op.group(0)} has no meta kernel for these inputs in torch {torch.__version__}: "
                     "forecast on the real device (or another dtype)")
-        elif op is not None:
-            hint = f" (in {op.group(0)}): forecast on the real device"
+        elif op is not None:  # a shape or dtype the op refuses: it would on any device, unless meta lacks something
+            hint = (f" (in {op.group(0)}): check the inputs' shapes and dtypes against what the model expects; if the "
+                    "step runs as it is on a real device, forecast it there")
         else:
             hint = "; forecast on the real device"
     return TraceError(f"the step failed on {where}: {type(e).__name__}: {first}{hint}")
@@ -290,6 +309,19 @@ def fake_step(step: Step, device: str = "cpu") -> Step:
     model = copy.deepcopy(step.model, memo)
     return dataclasses.replace(step, model=model, args=_tree(step.args, fake), kwargs=_tree(dict(step.kwargs), fake),
                                mode=mode)
+
+
+def _read_at(e: BaseException) -> str | None:
+    """Where the model's (or its library's) own code was when `e` was raised: the innermost frame outside torch and
+    this package, as "path:line (code)", the path from site-packages on when it is there; None if none is."""
+    found = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        path = frame.filename.replace("\\", "/")
+        if "/torch/" in path or "/graphviz_app/" in path:
+            continue
+        short = path.split("site-packages/", 1)[-1]
+        found = f"{short}:{frame.lineno}" + (f" ({frame.line.strip()})" if frame.line else "")
+    return found
 
 
 def _meta_function(e: BaseException) -> re.Match[str] | None:

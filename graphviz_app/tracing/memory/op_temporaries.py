@@ -8,9 +8,11 @@ from typing import Any
 
 import torch
 
-from ...model import Graph, NodeKind
+from ...model import Graph, Node, NodeKind
+from ...model.annotations import TEMPORARIES_FOUND_ATTR
 from ..torch_internals import FREED, MODIFIED, PACKED, gradient_metadata, is_custom_function, saved_values
 from .counting import LiveStorages
+from .grouped_mm import meta_grouped_mm
 from .temporaries import OpBytes, mark_op_bytes
 
 __all__ = ["MetaOpBytes", "meta_op_temporaries", "mark_meta_op_temporaries"]
@@ -126,7 +128,8 @@ def _run_once(fn: Any, grads: list[torch.Tensor]) -> int:  # noqa: ANN401 - an a
     dtype): the gradient before that is a temporary of this op. -1 when it cannot run on meta."""
     counter = MetaOpBytes()
     try:
-        with torch.no_grad(), counter:
+        # the counter inside: it hands meta twins on, which a grouped matmul (an MoE's experts) takes in any dtype
+        with torch.no_grad(), meta_grouped_mm(), counter:
             counter.mark(None)
             kept = _fitted(fn, _as_list(fn(*grads)))  # nothing else holds what the node returned
             _, peak = counter.interval()
@@ -162,12 +165,23 @@ def _fitted(fn: Any, grads: list[Any]) -> list[Any]:  # noqa: ANN401 - an autogr
 
 def mark_meta_op_temporaries(graph: Graph, fns: Mapping[str, Any]) -> Graph:
     """`graph` with each op's backward temporaries, found on meta, written as `measure()` writes them
-    (`TEMPORARIES_ATTR`), and a note in `Graph.notes` counting the ops whose temporaries are not known."""
+    (`TEMPORARIES_ATTR`), every output node marked as looked at (`TEMPORARIES_FOUND_ATTR`: an op without
+    temporaries made none), and a note in `Graph.notes` counting the ops whose temporaries are not known."""
     found, unmeasured = meta_op_temporaries(graph, fns)
-    marked = mark_op_bytes(graph, found)
+    marked = _found_on_meta(mark_op_bytes(graph, found))
     if not unmeasured:
         return marked
     note = (f"{unmeasured} op(s) were not run on meta to find their backward temporaries (Python-defined autograd "
             "Functions, ops with no meta kernel, saved tensors freed or packed by a hook): the memory timeline "
             "does not count them; measure() and forecast() record them as the step runs")
     return dataclasses.replace(marked, notes=(*marked.notes, note))
+
+
+def _found_on_meta(graph: Graph) -> Graph:
+    """`graph` with `TEMPORARIES_FOUND_ATTR` on each output node (once, however often it is marked)."""
+    def marked(n: Node) -> Node:
+        if n.kind is not NodeKind.OUTPUT or any(k == TEMPORARIES_FOUND_ATTR for k, _ in n.attrs):
+            return n
+        return dataclasses.replace(n, attrs=(*n.attrs, (TEMPORARIES_FOUND_ATTR, "each op's backward run on meta")))
+
+    return dataclasses.replace(graph, nodes=tuple(marked(n) for n in graph.nodes))

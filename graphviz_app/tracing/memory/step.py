@@ -202,6 +202,19 @@ def _grouped(step: Step) -> contextlib.AbstractContextManager[Any]:
     return meta_grouped_mm() if _shape_only(step) else contextlib.nullcontext()
 
 
+def _in_backward(step: Step) -> contextlib.ExitStack:
+    """What the forward ran under that backward needs too, on meta and fake tensors: a grouped matmul's backward
+    is grouped matmuls, and a non-reentrant checkpoint's recompute runs the block's forward again, which must
+    take the attention kernel the forward took (else it saves other tensors and torch's checkpoint raises). Only
+    these two reach backward: the engine runs it without the caller's torch-function modes (MetaAutocast,
+    meta_lstm, the default device), while dispatch modes and the replaced attention function stay."""
+    stack = contextlib.ExitStack()
+    if _shape_only(step):
+        stack.enter_context(_attention(step))
+        stack.enter_context(_grouped(step))
+    return stack
+
+
 def _shape_only(step: Step) -> bool:
     devices = {t.device.type for t in given_tensors(step.model, step.args, step.kwargs)}
     return step.mode is not None or devices == {"meta"}
@@ -250,7 +263,8 @@ def _run_here(step: Step, measure: bool, retain_graph: bool, saved: bool) -> Ste
         tensors = [t for p, t in named if p in root_paths]
         grads = [torch.ones((), dtype=t.dtype, device=t.device).expand(t.shape) for t in tensors]
         try:
-            torch.autograd.backward(tensors, grads, retain_graph=retain_graph)
+            with _in_backward(step):
+                torch.autograd.backward(tensors, grads, retain_graph=retain_graph)
         finally:
             for h in handles:
                 h.remove()
