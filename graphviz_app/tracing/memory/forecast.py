@@ -21,7 +21,7 @@ from ...model import EdgeKind, Graph, Node, NodeKind, human_bytes
 from ..module_trace import given_tensors
 from ..torch_internals import fake_mode_and_converter
 from .rnn import FUSED_LSTM_NODE, WORKSPACE_NAME, lstm_workspace_bytes
-from .step import Step, run_step, summed_in_place
+from .step import Step, StepRun, run_step, summed_in_place
 
 __all__ = ["changed_inputs", "Prediction", "meta_model", "resized", "step_variant", "static_bytes", "predict",
            "fake_step", "with_lstm_workspaces"]
@@ -362,8 +362,9 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
             graph = _carrying(with_lstm_workspaces(run.graph), run.roots, forward)
             timeline = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward,
                                sums_in_place=run.sums_in_place)
+            plain = _plain_step_note(timeline, run, graph, retain_graph, forward)
             timeline = dataclasses.replace(timeline, notes=(*timeline.notes, "forecast on fake CPU tensors "
-                                                            "(FakeTensorMode): nothing allocated"))
+                                                            "(FakeTensorMode): nothing allocated", *plain))
             return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
         except Exception as e:  # noqa: BLE001 - any failure on fake tensors: the meta path below, with a note
             note = f"fake CPU tensors failed ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}): " \
@@ -385,6 +386,7 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     rnns = sorted({type(m).__name__ for m in step.model.modules()
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
     notes: list[str] = [n for n in (note, backward_note) if n]
+    notes += _plain_step_note(timeline, run, graph, retain_graph, forward)
     measured = run.measured
     if on_meta and fused:
         notes.append("LSTM on meta runs the CPU's fused oneDNN kernel, in its dtype (float32, or bfloat16 under "
@@ -397,6 +399,24 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
     if notes:
         timeline = dataclasses.replace(timeline, notes=(*timeline.notes, *notes))
     return Prediction(graph, timeline, static_bytes(step), run.roots, measured)
+
+
+def _plain_step_note(timeline: MemoryTimeline, run: StepRun, graph: Graph, retain_graph: bool,
+                     forward_peak: int | None) -> list[str]:
+    """A note where a plain step would peak lower: counted under a dispatch mode (as here, and as MemTracker
+    counts) torch sums a tensor's gradients into a new tensor each time, while a plain step sums them in place where
+    it may (a tied weight's); `timeline` was replayed as counted, and the replay summing in place says by how much
+    (torch.profiler's record of a plain step agrees: tests/memory/test_memory_plain_step.py). None within 1%."""
+    if run.sums_in_place:
+        return []
+    plain = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward_peak,
+                            sums_in_place=True).peak_bytes
+    if plain >= 0.99 * timeline.peak_bytes:
+        return []
+    return [f"counted under a dispatch mode, as MemTracker counts, where torch sums a tensor's gradients into a new "
+            f"tensor; a plain step (no mode on: a CUDA step read by torch.cuda.max_memory_allocated) sums them in "
+            f"place where it may, and replayed so this step peaks at {human_bytes(plain)} "
+            f"({1 - plain / timeline.peak_bytes:.1%} lower)"]
 
 
 def _carrying(graph: Graph, roots: tuple[str, ...], forward_peak: int | None) -> Graph:
