@@ -193,9 +193,6 @@ def _text(report: dict[str, Any], plan: str | None) -> str:
         lines.append(f"largest batch that fits in {human_bytes(budget)} with {state}: {text}{note}")
     if plan is not None:
         lines.append(plan)
-        modules = report.get("checkpoint", {}).get("modules") or []
-        if modules:
-            lines.append(f"to checkpoint them in training: graphviz_app.memory.checkpoint_modules(model, {modules!r})")
     lines.append(f"not modelled: {report['not_modelled']}")
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
 """`checkpoint_modules`: the advice applied to the model for training, its peak PyTorch's MemTracker's figure for the
-plan; and the CLI's line saying how."""
+plan; and the line saying how, printed with the plan (by the CLI too)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ def test_the_plan_applied_for_training_holds_what_the_plan_predicted(batch: int)
 
     after = memtracker_peak(StepSpec(applied, lambda b: ((x,), {}), lambda out: out), batch).peak_bytes
     assert after == plan.predicted_peak_after < whole == plan.predicted_peak_before
+    # the plan printed in a script or a notebook says how, as the CLI does
+    assert (f"to checkpoint them in training: graphviz_app.memory.checkpoint_modules(model, {list(plan.modules)!r})"
+            in str(plan).splitlines())
 
 
 def test_gradients_are_the_same_with_the_modules_checkpointed() -> None:

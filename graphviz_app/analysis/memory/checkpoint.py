@@ -93,6 +93,8 @@ class CheckpointPlan:
             lines.append(f"  forecast with and without them on fake tensors; the graph's replay chose them "
                          f"({human_bytes(self.replay_peaks[0])} -> {human_bytes(self.replay_peaks[1])})")
         lines += [f"  {name}: {human_bytes(size)} no longer kept" for name, size in self.freed]
+        lines.append(f"to checkpoint them in training: graphviz_app.memory.checkpoint_modules(model, "
+                     f"{list(self.modules)!r})")
         if self.measured_peak_after is not None:
             lines.append(f"verified: applied non-reentrant checkpointing to {', '.join(self.modules)}")
             lines.append(f"measured: {human_bytes(self.measured_peak_before or 0)} -> "
