@@ -55,13 +55,16 @@ def test_replay_is_within_3_percent_of_measured(name: str, batch: int) -> None:
 
 
 @pytest.mark.parametrize(("name", "batch"), CASES)
-def test_meta_forecast_is_within_1_percent_where_memtracker_fake_is(name: str, batch: int) -> None:
+def test_the_forecast_is_within_1_percent_even_where_memtracker_fake_is_not(name: str, batch: int) -> None:
     r = _row(name, batch)
-    if r.memtracker_fake is None or abs(r.memtracker_fake - r.measured) > 0.01 * r.measured:
-        why = r.fake_error or r.memtracker_fake
-        pytest.skip(f"{name}: MemTracker under FakeTensorMode is not within 1% either ({why})")
     if r.forecast is None:
         _check(name, batch, "forecast", False, f"the forecast failed: {r.forecast_error}")
         return
     ok = abs(r.forecast - r.measured) <= 0.01 * r.measured
-    _check(name, batch, "forecast", ok, f"forecast {r.forecast} B, measured {r.measured} B")
+    if not ok and r.memtracker_fake is not None and abs(r.memtracker_fake - r.measured) > 0.01 * r.measured:
+        # where MemTracker under FakeTensorMode is off too, the forecast is held to its figure (the fake kernels
+        # differ from the CPU's: UNet2D at batch 1, +1.5% both)
+        ok = abs(r.forecast - r.memtracker_fake) <= 0.001 * r.memtracker_fake
+    # and where it fails (ViT, ConvNeXt, Mixtral, the LSTM, ...) the forecast still runs and is within 1%
+    _check(name, batch, "forecast", ok, f"forecast {r.forecast} B, measured {r.measured} B, MemTracker under "
+           f"FakeTensorMode {r.memtracker_fake if r.memtracker_fake is not None else r.fake_error}")
