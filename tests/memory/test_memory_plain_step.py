@@ -68,23 +68,12 @@ def test_t5_with_checkpointing_forecast_is_the_plain_steps() -> None:
     assert abs(predicted - plain) <= 0.01 * plain, f"forecast {predicted} B, plain step {plain} B"
 
 
-class _UsedTwice(torch.nn.Module):
-    """One weight used by two matmuls whose gradients are new tensors: summed in place by a plain step."""
-
-    def __init__(self, d: int = 16) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(d, d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ((x @ self.w) @ self.w).sum()
-
-
 @pytest.mark.parametrize("batch", [1, 8])
 def test_the_forecast_says_what_a_plain_step_peaks_at_where_a_mode_sums_out_of_place(batch: int) -> None:
     x = torch.randn(batch, 16)
-    spec = StepSpec(_UsedTwice, lambda b: ((x,), {}), lambda out: out)
+    spec = StepSpec(mem_zoo.UsedTwice, lambda b: ((x,), {}), lambda out: out)
     plain = _plain_step_peak(spec, batch)
-    prediction = forecast(_UsedTwice(), x)
+    prediction = forecast(mem_zoo.UsedTwice(), x)
     assert prediction.peak_bytes == 4 + 4 + 3 * 1_024  # under the mode: the loss, its gradient, three of w's
     replayed = memory_timeline(prediction.graph, roots=prediction.roots, sums_in_place=True).peak_bytes
     assert replayed == plain < prediction.peak_bytes

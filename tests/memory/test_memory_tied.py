@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from mem_oracle import StepSpec, memtracker_peak
-from mem_zoo import LeafTwice, TiedPair
+from mem_zoo import LeafTwice, TiedPair, UsedTwice
 
 from graphviz_app.memory import advise_checkpoints, forecast, measure
 
@@ -39,24 +39,12 @@ def test_tied_embeddings_match_memtracker_to_the_byte(batch: int) -> None:
     assert forecast(TiedPair(64, 16), ids).peak_bytes == oracle
 
 
-class _UsedTwice(torch.nn.Module):
-    """One weight used by two matmuls whose gradients are new tensors: a plain step sums the second into the first
-    in place; under a dispatch mode (forecast's fake tensors, measure on CPU, MemTracker) torch makes a third."""
-
-    def __init__(self, d: int = 16) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(d, d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ((x @ self.w) @ self.w).sum()
-
-
 @pytest.mark.parametrize("batch", [1, 8])
 def test_the_checkpoint_advice_counts_a_weight_used_twice_as_the_forecast_does(batch: int) -> None:
     x = torch.randn(batch, 16)
-    predicted = forecast(_UsedTwice(), x).peak_bytes
-    oracle = memtracker_peak(StepSpec(_UsedTwice, lambda b: ((x,), {}), lambda out: out), batch).peak_bytes
-    plan = advise_checkpoints(_UsedTwice(), x, budget_bytes=1)
+    predicted = forecast(UsedTwice(), x).peak_bytes
+    oracle = memtracker_peak(StepSpec(UsedTwice, lambda b: ((x,), {}), lambda out: out), batch).peak_bytes
+    plan = advise_checkpoints(UsedTwice(), x, budget_bytes=1)
     # By hand, at any batch: the loss and its gradient (4 + 4) and, at w's AccumulateGrad, three 16 x 16 gradients
     # of w (3 x 1,024). Before, the plan replayed the graph as a plain step sums (2,120 B at batch 1, 2,568 at 8)
     # beside a forecast of 3,080 B in one report.

@@ -87,6 +87,19 @@ class LeafTwice(nn.Module):
         return (torch.relu(x @ self.w) @ self.w.t()).square().mean()
 
 
+class UsedTwice(nn.Module):
+    """One weight used by two matmuls whose gradients are new tensors, `(x @ w) @ w`: a plain step sums the second
+    into the first in place; under a dispatch mode (forecast's fake tensors, `measure` on CPU, MemTracker) torch
+    makes a third."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x @ self.w) @ self.w).sum()
+
+
 class Block(nn.Module):
     def __init__(self, d: int) -> None:
         super().__init__()
