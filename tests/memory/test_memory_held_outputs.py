@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from mem_oracle import StepSpec, memtracker_peak
+from mem_oracle import measured_as_by_hand
 
-from graphviz_app.memory import measure
 from graphviz_app.tracing.memory.step import step_outputs
 
 
@@ -45,8 +44,4 @@ def test_the_cache_is_counted_as_memtracker_counts_it(batch: int) -> None:
     d, rows = 32, 16 * batch
     hand = 8 + 2 * 4 * rows * d + 4 * d
     x = torch.randn(rows, d, generator=torch.Generator().manual_seed(0))
-    m = measure(WithCache(d), x, loss=lambda out: out[0])
-    spec = StepSpec(lambda: WithCache(d), lambda b: ((x,), {}), lambda out: out[0])
-    assert memtracker_peak(spec, batch).peak_bytes == hand
-    assert m.measured.peak_bytes == hand
-    assert m.predicted.peak_bytes == hand
+    measured_as_by_hand(lambda: WithCache(d), x, batch, hand, loss=lambda out: out[0])

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.utils.checkpoint
 from mem_models import Cube
-from mem_oracle import StepSpec, memtracker_peak
+from mem_oracle import StepSpec, measured_as_by_hand, memtracker_peak
 from torch.profiler import ProfilerActivity, profile
 
 from graphviz_app import memory_timeline, trace, trace_model
@@ -47,10 +47,7 @@ def test_an_ops_backward_temporaries_are_replayed(batch: int) -> None:
     d, rows = 32, 16 * batch
     hand, s = Cube.peak_by_hand(rows, d)
     x = _x(rows, d)
-    m = measure(Cube(d), x)
-    assert memtracker_peak(StepSpec(lambda: Cube(d), lambda b: ((x,), {}), lambda out: out), batch).peak_bytes == hand
-    assert m.measured.peak_bytes == hand
-    assert m.predicted.peak_bytes == hand
+    m = measured_as_by_hand(lambda: Cube(d), x, batch, hand)
     pow_node = next(n for n in m.graph.nodes if n.name == "PowBackward0")
     assert dict(pow_node.attrs)[TEMPORARIES_ATTR] == str(2 * s)
     assert m.predicted.peak_node == pow_node.id
@@ -88,11 +85,7 @@ def test_a_reentrant_blocks_nested_backward_is_replayed(batch: int) -> None:
     hand = 8 + 3 * 4 * h * rows + 2 * 4 * d * rows + 4 * d * h
     x = _x(rows, d)
     torch.manual_seed(0)
-    m = measure(ReentrantMLP(d), x)
-    spec = StepSpec(lambda: ReentrantMLP(d), lambda b: ((x,), {}), lambda out: out)
-    assert memtracker_peak(spec, batch).peak_bytes == hand
-    assert m.measured.peak_bytes == hand
-    assert m.predicted.peak_bytes == hand
+    m = measured_as_by_hand(lambda: ReentrantMLP(d), x, batch, hand)
     block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
     assert dict(block.attrs)[NESTED_GRADS_ATTR] == str(2 * 4 * d * h)
     # At the end: the three .grad (scale's 4 d B), and in the replay the loss and its gradient, which backward()
@@ -192,11 +185,7 @@ def test_a_parameter_used_inside_and_outside_a_reentrant_block_has_one_grad(batc
     hand = 8 + 3 * 4 * h * rows + 3 * 4 * d * rows + 4 * d * h
     x = _x(rows, d)
     torch.manual_seed(0)
-    m = measure(ReentrantSharedScale(d), x)
-    spec = StepSpec(lambda: ReentrantSharedScale(d), lambda b: ((x,), {}), lambda out: out)
-    assert memtracker_peak(spec, batch).peak_bytes == hand
-    assert m.measured.peak_bytes == hand
-    assert m.predicted.peak_bytes == hand
+    m = measured_as_by_hand(lambda: ReentrantSharedScale(d), x, batch, hand)
     scale = next(n for n in m.graph.nodes if n.kind.value == "leaf" and n.name.endswith("scale"))
     block = next(n for n in m.graph.nodes if n.name == "CheckpointFunctionBackward")
     assert dict(block.attrs)[NESTED_GRADS_ATTR] == str(2 * 4 * d * h + 4 * d)

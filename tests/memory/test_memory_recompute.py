@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils.checkpoint
-from mem_oracle import StepSpec, memtracker_peak
+from mem_oracle import StepSpec, measured_as_by_hand, memtracker_peak
 
 from graphviz_app import trace_model
 from graphviz_app.analysis.memory import memory_timeline
@@ -39,11 +39,7 @@ def test_the_recompute_is_alive_during_the_blocks_backward(batch: int) -> None:
     hand = 8 + 3 * 4 * h * rows + 4 * d * h
     x = torch.randn(rows, d, generator=torch.Generator().manual_seed(0))
     torch.manual_seed(0)
-    m = measure(CheckpointedMLP(d), x)
-    spec = StepSpec(lambda: CheckpointedMLP(d), lambda b: ((x,), {}), lambda out: out)
-    assert memtracker_peak(spec, batch).peak_bytes == hand
-    assert m.measured.peak_bytes == hand
-    assert m.predicted.peak_bytes == hand
+    m = measured_as_by_hand(lambda: CheckpointedMLP(d), x, batch, hand)
     assert m.predicted.forward_peak_bytes is not None and m.predicted.forward_peak_bytes < hand  # the backward's
     assert any("under non-reentrant checkpointing are recomputed" in n for n in m.predicted.notes)
     assert not any("does not count that recompute" in n for n in m.predicted.notes)

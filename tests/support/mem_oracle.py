@@ -13,14 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.distributed._tools.mem_tracker import MemTracker
 from torch.utils._pytree import tree_leaves
 
+if TYPE_CHECKING:
+    from graphviz_app.memory import Measurement
+
 __all__ = ["StepSpec", "OracleRun", "ZooRow", "memtracker_peak", "memtracker_fake_peak", "memtracker_accumulated_peak",
-           "frozen_as_buffers", "compare"]
+           "frozen_as_buffers", "compare", "measured_as_by_hand"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,19 @@ def compare(spec: StepSpec, batch: int) -> ZooRow:
     return ZooRow(real.peak_bytes, fake.peak_bytes if fake else None, fake_error, m.measured.peak_bytes,
                   m.measured.forward_peak_bytes, m.predicted.peak_bytes, predicted, forecast_error,
                   fake.seconds if fake else 0.0, time.process_time() - start)
+
+
+def measured_as_by_hand(build: Callable[[], torch.nn.Module], x: torch.Tensor, batch: int, hand: int,
+                        loss: Callable[[Any], torch.Tensor] = lambda out: out) -> Measurement:
+    """`measure` of one step of `build()` on `x`; asserts that MemTracker on the real step, the measurement and the
+    replay of its graph each hold `hand` bytes at the peak, and returns the Measurement for further checks."""
+    from graphviz_app.memory import measure
+
+    m = measure(build(), x, loss=loss)
+    assert memtracker_peak(StepSpec(build, lambda b: ((x,), {}), loss), batch).peak_bytes == hand
+    assert m.measured.peak_bytes == hand
+    assert m.predicted.peak_bytes == hand
+    return m
 
 
 def memtracker_accumulated_peak(spec: StepSpec, batch: int, micro_steps: int) -> int:
