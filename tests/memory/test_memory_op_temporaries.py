@@ -8,6 +8,7 @@ from collections import Counter
 import mem_zoo
 import pytest
 import torch
+from custom_functions import Doubled
 from mem_models import Cube
 from mem_oracle import StepSpec, memtracker_peak
 
@@ -30,16 +31,6 @@ class Scaled(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x * self.w).sum()
-
-
-class Doubled(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
-
-    @staticmethod
-    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
-        return grad * 2
 
 
 def _x(rows: int, d: int, grad: bool = False) -> torch.Tensor:

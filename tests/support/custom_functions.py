@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 __all__ = [
-    "BadBackward", "Cube", "CubeForgotAPower", "OldSquare", "ScaleSaveBoth", "ScaleSaveNone", "SinRightVmap",
+    "BadBackward", "Cube", "CubeForgotAPower", "Doubled", "OldSquare", "ScaleSaveBoth", "ScaleSaveNone", "SinRightVmap",
     "SinWrongVmap", "Twice", "TwiceWrongByGrad", "TwiceWrongByX", "exp_function", "square_via",
 ]
 
@@ -47,6 +47,18 @@ class ScaleSaveNone(torch.autograd.Function):
         x, nothing, w = ctx.saved_tensors
         assert nothing is None
         return grad * w, grad * x
+
+
+class Doubled(torch.autograd.Function):
+    """2 x with a custom backward (right): an op torch's tracing and meta kernels know nothing of."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 2
 
 
 class BadBackward(torch.autograd.Function):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from custom_functions import Doubled
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
@@ -130,16 +131,6 @@ class _PreComputed(nn.Module):
         return (self.lin(x) * x).sum()
 
 
-class _Double(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        return grad * 2
-
-
 class _Untracked(nn.Module):
     """Nodes no torch call returns, made in the root and first met inside a child."""
 
@@ -148,7 +139,7 @@ class _Untracked(nn.Module):
         self.child = nn.Linear(3, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        doubled = _Double.apply(x)  # autograd.Function.apply is no torch function call
+        doubled = Doubled.apply(x)  # autograd.Function.apply is no torch function call
         patched = torch.zeros(2, 3)
         patched[0] = x[1]  # x[i] = v returns None; its CopySlices node is met through x
         return (self.child(doubled) + self.child(patched)).sum()
@@ -233,10 +224,10 @@ def test_without_model_names_are_class_names() -> None:
 def test_custom_function_inside_a_module_belongs_to_it() -> None:
     class UsesDouble(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return _Double.apply(x)  # met only by the module's forward hook
+            return Doubled.apply(x)  # met only by the module's forward hook
 
     model = nn.Sequential(UsesDouble(), nn.Tanh())
     with record(model):
         out = model(torch.randn(3, requires_grad=True)).sum()
     modules = {n.name: n.module for n in trace(out, model).of_kind(NodeKind.OP)}
-    assert modules == {"SumBackward0": None, "TanhBackward0": "1", "_DoubleBackward": "0"}
+    assert modules == {"SumBackward0": None, "TanhBackward0": "1", "DoubledBackward": "0"}
