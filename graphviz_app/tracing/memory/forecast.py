@@ -387,7 +387,6 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
                    if isinstance(m, torch.nn.RNNBase) and not (fused and isinstance(m, torch.nn.LSTM))})
     notes: list[str] = [n for n in (note, backward_note) if n]
     notes += _plain_step_note(timeline, run, graph, retain_graph, forward)
-    measured = run.measured
     if on_meta and fused:
         notes.append("LSTM on meta runs the CPU's fused oneDNN kernel, in its dtype (float32, or bfloat16 under "
                      "autocast); its workspace is sized from oneDNN's layout (rnn_utils.hpp, oneDNN 3.12 in torch "
@@ -398,7 +397,7 @@ def predict(step: Step, *, retain_graph: bool = False) -> Prediction:
                      "the real device")
     if notes:
         timeline = dataclasses.replace(timeline, notes=(*timeline.notes, *notes))
-    return Prediction(graph, timeline, static_bytes(step), run.roots, measured)
+    return Prediction(graph, timeline, static_bytes(step), run.roots, run.measured)
 
 
 def _plain_step_note(timeline: MemoryTimeline, run: StepRun, graph: Graph, retain_graph: bool,
@@ -406,7 +405,7 @@ def _plain_step_note(timeline: MemoryTimeline, run: StepRun, graph: Graph, retai
     """A note where a plain step would peak lower: counted under a dispatch mode (as here, and as MemTracker
     counts) torch sums a tensor's gradients into a new tensor each time, while a plain step sums them in place where
     it may (a tied weight's); `timeline` was replayed as counted, and the replay summing in place says by how much
-    (torch.profiler's record of a plain step agrees: tests/memory/test_memory_plain_step.py). None within 1%."""
+    (torch.profiler's record of a plain step agrees: tests/memory/test_memory_plain_step.py). No note within 1%."""
     if run.sums_in_place:
         return []
     plain = memory_timeline(graph, roots=run.roots, retain_graph=retain_graph, forward_peak_bytes=forward_peak,
